@@ -1,0 +1,47 @@
+# Two commands do all the set-up on a fresh machine:  make run  and  make test.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+# The test suite runs against the real PostgreSQL and Redis of this machine.
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/empathy
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
+
+.PHONY: run test bench lint format migrate demo clean
+
+$(STAMP): pyproject.toml requirements.lock
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev]"
+	@touch $(STAMP)
+
+## run: a local site on an embedded SQLite database with a demo study; tasks run in-process.
+run: $(STAMP)
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py seed_demo
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+## test: the whole suite (PostgreSQL, Redis, a real Celery worker, headless Chromium).
+test: $(STAMP)
+	@bash scripts/ensure-chromium
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) DJANGO_ENV=test \
+		$(BIN)/pytest $(PYTEST_ARGS)
+
+## bench: the benchmarks under bench/, each printing one JSON object.
+bench: $(STAMP)
+	@for b in bench/*.py; do echo "== $$b" >&2; $(PY) $$b || exit 1; done
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) var

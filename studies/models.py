@@ -1,0 +1,519 @@
+"""The spine both study kinds share.
+
+A Study has Conditions (between subjects: a participant belongs to exactly one). What a participant is shown
+differs by kind:
+
+* rating study: Prompts (a dialogue opening) and, per condition, Responses to rate on the study's scale;
+* questionnaire study (EmotionBench): an Instrument (e.g. PANAS) answered before and after imagining a Situation.
+
+Participants get Assignments (what they are shown, in order). Each rating-study Assignment has at most one
+Rating; each questionnaire answer is a QuestionnaireAnswer of a QuestionnaireRun. The database keeps these
+invariants with unique and check constraints, so no code path can store an answer twice.
+"""
+
+from django.core.validators import MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+
+def default_scale() -> list[dict]:
+    """The seed study's scale: Good / Okay / Bad, stored as 3 / 2 / 1, shown best first."""
+    return [
+        {"value": 3, "label": "Good"},
+        {"value": 2, "label": "Okay"},
+        {"value": 1, "label": "Bad"},
+    ]
+
+
+class Valence(models.TextChoices):
+    POSITIVE = "positive", "Positive"
+    NEGATIVE = "negative", "Negative"
+    NEUTRAL = "neutral", "Neutral / other"
+
+
+class Emotion(models.Model):
+    """An emotion label and the valence group analyses put it in. Data, editable in the admin:
+    papers disagree on where e.g. nostalgic and sentimental belong."""
+
+    name = models.CharField(max_length=64, unique=True)
+    valence = models.CharField(max_length=16, choices=Valence.choices, default=Valence.NEUTRAL)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Study(models.Model):
+    class Kind(models.TextChoices):
+        RATING = "rating", "Rating study (rate responses on a scale)"
+        QUESTIONNAIRE = "questionnaire", "Questionnaire study (instrument before and after a situation)"
+
+    class State(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        LIVE = "live", "Live"
+        PAUSED = "paused", "Paused"
+        CLOSED = "closed", "Closed"
+
+    class Platform(models.TextChoices):
+        PROLIFIC = "prolific", "Prolific"
+        MTURK = "mturk", "Amazon Mechanical Turk"
+        NONE = "none", "None (direct link)"
+
+    slug = models.SlugField(max_length=64, unique=True)
+    title = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.RATING)
+    state = models.CharField(max_length=8, choices=State.choices, default=State.DRAFT, db_index=True)
+    description = models.TextField(blank=True, help_text="Internal notes; never shown to participants.")
+
+    # What participants read.
+    consent_text = models.TextField(blank=True)
+    instructions_text = models.TextField(blank=True)
+    worked_examples = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Examples shown with the instructions: a list of objects with emotion, situation, "
+        "speaker_utterance, response, rating (a scale value) and explanation.",
+    )
+    scale_question = models.CharField(
+        max_length=300,
+        default="How empathetic is Speaker 2's response, compared with how you would have responded?",
+    )
+    scale = models.JSONField(default=default_scale, help_text="List of {value, label}, shown in this order.")
+    ask_teq = models.BooleanField(
+        default=False, verbose_name="Ask the Toronto Empathy Questionnaire before rating"
+    )
+
+    # Design.
+    items_per_participant = models.PositiveSmallIntegerField(default=10, validators=[MinValueValidator(1)])
+    target_ratings_per_response = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
+    quota_per_condition = models.PositiveIntegerField(default=200, validators=[MinValueValidator(1)])
+    attention_check_max_failures = models.PositiveSmallIntegerField(
+        default=0, help_text="A participant failing more attention checks than this is flagged for exclusion."
+    )
+    seed = models.BigIntegerField(default=0, help_text="Seeds every random draw of this study.")
+
+    # Recruiting platform and outcomes.
+    platform = models.CharField(max_length=16, choices=Platform.choices, default=Platform.PROLIFIC)
+    completion_code = models.CharField(max_length=64, blank=True)
+    screened_out_code = models.CharField(max_length=64, blank=True, help_text="Given when consent is declined.")
+    failed_checks_code = models.CharField(
+        max_length=64, blank=True, help_text="Given when attention checks are failed (blank: the completion code)."
+    )
+    completion_redirect_url = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="Where a finished participant is sent; {code} is replaced by their code. "
+        "Prolific: https://app.prolific.com/submissions/complete?cc={code}",
+    )
+    time_limit_minutes = models.PositiveIntegerField(
+        default=60, help_text="An active participant silent this long times out and gives back their items."
+    )
+
+    # Questionnaire kind.
+    instrument = models.ForeignKey(
+        "Instrument", null=True, blank=True, on_delete=models.PROTECT, related_name="studies"
+    )
+    ask_demographics = models.BooleanField(default=False)
+    randomise_item_order = models.BooleanField(default=True)
+    llm_default_runs = models.PositiveIntegerField(default=50)
+    llm_evoked_runs = models.PositiveIntegerField(default=10)
+    significance_level = models.FloatField(default=0.01)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    launched_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "studies"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.title} ({self.slug})"
+
+    @property
+    def scale_values(self) -> list[int]:
+        return [int(option["value"]) for option in self.scale]
+
+
+class Condition(models.Model):
+    """One between-subjects arm: the human baseline or one LLM."""
+
+    class Kind(models.TextChoices):
+        HUMAN = "human", "Human"
+        LLM = "llm", "LLM"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="conditions")
+    name = models.SlugField(max_length=64, help_text="Short id used in exports, e.g. human, gpt4.")
+    label = models.CharField(max_length=200, blank=True)
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.HUMAN)
+    is_baseline = models.BooleanField(default=False, help_text="Analyses compare other conditions with this one.")
+    quota = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Participants for this condition; blank: the study's quota."
+    )
+    position = models.PositiveSmallIntegerField(default=0)
+    enrolling = models.BooleanField(default=True, help_text="Off: takes no new participants.")
+
+    class Meta:
+        ordering = ["study", "position", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "name"], name="condition_unique_name_per_study"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug}/{self.name}"
+
+    @property
+    def effective_quota(self) -> int:
+        return self.quota if self.quota is not None else self.study.quota_per_condition
+
+
+class Prompt(models.Model):
+    """A dialogue opening: the emotion, the situation the speaker described, and their first utterance."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="prompts")
+    dialogue_id = models.CharField(max_length=100)
+    emotion = models.ForeignKey(Emotion, on_delete=models.PROTECT, related_name="prompts")
+    situation = models.TextField()
+    speaker_utterance = models.TextField()
+
+    class Meta:
+        ordering = ["study", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "dialogue_id"], name="prompt_unique_dialogue_per_study"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dialogue_id} ({self.emotion.name})"
+
+
+class Response(models.Model):
+    """The text a condition shows for a prompt. Exactly one per (prompt, condition, sample)."""
+
+    class Source(models.TextChoices):
+        CORPUS = "corpus", "Imported from a corpus"
+        GENERATED = "generated", "Generated by an LLM"
+        EDITED = "edited", "Edited by an admin"
+
+    class Review(models.TextChoices):
+        OK = "ok", "OK"
+        FLAGGED = "flagged", "Flagged for review"
+        APPROVED = "approved", "Approved after review"
+
+    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="responses")
+    condition = models.ForeignKey(Condition, on_delete=models.CASCADE, related_name="responses")
+    sample_index = models.PositiveSmallIntegerField(default=0)
+    text = models.TextField()
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.CORPUS)
+    review = models.CharField(max_length=16, choices=Review.choices, default=Review.OK, db_index=True)
+    review_flags = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["condition", "prompt"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["prompt", "condition", "sample_index"], name="response_unique_per_prompt_condition_sample"
+            ),
+            models.CheckConstraint(condition=~Q(text=""), name="response_text_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.condition.name} → {self.prompt.dialogue_id}"
+
+
+class AttentionCheck(models.Model):
+    """An instructed-response item mixed into the rating pages ("please choose Okay for this one")."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="attention_checks")
+    emotion_label = models.CharField(max_length=64, default="attention check")
+    situation = models.TextField()
+    speaker_utterance = models.TextField()
+    response_text = models.TextField(help_text="Shown where a response would be; says which option to pick.")
+    expected_value = models.SmallIntegerField()
+    after_item = models.PositiveSmallIntegerField(
+        help_text="Shown after this many regular items (0: first)."
+    )
+
+    class Meta:
+        ordering = ["study", "after_item", "id"]
+
+    def __str__(self) -> str:
+        return f"check after item {self.after_item} (expects {self.expected_value})"
+
+
+class Participant(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        COMPLETED = "completed", "Completed"
+        RETURNED = "returned", "Returned"
+        TIMED_OUT = "timed_out", "Timed out"
+        SCREENED_OUT = "screened_out", "Screened out"
+        EXCLUDED = "excluded", "Excluded"
+
+    class Step(models.TextChoices):
+        CONSENT = "consent", "Consent"
+        DEMOGRAPHICS = "demographics", "Demographics"
+        INSTRUCTIONS = "instructions", "Instructions"
+        TEQ = "teq", "Toronto Empathy Questionnaire"
+        ITEMS = "items", "Items"
+        DONE = "done", "Done"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="participants")
+    condition = models.ForeignKey(
+        Condition, null=True, blank=True, on_delete=models.PROTECT, related_name="participants"
+    )
+    external_id = models.CharField(max_length=128, help_text="PROLIFIC_PID or MTurk workerId.")
+    platform = models.CharField(max_length=16, choices=Study.Platform.choices, default=Study.Platform.NONE)
+    platform_study_id = models.CharField(max_length=128, blank=True)
+    platform_session_id = models.CharField(max_length=128, blank=True)
+    mturk_assignment_id = models.CharField(max_length=128, blank=True)
+    mturk_hit_id = models.CharField(max_length=128, blank=True)
+    is_preview = models.BooleanField(default=False, help_text="Staff preview: never counted.")
+
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE, db_index=True)
+    step = models.CharField(max_length=16, choices=Step.choices, default=Step.CONSENT)
+    seed = models.BigIntegerField(default=0, help_text="Seeds this participant's item order.")
+    flagged_for_exclusion = models.BooleanField(default=False)
+    exclusion_reasons = models.JSONField(default=list, blank=True)
+    attention_failures = models.PositiveSmallIntegerField(default=0)
+    teq_answers = models.JSONField(null=True, blank=True)
+    teq_score = models.PositiveSmallIntegerField(null=True, blank=True)
+    demographics = models.JSONField(null=True, blank=True)
+    completion_code = models.CharField(max_length=64, blank=True)
+
+    started_at = models.DateTimeField(auto_now_add=True)
+    last_seen_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["study", "started_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "external_id"], name="participant_unique_external_id"),
+        ]
+        indexes = [models.Index(fields=["study", "condition", "status"], name="participant_study_cond_status")]
+
+    def __str__(self) -> str:
+        return f"{self.external_id} ({self.study.slug})"
+
+
+class Assignment(models.Model):
+    """One page a participant is shown, in order: a response to rate, an attention check, or a situation."""
+
+    class Kind(models.TextChoices):
+        RESPONSE = "response", "Response to rate"
+        ATTENTION = "attention", "Attention check"
+        SITUATION = "situation", "Situation to imagine"
+
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="assignments")
+    position = models.PositiveSmallIntegerField()
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.RESPONSE)
+    response = models.ForeignKey(
+        Response, null=True, blank=True, on_delete=models.PROTECT, related_name="assignments"
+    )
+    attention_check = models.ForeignKey(
+        AttentionCheck, null=True, blank=True, on_delete=models.PROTECT, related_name="assignments"
+    )
+    situation = models.ForeignKey(
+        "Situation", null=True, blank=True, on_delete=models.PROTECT, related_name="assignments"
+    )
+    shown_at = models.DateTimeField(null=True, blank=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["participant", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["participant", "position"], name="assignment_unique_position"),
+            models.UniqueConstraint(
+                fields=["participant", "response"],
+                condition=Q(response__isnull=False),
+                name="assignment_unique_response_per_participant",
+            ),
+            models.CheckConstraint(
+                condition=(
+                    Q(kind="response", response__isnull=False, attention_check__isnull=True, situation__isnull=True)
+                    | Q(kind="attention", response__isnull=True, attention_check__isnull=False, situation__isnull=True)
+                    | Q(kind="situation", response__isnull=True, attention_check__isnull=True, situation__isnull=False)
+                ),
+                name="assignment_kind_matches_target",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.participant.external_id} #{self.position}"
+
+
+class Rating(models.Model):
+    """The answer to one Assignment. The OneToOne key makes a second answer impossible."""
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="rating")
+    value = models.SmallIntegerField()
+    response_time_ms = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.assignment} = {self.value}"
+
+
+# --- Questionnaire kind (EmotionBench) ------------------------------------------------------------------
+
+
+class Instrument(models.Model):
+    """A questionnaire such as PANAS: items answered on one numeric range, scored by category."""
+
+    class ComputeMode(models.TextChoices):
+        SUM = "SUM", "Sum"
+        SUM_X2 = "SUM*2", "Sum × 2"
+
+    name = models.CharField(max_length=64, unique=True)
+    title = models.CharField(max_length=200, blank=True)
+    instructions = models.TextField(blank=True, help_text="Shown to participants above the items.")
+    llm_prompt = models.TextField(blank=True, help_text="The question put to a model; SCENARIO is replaced.")
+    llm_system_prompt = models.TextField(blank=True)
+    scale_min = models.SmallIntegerField(default=1)
+    scale_max = models.SmallIntegerField(default=5)
+    anchors = models.JSONField(default=list, blank=True, help_text="Labels of scale_min..scale_max, in order.")
+    compute_mode = models.CharField(max_length=8, choices=ComputeMode.choices, default=ComputeMode.SUM)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(scale_min__lt=models.F("scale_max")), name="instrument_range_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class InstrumentItem(models.Model):
+    instrument = models.ForeignKey(Instrument, on_delete=models.CASCADE, related_name="items")
+    number = models.PositiveSmallIntegerField(help_text="The item's number in the published order (1-based).")
+    text = models.CharField(max_length=500)
+    reverse_scored = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["instrument", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["instrument", "number"], name="instrument_item_unique_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.instrument.name} {self.number}: {self.text}"
+
+
+class InstrumentCategory(models.Model):
+    """A score reported by the instrument, e.g. PANAS Positive Affect: the sum of its items."""
+
+    instrument = models.ForeignKey(Instrument, on_delete=models.CASCADE, related_name="categories")
+    name = models.CharField(max_length=100)
+    item_numbers = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["instrument", "id"]
+        verbose_name_plural = "instrument categories"
+        constraints = [
+            models.UniqueConstraint(fields=["instrument", "name"], name="instrument_category_unique_name"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.instrument.name}: {self.name}"
+
+
+class Situation(models.Model):
+    """A scenario to imagine, from the EmotionBench pool: emotion → factor → situation."""
+
+    emotion = models.CharField(max_length=64)
+    factor_index = models.PositiveSmallIntegerField(help_text="1-based, within the emotion.")
+    factor_name = models.CharField(max_length=200)
+    index = models.PositiveSmallIntegerField(help_text="1-based, within the factor.")
+    text = models.TextField()
+
+    class Meta:
+        ordering = ["emotion", "factor_index", "index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["emotion", "factor_index", "index"], name="situation_unique_position"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.emotion}-{self.factor_index} #{self.index}"
+
+    @property
+    def code(self) -> str:
+        """The published files' column naming: Anger-1_scenario-3."""
+        return f"{self.emotion}-{self.factor_index}_scenario-{self.index}"
+
+
+class StudySituation(models.Model):
+    """The situations a questionnaire study uses."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="study_situations")
+    situation = models.ForeignKey(Situation, on_delete=models.PROTECT, related_name="study_situations")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["study", "situation"], name="study_situation_unique"),
+        ]
+
+
+class QuestionnaireRun(models.Model):
+    """One complete answering of the study's instrument, by a participant or by a model.
+
+    phase=default: no situation (how the subject feels now); phase=evoked: after imagining `situation`.
+    A human participant has one of each; a model has `run_index` 0..n-1 per (phase, situation).
+    """
+
+    class Phase(models.TextChoices):
+        DEFAULT = "default", "Default (as you feel now)"
+        EVOKED = "evoked", "Evoked (after imagining the situation)"
+
+    class Source(models.TextChoices):
+        PARTICIPANT = "participant", "Participant"
+        LLM = "llm", "LLM"
+        IMPORTED = "imported", "Imported published results"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="questionnaire_runs")
+    condition = models.ForeignKey(Condition, on_delete=models.CASCADE, related_name="questionnaire_runs")
+    participant = models.ForeignKey(
+        Participant, null=True, blank=True, on_delete=models.CASCADE, related_name="questionnaire_runs"
+    )
+    subject_key = models.CharField(
+        max_length=128, help_text="Who answered: a participant's id, or the model run's key."
+    )
+    phase = models.CharField(max_length=8, choices=Phase.choices)
+    situation = models.ForeignKey(
+        Situation, null=True, blank=True, on_delete=models.PROTECT, related_name="questionnaire_runs"
+    )
+    run_index = models.PositiveIntegerField(default=0)
+    item_order = models.JSONField(default=list, help_text="Item numbers in the order they were shown.")
+    source = models.CharField(max_length=16, choices=Source.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["study", "condition", "phase", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "condition", "subject_key", "phase", "run_index"],
+                name="questionnaire_run_unique",
+            ),
+            models.CheckConstraint(
+                condition=Q(phase="default", situation__isnull=True) | Q(phase="evoked", situation__isnull=False),
+                name="questionnaire_run_situation_matches_phase",
+            ),
+        ]
+
+
+class QuestionnaireAnswer(models.Model):
+    run = models.ForeignKey(QuestionnaireRun, on_delete=models.CASCADE, related_name="answers")
+    item_number = models.PositiveSmallIntegerField()
+    value = models.SmallIntegerField()
+    position = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Where the item was shown.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "item_number"], name="questionnaire_answer_unique_item"),
+        ]

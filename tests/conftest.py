@@ -1,0 +1,64 @@
+"""Shared fixtures.
+
+The suite runs against this machine's real PostgreSQL and Redis (see the Makefile's `test` target). Behaviour that
+depends on them (locking, concurrency, the broker, a real Celery worker) is tested for real: with CI=true a
+missing service fails the run instead of skipping anything.
+"""
+
+import os
+
+import pytest
+from django.conf import settings
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def _postgres_in_use() -> bool:
+    return settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
+
+
+def pytest_sessionstart(session):
+    if IN_CI and not _postgres_in_use():
+        raise pytest.UsageError("CI=true: the suite must run on PostgreSQL (set DATABASE_URL; `make test` does).")
+    if IN_CI and not settings.REDIS_URL:
+        raise pytest.UsageError("CI=true: the suite must run with Redis (set REDIS_URL; `make test` does).")
+
+
+@pytest.fixture
+def requires_postgres():
+    """For tests whose behaviour depends on PostgreSQL (row locks, concurrent transactions)."""
+    if not _postgres_in_use():
+        if IN_CI:
+            pytest.fail("This test needs PostgreSQL and CI=true forbids skipping it.")
+        pytest.skip("needs PostgreSQL: run through `make test`")
+
+
+@pytest.fixture
+def redis_url():
+    """The real Redis of this machine (a database of its own for the suite)."""
+    import redis
+
+    url = settings.REDIS_URL
+    if not url:
+        if IN_CI:
+            pytest.fail("This test needs Redis and CI=true forbids skipping it.")
+        pytest.skip("needs Redis: run through `make test`")
+    client = redis.Redis.from_url(url)
+    try:
+        client.ping()
+    except redis.exceptions.ConnectionError as exc:
+        pytest.fail(f"Redis at {url} does not answer: {exc}")
+    return url
+
+
+@pytest.fixture
+def staff_user(django_user_model):
+    return django_user_model.objects.create_user(
+        username="admin", password="admin-pass-123", is_staff=True, is_superuser=True
+    )
+
+
+@pytest.fixture
+def staff_client(client, staff_user):
+    client.force_login(staff_user)
+    return client

@@ -1,0 +1,68 @@
+"""factory_boy factories for the domain; every app's tests build their data through these."""
+
+import factory
+
+from studies import models
+
+
+class EmotionFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Emotion
+        django_get_or_create = ("name",)
+
+    name = factory.Iterator(["joyful", "sad", "proud", "afraid"])
+    valence = factory.LazyAttribute(
+        lambda o: models.Valence.POSITIVE if o.name in {"joyful", "proud"} else models.Valence.NEGATIVE
+    )
+
+
+class StudyFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Study
+
+    slug = factory.Sequence(lambda n: f"study-{n}")
+    title = factory.Sequence(lambda n: f"Study {n}")
+    consent_text = "You are invited to rate responses in short conversations."
+    instructions_text = "Rate how empathetic each response is."
+    completion_code = "C0MPLETE"
+    screened_out_code = "SCREENED"
+    failed_checks_code = "FAILEDCK"
+    items_per_participant = 3
+    quota_per_condition = 10
+
+
+class ConditionFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Condition
+
+    study = factory.SubFactory(StudyFactory)
+    name = factory.Sequence(lambda n: f"cond{n}")
+    label = factory.LazyAttribute(lambda o: o.name)
+
+
+class PromptFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Prompt
+
+    study = factory.SubFactory(StudyFactory)
+    dialogue_id = factory.Sequence(lambda n: f"hit:{n}_conv:{n}")
+    emotion = factory.SubFactory(EmotionFactory)
+    situation = factory.Faker("sentence")
+    speaker_utterance = factory.Faker("sentence")
+
+
+class ResponseFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Response
+
+    prompt = factory.SubFactory(PromptFactory)
+    condition = factory.SubFactory(ConditionFactory, study=factory.SelfAttribute("..prompt.study"))
+    text = factory.Faker("sentence")
+
+
+class ParticipantFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Participant
+
+    study = factory.SubFactory(StudyFactory)
+    external_id = factory.Sequence(lambda n: f"pid{n:05d}")

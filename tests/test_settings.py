@@ -1,0 +1,38 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def _production_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "ALLOWED_HOSTS", "DEBUG"}}
+    env.update({"DJANGO_ENV": "production", **extra})
+    return env
+
+
+def test_production_refuses_to_start_without_a_secret_key():
+    result = _manage("check", env=_production_env(ALLOWED_HOSTS="example.org"))
+    assert result.returncode != 0
+    assert "SECRET_KEY" in result.stderr
+
+
+def test_a_malformed_boolean_is_refused_at_start_up():
+    env = dict(os.environ, DEBUG="maybe")
+    result = _manage("check", env=env)
+    assert result.returncode != 0
+    assert "DEBUG='maybe' is not a boolean" in result.stderr
+
+
+def test_check_deploy_is_clean_under_production_settings():
+    env = _production_env(SECRET_KEY="x" * 20 + "-production-secret-for-the-deploy-check-" + "y" * 20, ALLOWED_HOSTS="example.org")
+    result = _manage("check", "--deploy", "--fail-level", "WARNING", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
