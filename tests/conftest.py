@@ -62,3 +62,54 @@ def staff_user(django_user_model):
 def staff_client(client, staff_user):
     client.force_login(staff_user)
     return client
+
+
+# --- Browser tests ------------------------------------------------------------------------------------
+# Debian's Chromium driven by Playwright (Playwright cannot download its own browser on these machines).
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"Chromium is missing at {CHROMIUM}: `make test` installs Debian's chromium package.")
+    # Playwright's sync API runs an event loop in this thread; the ORM calls the tests make around it are
+    # ordinary synchronous calls, so Django's async-safety guard does not apply.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def phone_page(browser):
+    """A phone-sized touch viewport (iPhone 12-like)."""
+    context = browser.new_context(
+        viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True
+    )
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    yield page
+    context.close()
