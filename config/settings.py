@@ -10,6 +10,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from .env import env_bool, env_int, env_list, env_str
+from .logging import build_logging, sentry_init
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
@@ -53,6 +54,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -140,7 +142,12 @@ CELERY_TIMEZONE = "UTC"
 
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            # Short timeouts: a hung Redis must not stall participant pages (the rate limiter fails open).
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+        }
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
@@ -183,13 +190,22 @@ if PRODUCTION:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
-    },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
-}
+# --- Operations ---------------------------------------------------------------------------------------
+# One JSON object per line (request id, path, status, duration on access lines); LOG_FORMAT=plain for humans.
+LOGGING = build_logging(level=env_str("LOG_LEVEL", "INFO"), fmt=env_str("LOG_FORMAT", "json"))
+# Error reporting is on only when SENTRY_DSN is set.
+SENTRY_DSN = env_str("SENTRY_DSN", "")
+sentry_init(
+    dsn=SENTRY_DSN,
+    environment=DJANGO_ENV,
+    traces_sample_rate=float(env_str("SENTRY_TRACES_SAMPLE_RATE", "0")),
+)
+
+# Rate limits on participant pages, per minute (see config/ratelimit.py). RATELIMIT_TRUSTED_PROXIES: how many
+# proxies in front of the app append the client address to X-Forwarded-For (0: use the socket's address).
+RATELIMIT_ENABLED = env_bool("RATELIMIT_ENABLED", True)
+RATELIMIT_ENTRY_PER_IP = env_int("RATELIMIT_ENTRY_PER_IP", 30)
+RATELIMIT_PARTICIPANT = env_int("RATELIMIT_PARTICIPANT", 60)
+RATELIMIT_TRUSTED_PROXIES = env_int("RATELIMIT_TRUSTED_PROXIES", 0)
+# The one-row-write view bench/participants.py measures the floor with; never on in a real deployment.
+BENCH_FLOOR_ENABLED = env_bool("BENCH_FLOOR_ENABLED", False)

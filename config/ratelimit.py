@@ -1,0 +1,145 @@
+"""Abuse protection for participant pages: rate limits and a honeypot field.
+
+Rate limits are fixed one-minute windows counted in Django's cache (Redis in production, local memory
+otherwise). They fail open: when the cache cannot be reached, requests pass and a warning is logged —
+a participant must never lose a rating because the limiter's store is down.
+
+    @rate_limit("entry")        # per client IP (entry limit) and per participant
+    @rate_limit("participant")  # per participant only (consent, instructions, answers)
+
+The honeypot is a text field no person sees (moved off-screen, hidden from screen readers and the tab
+order). `@honeypot` adds it to every POST form of the pages the view renders, and refuses a POST that
+fills it — before the view runs, so nothing is stored.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import re
+import time
+from collections.abc import Callable
+
+from django.conf import settings
+from django.core.cache import cache
+from django.template.loader import render_to_string
+
+logger = logging.getLogger(__name__)
+
+WINDOW_SECONDS = 60
+HONEYPOT_FIELD = "contact_me_by_fax_only"
+_HONEYPOT_HTML = (
+    '<div style="position:absolute;left:-10000px;top:auto;width:1px;height:1px;overflow:hidden" '
+    f'aria-hidden="true"><label for="id_{HONEYPOT_FIELD}">Leave this field empty</label>'
+    f'<input type="text" name="{HONEYPOT_FIELD}" id="id_{HONEYPOT_FIELD}" value="" tabindex="-1" '
+    'autocomplete="off"></div>'
+)
+_POST_FORM_OPEN = re.compile(rb"<form\b[^>]*\bmethod=[\"']?post[\"']?[^>]*>", re.IGNORECASE)
+_PARTICIPANT_PARAMS = ("PROLIFIC_PID", "workerId", "participant_id")
+
+
+def client_ip(request) -> str:
+    """The client's address. Behind RATELIMIT_TRUSTED_PROXIES proxies that append to X-Forwarded-For,
+    the address the outermost trusted proxy saw; otherwise REMOTE_ADDR (a client-sent header is not
+    trusted, or anyone could pick a fresh IP for every request)."""
+    trusted = settings.RATELIMIT_TRUSTED_PROXIES
+    if trusted > 0:
+        hops = [hop.strip() for hop in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if hop.strip()]
+        if len(hops) >= trusted:
+            return hops[-trusted]
+    return request.META.get("REMOTE_ADDR", "")
+
+
+def _participant_key(request) -> str:
+    """Who is asking: the recruiting platform's id on entry, then the session cookie, else the IP."""
+    for param in _PARTICIPANT_PARAMS:
+        if request.GET.get(param):
+            return "pid:" + request.GET[param]
+    session_cookie = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
+    if session_cookie:
+        return "session:" + session_cookie
+    return "ip:" + client_ip(request)
+
+
+def _hit(bucket: str, identity: str, limit: int) -> tuple[bool, int]:
+    """Counts one request; returns (allowed, seconds until the window ends). Fails open."""
+    now = time.time()
+    window = int(now // WINDOW_SECONDS)
+    retry_after = int(WINDOW_SECONDS - now % WINDOW_SECONDS) + 1
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:32]  # no participant ids in cache keys
+    key = f"rl:{bucket}:{digest}:{window}"
+    try:
+        cache.add(key, 0, timeout=WINDOW_SECONDS * 2)
+        count = cache.incr(key)
+    except Exception as exc:  # the cache is down or the key vanished: let the request through
+        logger.warning("rate limit store unavailable, allowing request", extra={"error": type(exc).__name__})
+        return True, 0
+    return count <= limit, retry_after
+
+
+def rate_limit(scope: str) -> Callable:
+    """Limits a participant view. scope="entry": RATELIMIT_ENTRY_PER_IP per client IP and
+    RATELIMIT_PARTICIPANT per participant, per minute; scope="participant": the per-participant limit
+    only. Over the limit: a friendly 429 page with Retry-After, and the view does not run."""
+    if scope not in {"entry", "participant"}:
+        raise ValueError(f"unknown rate-limit scope {scope!r}")
+
+    def decorator(view):
+        @functools.wraps(view)
+        def wrapped(request, *args, **kwargs):
+            if settings.RATELIMIT_ENABLED:
+                checks = [("participant", _participant_key(request), settings.RATELIMIT_PARTICIPANT)]
+                if scope == "entry":
+                    checks.insert(0, ("entry-ip", client_ip(request), settings.RATELIMIT_ENTRY_PER_IP))
+                for bucket, identity, limit in checks:
+                    allowed, retry_after = _hit(bucket, identity, limit)
+                    if not allowed:
+                        logger.warning("rate limited", extra={"bucket": bucket, "path": request.path})
+                        return too_many_requests(request, retry_after=retry_after)
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorator
+
+
+def too_many_requests(request, *, retry_after: int):
+    from django.http import HttpResponse
+
+    response = HttpResponse(
+        render_to_string("errors/429.html", {"retry_after": retry_after}, request=request), status=429
+    )
+    response["Retry-After"] = str(retry_after)
+    return response
+
+
+def honeypot(view: Callable) -> Callable:
+    """Adds the honeypot field to the view's POST forms and refuses (400, nothing stored) a POST that
+    fills it in."""
+
+    @functools.wraps(view)
+    def wrapped(request, *args, **kwargs):
+        from django.http import HttpResponse
+
+        if request.method == "POST" and request.POST.get(HONEYPOT_FIELD):
+            logger.warning("honeypot filled, submission dropped", extra={"path": request.path})
+            return HttpResponse(render_to_string("errors/form_rejected.html", request=request), status=400)
+        response = view(request, *args, **kwargs)
+        _inject_honeypot(response)
+        return response
+
+    return wrapped
+
+
+def _inject_honeypot(response) -> None:
+    if getattr(response, "streaming", False) or not response.get("Content-Type", "").startswith("text/html"):
+        return
+    if hasattr(response, "render") and not getattr(response, "is_rendered", True):
+        response.render()
+    content = response.content
+    if b"<form" not in content.lower():
+        return
+    response.content = _POST_FORM_OPEN.sub(lambda m: m.group(0) + _HONEYPOT_HTML.encode(), content)
+    if response.has_header("Content-Length"):
+        response["Content-Length"] = str(len(response.content))

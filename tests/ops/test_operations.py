@@ -1,0 +1,127 @@
+"""Operations: /healthz, request ids, JSON logs, optional error reporting."""
+
+import gzip
+import io
+import json
+import logging
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+
+def test_healthz_reports_database_and_broker_ok(client, redis_url):
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "ok"
+    assert body["checks"]["database"]["ok"] is True
+    assert body["checks"]["broker"]["ok"] is True
+    assert response["Cache-Control"].startswith("max-age=0")
+
+
+def test_healthz_is_503_naming_the_broker_when_redis_is_unreachable(client, settings):
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["status"] == "unavailable"
+    assert body["checks"]["broker"] == {"ok": False, "error": "ConnectionError"}
+    assert body["checks"]["database"]["ok"] is True
+
+
+def test_healthz_is_503_naming_the_database_when_it_is_unreachable(redis_url):
+    # A process of its own whose database is a port nothing listens on: a real outage, not a mock.
+    script = (
+        "import django, json; django.setup();"
+        "from django.test import Client;"
+        "r = Client().get('/healthz');"
+        "print(json.dumps({'status': r.status_code, 'body': r.json()}))"
+    )
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DJANGO_ENV": "test",
+        "DATABASE_URL": "postgres://postgres@127.0.0.1:1/nothing",
+        "REDIS_URL": redis_url,
+        "LOG_LEVEL": "CRITICAL",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, check=True, timeout=60, capture_output=True, text=True
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["status"] == 503
+    assert result["body"]["checks"]["database"] == {"ok": False, "error": "OperationalError"}
+    assert result["body"]["checks"]["broker"]["ok"] is True
+
+
+def test_every_response_echoes_a_request_id(client):
+    generated = client.get("/healthz")["X-Request-ID"]
+    assert len(generated) == 32
+    assert client.get("/healthz", headers={"X-Request-ID": "lb-1234.abc"})["X-Request-ID"] == "lb-1234.abc"
+    # A header that could forge log lines is replaced, not echoed.
+    forged = client.get("/healthz", headers={"X-Request-ID": 'x" \n{"level":"ERROR"}'})["X-Request-ID"]
+    assert forged != 'x" \n{"level":"ERROR"}' and len(forged) == 32
+
+
+def test_access_log_is_one_json_object_per_line_with_request_id_path_status_duration(client):
+    # The console handler LOGGING configured, writing into a buffer instead of stderr for the test.
+    (handler,) = [h for h in logging.getLogger().handlers if h.get_name() == "console"]
+    buffer = io.StringIO()
+    original = handler.setStream(buffer)
+    try:
+        client.get("/healthz", headers={"X-Request-ID": "trace-42"})
+        client.get("/no-such-page/")
+    finally:
+        handler.setStream(original)
+    lines = [line for line in buffer.getvalue().splitlines() if line.strip()]
+    entries = [json.loads(line) for line in lines]  # every line parses on its own
+    access = [e for e in entries if e["logger"] == "access"]
+    assert access[0]["request_id"] == "trace-42"
+    assert access[0]["path"] == "/healthz" and access[0]["status"] == 200
+    assert isinstance(access[0]["duration_ms"], float)
+    assert access[1]["status"] == 404
+    # Django's own warning about the 404 carries the same request id as the access line.
+    not_found = [e for e in entries if e["logger"] == "django.request"]
+    assert not_found and not_found[0]["request_id"] == access[1]["request_id"]
+    assert handler.formatter.__class__.__name__ == "JsonFormatter"
+
+
+def test_a_multiline_message_stays_on_one_line():
+    from config.logging import JsonFormatter
+
+    record = logging.LogRecord("x", logging.ERROR, __file__, 1, "first\nsecond", None, None)
+    line = JsonFormatter().format(record)
+    assert "\n" not in line and json.loads(line)["message"] == "first\nsecond"
+
+
+def test_error_reporting_is_off_without_a_dsn_and_sends_events_to_the_dsn_when_set(httpserver):
+    # A fresh interpreter: Sentry hooks the process globally, so the suite's own process stays untouched.
+    httpserver.expect_request("/api/1/envelope/", method="POST").respond_with_data("{}")
+    dsn = f"http://publickey@127.0.0.1:{httpserver.port}/1"
+    script = (
+        "import django, os, sentry_sdk;"
+        "django.setup();"
+        "from django.conf import settings;"
+        "assert sentry_sdk.get_client().is_active() == bool(settings.SENTRY_DSN);"
+        "sentry_sdk.capture_message('ops test') if settings.SENTRY_DSN else None;"
+        "sentry_sdk.flush(5)"
+    )
+    env = {"DJANGO_SETTINGS_MODULE": "config.settings", "PATH": "/usr/bin:/bin", "DJANGO_ENV": "test"}
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=60)
+    assert httpserver.log == []
+    subprocess.run([sys.executable, "-c", script], env={**env, "SENTRY_DSN": dsn}, check=True, timeout=60)
+    assert len(httpserver.log) == 1
+    assert b"ops test" in gzip.decompress(httpserver.log[0][0].get_data())
+
+
+def test_floor_view_is_404_unless_enabled(client, settings):
+    from ratings.models import FloorWrite
+
+    settings.BENCH_FLOOR_ENABLED = False
+    assert client.post("/bench/floor/").status_code == 404
+    settings.BENCH_FLOOR_ENABLED = True
+    assert client.post("/bench/floor/").status_code == 200
+    assert FloorWrite.objects.count() == 1

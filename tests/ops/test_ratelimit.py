@@ -1,0 +1,134 @@
+"""Rate limits and the honeypot, on small views decorated exactly like the participant pages."""
+
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+from django.core.cache import caches
+
+from config.ratelimit import HONEYPOT_FIELD
+from ratings.models import FloorWrite
+
+pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.ops.urls")]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_limits(settings, redis_url):
+    settings.RATELIMIT_ENABLED = True
+    settings.RATELIMIT_ENTRY_PER_IP = 5
+    settings.RATELIMIT_PARTICIPANT = 8
+    settings.RATELIMIT_TRUSTED_PROXIES = 0
+    caches["default"].clear()
+
+
+def test_entry_gives_a_friendly_429_after_the_per_ip_limit(client):
+    statuses = [client.get("/entry/", {"PROLIFIC_PID": f"p{i}"}).status_code for i in range(7)]
+    assert statuses == [200] * 5 + [429] * 2
+    response = client.get("/entry/", {"PROLIFIC_PID": "another"})
+    assert response.status_code == 429
+    assert int(response["Retry-After"]) <= 61
+    assert "Please wait a moment" in response.content.decode()
+    assert "Your answers so far are saved" in response.content.decode()
+
+
+def test_the_per_ip_limit_counts_the_address_the_trusted_proxy_saw(client, settings):
+    settings.RATELIMIT_TRUSTED_PROXIES = 1
+    for i in range(10):  # ten different people behind the same proxy: all let in
+        headers = {"X-Forwarded-For": f"10.0.0.{i}"}
+        assert client.get("/entry/", {"PROLIFIC_PID": f"p{i}"}, headers=headers).status_code == 200
+    # One address forging extra hops in front still counts as itself.
+    statuses = [
+        client.get(
+            "/entry/", {"PROLIFIC_PID": f"q{i}"}, headers={"X-Forwarded-For": f"1.2.3.{i}, 10.0.0.99"}
+        ).status_code
+        for i in range(6)
+    ]
+    assert statuses[-1] == 429
+
+
+def test_an_untrusted_forwarded_for_header_does_not_escape_the_per_ip_limit(client):
+    statuses = [
+        client.get(
+            "/entry/", {"PROLIFIC_PID": f"p{i}"}, headers={"X-Forwarded-For": f"10.0.0.{i}"}
+        ).status_code
+        for i in range(6)
+    ]
+    assert statuses[-1] == 429
+
+
+def test_each_participant_has_their_own_per_minute_limit(client):
+    client.cookies["sessionid"] = "participant-a"
+    assert [client.get("/page/").status_code for _ in range(9)] == [200] * 8 + [429]
+    client.cookies["sessionid"] = "participant-b"
+    assert client.get("/page/").status_code == 200
+
+
+def test_limits_can_be_switched_off(client, settings):
+    settings.RATELIMIT_ENABLED = False
+    assert {client.get("/entry/", {"PROLIFIC_PID": f"p{i}"}).status_code for i in range(12)} == {200}
+
+
+def test_the_honeypot_is_in_every_post_form_and_hidden_from_people(client):
+    html = client.get("/form/").content.decode()
+    assert f'name="{HONEYPOT_FIELD}"' in html
+    assert 'aria-hidden="true"' in html and 'tabindex="-1"' in html
+
+
+def test_a_bot_filling_the_honeypot_gets_nothing_stored(client):
+    response = client.post("/form/", {"answer": "3", HONEYPOT_FIELD: "http://spam.example"})
+    assert response.status_code == 400
+    assert FloorWrite.objects.count() == 0
+    assert client.post("/form/", {"answer": "3", HONEYPOT_FIELD: ""}).content == b"stored"
+    assert FloorWrite.objects.count() == 1
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def throwaway_redis():
+    """A Redis of our own on a free port, so stopping it disturbs nobody."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server is not installed")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    import redis
+
+    for _ in range(50):
+        try:
+            redis.Redis.from_url(url).ping()
+            break
+        except redis.exceptions.ConnectionError:
+            time.sleep(0.1)
+    yield proc, url
+    proc.kill()
+    proc.wait()
+
+
+def test_the_rate_limiter_fails_open_when_redis_stops(client, settings, throwaway_redis):
+    proc, url = throwaway_redis
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": url,
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+        }
+    }
+    client.cookies["sessionid"] = "participant-c"
+    assert [client.get("/page/").status_code for _ in range(9)][-1] == 429  # the limiter works on this Redis
+    proc.kill()
+    proc.wait()
+    client.cookies["sessionid"] = "participant-d"
+    started = time.monotonic()
+    assert [client.get("/page/").status_code for _ in range(12)] == [200] * 12
+    assert time.monotonic() - started < 10  # no request hangs on the dead store

@@ -1,0 +1,40 @@
+"""A tiny URLconf for testing the abuse-protection decorators in isolation (the real participant views
+use the same decorators; see test_participant_abuse.py)."""
+
+from django.http import HttpResponse
+from django.urls import include, path
+from django.views.decorators.csrf import csrf_exempt
+
+from config.ratelimit import honeypot, rate_limit
+from ratings.models import FloorWrite
+
+STORED: list[str] = []
+
+
+@rate_limit("entry")
+def entry(request):
+    return HttpResponse("welcome")
+
+
+@rate_limit("participant")
+def page(request):
+    return HttpResponse("page")
+
+
+@csrf_exempt
+@honeypot
+def form(request):
+    if request.method == "POST":
+        FloorWrite.objects.create()
+        return HttpResponse("stored")
+    return HttpResponse(
+        '<html><body><form method="post" action=""><input name="answer"><button>Send</button></form></body></html>'
+    )
+
+
+urlpatterns = [
+    path("entry/", entry),
+    path("page/", page),
+    path("form/", form),
+    path("", include("config.urls")),
+]
