@@ -1,0 +1,45 @@
+"""Small files and counters shared by the studies tests."""
+
+import csv
+import io
+
+from django.apps import apps
+
+DATASET = "/work/shared/data/llm-empathy-evaluation/dataset_and_ratings.csv"
+PUBLIC_HEADER = [
+    "dialog_id",
+    "emotion",
+    "sentiment",
+    "situation",
+    "speaker_uttr",
+    "response_human",
+    "response_gpt4",
+]
+
+
+def row_counts() -> dict[str, int]:
+    """Rows in every table of the domain (emotions included), to prove a refused import wrote nothing."""
+    return {model.__name__: model.objects.count() for model in apps.get_app_config("studies").get_models()}
+
+
+def public_csv(rows: list[list[str]], header: list[str] = PUBLIC_HEADER) -> bytes:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue().encode("utf-8")
+
+
+def public_rows(n: int, emotions=("joyful", "sad", "proud", "afraid")) -> list[list[str]]:
+    return [
+        [
+            f"hit:{i}_conv:{i}",
+            emotions[i % len(emotions)],
+            "positive",
+            f"Situation {i}, with a comma",
+            f"Speaker says {i}",
+            f"Human answers {i}",
+            f"GPT-4 answers {i}",
+        ]
+        for i in range(n)
+    ]
