@@ -66,3 +66,42 @@ class ParticipantFactory(factory.django.DjangoModelFactory):
 
     study = factory.SubFactory(StudyFactory)
     external_id = factory.Sequence(lambda n: f"pid{n:05d}")
+
+
+# --- Assignment and the participant flow ---------------------------------------------------------------
+
+
+class AttentionCheckFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.AttentionCheck
+
+    study = factory.SubFactory(StudyFactory)
+    situation = "This page checks that you are reading carefully."
+    speaker_utterance = "Please read the response below."
+    response_text = "To show you are paying attention, please choose Okay for this one."
+    expected_value = 2
+    after_item = 1
+
+
+class SituationFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Situation
+
+    emotion = "Anger"
+    factor_index = 1
+    factor_name = "Blaming"
+    index = factory.Sequence(lambda n: n + 1)
+    text = factory.Faker("sentence")
+
+
+def rating_study_build(
+    *, conditions: int = 2, prompts: int = 12, state: str = models.Study.State.LIVE, **study_fields
+) -> models.Study:
+    """A rating study with `conditions` conditions, each answering the same `prompts` prompts."""
+    study = StudyFactory(state=state, **study_fields)
+    arms = [ConditionFactory(study=study, name=f"arm{i}", position=i) for i in range(conditions)]
+    for _ in range(prompts):
+        prompt = PromptFactory(study=study)
+        for arm in arms:
+            ResponseFactory(prompt=prompt, condition=arm)
+    return study
