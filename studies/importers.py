@@ -450,8 +450,8 @@ def _refuse_non_draft(study: Study) -> None:
 def _ensure_conditions(study: Study, names: list[str]) -> dict[str, Condition]:
     existing = {c.name: c for c in study.conditions.all()}
     has_baseline = any(c.is_baseline for c in existing.values())
-    position = max((c.position for c in existing.values()), default=-1) + 1
-    for name in names:
+    base = max((c.position for c in existing.values()), default=-1) + 1
+    for offset, name in enumerate(names):
         if name in existing:
             continue
         human = name == HUMAN_CONDITION
@@ -461,10 +461,8 @@ def _ensure_conditions(study: Study, names: list[str]) -> dict[str, Condition]:
             label=name.replace("_", " ").capitalize() if human else name,
             kind=Condition.Kind.HUMAN if human else Condition.Kind.LLM,
             is_baseline=human and not has_baseline,
-            position=0 if human else position,
+            position=base + offset,
         )
-        if not human:
-            position += 1
     return existing
 
 

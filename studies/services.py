@@ -1,0 +1,123 @@
+"""A study's lifecycle: draft → live ⇄ paused → closed.
+
+Each transition is one conditional UPDATE (``filter(state__in=...).update(...)``), so two admins clicking at
+the same time cannot both launch or close a study, and a transition never happens from a state it does not
+allow. Launching checks the study can actually be run (the launch gates) and says what is missing.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from .models import Response, Study
+
+State = Study.State
+
+
+class StudyStateError(Exception):
+    """The study is not in a state that allows the transition."""
+
+
+class StudyLaunchError(Exception):
+    """The study cannot be launched; ``problems`` lists every reason."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+def study_launch_problems(*, study: Study) -> list[str]:
+    """Everything that stops ``study`` from being launched (empty: it can be launched).
+
+    Rating studies: at least one enrolling condition; every condition has a response (sample 0) for every
+    prompt; no response flagged for review; at least items_per_participant prompts; a completion code.
+    Questionnaire studies: an instrument and at least one situation instead of prompts and responses.
+    """
+    problems: list[str] = []
+    conditions = list(
+        study.conditions.annotate(
+            with_response=Count("responses__prompt", filter=Q(responses__sample_index=0), distinct=True)
+        ).order_by("position", "name")
+    )
+    if not any(c.enrolling for c in conditions):
+        problems.append("no condition is enrolling participants: add one or switch one on")
+    if not study.completion_code.strip():
+        problems.append("the completion code is not set")
+    if study.kind == Study.Kind.QUESTIONNAIRE:
+        if study.instrument_id is None:
+            problems.append("a questionnaire study needs an instrument")
+        if not study.study_situations.exists():
+            problems.append("a questionnaire study needs at least one situation")
+        return problems
+
+    prompts = study.prompts.count()
+    if prompts < study.items_per_participant:
+        problems.append(
+            f"the study has {prompts} prompts but each participant rates {study.items_per_participant}: "
+            "import a corpus or lower items per participant"
+        )
+    for condition in conditions:
+        missing = prompts - condition.with_response
+        if missing:
+            problems.append(
+                f"condition '{condition.name}' has no response for {missing} of {prompts} prompts "
+                "(generate or import them)"
+            )
+    flagged = (
+        Response.objects.filter(condition__study=study, review=Response.Review.FLAGGED)
+        .values("condition__name")
+        .annotate(n=Count("id"))
+        .order_by("condition__name")
+    )
+    for row in flagged:
+        problems.append(
+            f"condition '{row['condition__name']}' has {row['n']} responses flagged for review: "
+            "approve, edit or replace them"
+        )
+    return problems
+
+
+def _transition(*, study: Study, allowed_from: set[str], to: str, verb: str, **fields) -> Study:
+    changed = Study.objects.filter(pk=study.pk, state__in=allowed_from).update(state=to, **fields)
+    if changed != 1:
+        current = Study.objects.filter(pk=study.pk).values_list("state", flat=True).first()
+        allowed = " or ".join(sorted(allowed_from))
+        raise StudyStateError(f"cannot {verb} study '{study.slug}': it is {current}, not {allowed}")
+    study.refresh_from_db(fields=["state", "launched_at", "closed_at"])
+    return study
+
+
+def study_launch(*, study: Study) -> Study:
+    """Make a draft study live, taking participants. Guarantees: the launch gates passed just before
+    (StudyLaunchError lists what fails) and the study moved from draft to live exactly once
+    (StudyStateError otherwise)."""
+    if study.state != State.DRAFT:
+        raise StudyStateError(f"cannot launch study '{study.slug}': it is {study.state}, not draft")
+    problems = study_launch_problems(study=study)
+    if problems:
+        raise StudyLaunchError(problems)
+    return _transition(
+        study=study, allowed_from={State.DRAFT}, to=State.LIVE, verb="launch", launched_at=timezone.now()
+    )
+
+
+def study_pause(*, study: Study) -> Study:
+    """Stop a live study from taking new participants (those already in may finish). live → paused only."""
+    return _transition(study=study, allowed_from={State.LIVE}, to=State.PAUSED, verb="pause")
+
+
+def study_resume(*, study: Study) -> Study:
+    """Open a paused study again. paused → live only."""
+    return _transition(study=study, allowed_from={State.PAUSED}, to=State.LIVE, verb="resume")
+
+
+def study_close(*, study: Study) -> Study:
+    """End a live or paused study for good; it takes no participants and no answers afterwards."""
+    return _transition(
+        study=study,
+        allowed_from={State.LIVE, State.PAUSED},
+        to=State.CLOSED,
+        verb="close",
+        closed_at=timezone.now(),
+    )

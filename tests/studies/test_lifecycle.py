@@ -1,0 +1,164 @@
+"""The study lifecycle and its launch gates, through the services the admin and the terminal call."""
+
+import threading
+
+import pytest
+from django.db import connection
+
+from studies.models import Condition, Response, Study, StudySituation
+from studies.services import (
+    StudyLaunchError,
+    StudyStateError,
+    study_close,
+    study_launch,
+    study_launch_problems,
+    study_pause,
+    study_resume,
+)
+from tests.factories import ConditionFactory, PromptFactory, ResponseFactory, SituationFactory, StudyFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def ready_study(**fields) -> Study:
+    study = StudyFactory(**{"items_per_participant": 3, **fields})
+    human = ConditionFactory(study=study, name="human")
+    gpt = ConditionFactory(study=study, name="gpt4", kind=Condition.Kind.LLM)
+    for _ in range(4):
+        prompt = PromptFactory(study=study)
+        ResponseFactory(prompt=prompt, condition=human)
+        ResponseFactory(prompt=prompt, condition=gpt)
+    return study
+
+
+def test_a_ready_draft_goes_live_then_paused_live_and_closed():
+    study = ready_study()
+    assert study_launch_problems(study=study) == []
+    study_launch(study=study)
+    assert study.state == "live" and study.launched_at is not None
+    study_pause(study=study)
+    assert Study.objects.get(pk=study.pk).state == "paused"
+    study_resume(study=study)
+    assert Study.objects.get(pk=study.pk).state == "live"
+    study_close(study=study)
+    study.refresh_from_db()
+    assert study.state == "closed" and study.closed_at is not None
+
+
+def test_a_paused_study_can_be_closed():
+    study = ready_study(state=Study.State.PAUSED)
+    study_close(study=study)
+    assert Study.objects.get(pk=study.pk).state == "closed"
+
+
+@pytest.mark.parametrize(
+    ("state", "action", "message"),
+    [
+        ("live", study_launch, "cannot launch study '.*': it is live, not draft"),
+        ("closed", study_launch, "it is closed, not draft"),
+        ("draft", study_pause, "cannot pause study '.*': it is draft, not live"),
+        ("paused", study_pause, "it is paused, not live"),
+        ("live", study_resume, "cannot resume study '.*': it is live, not paused"),
+        ("draft", study_close, "cannot close study '.*': it is draft, not live or paused"),
+        ("closed", study_close, "it is closed, not live or paused"),
+        ("closed", study_resume, "it is closed, not paused"),
+    ],
+)
+def test_a_transition_from_the_wrong_state_is_refused(state, action, message):
+    study = ready_study(state=state)
+    with pytest.raises(StudyStateError, match=message):
+        action(study=study)
+    assert Study.objects.get(pk=study.pk).state == state
+
+
+def test_a_stale_object_cannot_close_twice():
+    study = ready_study(state=Study.State.LIVE)
+    stale = Study.objects.get(pk=study.pk)
+    study_close(study=study)
+    with pytest.raises(StudyStateError, match="it is closed"):
+        study_close(study=stale)
+
+
+def test_launch_names_the_condition_and_how_many_responses_are_missing():
+    study = ready_study()
+    gpt = study.conditions.get(name="gpt4")
+    Response.objects.filter(condition=gpt).first().delete()
+    Response.objects.filter(condition=gpt).first().delete()
+    with pytest.raises(StudyLaunchError) as excinfo:
+        study_launch(study=study)
+    assert excinfo.value.problems == [
+        "condition 'gpt4' has no response for 2 of 4 prompts (generate or import them)"
+    ]
+    assert Study.objects.get(pk=study.pk).state == "draft"
+
+
+def test_only_the_first_sample_counts_as_the_response():
+    study = ready_study()
+    gpt = study.conditions.get(name="gpt4")
+    response = Response.objects.filter(condition=gpt).first()
+    Response.objects.create(prompt=response.prompt, condition=gpt, sample_index=1, text="another sample")
+    response.delete()
+    assert study_launch_problems(study=study) == [
+        "condition 'gpt4' has no response for 1 of 4 prompts (generate or import them)"
+    ]
+
+
+def test_launch_gates_list_every_problem():
+    study = ready_study(completion_code="", items_per_participant=10)
+    study.conditions.update(enrolling=False)
+    Response.objects.filter(condition__name="human").update(review=Response.Review.FLAGGED)
+    problems = study_launch_problems(study=study)
+    assert problems == [
+        "no condition is enrolling participants: add one or switch one on",
+        "the completion code is not set",
+        "the study has 4 prompts but each participant rates 10: import a corpus or lower items per participant",
+        "condition 'human' has 4 responses flagged for review: approve, edit or replace them",
+    ]
+
+
+def test_an_approved_response_does_not_block_launch():
+    study = ready_study()
+    Response.objects.filter(condition__name="human").update(review=Response.Review.APPROVED)
+    study_launch(study=study)
+    assert study.state == "live"
+
+
+def test_a_questionnaire_study_needs_an_instrument_and_a_situation_not_prompts():
+    from studies.models import Instrument
+
+    study = StudyFactory(kind=Study.Kind.QUESTIONNAIRE, items_per_participant=1)
+    ConditionFactory(study=study, name="human")
+    assert study_launch_problems(study=study) == [
+        "a questionnaire study needs an instrument",
+        "a questionnaire study needs at least one situation",
+    ]
+    study.instrument = Instrument.objects.create(name="PANAS-test")
+    study.save(update_fields=["instrument"])
+    StudySituation.objects.create(study=study, situation=SituationFactory())
+    study_launch(study=study)
+    assert study.state == "live"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_admins_launching_at_once_launch_once(requires_postgres):
+    study = ready_study()
+    barrier = threading.Barrier(8)
+    outcomes = []
+
+    def launch():
+        try:
+            barrier.wait()
+            study_launch(study=Study.objects.get(pk=study.pk))
+            outcomes.append("launched")
+        except StudyStateError:
+            outcomes.append("refused")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=launch) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert outcomes.count("launched") == 1
+    assert outcomes.count("refused") == 7
