@@ -1,0 +1,1 @@
+"""Shared machinery of the benchmarks: the production-shaped stack and a browser-like participant."""

@@ -1,0 +1,207 @@
+"""The production shape on this machine, for one benchmark run, torn down afterwards.
+
+A PostgreSQL database of its own (created, migrated, seeded with a live rating study), gunicorn with several
+sync workers under DJANGO_ENV=production (generated SECRET_KEY, whitenoise serving the collected static
+files from a temporary VAR_DIR), Redis for the cache / rate limiter / broker. Nothing is left behind:
+`Stack.stop()` kills gunicorn, drops the database and removes the temporary directory.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parents[2]
+PYTHON = sys.executable
+DEFAULT_CORPUS = BASE_DIR.parent / "shared" / "data" / "llm-empathy-evaluation" / "dataset_and_ratings.csv"
+ADMIN_DB_URL = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432")
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _admin_sql(sql: str) -> None:
+    import psycopg2
+
+    connection = psycopg2.connect(f"{ADMIN_DB_URL}/postgres")
+    connection.autocommit = True
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(sql)
+    finally:
+        connection.close()
+
+
+class Stack:
+    """One throwaway deployment. Use as a context manager; `env` is what every process of it sees."""
+
+    def __init__(
+        self,
+        *,
+        workers: int = 4,
+        redis_url: str = "redis://127.0.0.1:6379/6",
+        extra_env: dict[str, str] | None = None,
+        name: str = "bench",
+    ) -> None:
+        self.workers = workers
+        self.db_name = f"empathy_{name}_{os.getpid()}"
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.var_dir = Path(tempfile.mkdtemp(prefix=f"empathy-{name}-"))
+        self.gunicorn: subprocess.Popen | None = None
+        self.log_path = self.var_dir / "server.log"
+        self.env = {
+            **{k: v for k, v in os.environ.items() if k in {"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR"}},
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DJANGO_ENV": "production",
+            "SECRET_KEY": secrets.token_urlsafe(64),
+            "SECURE_SSL_REDIRECT": "0",
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "DATABASE_URL": f"{ADMIN_DB_URL}/{self.db_name}",
+            "REDIS_URL": redis_url,
+            "VAR_DIR": str(self.var_dir),
+            "BENCH_FLOOR_ENABLED": "1",
+            "LOG_LEVEL": "INFO",
+            # Every simulated participant comes from 127.0.0.1: they send X-Forwarded-For as a proxy in
+            # front of the app would, so the per-IP entry limit applies per simulated client, as in production.
+            "RATELIMIT_TRUSTED_PROXIES": "1",
+            **(extra_env or {}),
+        }
+        self._db_created = False
+
+    # --- lifecycle ---------------------------------------------------------------------------------------
+    def __enter__(self) -> Stack:
+        try:
+            self.prepare()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def manage(self, *args: str, timeout: float = 600) -> str:
+        done = subprocess.run(
+            [PYTHON, "manage.py", *args],
+            cwd=BASE_DIR,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
+        return done.stdout
+
+    def prepare(self) -> None:
+        log(f"creating database {self.db_name}")
+        _admin_sql(f'CREATE DATABASE "{self.db_name}"')
+        self._db_created = True
+        log("migrate + collectstatic")
+        self.manage("migrate", "--noinput")
+        self.manage("collectstatic", "--noinput")
+        self.manage("check", "--deploy", "--fail-level", "ERROR")
+
+    def django_setup(self) -> None:
+        """Points this process's Django at the stack's database (for seeding and checking results)."""
+        for key in ("DJANGO_ENV", "SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "REDIS_URL", "VAR_DIR"):
+            os.environ[key] = self.env[key]
+        os.environ["LOG_LEVEL"] = "WARNING"
+        os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+        os.environ["DB_CONN_MAX_AGE"] = "0"
+        if str(BASE_DIR) not in sys.path:
+            sys.path.insert(0, str(BASE_DIR))
+        import django
+
+        django.setup()
+
+    def start_server(self) -> None:
+        log(f"gunicorn with {self.workers} workers on {self.base_url}")
+        self.gunicorn = subprocess.Popen(
+            [
+                str(Path(PYTHON).parent / "gunicorn"),
+                "config.wsgi",
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--workers",
+                str(self.workers),
+                "--timeout",
+                "30",
+                "--graceful-timeout",
+                "5",
+                "--backlog",
+                "2048",
+            ],
+            cwd=BASE_DIR,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.log_path, "ab"),  # noqa: SIM115 - closed with the process
+            start_new_session=True,
+        )
+        self.wait_healthy()
+
+    def wait_healthy(self, timeout: float = 60) -> float:
+        started = time.monotonic()
+        while time.monotonic() - started < timeout:
+            if self.gunicorn is not None and self.gunicorn.poll() is not None:
+                raise RuntimeError(
+                    f"gunicorn exited; see {self.log_path}:\n{self.log_path.read_text()[-3000:]}"
+                )
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/healthz", timeout=2) as response:
+                    if response.status == 200:
+                        return time.monotonic() - started
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"{self.base_url}/healthz did not become healthy in {timeout}s")
+
+    def worker_pids(self) -> list[int]:
+        """The gunicorn master's worker processes (its children)."""
+        assert self.gunicorn is not None
+        children = Path(f"/proc/{self.gunicorn.pid}/task/{self.gunicorn.pid}/children")
+        return [int(pid) for pid in children.read_text().split()]
+
+    def stop(self) -> None:
+        if self.gunicorn is not None and self.gunicorn.poll() is None:
+            os.killpg(self.gunicorn.pid, signal.SIGTERM)
+            try:
+                self.gunicorn.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.gunicorn.pid, signal.SIGKILL)
+                self.gunicorn.wait(10)
+        self.gunicorn = None
+        try:
+            from django.db import connections
+
+            connections.close_all()
+        except Exception:  # Django was never set up in this process
+            pass
+        if self._db_created:
+            log(f"dropping database {self.db_name}")
+            for _ in range(10):
+                try:
+                    _admin_sql(f'DROP DATABASE IF EXISTS "{self.db_name}" WITH (FORCE)')
+                    self._db_created = False
+                    break
+                except Exception as exc:  # PostgreSQL may be restarting (fault runs): try again
+                    log(f"drop failed ({exc}); retrying")
+                    time.sleep(2)
+        shutil.rmtree(self.var_dir, ignore_errors=True)

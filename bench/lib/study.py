@@ -1,0 +1,129 @@
+"""Seeding the benchmark's study and reading back what was stored."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from .stack import Stack, log
+
+COMPLETION_CODE = "BENCHDONE7"
+
+
+def study_seed(stack: Stack, *, slug: str, corpus: Path, ask_teq: bool, quota_per_condition: int) -> dict:
+    """A live Prolific-style rating study with 3 conditions: the public dataset imported through the
+    corpus import (2,000 prompts × human / chatgpt / chatgpt_empathy), or synthetic rows when the file
+    is not on this machine."""
+    from django.utils import timezone
+
+    from studies.models import Condition, Emotion, Prompt, Response, Study
+
+    if corpus.exists():
+        log(f"importing {corpus.name} through import_corpus")
+        stack.manage("import_corpus", slug, str(corpus))
+    else:
+        log(f"{corpus} not found: creating 2,000 synthetic prompts")
+        study = Study.objects.create(slug=slug, title="Launch benchmark")
+        emotion, _ = Emotion.objects.get_or_create(name="joyful")
+        conditions = [
+            Condition.objects.create(study=study, name=name, position=i)
+            for i, name in enumerate(["human", "chatgpt", "chatgpt_empathy"])
+        ]
+        prompts = Prompt.objects.bulk_create(
+            Prompt(
+                study=study,
+                dialogue_id=f"d{i}",
+                emotion=emotion,
+                situation=f"s{i}",
+                speaker_utterance=f"u{i}",
+            )
+            for i in range(2000)
+        )
+        Response.objects.bulk_create(
+            Response(prompt=p, condition=c, text=f"response {c.name} {p.dialogue_id}")
+            for p in prompts
+            for c in conditions
+        )
+    Study.objects.filter(slug=slug).update(
+        title="Launch benchmark",
+        state=Study.State.LIVE,
+        platform=Study.Platform.PROLIFIC,
+        consent_text="You are invited to rate how empathetic some short replies are.",
+        instructions_text="Read each conversation and rate the reply.",
+        items_per_participant=10,
+        target_ratings_per_response=1,
+        quota_per_condition=quota_per_condition,
+        ask_teq=ask_teq,
+        completion_code=COMPLETION_CODE,
+        screened_out_code="BENCHSCREEN",
+        completion_redirect_url="",
+        launched_at=timezone.now(),
+    )
+    study = Study.objects.get(slug=slug)
+    return {
+        "slug": slug,
+        "conditions": list(study.conditions.values_list("name", flat=True)),
+        "prompts": study.prompts.count(),
+        "responses": Response.objects.filter(prompt__study=study).count(),
+        "source": corpus.name if corpus.exists() else "synthetic",
+    }
+
+
+def outcomes_check(*, slug: str, outcomes: list) -> dict:
+    """Compares what participants were told was saved with what the database holds."""
+    from django.db.models import Count
+
+    from studies.models import Participant, Rating, Response, Study
+
+    study = Study.objects.get(slug=slug)
+    ratings = Rating.objects.filter(assignment__participant__study=study)
+    stored: dict[str, Counter] = {}
+    for external_id, value in ratings.values_list("assignment__participant__external_id", "value"):
+        stored.setdefault(external_id, Counter())[value] += 1
+    lost = 0
+    for outcome in outcomes:
+        acknowledged = Counter()
+        for answer in outcome.acknowledged:
+            values = list(answer["chosen"].values())
+            if values:
+                acknowledged[int(values[0])] += 1
+        missing = acknowledged - stored.get(outcome.external_id, Counter())
+        lost += sum(missing.values())
+    duplicates = (
+        ratings.values("assignment").annotate(n=Count("id")).filter(n__gt=1).count()
+        + Rating.objects.filter(assignment__participant__study=study)
+        .values("assignment__participant", "assignment__response")
+        .annotate(n=Count("id"))
+        .filter(n__gt=1, assignment__response__isnull=False)
+        .count()
+    )
+    per_condition = dict(
+        Participant.objects.filter(study=study, is_preview=False, status=Participant.Status.COMPLETED)
+        .values_list("condition__name")
+        .annotate(n=Count("id"))
+    )
+    for name in study.conditions.values_list("name", flat=True):
+        per_condition.setdefault(name, 0)
+    per_response = list(
+        Response.objects.filter(prompt__study=study, sample_index=0)
+        .annotate(n=Count("assignments__rating"))
+        .values_list("n", flat=True)
+    )
+    rated = [n for n in per_response if n > 0]
+    return {
+        "participants_completed_in_db": sum(per_condition.values()),
+        "ratings_stored": ratings.count(),
+        "answers_acknowledged": sum(len(o.acknowledged) for o in outcomes),
+        "answers_lost": lost,
+        "duplicates": duplicates,
+        "completed_per_condition": per_condition,
+        "condition_imbalance": max(per_condition.values()) - min(per_condition.values()),
+        "ratings_per_response": {
+            "responses": len(per_response),
+            "min": min(per_response) if per_response else None,
+            "max": max(per_response) if per_response else None,
+            "rated_responses": len(rated),
+            "min_among_rated": min(rated) if rated else None,
+            "max_among_rated": max(rated) if rated else None,
+        },
+    }
