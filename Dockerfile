@@ -4,7 +4,9 @@ WORKDIR /app
 COPY pyproject.toml requirements.lock ./
 RUN pip install --no-cache-dir -c requirements.lock . && useradd --create-home app
 COPY . .
-RUN DJANGO_ENV=local python manage.py collectstatic --noinput && chown -R app /app/var
+# Collected with the production storage (hashed names + manifest), which production pages look files up in.
+RUN DJANGO_ENV=production SECRET_KEY=collectstatic-only-not-a-secret-collectstatic-only-not-a-secret \
+    ALLOWED_HOSTS=build python manage.py collectstatic --noinput && chown -R app /app/var
 USER app
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--workers", "4", "--access-logfile", "-"]
+CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--workers", "4", "--graceful-timeout", "25"]
