@@ -1,0 +1,121 @@
+"""Fixtures for generation: a loopback provider (pytest-httpserver) speaking OpenAI's or Anthropic's wire format."""
+
+import json
+
+import pytest
+
+from generation.models import LLMConditionConfig, Provider
+from generation.ratelimit import limit_spec_for, limiter_reset
+from studies.models import Condition
+from tests.factories import ConditionFactory, PromptFactory, StudyFactory
+
+TEST_KEY = "sk-test-SECRET-0123456789abcdef"
+
+
+def openai_body(
+    text="I'm so sorry to hear that. That sounds really hard.", *, finish="stop", model="gpt-test-0613"
+):
+    return {
+        "id": "chatcmpl-abc123",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": model,
+        "system_fingerprint": "fp_44709d6fcb",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 120, "completion_tokens": 14, "total_tokens": 134},
+    }
+
+
+def anthropic_body(
+    text="That sounds exhausting; I'm here for you.", *, stop="end_turn", model="claude-test-20250101"
+):
+    return {
+        "id": "msg_01abc",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 110, "output_tokens": 12},
+    }
+
+
+def json_response(body, status=200, headers=None):
+    from werkzeug import Response as WResponse
+
+    return WResponse(json.dumps(body), status=status, headers=headers or {}, content_type="application/json")
+
+
+@pytest.fixture
+def api_key(monkeypatch):
+    monkeypatch.setenv("TEST_GEN_API_KEY", TEST_KEY)
+    return TEST_KEY
+
+
+def make_provider(httpserver, *, kind="openai", name=None, **overrides):
+    base = httpserver.url_for("/v1") if kind == "openai" else httpserver.url_for("").rstrip("/")
+    options = dict(
+        name=name or f"loop-{kind}",
+        kind=kind,
+        base_url=base,
+        api_key_env="TEST_GEN_API_KEY",
+        max_concurrency=8,
+        requests_per_minute=60_000,
+        tokens_per_minute=10_000_000,
+        price_input_per_million="2.5",
+        price_output_per_million="10",
+        timeout_seconds=2.0,
+        max_attempts=4,
+    )
+    options.update(overrides)
+    provider = Provider.objects.create(**options)
+    limiter_reset(spec=limit_spec_for(provider))
+    return provider
+
+
+@pytest.fixture
+def openai_provider(httpserver, api_key):
+    return make_provider(httpserver, kind="openai")
+
+
+@pytest.fixture
+def anthropic_provider(httpserver, api_key):
+    return make_provider(httpserver, kind="anthropic")
+
+
+def make_study(
+    *, provider, n_prompts=3, conditions=("gpt",), n_samples=1, max_tokens=120, human=True, **config
+):
+    study = StudyFactory(slug="gen-study")
+    prompts = [
+        PromptFactory(
+            study=study,
+            situation=f"My dog passed away last week ({i}).",
+            speaker_utterance=f"I miss him {i}.",
+        )
+        for i in range(n_prompts)
+    ]
+    if human:
+        human_condition = ConditionFactory(
+            study=study, name="human", kind=Condition.Kind.HUMAN, is_baseline=True
+        )
+        from studies.models import Response
+
+        for prompt in prompts:
+            Response.objects.create(
+                prompt=prompt, condition=human_condition, text="Oh no, I am so sorry about that."
+            )
+    for name in conditions:
+        condition = ConditionFactory(study=study, name=name, kind=Condition.Kind.LLM)
+        LLMConditionConfig.objects.create(
+            condition=condition,
+            provider=provider,
+            model="gpt-test",
+            temperature=0.7,
+            max_tokens=max_tokens,
+            seed=11,
+            n_samples=n_samples,
+            **config,
+        )
+    return study
