@@ -1,0 +1,176 @@
+"""The live demo study `demo` and an admin login, for `make run` on a fresh checkout."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from studies.importers import corpus_import
+from studies.models import AttentionCheck, Study
+from studies.services import study_launch
+
+DEMO_SLUG = "demo"
+DEMO_CORPUS = Path(__file__).resolve().parent / "prompts.csv"
+ADMIN_USERNAME = "admin"
+PASSWORD_FILE_NAME = "demo-admin-password"
+
+CONSENT = """\
+This is a demonstration of a research study about empathy in short written conversations.
+
+You will read a person's description of a situation, the first thing they said about it, and a reply \
+written by someone else. You will say how empathetic that reply is. It takes about ten minutes.
+
+Taking part is voluntary and you may stop at any time by closing the page. We store your answers and your \
+recruiting platform's anonymous id, never your name or e-mail address. Answers are analysed in aggregate for \
+research. Some conversations mention difficult experiences such as loss or fear.
+
+If you agree to take part, choose "I agree" below."""
+
+INSTRUCTIONS = """\
+Empathy has three sides. **Cognitive empathy**: understanding what the other person thinks and feels. \
+**Affective empathy**: sharing or resonating with their feelings. **Compassionate empathy**: wanting to help \
+or support them.
+
+On each page you will see the emotion the speaker felt, the situation they described, what they said \
+(Speaker 1), and a reply (Speaker 2). Ask yourself: compared with how *you* would have replied, how \
+empathetic is Speaker 2's reply? Choose **Good** if it is as empathetic as yours or more, **Okay** if it is \
+somewhat empathetic, **Bad** if it misses or dismisses the speaker's feelings.
+
+There are no right or wrong answers, except on a few pages that tell you exactly what to choose: those check \
+that everyone reads carefully."""
+
+WORKED_EXAMPLES = [
+    {
+        "emotion": "disappointed",
+        "situation": "My band practised for months for a local competition and we did not even reach the final.",
+        "speaker_utterance": "We worked so hard and still got knocked out in the first round.",
+        "response": "That must sting after months of effort. It sounds like you really cared about this. "
+        "How is the rest of the band taking it?",
+        "rating": 3,
+        "explanation": "Good: it names the feeling, recognises the effort, and invites the speaker to say more.",
+    },
+    {
+        "emotion": "proud",
+        "situation": "My daughter learned to ride her bike without training wheels this weekend.",
+        "speaker_utterance": "She rode all the way down the street on her own!",
+        "response": "Nice. Kids learn that at about that age.",
+        "rating": 2,
+        "explanation": "Okay: friendly enough, but it treats the moment as ordinary instead of sharing the pride.",
+    },
+    {
+        "emotion": "lonely",
+        "situation": "I moved to a new city for work and I do not know anyone here yet.",
+        "speaker_utterance": "Most evenings I just sit in my flat and do not talk to anybody.",
+        "response": "You should have thought about that before you moved.",
+        "rating": 1,
+        "explanation": "Bad: it blames the speaker and ignores how they feel.",
+    },
+]
+
+DEMO_SETTINGS = {
+    "title": "Demo: how empathetic are these replies?",
+    "description": "Seeded by `manage.py seed_demo` from a 64-prompt sample of the public Welivita & Pu data.",
+    "consent_text": CONSENT,
+    "instructions_text": INSTRUCTIONS,
+    "worked_examples": WORKED_EXAMPLES,
+    "ask_teq": True,
+    "items_per_participant": 10,
+    "target_ratings_per_response": 3,
+    "quota_per_condition": 50,
+    "attention_check_max_failures": 0,
+    "seed": 2024,
+    "platform": Study.Platform.PROLIFIC,
+    "completion_code": "DEMO-COMPLETE",
+    "screened_out_code": "DEMO-NOCONSENT",
+    "failed_checks_code": "DEMO-CHECKS",
+    "completion_redirect_url": "",  # blank: the completion page just shows the code
+    "time_limit_minutes": 30,
+}
+
+ATTENTION_CHECK = {
+    "emotion_label": "attention check",
+    "situation": "This page checks that you are reading carefully.",
+    "speaker_utterance": "Please read Speaker 2's reply below and do what it says.",
+    "response_text": "To show that you are reading carefully, please choose Okay on this page.",
+    "expected_value": 2,
+    "after_item": 5,
+}
+
+
+@dataclass
+class DemoInfo:
+    study: Study
+    study_created: bool
+    admin_created: bool
+    admin_password: str | None
+    participant_link: str
+    admin_link: str
+
+
+def _password_file() -> Path:
+    return Path(settings.VAR_DIR) / PASSWORD_FILE_NAME
+
+
+def _stored_or_new_password() -> str:
+    path = _password_file()
+    if path.exists():
+        return path.read_text().strip()
+    password = secrets.token_urlsafe(12)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Created readable by its owner only; it lives under var/, which git ignores.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(password + "\n")
+    return password
+
+
+def _ensure_admin() -> tuple[bool, str | None]:
+    User = get_user_model()
+    if User.objects.filter(username=ADMIN_USERNAME).exists():
+        path = _password_file()
+        return False, path.read_text().strip() if path.exists() else None
+    password = _stored_or_new_password()
+    User.objects.create_superuser(username=ADMIN_USERNAME, email="", password=password)
+    return True, password
+
+
+def _ensure_study() -> tuple[Study, bool]:
+    study = Study.objects.filter(slug=DEMO_SLUG).first()
+    if study is not None:
+        return study, False
+    with transaction.atomic():
+        result = corpus_import(study_slug=DEMO_SLUG, data=DEMO_CORPUS.read_bytes())
+        study = result.study
+        for field, value in DEMO_SETTINGS.items():
+            setattr(study, field, value)
+        study.save()
+        AttentionCheck.objects.create(study=study, **ATTENTION_CHECK)
+        study_launch(study=study)
+    return study, True
+
+
+def demo_seed(*, base_url: str) -> DemoInfo:
+    """Create, if missing, the live `demo` study (64 prompts, conditions human / chatgpt / chatgpt_empathy,
+    consent, instructions with 3 worked examples, the TEQ, one attention check) and the superuser `admin`.
+
+    Idempotent: an existing demo study or admin user is left exactly as it is. The admin's password is
+    generated once and kept in VAR_DIR/demo-admin-password, so every run reports the same one.
+    """
+    study, study_created = _ensure_study()
+    admin_created, password = _ensure_admin()
+    pid = f"demo-{secrets.token_hex(4)}"
+    session = secrets.token_hex(8)
+    return DemoInfo(
+        study=study,
+        study_created=study_created,
+        admin_created=admin_created,
+        admin_password=password,
+        participant_link=f"{base_url}/s/{study.slug}/?PROLIFIC_PID={pid}&STUDY_ID={study.slug}&SESSION_ID={session}",
+        admin_link=f"{base_url}/admin/",
+    )

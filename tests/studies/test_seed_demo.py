@@ -1,0 +1,106 @@
+"""seed_demo: the live demo study and an admin login, idempotent; and `make run`'s set-up on a fresh SQLite file."""
+
+import io
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.db.models import Count
+
+from studies.models import AttentionCheck, Study
+from studies.services import study_launch_problems
+
+from .helpers import row_counts
+
+ROOT = Path(__file__).resolve().parents[2]
+LINK = re.compile(
+    r"^Participant link: http://127\.0\.0\.1:(\d+)/s/demo/\?PROLIFIC_PID=demo-[0-9a-f]+&STUDY_ID=demo&SESSION_ID=[0-9a-f]+$",
+    re.M,
+)
+ADMIN = re.compile(r"^Admin: http://127\.0\.0\.1:(\d+)/admin/  user admin  password (\S+)$", re.M)
+
+
+def seed() -> str:
+    out = io.StringIO()
+    call_command("seed_demo", stdout=out)
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+def test_seed_demo_creates_a_live_demo_study_and_an_admin_and_a_second_run_changes_nothing(
+    settings, tmp_path
+):
+    settings.VAR_DIR = tmp_path
+    first = seed()
+    study = Study.objects.get(slug="demo")
+    assert study.state == Study.State.LIVE
+    assert study.prompts.count() == 64
+    assert list(study.conditions.order_by("position").values_list("name", flat=True)) == [
+        "human",
+        "chatgpt",
+        "chatgpt_empathy",
+    ]
+    per_emotion = set(study.prompts.values("emotion").annotate(n=Count("id")).values_list("n", flat=True))
+    assert per_emotion == {2}
+    assert study.ask_teq and study.items_per_participant == 10 and len(study.worked_examples) == 3
+    assert study.completion_code and study.screened_out_code and study.failed_checks_code
+    assert study.completion_redirect_url == ""
+    assert AttentionCheck.objects.filter(study=study).count() == 1
+    assert study_launch_problems(study=study) == []
+
+    password = ADMIN.search(first).group(2)
+    assert (tmp_path / "demo-admin-password").read_text().strip() == password
+    assert oct((tmp_path / "demo-admin-password").stat().st_mode & 0o777) == "0o600"
+    admin = get_user_model().objects.get(username="admin")
+    assert admin.is_superuser and admin.check_password(password)
+    assert LINK.search(first)
+
+    counts = row_counts()
+    second = seed()
+    assert row_counts() == counts
+    assert ADMIN.search(second).group(2) == password
+    assert LINK.search(second)
+    assert get_user_model().objects.get(username="admin").password == admin.password
+
+
+@pytest.mark.django_db
+def test_the_printed_port_follows_the_environment(settings, tmp_path, monkeypatch):
+    settings.VAR_DIR = tmp_path
+    monkeypatch.setenv("PORT", "8765")
+    out = seed()
+    assert LINK.search(out).group(1) == "8765"
+    assert ADMIN.search(out).group(1) == "8765"
+
+
+def test_make_runs_setup_migrates_and_seeds_a_fresh_sqlite_file(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "PORT"}}
+    env.update({"DJANGO_ENV": "local", "VAR_DIR": str(tmp_path)})
+
+    def manage(*args):
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    manage("migrate", "--noinput")
+    first = manage("seed_demo")
+    second = manage("seed_demo")
+    assert LINK.search(first) and LINK.search(second)
+    assert ADMIN.search(first).group(2) == ADMIN.search(second).group(2)
+    with sqlite3.connect(tmp_path / "db.sqlite3") as db:
+        assert db.execute("select state from studies_study where slug = 'demo'").fetchall() == [("live",)]
+        assert db.execute("select count(*) from studies_prompt").fetchone() == (64,)
+        assert db.execute("select count(*) from studies_response").fetchone() == (192,)
+        assert db.execute("select count(*) from auth_user where username = 'admin'").fetchone() == (1,)
