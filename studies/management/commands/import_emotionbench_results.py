@@ -1,0 +1,26 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from studies.emotionbench import EmotionBenchImportError, published_results_import
+
+
+class Command(BaseCommand):
+    help = (
+        "Load EmotionBench's published PANAS answers (results/PANAS Test/*-PANAS-testing.csv, one condition per "
+        "model, and crowd.xlsx sheet Raw as condition 'human') into a questionnaire study, created if new."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("study_slug")
+        parser.add_argument(
+            "folder", type=Path, help="The EmotionBench data folder (or its 'PANAS Test' folder)."
+        )
+        parser.add_argument("--title", default="EmotionBench published results", help="Title of a new study.")
+
+    def handle(self, *args, study_slug: str, folder: Path, title: str, **options):
+        try:
+            summary = published_results_import(study_slug=study_slug, folder=folder, title=title)
+        except EmotionBenchImportError as exc:
+            raise CommandError(f"nothing imported: {exc}") from exc
+        self.stdout.write("\n".join(summary.lines()))
