@@ -1,0 +1,183 @@
+"""Reads a study's rows for analysis and export. Analysis only reads: nothing here writes.
+
+`rating_rows_frame` is the one door the statistics go through: ONE query, whatever the study's size, into a
+pandas DataFrame with one row per rating. The export selectors stream the same rows through a server-side cursor
+(PostgreSQL) so a million-rating export never holds more than one chunk in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pandas as pd
+from django.db import connection
+from django.db.models import QuerySet
+
+from studies.models import Assignment, Condition, Participant, Rating, Response, Study
+
+# Column name in the frame → ORM path from Rating. Order matters: it is the SELECT list.
+RATING_FRAME_FIELDS: dict[str, str] = {
+    "rating_id": "id",
+    "value": "value",
+    "response_time_ms": "response_time_ms",
+    "position": "assignment__position",
+    "participant_id": "assignment__participant_id",
+    "flagged_for_exclusion": "assignment__participant__flagged_for_exclusion",
+    "participant_status": "assignment__participant__status",
+    "response_id": "assignment__response_id",
+    "condition": "assignment__response__condition__name",
+    "prompt_id": "assignment__response__prompt_id",
+    "dialogue_id": "assignment__response__prompt__dialogue_id",
+    "emotion": "assignment__response__prompt__emotion__name",
+    # Valence is read from the Emotion table now, at analysis time: regrouping an emotion in the admin
+    # changes every later analysis, never the stored ratings.
+    "valence": "assignment__response__prompt__emotion__valence",
+}
+
+
+def study_get_by_slug(*, slug: str) -> Study:
+    """The study with this slug; raises Study.DoesNotExist."""
+    return Study.objects.get(slug=slug)
+
+
+def study_list() -> QuerySet[Study]:
+    return Study.objects.all().order_by("-created_at", "id")
+
+
+def rating_queryset(*, study: Study) -> QuerySet[Rating]:
+    """Ratings that count: answers to response pages (attention-check pages excluded) by real participants
+    (staff previews excluded)."""
+    return Rating.objects.filter(
+        assignment__participant__study=study,
+        assignment__participant__is_preview=False,
+        assignment__kind=Assignment.Kind.RESPONSE,
+    )
+
+
+def rating_rows_frame(*, study: Study) -> pd.DataFrame:
+    """One row per counted rating, with its design variables (see RATING_FRAME_FIELDS), in one query.
+
+    The ORM builds the SQL (joins through assignment → response → prompt → emotion, participant); the rows are
+    fetched with a plain cursor, which skips per-row model machinery and is several times faster on large studies.
+    """
+    qs = rating_queryset(study=study).order_by().values_list(*RATING_FRAME_FIELDS.values())
+    sql, params = qs.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    frame = pd.DataFrame.from_records(rows, columns=list(RATING_FRAME_FIELDS))
+    frame["value"] = frame["value"].astype("int64")
+    frame["response_time_ms"] = pd.to_numeric(frame["response_time_ms"], errors="coerce").astype("float64")
+    frame["flagged_for_exclusion"] = frame["flagged_for_exclusion"].astype(bool)
+    for column in ("condition", "emotion", "valence", "participant_status", "dialogue_id"):
+        frame[column] = frame[column].astype("object")
+    return frame
+
+
+@dataclass(frozen=True)
+class ConditionInfo:
+    name: str
+    label: str
+    is_baseline: bool
+
+
+def condition_list(*, study: Study) -> list[ConditionInfo]:
+    """The study's conditions in their display order."""
+    return [
+        ConditionInfo(name=c.name, label=c.label or c.name, is_baseline=c.is_baseline)
+        for c in Condition.objects.filter(study=study).order_by("position", "name")
+    ]
+
+
+# --- Streams for exports ----------------------------------------------------------------------------------
+
+EXPORT_CHUNK_SIZE = 2000
+
+RATING_EXPORT_FIELDS: dict[str, str] = {
+    "rating_id": "id",
+    "participant": "assignment__participant__external_id",
+    "participant_id": "assignment__participant_id",
+    "participant_status": "assignment__participant__status",
+    "flagged_for_exclusion": "assignment__participant__flagged_for_exclusion",
+    "condition": "assignment__response__condition__name",
+    "prompt_id": "assignment__response__prompt_id",
+    "dialogue_id": "assignment__response__prompt__dialogue_id",
+    "emotion": "assignment__response__prompt__emotion__name",
+    "valence": "assignment__response__prompt__emotion__valence",
+    "situation": "assignment__response__prompt__situation",
+    "speaker_utterance": "assignment__response__prompt__speaker_utterance",
+    "response_id": "assignment__response_id",
+    "response_text": "assignment__response__text",
+    "position": "assignment__position",
+    "value": "value",
+    "response_time_ms": "response_time_ms",
+    "rated_at": "created_at",
+}
+
+
+def rating_export_rows(*, study: Study) -> Iterator[tuple]:
+    """Every counted rating with its design variables, ordered by participant then position, streamed in chunks
+    (a server-side cursor on PostgreSQL): memory stays bounded by the chunk size, not the study's size."""
+    qs = (
+        rating_queryset(study=study)
+        .order_by("assignment__participant_id", "assignment__position")
+        .values_list(*RATING_EXPORT_FIELDS.values())
+    )
+    return qs.iterator(chunk_size=EXPORT_CHUNK_SIZE)
+
+
+PARTICIPANT_EXPORT_FIELDS: dict[str, str] = {
+    "participant_id": "id",
+    "participant": "external_id",
+    "condition": "condition__name",
+    "platform": "platform",
+    "status": "status",
+    "step": "step",
+    "flagged_for_exclusion": "flagged_for_exclusion",
+    "exclusion_reasons": "exclusion_reasons",
+    "attention_failures": "attention_failures",
+    "teq_score": "teq_score",
+    "teq_answers": "teq_answers",
+    "demographics": "demographics",
+    "started_at": "started_at",
+    "finished_at": "finished_at",
+}
+
+
+def participant_export_rows(*, study: Study) -> Iterator[tuple]:
+    """The study's real participants (previews excluded), streamed."""
+    qs = (
+        Participant.objects.filter(study=study, is_preview=False)
+        .order_by("id")
+        .values_list(*PARTICIPANT_EXPORT_FIELDS.values())
+    )
+    return qs.iterator(chunk_size=EXPORT_CHUNK_SIZE)
+
+
+RESPONSE_EXPORT_FIELDS: dict[str, str] = {
+    "response_id": "id",
+    "condition": "condition__name",
+    "prompt_id": "prompt_id",
+    "dialogue_id": "prompt__dialogue_id",
+    "emotion": "prompt__emotion__name",
+    "valence": "prompt__emotion__valence",
+    "situation": "prompt__situation",
+    "speaker_utterance": "prompt__speaker_utterance",
+    "sample_index": "sample_index",
+    "text": "text",
+    "source": "source",
+    "review": "review",
+    "review_flags": "review_flags",
+    "created_at": "created_at",
+}
+
+
+def response_export_rows(*, study: Study) -> Iterator[tuple]:
+    """The study's responses with their prompt, streamed."""
+    qs = (
+        Response.objects.filter(prompt__study=study)
+        .order_by("condition__position", "condition__name", "prompt_id", "sample_index")
+        .values_list(*RESPONSE_EXPORT_FIELDS.values())
+    )
+    return qs.iterator(chunk_size=EXPORT_CHUNK_SIZE)

@@ -1,0 +1,228 @@
+"""The analysis of a study: one entry point per study kind, dispatched on `study.kind`.
+
+`study_analyze` is what the dashboard, the `analyze` command, the report and the API all call, so they never
+disagree. It only reads (through `analysis.selectors`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis import selectors, stats
+from studies.models import Study
+
+DEFAULT_BOOTSTRAP_SAMPLES = 2000
+
+
+class AnalysisError(Exception):
+    """The study cannot be analysed as asked (unknown baseline, unsupported kind...)."""
+
+
+@dataclass
+class AnalysisOptions:
+    rules: stats.ExclusionRules = field(default_factory=stats.ExclusionRules)
+    baseline: str | None = None
+    bootstrap_samples: int = DEFAULT_BOOTSTRAP_SAMPLES
+    seed: int | None = None  # None: the study's seed
+    ordinal_with_emotion: bool = True
+
+
+@dataclass
+class RatingAnalysis:
+    study_slug: str
+    study_title: str
+    kind: str
+    conditions: list[str]
+    baseline: str
+    scale: stats.Scale
+    options: AnalysisOptions
+    exclusions: pd.DataFrame
+    participant_flags: pd.DataFrame
+    n_rows: int
+    distribution: pd.DataFrame = field(default_factory=pd.DataFrame)
+    distribution_by_valence: pd.DataFrame = field(default_factory=pd.DataFrame)
+    distribution_by_emotion: pd.DataFrame = field(default_factory=pd.DataFrame)
+    change: pd.DataFrame = field(default_factory=pd.DataFrame)
+    change_by_valence: pd.DataFrame = field(default_factory=pd.DataFrame)
+    change_by_emotion: pd.DataFrame = field(default_factory=pd.DataFrame)
+    tests: pd.DataFrame = field(default_factory=pd.DataFrame)
+    ordinal: stats.OrdinalFit | None = None
+    bootstrap_shares: pd.DataFrame = field(default_factory=pd.DataFrame)
+    bootstrap_change: pd.DataFrame = field(default_factory=pd.DataFrame)
+    bootstrap_change_by_valence: pd.DataFrame = field(default_factory=pd.DataFrame)
+    agreement: stats.Agreement | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return self.n_rows == 0
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """Every table, by the file name (without .csv) it is written under."""
+        out = {
+            "exclusions": self.exclusions,
+            "distribution": self.distribution,
+            "distribution_by_valence": self.distribution_by_valence,
+            "distribution_by_emotion": self.distribution_by_emotion,
+            "change_vs_baseline": self.change,
+            "change_vs_baseline_by_valence": self.change_by_valence,
+            "change_vs_baseline_by_emotion": self.change_by_emotion,
+            "tests": self.tests,
+            "bootstrap_shares": self.bootstrap_shares,
+            "bootstrap_change": self.bootstrap_change,
+            "bootstrap_change_by_valence": self.bootstrap_change_by_valence,
+        }
+        if self.ordinal is not None:
+            out["ordinal_model"] = self.ordinal.coefficients
+        return out
+
+    def main_tests(self) -> pd.DataFrame:
+        """The report's main table: the omnibus test and the 2×2 Yates test of each condition against the
+        baseline, overall, by valence and per emotion."""
+        if self.tests.empty:
+            return self.tests
+        keep = self.tests["test"].isin([stats.TEST_OMNIBUS, stats.TEST_2X2])
+        return self.tests.loc[keep].reset_index(drop=True)
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready summary (the API's aggregates)."""
+        return _jsonable(
+            {
+                "study": self.study_slug,
+                "title": self.study_title,
+                "kind": self.kind,
+                "conditions": self.conditions,
+                "baseline": self.baseline,
+                "scale": [
+                    {"value": v, "label": label}
+                    for v, label in zip(self.scale.values, self.scale.labels, strict=True)
+                ],
+                "exclusion_rules": self.options.rules.describe(),
+                "bootstrap_samples": self.options.bootstrap_samples,
+                "seed": self.options.seed,
+                "notes": self.notes,
+                "exclusions": self.exclusions.to_dict(orient="records"),
+                "distribution": self.distribution.to_dict(orient="records"),
+                "distribution_by_valence": self.distribution_by_valence.to_dict(orient="records"),
+                "distribution_by_emotion": self.distribution_by_emotion.to_dict(orient="records"),
+                "change_vs_baseline": self.change.to_dict(orient="records"),
+                "change_vs_baseline_by_valence": self.change_by_valence.to_dict(orient="records"),
+                "change_vs_baseline_by_emotion": self.change_by_emotion.to_dict(orient="records"),
+                "tests": self.tests.to_dict(orient="records"),
+                "ordinal_model": self.ordinal.as_dict() if self.ordinal else None,
+                "bootstrap_shares": self.bootstrap_shares.to_dict(orient="records"),
+                "bootstrap_change": self.bootstrap_change.to_dict(orient="records"),
+                "bootstrap_change_by_valence": self.bootstrap_change_by_valence.to_dict(orient="records"),
+                "agreement": self.agreement.__dict__ if self.agreement else None,
+            }
+        )
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating | float):
+        value = float(value)
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def baseline_choose(*, conditions: list[selectors.ConditionInfo], requested: str | None) -> str:
+    """The requested baseline, else the condition marked is_baseline, else `human`, else the first condition."""
+    names = [c.name for c in conditions]
+    if requested:
+        if requested not in names:
+            raise AnalysisError(
+                f"baseline {requested!r} is not a condition of this study (conditions: {names})"
+            )
+        return requested
+    for c in conditions:
+        if c.is_baseline:
+            return c.name
+    if "human" in names:
+        return "human"
+    if not names:
+        raise AnalysisError("the study has no conditions")
+    return names[0]
+
+
+def study_analyze(*, study: Study, options: AnalysisOptions | None = None) -> Any:
+    """Analyse a study of any kind. The one dispatch point on `study.kind`: each kind has its own analysis."""
+    options = options or AnalysisOptions()
+    if study.kind == Study.Kind.RATING:
+        return rating_study_analyze(study=study, options=options)
+    # The questionnaire (EmotionBench) kind has its own analysis module; this is where it plugs in.
+    raise AnalysisError(f"no analysis for studies of kind {study.kind!r} yet")
+
+
+def rating_study_analyze(*, study: Study, options: AnalysisOptions) -> RatingAnalysis:
+    """Statistics of a rating study (live, closed or imported), from one query. Guarantees: previews and
+    attention-check pages never count; exclusions follow `options.rules` and are reported before/after; the same
+    rows, rules and seed give the same numbers (bootstrap included)."""
+    if options.seed is None:
+        options.seed = int(study.seed)
+    infos = selectors.condition_list(study=study)
+    baseline = baseline_choose(conditions=infos, requested=options.baseline)
+    conditions = [c.name for c in infos]
+    scale = stats.Scale.from_study_scale(study.scale)
+    rows = selectors.rating_rows_frame(study=study)
+    unknown = sorted(set(rows["value"]) - set(scale.values))
+    if unknown:
+        raise AnalysisError(
+            f"ratings with values {unknown} are not on the study's scale {list(scale.values)}"
+        )
+    kept, flags, exclusions = stats.exclusions_apply(rows, options.rules)
+    result = RatingAnalysis(
+        study_slug=study.slug,
+        study_title=study.title,
+        kind=study.kind,
+        conditions=conditions,
+        baseline=baseline,
+        scale=scale,
+        options=options,
+        exclusions=exclusions,
+        participant_flags=flags,
+        n_rows=len(kept),
+    )
+    if kept.empty:
+        result.notes.append("no ratings to analyse yet")
+        return result
+    result.distribution = stats.distribution_table(kept, scale, ["condition"], conditions)
+    result.distribution_by_valence = stats.distribution_table(
+        kept, scale, ["valence", "condition"], conditions
+    )
+    result.distribution_by_emotion = stats.distribution_table(
+        kept, scale, ["emotion", "condition"], conditions
+    )
+    result.change = stats.change_table(result.distribution, scale, baseline, [])
+    result.change_by_valence = stats.change_table(
+        result.distribution_by_valence, scale, baseline, ["valence"]
+    )
+    result.change_by_emotion = stats.change_table(
+        result.distribution_by_emotion, scale, baseline, ["emotion"]
+    )
+    result.tests = stats.tests_table(kept, scale, conditions, baseline)
+    result.ordinal = stats.ordinal_model(
+        kept, conditions, baseline, with_emotion=options.ordinal_with_emotion
+    )
+    if result.ordinal.note:
+        result.notes.append(f"proportional-odds model: {result.ordinal.note}")
+    result.bootstrap_shares, result.bootstrap_change = stats.bootstrap_shares(
+        kept, scale, conditions, baseline, b=options.bootstrap_samples, seed=options.seed
+    )
+    _, result.bootstrap_change_by_valence = stats.bootstrap_shares(
+        kept, scale, conditions, baseline, b=options.bootstrap_samples, seed=options.seed + 1, by="valence"
+    )
+    result.agreement = stats.agreement(kept, scale)
+    return result

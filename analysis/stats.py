@@ -1,0 +1,571 @@
+"""Statistics of a rating study, on the frame `analysis.selectors.rating_rows_frame` returns.
+
+Pure functions of DataFrames (no database): each is tested against scipy/statsmodels called directly on small
+tables whose answers are known.
+
+Conventions
+-----------
+* Scale values are integers; the highest one is the "top" value (Good in the seed study).
+* Chi-square tests of independence are scipy's `chi2_contingency`: without continuity correction for the omnibus
+  and 2×k tests, with Yates' correction for the 2×2 Good-vs-rest test (as the seed study did). Rows or columns that
+  are all zero are dropped first (a value nobody chose carries no information); a table left with fewer than two
+  rows or columns gets no test (p = NaN and a note).
+* Cramér's V is computed from the UNCORRECTED chi-square statistic: sqrt(chi2 / (n · (min(r, c) − 1))).
+* Holm's correction (statsmodels `multipletests(method="holm")`) is applied within a family = one kind of test at one
+  level of breakdown: e.g. all 2×2 Yates tests of the per-emotion breakdown (every emotion × every condition against
+  the baseline) are corrected together; the overall omnibus test is its own family of one.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy.stats import chi2_contingency
+from statsmodels.stats.multitest import multipletests
+
+OVERALL = "overall"
+BY_VALENCE = "valence"
+BY_EMOTION = "emotion"
+
+TEST_OMNIBUS = "omnibus chi-square (condition × rating)"
+TEST_2XK = "chi-square vs baseline (2 × scale)"
+TEST_2X2 = "chi-square vs baseline (2 × 2 top vs rest, Yates)"
+
+
+# --- Exclusions -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExclusionRules:
+    """Declared exclusion rules; the same rules give the same exclusions on every run.
+
+    attention_checks: drop participants flagged for exclusion (failed more attention checks than the study allows).
+    min_median_response_ms: drop participants whose median response time is below this (None: rule off). Ratings
+        without a recorded time (imported data) never trigger it.
+    straight_lining_min_items: drop participants who gave the same value to every item, when they rated at least
+        this many items (None: rule off).
+    """
+
+    attention_checks: bool = True
+    min_median_response_ms: float | None = 1500.0
+    straight_lining_min_items: int | None = 10
+
+    @classmethod
+    def none(cls) -> ExclusionRules:
+        return cls(attention_checks=False, min_median_response_ms=None, straight_lining_min_items=None)
+
+    def describe(self) -> dict[str, str]:
+        return {
+            "attention_checks": "participants flagged for failed attention checks"
+            if self.attention_checks
+            else "off",
+            "too_fast": f"median response time below {self.min_median_response_ms:g} ms"
+            if self.min_median_response_ms is not None
+            else "off",
+            "straight_lining": f"the same value for all of at least {self.straight_lining_min_items} items"
+            if self.straight_lining_min_items is not None
+            else "off",
+        }
+
+
+RULE_NAMES = ("attention_checks", "too_fast", "straight_lining")
+
+
+def participant_exclusion_flags(rows: pd.DataFrame, rules: ExclusionRules) -> pd.DataFrame:
+    """One row per participant: a boolean column per rule and `excluded` (any rule)."""
+    grouped = rows.groupby("participant_id", sort=True)
+    per = pd.DataFrame(
+        {
+            "n_items": grouped["value"].size(),
+            "n_distinct": grouped["value"].nunique(),
+            "median_ms": grouped["response_time_ms"].median(),
+            "flagged": grouped["flagged_for_exclusion"].any(),
+        }
+    )
+    flags = pd.DataFrame(index=per.index)
+    flags["attention_checks"] = per["flagged"] if rules.attention_checks else False
+    if rules.min_median_response_ms is not None:
+        # NaN medians (no times recorded) compare False: never excluded for speed.
+        flags["too_fast"] = per["median_ms"] < rules.min_median_response_ms
+    else:
+        flags["too_fast"] = False
+    if rules.straight_lining_min_items is not None:
+        flags["straight_lining"] = (per["n_distinct"] == 1) & (
+            per["n_items"] >= rules.straight_lining_min_items
+        )
+    else:
+        flags["straight_lining"] = False
+    flags = flags.astype(bool)
+    flags["excluded"] = flags[list(RULE_NAMES)].any(axis=1)
+    return flags
+
+
+def participant_exclusion_flags_one(
+    *, values: list[int], times_ms: list[float | None], flagged: bool, rules: ExclusionRules
+) -> dict[str, bool]:
+    """The same rules for one participant's answers, for streamed exports (they see one participant at a time).
+    Must agree with `participant_exclusion_flags`; a test holds them together."""
+    times = [t for t in times_ms if t is not None]
+    too_fast = (
+        rules.min_median_response_ms is not None
+        and bool(times)
+        and float(np.median(times)) < rules.min_median_response_ms
+    )
+    straight = (
+        rules.straight_lining_min_items is not None
+        and len(values) >= rules.straight_lining_min_items
+        and len(set(values)) == 1
+    )
+    out = {
+        "attention_checks": bool(rules.attention_checks and flagged),
+        "too_fast": too_fast,
+        "straight_lining": straight,
+    }
+    out["excluded"] = any(out.values())
+    return out
+
+
+def exclusions_apply(
+    rows: pd.DataFrame, rules: ExclusionRules
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(kept rows, per-participant flags, summary). The summary has one line per rule (participants and ratings
+    that rule alone would drop) plus before/after totals; a participant caught by two rules counts under both."""
+    flags = participant_exclusion_flags(rows, rules)
+    ratings_per = rows.groupby("participant_id").size()
+    described = rules.describe()
+    lines = [
+        {"rule": "before exclusions", "definition": "", "participants": len(flags), "ratings": len(rows)}
+    ]
+    for rule in RULE_NAMES:
+        hit = flags.index[flags[rule]]
+        lines.append(
+            {
+                "rule": rule,
+                "definition": described[rule],
+                "participants": int(len(hit)),
+                "ratings": int(ratings_per.reindex(hit).sum()) if len(hit) else 0,
+            }
+        )
+    excluded = flags.index[flags["excluded"]]
+    kept = rows[~rows["participant_id"].isin(excluded)]
+    lines.append(
+        {
+            "rule": "after exclusions",
+            "definition": "",
+            "participants": len(flags) - len(excluded),
+            "ratings": len(kept),
+        }
+    )
+    return kept, flags, pd.DataFrame(lines)
+
+
+# --- Distributions --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scale:
+    values: tuple[int, ...]  # ascending
+    labels: tuple[str, ...]  # same order
+
+    @classmethod
+    def from_study_scale(cls, scale: list[dict]) -> Scale:
+        pairs = sorted((int(o["value"]), str(o.get("label", o["value"]))) for o in scale)
+        return cls(values=tuple(v for v, _ in pairs), labels=tuple(label for _, label in pairs))
+
+    @property
+    def top(self) -> int:
+        return self.values[-1]
+
+    @property
+    def top_label(self) -> str:
+        return self.labels[-1]
+
+
+def counts_table(rows: pd.DataFrame, scale: Scale, by: list[str]) -> pd.DataFrame:
+    """Counts of each scale value per group (groups as the index, one column per scale value, ascending)."""
+    counts = rows.groupby([*by, "value"], sort=True).size().unstack("value", fill_value=0)
+    return counts.reindex(columns=list(scale.values), fill_value=0).astype("int64")
+
+
+def distribution_table(
+    rows: pd.DataFrame, scale: Scale, by: list[str], conditions: list[str]
+) -> pd.DataFrame:
+    """Per group of `by` (which must end with "condition"): participants, ratings, n and % of each scale value."""
+    counts = counts_table(rows, scale, by)
+    participants = rows.groupby(by, sort=True)["participant_id"].nunique()
+    out = pd.DataFrame(index=counts.index)
+    out["participants"] = participants.reindex(counts.index).fillna(0).astype("int64")
+    out["ratings"] = counts.sum(axis=1)
+    for value, label in zip(scale.values, scale.labels, strict=True):
+        out[f"n_{label}"] = counts[value]
+    for value, label in zip(scale.values, scale.labels, strict=True):
+        out[f"pct_{label}"] = 100.0 * counts[value] / out["ratings"].where(out["ratings"] > 0)
+    out = out.reset_index()
+    order = {name: i for i, name in enumerate(conditions)}
+    out["_order"] = out["condition"].map(order)
+    return out.sort_values([*by[:-1], "_order"]).drop(columns="_order").reset_index(drop=True)
+
+
+def top_change(top_share_model: float, top_share_baseline: float) -> float:
+    """The seed study's headline: (Good_model − Good_baseline) / Good_baseline, NaN when the baseline has none."""
+    if not top_share_baseline or math.isnan(top_share_baseline):
+        return float("nan")
+    return (top_share_model - top_share_baseline) / top_share_baseline
+
+
+def change_table(dist: pd.DataFrame, scale: Scale, baseline: str, by: list[str]) -> pd.DataFrame:
+    """For each group of `by` (without condition) and each non-baseline condition: the top share of both and the
+    relative change."""
+    col = f"pct_{scale.top_label}"
+    lines = []
+    groups = dist.groupby(by, sort=False) if by else [((), dist)]
+    for key, sub in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        base = sub.loc[sub["condition"] == baseline, col]
+        base_share = float(base.iloc[0]) / 100 if len(base) else float("nan")
+        for _, line in sub[sub["condition"] != baseline].iterrows():
+            share = float(line[col]) / 100
+            lines.append(
+                {
+                    **dict(zip(by, key, strict=True)),
+                    "condition": line["condition"],
+                    "baseline": baseline,
+                    "top_share": share,
+                    "top_share_baseline": base_share,
+                    "change": top_change(share, base_share),
+                }
+            )
+    return pd.DataFrame(lines)
+
+
+# --- Tests ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ChiSquare:
+    statistic: float
+    dof: int
+    p: float
+    cramers_v: float
+    n: int
+    note: str = ""
+
+
+def chi_square(table: np.ndarray, *, yates: bool) -> ChiSquare:
+    """Chi-square test of independence of an r × c count table (see the module's conventions)."""
+    table = np.asarray(table, dtype=float)
+    table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0] if table.size else table
+    n = int(table.sum()) if table.size else 0
+    if table.ndim != 2 or table.shape[0] < 2 or table.shape[1] < 2:
+        return ChiSquare(
+            float("nan"),
+            0,
+            float("nan"),
+            float("nan"),
+            n,
+            "not testable: fewer than two non-empty rows or columns",
+        )
+    result = chi2_contingency(table, correction=yates)
+    uncorrected = chi2_contingency(table, correction=False).statistic if yates else result.statistic
+    k = min(table.shape) - 1
+    v = math.sqrt(uncorrected / (n * k)) if n and k else float("nan")
+    return ChiSquare(float(result.statistic), int(result.dof), float(result.pvalue), v, n)
+
+
+def top_vs_rest(counts: np.ndarray) -> np.ndarray:
+    """Collapse a count table (rows × ascending scale) to [top, rest] columns."""
+    counts = np.asarray(counts)
+    return np.column_stack([counts[:, -1], counts[:, :-1].sum(axis=1)])
+
+
+def tests_table(rows: pd.DataFrame, scale: Scale, conditions: list[str], baseline: str) -> pd.DataFrame:
+    """Every test, overall / by valence / per emotion, with raw and Holm-corrected p-values (see the module)."""
+    lines = []
+    breakdowns = [(OVERALL, None), (BY_VALENCE, "valence"), (BY_EMOTION, "emotion")]
+    for scope, column in breakdowns:
+        groups = [("all", rows)] if column is None else sorted(rows.groupby(column), key=lambda g: str(g[0]))
+        for group, sub in groups:
+            counts = counts_table(sub, scale, ["condition"]).reindex(conditions, fill_value=0)
+            present = [c for c in conditions if counts.loc[c].sum() > 0]
+            omnibus = chi_square(counts.loc[present].to_numpy(), yates=False)
+            lines.append(_line(scope, group, TEST_OMNIBUS, " × ".join(present), omnibus, None, None))
+            if baseline not in present:
+                continue
+            base = counts.loc[baseline].to_numpy()
+            base_share = base[-1] / base.sum()
+            for condition in conditions:
+                if condition == baseline or condition not in present:
+                    continue
+                pair = np.vstack([counts.loc[condition].to_numpy(), base])
+                share = pair[0, -1] / pair[0].sum()
+                label = f"{condition} vs {baseline}"
+                lines.append(
+                    _line(scope, group, TEST_2XK, label, chi_square(pair, yates=False), share, base_share)
+                )
+                lines.append(
+                    _line(
+                        scope,
+                        group,
+                        TEST_2X2,
+                        label,
+                        chi_square(top_vs_rest(pair), yates=True),
+                        share,
+                        base_share,
+                    )
+                )
+    table = pd.DataFrame(lines)
+    table["p_holm"] = np.nan
+    for (_scope, _test), idx in table.groupby(["scope", "test"]).groups.items():
+        p = table.loc[idx, "p"]
+        ok = p.notna()
+        if ok.any():
+            table.loc[p[ok].index, "p_holm"] = holm(p[ok].to_numpy())
+    table["holm_family"] = table["scope"] + ": " + table["test"]
+    return table
+
+
+def holm(p_values: np.ndarray) -> np.ndarray:
+    """Holm-adjusted p-values (statsmodels `multipletests(method="holm")`)."""
+    # statsmodels' Holm branch ends with a full gc.collect(), ~0.1 s in a Django process and nine families per
+    # analysis; the numbers do not depend on it, so the collection is skipped for the duration of the call.
+    collect = gc.collect
+    gc.collect = lambda *args, **kwargs: 0
+    try:
+        return multipletests(p_values, method="holm")[1]
+    finally:
+        gc.collect = collect
+
+
+def _line(scope, group, test, comparison, result: ChiSquare, share, base_share) -> dict:
+    return {
+        "scope": scope,
+        "group": str(group),
+        "test": test,
+        "comparison": comparison,
+        "n": result.n,
+        "chi2": result.statistic,
+        "dof": result.dof,
+        "p": result.p,
+        "cramers_v": result.cramers_v,
+        "top_share": share,
+        "top_share_baseline": base_share,
+        "change": top_change(share, base_share) if share is not None else float("nan"),
+        "note": result.note,
+    }
+
+
+# --- Proportional odds ----------------------------------------------------------------------------------
+
+
+@dataclass
+class OrdinalFit:
+    formula: str
+    converged: bool
+    n: int
+    coefficients: pd.DataFrame = field(default_factory=pd.DataFrame)
+    note: str = ""
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["coefficients"] = self.coefficients.to_dict(orient="records")
+        return d
+
+
+def ordinal_model(
+    rows: pd.DataFrame, conditions: list[str], baseline: str, *, with_emotion: bool = True
+) -> OrdinalFit:
+    """Proportional-odds (ordered logit) model of the rating on condition (baseline = reference), with emotion as a
+    covariate when it fits. If the model with emotion fails or does not converge, the condition-only model is fitted
+    and the note says why; if that fails too, the fit is returned with converged=False and the reason."""
+    attempts = [True, False] if with_emotion else [False]
+    notes: list[str] = []
+    last: OrdinalFit | None = None
+    for use_emotion in attempts:
+        formula = "rating ~ condition" + (" + emotion" if use_emotion else "")
+        try:
+            fit = _ordinal_fit(rows, conditions, baseline, use_emotion)
+        except Exception as exc:  # noqa: BLE001 — statsmodels raises many kinds (LinAlgError, ValueError, ...)
+            notes.append(f"{formula}: failed ({type(exc).__name__}: {exc})")
+            continue
+        if fit.converged:
+            fit.note = "; ".join([*notes, fit.note]).strip("; ")
+            return fit
+        notes.append(f"{formula}: did not converge")
+        last = fit
+    if last is not None:
+        last.note = "; ".join(notes)
+        return last
+    return OrdinalFit(formula="rating ~ condition", converged=False, n=len(rows), note="; ".join(notes))
+
+
+def _ordinal_fit(rows: pd.DataFrame, conditions: list[str], baseline: str, use_emotion: bool) -> OrdinalFit:
+    from statsmodels.miscmodels.ordinal_model import OrderedModel
+
+    present = [c for c in conditions if c in set(rows["condition"])]
+    if baseline not in present or len(present) < 2:
+        raise ValueError("needs the baseline and at least one other condition")
+    levels = sorted(rows["value"].unique())
+    if len(levels) < 3:
+        raise ValueError("needs at least three distinct ratings")
+    endog = pd.Series(pd.Categorical(rows["value"], categories=levels, ordered=True), index=rows.index)
+    cond = pd.Categorical(rows["condition"], categories=[baseline] + [c for c in present if c != baseline])
+    exog = pd.get_dummies(cond, prefix="condition", drop_first=True, dtype=float)
+    if use_emotion:
+        emotions = sorted(rows["emotion"].unique())
+        if len(emotions) < 2:
+            raise ValueError("one emotion only")
+        emo = pd.get_dummies(
+            pd.Categorical(rows["emotion"], categories=emotions),
+            prefix="emotion",
+            drop_first=True,
+            dtype=float,
+        )
+        exog = pd.concat([exog, emo], axis=1)
+    exog.index = rows.index
+    model = OrderedModel(endog, exog, distr="logit")
+    result = model.fit(method="bfgs", disp=False, maxiter=1000)
+    converged = bool(result.mle_retvals.get("converged", False))
+    params, bse, pvalues = result.params, result.bse, result.pvalues
+    ci = result.conf_int()
+    lines = []
+    for name in params.index:
+        if not name.startswith("condition_"):
+            continue
+        lines.append(
+            {
+                "term": name,
+                "log_odds": float(params[name]),
+                "se": float(bse[name]),
+                "p": float(pvalues[name]),
+                "odds_ratio": math.exp(params[name]),
+                "or_ci_low": math.exp(ci.loc[name, 0]),
+                "or_ci_high": math.exp(ci.loc[name, 1]),
+            }
+        )
+    return OrdinalFit(
+        formula="rating ~ condition" + (" + emotion" if use_emotion else ""),
+        converged=converged,
+        n=len(rows),
+        coefficients=pd.DataFrame(lines),
+        note="" if converged else "optimizer did not report convergence",
+    )
+
+
+# --- Bootstrap ------------------------------------------------------------------------------------------
+
+
+def _participant_counts(rows: pd.DataFrame, scale: Scale) -> np.ndarray:
+    """participants × scale-values count matrix of one condition."""
+    return counts_table(rows, scale, ["participant_id"]).to_numpy(dtype=float)
+
+
+def _bootstrap_replicates(counts: np.ndarray, b: int, rng: np.random.Generator) -> np.ndarray:
+    """B × values shares, each replicate resampling participants with replacement. Drawing each participant's
+    multiplicity from a multinomial and multiplying is the same as resampling, without a Python loop."""
+    n = counts.shape[0]
+    weights = rng.multinomial(n, np.full(n, 1.0 / n), size=b)  # B × n
+    totals = weights @ counts  # B × values
+    return totals / totals.sum(axis=1, keepdims=True)
+
+
+def bootstrap_shares(
+    rows: pd.DataFrame,
+    scale: Scale,
+    conditions: list[str],
+    baseline: str,
+    *,
+    b: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+    by: str | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Percentile bootstrap CIs, resampling PARTICIPANTS within each condition (their ratings are not independent).
+
+    Returns (shares: group, condition, value label, share, ci_low, ci_high) and (change of the top share against
+    the baseline: group, condition, change, ci_low, ci_high). Conditions are resampled independently (between
+    subjects). Same seed, same rows → same intervals.
+    """
+    rng = np.random.default_rng(seed)
+    lo_q, hi_q = (1 - level) / 2, 1 - (1 - level) / 2
+    share_lines, change_lines = [], []
+    groups = [("all", rows)] if by is None else sorted(rows.groupby(by), key=lambda g: str(g[0]))
+    for group, sub in groups:
+        reps: dict[str, np.ndarray] = {}
+        observed: dict[str, np.ndarray] = {}
+        for condition in conditions:
+            part = sub[sub["condition"] == condition]
+            if part.empty:
+                continue
+            counts = _participant_counts(part, scale)
+            observed[condition] = counts.sum(axis=0) / counts.sum()
+            reps[condition] = _bootstrap_replicates(counts, b, rng)
+            low, high = np.quantile(reps[condition], [lo_q, hi_q], axis=0)
+            for i, label in enumerate(scale.labels):
+                share_lines.append(
+                    {
+                        "group": str(group),
+                        "condition": condition,
+                        "value": label,
+                        "share": observed[condition][i],
+                        "ci_low": low[i],
+                        "ci_high": high[i],
+                    }
+                )
+        if baseline not in reps:
+            continue
+        base_top = reps[baseline][:, -1]
+        for condition in conditions:
+            if condition == baseline or condition not in reps:
+                continue
+            with np.errstate(divide="ignore", invalid="ignore"):
+                change = (reps[condition][:, -1] - base_top) / base_top
+            change = change[np.isfinite(change)]
+            low, high = np.quantile(change, [lo_q, hi_q]) if change.size else (np.nan, np.nan)
+            change_lines.append(
+                {
+                    "group": str(group),
+                    "condition": condition,
+                    "change": top_change(observed[condition][-1], observed[baseline][-1]),
+                    "ci_low": float(low),
+                    "ci_high": float(high),
+                }
+            )
+    return pd.DataFrame(share_lines), pd.DataFrame(change_lines)
+
+
+# --- Agreement ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Agreement:
+    applicable: bool
+    alpha: float | None
+    units: int
+    pairable_ratings: int
+    note: str
+
+
+def agreement(rows: pd.DataFrame, scale: Scale) -> Agreement:
+    """Krippendorff's alpha (ordinal) over responses rated more than once. Computed from the units × values count
+    matrix, so it costs the same whoever rated what."""
+    per_unit = rows.groupby("response_id")["value"].size()
+    multi = per_unit[per_unit >= 2].index
+    if len(multi) == 0:
+        return Agreement(False, None, 0, 0, "not applicable: one rating per response")
+    counts = counts_table(rows[rows["response_id"].isin(multi)], scale, ["response_id"]).to_numpy()
+    if len(np.unique(rows.loc[rows["response_id"].isin(multi), "value"])) < 2:
+        return Agreement(
+            False, None, len(multi), int(counts.sum()), "not defined: every rating has the same value"
+        )
+    import krippendorff
+
+    alpha = krippendorff.alpha(
+        value_counts=counts, value_domain=list(scale.values), level_of_measurement="ordinal"
+    )
+    return Agreement(
+        True, float(alpha), len(multi), int(counts.sum()), "ordinal; responses rated at least twice"
+    )
