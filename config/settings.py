@@ -139,6 +139,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBIL
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULE = {
+    # Gives back the slots and items of participants who went silent (ratings/tasks.py).
+    "release-stale-participants": {"task": "ratings.tasks.release_stale_participants", "schedule": 60.0},
+}
 
 CACHES = {
     "default": (

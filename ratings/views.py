@@ -1,5 +1,342 @@
-from django.shortcuts import render
+"""The participant flow: thin doors into `studies.assignment` and `ratings.services`.
+
+URLs (see ratings/urls.py):
+
+* `/s/<slug>/` — the entry. Reads the recruiting platform's parameters, enrolls or resumes the participant,
+  puts them in the Django session and redirects to the step page. Nothing in any later URL names a
+  participant: the server-side session does, so refresh, back button and a second tab all land on the
+  participant's current step, and nobody can reach another participant's items by editing a URL or form.
+* `/s/<slug>/step/` — always the participant's current step (see `ratings.flow` for how steps dispatch).
+  Every POST redirects back here (POST-redirect-GET); a POST from a page that is no longer current
+  stores nothing and redirects to the current step.
+* `/s/<slug>/start/` — direct-link studies (platform "none") only: a POST that enrolls a generated id.
+* `/s/<slug>/return/` — stop and return: a confirmation page, then the slot and items are given back.
+
+Study states: newcomers are only taken while the study is live. A participant who already started may
+finish while the study is paused or closed — they were promised the task and the payment, and the
+researcher can still exclude them; only new arrivals are turned away.
+"""
+
+from __future__ import annotations
+
+import secrets
+from urllib.parse import quote
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from studies.assignment import (
+    InvalidExternalId,
+    ParticipantCannotRestart,
+    StudyFull,
+    StudyNotOpen,
+    participant_enroll,
+    participant_return,
+    participant_touch,
+)
+from studies.models import Participant, Study
+
+from . import flow, services, teq
+from .forms import DEFAULT_TURK_SUBMIT_TO, ConsentForm, EntryForm, ItemAnswerForm, TeqForm
+from .selectors import assignment_current_for_participant, participant_get_for_session, session_key
+
+TURK_SUBMIT_SESSION_KEY = "ratings:turk_submit_to:{study_id}"
 
 
 def home(request):
     return render(request, "ratings/home.html")
+
+
+# --- helpers ------------------------------------------------------------------------------------------
+
+
+def _page(
+    request, study: Study, template: str, *, participant=None, status: int = 200, **context
+) -> HttpResponse:
+    context.update({"study": study, "participant": participant})
+    return render(request, f"ratings/{template}", context, status=status)
+
+
+def _to_step(study: Study) -> HttpResponse:
+    return redirect("ratings:step", slug=study.slug)
+
+
+def _remember(
+    request: HttpRequest, study: Study, participant: Participant, *, turk_submit_to: str = ""
+) -> None:
+    request.session[session_key(study)] = participant.pk
+    if turk_submit_to:
+        request.session[TURK_SUBMIT_SESSION_KEY.format(study_id=study.pk)] = turk_submit_to
+
+
+def _enrollment_failed(request, study: Study, error: Exception) -> HttpResponse:
+    if isinstance(error, ParticipantCannotRestart):
+        _remember(request, study, error.participant)
+        return _outcome_page(request, error.participant)
+    if isinstance(error, StudyFull):
+        return _page(request, study, "study_full.html", status=200)
+    if isinstance(error, StudyNotOpen):
+        return _page(request, study, "study_not_open.html", status=200)
+    return _page(request, study, "bad_link.html", status=400)
+
+
+def _redirect_url(study: Study, code: str) -> str:
+    """The study's completion redirect with {code} filled in, only when it is an http(s) address."""
+    url = study.completion_redirect_url.strip()
+    if not url.lower().startswith(("https://", "http://")):
+        return ""
+    return url.replace("{code}", quote(code, safe=""))
+
+
+def _outcome_page(request, participant: Participant) -> HttpResponse:
+    """The page of a participant who is no longer active."""
+    study = participant.study
+    status = participant.status
+    if status in (Participant.Status.COMPLETED, Participant.Status.EXCLUDED):
+        code = participant.completion_code
+        turk_submit_to = request.session.get(
+            TURK_SUBMIT_SESSION_KEY.format(study_id=study.pk), DEFAULT_TURK_SUBMIT_TO
+        )
+        return _page(
+            request,
+            study,
+            "done.html",
+            participant=participant,
+            code=code,
+            redirect_url=_redirect_url(study, code) if participant.platform != Study.Platform.MTURK else "",
+            mturk_submit_url=f"{turk_submit_to}/mturk/externalSubmit"
+            if participant.platform == Study.Platform.MTURK
+            else "",
+        )
+    if status == Participant.Status.SCREENED_OUT:
+        code = participant.completion_code
+        return _page(
+            request,
+            study,
+            "screened_out.html",
+            participant=participant,
+            code=code,
+            redirect_url=_redirect_url(study, code) if code else "",
+        )
+    if status == Participant.Status.RETURNED:
+        return _page(request, study, "returned.html", participant=participant)
+    return _page(request, study, "timed_out.html", participant=participant)
+
+
+# --- entry --------------------------------------------------------------------------------------------
+
+
+@never_cache
+@require_GET
+def study_entry(request: HttpRequest, slug: str) -> HttpResponse:
+    """Enrolls or resumes the participant the link names, then shows their current step."""
+    study = get_object_or_404(Study, slug=slug)
+    form = EntryForm(request.GET)
+    if not form.is_valid():
+        return _page(request, study, "bad_link.html", status=400)
+
+    if form.wants_staff_preview and request.user.is_authenticated and request.user.is_staff:
+        external_id = f"preview:{request.user.pk}:{secrets.token_hex(6)}"
+        try:
+            participant = participant_enroll(study=study, external_id=external_id, is_preview=True)
+        except StudyFull as error:
+            return _enrollment_failed(request, study, error)
+        _remember(request, study, participant)
+        return _to_step(study)
+
+    if form.is_mturk_preview:
+        # MTurk shows the task before a worker accepts it: describe it, write nothing.
+        return _page(request, study, "mturk_preview.html")
+
+    fields = form.enrollment_fields()
+    current = participant_get_for_session(session=request.session, study=study)
+    if fields is None:
+        if current is not None:
+            return _to_step(study)
+        if study.platform == Study.Platform.NONE:
+            template = "start.html" if study.state == Study.State.LIVE else "study_not_open.html"
+            return _page(request, study, template)
+        return _page(request, study, "missing_id.html")
+
+    if current is not None and current.external_id == fields["external_id"]:
+        return _to_step(study)
+    try:
+        participant = participant_enroll(study=study, **fields)
+    except (StudyFull, StudyNotOpen, ParticipantCannotRestart, InvalidExternalId) as error:
+        return _enrollment_failed(request, study, error)
+    _remember(
+        request,
+        study,
+        participant,
+        turk_submit_to=form.turk_submit_to() if fields["platform"] == "mturk" else "",
+    )
+    return _to_step(study)
+
+
+@never_cache
+@require_POST
+def study_start(request: HttpRequest, slug: str) -> HttpResponse:
+    """Direct-link studies only: enrolls a generated id (a POST, so link previews and crawlers enroll
+    nobody)."""
+    study = get_object_or_404(Study, slug=slug)
+    if study.platform != Study.Platform.NONE:
+        return _page(request, study, "missing_id.html", status=400)
+    if participant_get_for_session(session=request.session, study=study) is not None:
+        return _to_step(study)
+    try:
+        participant = participant_enroll(study=study, external_id=f"direct-{secrets.token_hex(10)}")
+    except (StudyFull, StudyNotOpen) as error:
+        return _enrollment_failed(request, study, error)
+    _remember(request, study, participant)
+    return _to_step(study)
+
+
+# --- the current step -------------------------------------------------------------------------------
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def study_step(request: HttpRequest, slug: str) -> HttpResponse:
+    """Shows (GET) or answers (POST) the session's participant's current step."""
+    study = get_object_or_404(Study, slug=slug)
+    participant = participant_get_for_session(session=request.session, study=study)
+    if participant is None:
+        return redirect("ratings:entry", slug=study.slug)
+    participant = participant_touch(participant=participant)
+    if participant.status != Participant.Status.ACTIVE:
+        return _to_step(study) if request.method == "POST" else _outcome_page(request, participant)
+    handler = flow.handler_for(participant.step)
+    if request.method == "POST":
+        if request.POST.get("step") != participant.step:
+            return _to_step(study)  # a page from an earlier step (back button, second tab): nothing stored
+        return handler.post(request, participant)
+    return handler.get(request, participant)
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def study_return(request: HttpRequest, slug: str) -> HttpResponse:
+    """Stop and return: asks for confirmation, then gives the slot and the unanswered items back."""
+    study = get_object_or_404(Study, slug=slug)
+    participant = participant_get_for_session(session=request.session, study=study)
+    if participant is None:
+        return redirect("ratings:entry", slug=study.slug)
+    if request.method == "POST":
+        participant_return(participant=participant)
+        return _to_step(study)
+    if participant.status != Participant.Status.ACTIVE:
+        return _to_step(study)
+    return _page(request, study, "return_confirm.html", participant=participant)
+
+
+# --- the rating kind's steps ---------------------------------------------------------------------------
+
+
+def consent_get(request, participant: Participant) -> HttpResponse:
+    return _page(request, participant.study, "consent.html", participant=participant, step=participant.step)
+
+
+def consent_post(request, participant: Participant) -> HttpResponse:
+    form = ConsentForm(request.POST)
+    if not form.is_valid():
+        return _page(request, participant.study, "bad_request.html", participant=participant, status=400)
+    if form.cleaned_data["decision"] == "agree":
+        services.consent_accept(participant=participant)
+    else:
+        services.consent_decline(participant=participant)
+    return _to_step(participant.study)
+
+
+def instructions_get(request, participant: Participant) -> HttpResponse:
+    study = participant.study
+    labels = {int(option["value"]): option["label"] for option in study.scale}
+    examples = [
+        {**example, "rating_label": labels.get(_as_int(example.get("rating")), example.get("rating", ""))}
+        for example in (study.worked_examples or [])
+        if isinstance(example, dict)
+    ]
+    return _page(
+        request, study, "instructions.html", participant=participant, step=participant.step, examples=examples
+    )
+
+
+def _as_int(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def instructions_post(request, participant: Participant) -> HttpResponse:
+    services.participant_step_advance(participant=participant, from_step=Participant.Step.INSTRUCTIONS)
+    return _to_step(participant.study)
+
+
+def teq_get(
+    request, participant: Participant, *, form: TeqForm | None = None, status: int = 200
+) -> HttpResponse:
+    return _page(
+        request,
+        participant.study,
+        "teq.html",
+        participant=participant,
+        step=participant.step,
+        form=form or TeqForm(),
+        options=teq.OPTIONS,
+        status=status,
+    )
+
+
+def teq_post(request, participant: Participant) -> HttpResponse:
+    form = TeqForm(request.POST)
+    if not form.is_valid():
+        return teq_get(request, participant, form=form, status=400)
+    try:
+        services.teq_submit(participant=participant, answers=form.answers())
+    except services.InvalidAnswers:
+        return teq_get(request, participant, form=form, status=400)
+    return _to_step(participant.study)
+
+
+def item_get(request, participant: Participant) -> HttpResponse:
+    current = assignment_current_for_participant(participant=participant)
+    if current is None:  # every item answered but not completed: cannot normally happen; finish them
+        services.participant_complete(participant=participant)
+        return _to_step(participant.study)
+    services.assignment_mark_shown(assignment=current.assignment)
+    study = participant.study
+    return _page(
+        request,
+        study,
+        "item.html",
+        participant=participant,
+        step=participant.step,
+        item=current,
+        page=current.assignment,
+        scale=[(index + 1, option) for index, option in enumerate(study.scale)],
+    )
+
+
+def item_post(request, participant: Participant) -> HttpResponse:
+    form = ItemAnswerForm(request.POST)
+    if not form.is_valid():
+        return _page(request, participant.study, "bad_request.html", participant=participant, status=400)
+    try:
+        services.rating_submit(
+            participant=participant, position=form.cleaned_data["position"], value=form.cleaned_data["value"]
+        )
+    except (services.NotCurrentItem, services.ParticipantNotActive):
+        pass  # a stale page: nothing stored, show the current step
+    except services.AnswerRejected as error:
+        return _page(
+            request, participant.study, "bad_request.html", participant=participant, status=error.status
+        )
+    return _to_step(participant.study)
+
+
+flow.register_step(Participant.Step.CONSENT, get=consent_get, post=consent_post)
+flow.register_step(Participant.Step.INSTRUCTIONS, get=instructions_get, post=instructions_post)
+flow.register_step(Participant.Step.TEQ, get=teq_get, post=teq_post)
+flow.register_step(Participant.Step.ITEMS, get=item_get, post=item_post)

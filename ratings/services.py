@@ -1,0 +1,281 @@
+"""What a participant's answers do: consent, the TEQ, ratings, and finishing.
+
+Every change of a Participant happens with the participant's row locked (`SELECT ... FOR UPDATE` inside
+`transaction.atomic()`) or through a conditional UPDATE that names the state it expects, so two tabs, a
+double click or a replayed form can never move a participant twice or store an answer twice. The
+OneToOne key of Rating → Assignment is the last line of defence: the database refuses a second rating.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from studies.models import Assignment, Participant, Rating
+
+from . import flow, teq
+
+ATTENTION_REASON_PREFIX = "attention checks failed"
+
+
+class AnswerRejected(Exception):
+    """The answer was not stored. `status` is the HTTP status a page should answer with."""
+
+    status = 400
+
+
+class NotYourItem(AnswerRejected):
+    """The participant has no item at that position (a forged or tampered form)."""
+
+    status = 403
+
+
+class InvalidValue(AnswerRejected):
+    status = 400
+
+
+class InvalidAnswers(AnswerRejected):
+    def __init__(self, errors: dict[int, str]):
+        self.errors = errors
+        super().__init__("; ".join(f"item {n}: {msg}" for n, msg in sorted(errors.items())))
+
+
+class NotCurrentItem(AnswerRejected):
+    """An unanswered item that is not the participant's current one (answering ahead). Nothing stored;
+    the page redirects to the current item."""
+
+    status = 409
+
+
+class ParticipantNotActive(AnswerRejected):
+    status = 409
+
+
+@dataclass(frozen=True)
+class RatingSubmitted:
+    rating: Rating
+    created: bool  # False: this item was already answered and the stored rating is returned unchanged
+    completed: bool  # True: the participant is finished (now or before)
+
+
+def _locked(participant: Participant) -> Participant:
+    return Participant.objects.select_for_update().select_related("study").get(pk=participant.pk)
+
+
+def _copy_state(target: Participant, source: Participant) -> None:
+    for field in (
+        "status",
+        "step",
+        "attention_failures",
+        "flagged_for_exclusion",
+        "exclusion_reasons",
+        "completion_code",
+        "finished_at",
+        "last_seen_at",
+        "teq_answers",
+        "teq_score",
+    ):
+        setattr(target, field, getattr(source, field))
+
+
+def _completion_code(participant: Participant) -> str:
+    study = participant.study
+    if participant.flagged_for_exclusion:
+        return study.failed_checks_code or study.completion_code
+    return study.completion_code
+
+
+def _complete(locked: Participant, now: datetime) -> None:
+    locked.status = Participant.Status.COMPLETED
+    locked.step = Participant.Step.DONE
+    locked.finished_at = now
+    locked.completion_code = _completion_code(locked)
+
+
+def participant_complete(*, participant: Participant, now: datetime | None = None) -> bool:
+    """Finishes an active participant: status completed, step done, finished_at, and the completion code
+    their outcome earns (the failed-checks code when flagged for exclusion, falling back to the completion
+    code). Returns False and changes nothing unless the participant was active. For study kinds whose last
+    step is not a rating (the questionnaire kind calls this after its last page)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        locked = _locked(participant)
+        if locked.status != Participant.Status.ACTIVE:
+            return False
+        _complete(locked, now)
+        locked.last_seen_at = now
+        locked.save(update_fields=["status", "step", "finished_at", "completion_code", "last_seen_at"])
+    _copy_state(participant, locked)
+    return True
+
+
+def participant_step_advance(
+    *, participant: Participant, from_step: str, now: datetime | None = None
+) -> bool:
+    """Moves an active participant from `from_step` to the next step of their study's flow. A conditional
+    UPDATE: when the participant is no longer on `from_step` (a resubmitted page) nothing happens and False
+    is returned. Reaching `done` completes the participant (see `participant_complete`)."""
+    now = now or timezone.now()
+    next_step = flow.step_after(participant.study, from_step)
+    if next_step == Participant.Step.DONE:
+        with transaction.atomic():
+            locked = _locked(participant)
+            if locked.status != Participant.Status.ACTIVE or locked.step != from_step:
+                return False
+            return participant_complete(participant=participant, now=now)
+    moved = Participant.objects.filter(
+        pk=participant.pk, status=Participant.Status.ACTIVE, step=from_step
+    ).update(step=next_step, last_seen_at=now)
+    if moved:
+        participant.step = next_step
+        participant.last_seen_at = now
+    return bool(moved)
+
+
+def consent_accept(*, participant: Participant, now: datetime | None = None) -> bool:
+    """The participant agrees: they move on from the consent step. Idempotent (False when already past it)."""
+    return participant_step_advance(participant=participant, from_step=Participant.Step.CONSENT, now=now)
+
+
+def consent_decline(*, participant: Participant, now: datetime | None = None) -> bool:
+    """The participant does not agree: status screened_out with the study's screened-out code; their
+    unanswered items go back to the pool. Only from the consent step; otherwise nothing happens (False)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        locked = _locked(participant)
+        if locked.status != Participant.Status.ACTIVE or locked.step != Participant.Step.CONSENT:
+            return False
+        locked.status = Participant.Status.SCREENED_OUT
+        locked.step = Participant.Step.DONE
+        locked.finished_at = now
+        locked.last_seen_at = now
+        locked.completion_code = locked.study.screened_out_code
+        locked.save(update_fields=["status", "step", "finished_at", "last_seen_at", "completion_code"])
+        Assignment.objects.filter(participant=locked, answered_at__isnull=True).delete()
+    _copy_state(participant, locked)
+    return True
+
+
+def teq_submit(*, participant: Participant, answers: dict[int, str], now: datetime | None = None) -> bool:
+    """Stores the 16 TEQ answers ({item number: never|rarely|sometimes|often|always}) and their total on the
+    participant, and moves them to the next step. Raises InvalidAnswers (nothing stored) for a missing or
+    unknown answer. A second submit after the first moved the participant on is a no-op (False)."""
+    now = now or timezone.now()
+    valid_codes = {code for code, _label in teq.OPTIONS}
+    errors = {n: "please choose an answer" for n in teq.ITEMS if answers.get(n) in (None, "")}
+    errors.update({n: "not one of the answers" for n, a in answers.items() if a and a not in valid_codes})
+    errors.update({n: "no such item" for n in answers if n not in teq.ITEMS})
+    if errors:
+        raise InvalidAnswers(errors)
+    with transaction.atomic():
+        locked = _locked(participant)
+        if locked.status != Participant.Status.ACTIVE or locked.step != Participant.Step.TEQ:
+            return False
+        locked.teq_answers = {str(n): answers[n] for n in sorted(teq.ITEMS)}
+        locked.teq_score = teq.teq_score(answers)
+        locked.save(update_fields=["teq_answers", "teq_score"])
+        participant_step_advance(participant=locked, from_step=Participant.Step.TEQ, now=now)
+    _copy_state(participant, locked)
+    return True
+
+
+def rating_submit(
+    *,
+    participant: Participant,
+    position: int,
+    value: int,
+    response_time_ms: int | None = None,
+    now: datetime | None = None,
+) -> RatingSubmitted:
+    """Stores the participant's answer to their item at `position`, exactly once.
+
+    * The item is looked up among the participant's own assignments only (NotYourItem otherwise).
+    * An item already answered returns the stored rating unchanged (`created=False`): a double click, a
+      second tab or a resubmitted page is a no-op, never an error.
+    * Only the current item (the first unanswered one) can be answered (NotCurrentItem otherwise), and only
+      while the participant is active on the items step (ParticipantNotActive).
+    * `value` must be one of the study's scale values (InvalidValue).
+    * An attention check compares the value with its expected value; failures beyond
+      `study.attention_check_max_failures` flag the participant for exclusion with the reason.
+    * The last answer completes the participant with the code their outcome earns.
+    * `response_time_ms` defaults to the time since the item was first shown.
+
+    Locking: the participant's row, for the whole check-then-write, so concurrent submits of one
+    participant run one after another; the OneToOne key on Rating backs it up.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        locked = _locked(participant)
+        assignment = (
+            Assignment.objects.filter(participant=locked, position=position)
+            .select_related("attention_check")
+            .first()
+        )
+        if assignment is None:
+            raise NotYourItem(f"There is no item at position {position} for this participant.")
+        stored = Rating.objects.filter(assignment=assignment).first()
+        if stored is not None:
+            return RatingSubmitted(
+                rating=stored, created=False, completed=locked.status != Participant.Status.ACTIVE
+            )
+        if locked.status != Participant.Status.ACTIVE or locked.step != Participant.Step.ITEMS:
+            raise ParticipantNotActive(f"The participant is {locked.status} on step {locked.step}.")
+        current = (
+            Assignment.objects.filter(participant=locked, answered_at__isnull=True)
+            .order_by("position")
+            .values_list("position", flat=True)
+            .first()
+        )
+        if current != position:
+            raise NotCurrentItem(f"Item {position} is not the current item ({current}).")
+        study = locked.study
+        if value not in study.scale_values:
+            raise InvalidValue(f"{value!r} is not on this study's scale {study.scale_values}.")
+        if response_time_ms is None and assignment.shown_at is not None:
+            response_time_ms = max(0, int((now - assignment.shown_at).total_seconds() * 1000))
+        try:
+            with transaction.atomic():
+                rating = Rating.objects.create(
+                    assignment=assignment, value=value, response_time_ms=response_time_ms
+                )
+        except IntegrityError:  # cannot happen while the row lock holds; kept as the constraint's contract
+            return RatingSubmitted(
+                rating=Rating.objects.get(assignment=assignment), created=False, completed=False
+            )
+        Assignment.objects.filter(pk=assignment.pk).update(
+            answered_at=now, shown_at=assignment.shown_at or now
+        )
+
+        fields = ["last_seen_at"]
+        locked.last_seen_at = now
+        if (
+            assignment.kind == Assignment.Kind.ATTENTION
+            and value != assignment.attention_check.expected_value
+        ):
+            locked.attention_failures += 1
+            fields.append("attention_failures")
+            if locked.attention_failures > study.attention_check_max_failures:
+                checks = Assignment.objects.filter(participant=locked, kind=Assignment.Kind.ATTENTION).count()
+                reasons = [r for r in locked.exclusion_reasons if not r.startswith(ATTENTION_REASON_PREFIX)]
+                reasons.append(f"{ATTENTION_REASON_PREFIX}: {locked.attention_failures} of {checks}")
+                locked.flagged_for_exclusion = True
+                locked.exclusion_reasons = reasons
+                fields += ["flagged_for_exclusion", "exclusion_reasons"]
+        completed = not Assignment.objects.filter(participant=locked, answered_at__isnull=True).exists()
+        if completed:
+            _complete(locked, now)
+            fields += ["status", "step", "finished_at", "completion_code"]
+        locked.save(update_fields=fields)
+    _copy_state(participant, locked)
+    return RatingSubmitted(rating=rating, created=True, completed=completed)
+
+
+def assignment_mark_shown(*, assignment: Assignment, now: datetime | None = None) -> None:
+    """Records when an item was first shown (later views keep the first time)."""
+    now = now or timezone.now()
+    if assignment.shown_at is None:
+        Assignment.objects.filter(pk=assignment.pk, shown_at__isnull=True).update(shown_at=now)
+        assignment.shown_at = now

@@ -1,0 +1,52 @@
+"""Driving the participant flow through Django's test client, as a browser would."""
+
+import re
+
+from django.test import Client
+
+POSITION = re.compile(r'name="position" value="(\d+)"')
+STEP = re.compile(r'name="step" value="([a-z_]+)"')
+
+
+def entry_url(study, pid=None, **params):
+    query = {"PROLIFIC_PID": pid, "STUDY_ID": "STUDY1", "SESSION_ID": "SESSION1"} if pid else {}
+    query.update(params)
+    return f"/s/{study.slug}/", query
+
+
+def enter(client: Client, study, pid=None, **params):
+    url, query = entry_url(study, pid, **params)
+    return client.get(url, query, follow=True)
+
+
+def step_url(study):
+    return f"/s/{study.slug}/step/"
+
+
+def current_step(client, study):
+    response = client.get(step_url(study))
+    match = STEP.search(response.content.decode())
+    return (match.group(1) if match else None), response
+
+
+def post_step(client, study, **data):
+    step, _ = current_step(client, study)
+    return client.post(step_url(study), {"step": step, **data})
+
+
+def consent_and_instructions(client, study):
+    assert post_step(client, study, decision="agree").status_code == 302
+    assert post_step(client, study).status_code == 302
+
+
+def current_position(client, study):
+    page = client.get(step_url(study)).content.decode()
+    match = POSITION.search(page)
+    return int(match.group(1)) if match else None
+
+
+def answer_current(client, study, value):
+    position = current_position(client, study)
+    if position is None:
+        return None, None
+    return position, client.post(step_url(study), {"step": "items", "position": position, "value": value})
