@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import connection, transaction
+from django.utils import timezone
 
 from studies.models import (
     Condition,
@@ -853,6 +854,7 @@ def published_results_import(
     _note_missing_runs(subjects)
 
     summary = ResultsImportSummary(study=None)  # type: ignore[arg-type]
+    now = timezone.now()
     with transaction.atomic():
         study = _study_for_results(slug=study_slug, title=title, instrument=instrument)
         summary.study = study
@@ -890,6 +892,7 @@ def published_results_import(
                         run_index=parsed.run_index,
                         item_order=parsed.item_order,
                         source=QuestionnaireRun.Source.IMPORTED,
+                        completed_at=now,
                     )
                 )
             QuestionnaireRun.objects.bulk_create(runs, batch_size=2000)
@@ -934,7 +937,7 @@ def _note_missing_runs(subjects: list[ParsedSubject]) -> None:
     llm = [s for s in subjects if s.kind == Condition.Kind.LLM]
     design: set[tuple] = set()
     for subject in llm:
-        design |= {(r.phase, r.published_key, r.run_index) for r in subject.runs}
+        design |= {(r.phase, r.published_key, r.run_index) for r in subject.runs} | subject.blank
     for subject in llm:
         have = {(r.phase, r.published_key, r.run_index) for r in subject.runs}
         missing = design - have - subject.blank

@@ -30,8 +30,8 @@ def panas_definition() -> dict:
         "scale": 6,
         "reverse": [],
         "categories": [
-            {"cat_name": "Positive Affect", "cat_questions": PA},
-            {"cat_name": "Negative Affect", "cat_questions": NA},
+            {"cat_name": "Positive Affect", "cat_questions": list(PA)},
+            {"cat_name": "Negative Affect", "cat_questions": list(NA)},
         ],
     }
 
@@ -98,12 +98,10 @@ def imported_basics(write_json, django_db_setup, db):
     call_command("import_situations", write_json("s.json", situations_definition()))
 
 
-def write_results_folder(
-    root, *, models: dict[str, dict], rng: random.Random, crowd_subjects: int = 0
-) -> None:
+def write_results_folder(root, *, models: dict[str, dict], rng: random.Random):
     """A results/PANAS Test folder in the published layout.
 
-    models: name → {"default": n, "evoked": {(emotion, factor0, scenario0): (text, n)}, "mean": (pa, na)}.
+    models: name → {"default": n, "evoked": {(emotion, factor0, scenario0): (text, n)}}, optionally "default_values" (20 values or "random").
     """
     import pandas as pd
 
@@ -115,9 +113,10 @@ def write_results_folder(
             "order-0": [PANAS_PROMPT] + [str(i + 1) for i in range(20)],
         }
         for t in range(spec["default"]):
-            columns[f"General_test-{t}_order-0"] = [" "] + [
-                str(v) for v in spec.get("default_values", [3] * 20)
-            ]
+            values = spec.get("default_values", [3] * 20)
+            if values == "random":
+                values = [rng.randint(1, 4) for _ in range(20)]
+            columns[f"General_test-{t}_order-0"] = [" "] + [str(v) for v in values]
         for (emotion, factor, scenario), (text, n) in spec["evoked"].items():
             for t in range(n):
                 values = spec.get("evoked_values") or [rng.randint(1, 5) for _ in range(20)]
