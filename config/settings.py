@@ -142,7 +142,22 @@ CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE = {
     # Gives back the slots and items of participants who went silent (ratings/tasks.py).
     "release-stale-participants": {"task": "ratings.tasks.release_stale_participants", "schedule": 60.0},
+    # Re-dispatches generation items whose worker died mid-call (generation/tasks.py).
+    "generation-sweep": {"task": "generation.tasks.generation_sweep_task", "schedule": 120.0},
 }
+
+# --- Generation (generation/) ---------------------------------------------------------------------------
+# The queue generation tasks go to (workers consume the default "celery" queue unless told otherwise).
+GENERATION_QUEUE = env_str("GENERATION_QUEUE", "celery")
+# A running item whose worker has not reported for this long is taken over by another (worker died).
+GENERATION_LEASE_SECONDS = env_int("GENERATION_LEASE_SECONDS", 300)
+# Retries of transient provider errors: exponential from BASE, capped at CAP (milliseconds), plus jitter.
+GENERATION_BACKOFF_BASE = env_int("GENERATION_BACKOFF_BASE_MS", 1000) / 1000
+GENERATION_BACKOFF_CAP = env_int("GENERATION_BACKOFF_CAP_MS", 60000) / 1000
+# How long a worker waits for a provider's rate limit before re-queueing the item instead (seconds).
+GENERATION_MAX_LIMIT_WAIT = env_int("GENERATION_MAX_LIMIT_WAIT", 20)
+# Without a broker (`make run`) items run on this many background threads of the web process.
+GENERATION_LOCAL_THREADS = env_int("GENERATION_LOCAL_THREADS", 4)
 
 CACHES = {
     "default": (

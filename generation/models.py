@@ -44,7 +44,7 @@ def template_validate(template: str) -> None:
     except ValueError as exc:
         raise ValidationError(
             f"The template is not well formed: {exc} (write {{{{ and }}}} for literal braces)."
-        )
+        ) from None
     unknown = sorted({f for f in fields if f not in TEMPLATE_PLACEHOLDERS})
     if unknown:
         raise ValidationError(
@@ -234,6 +234,9 @@ class GenerationAttempt(models.Model):
     class Meta:
         ordering = ["item", "started_at"]
 
+    def __str__(self) -> str:
+        return f"attempt {self.number}: {self.outcome} {self.error_kind}".strip()
+
 
 class ResponseProvenance(models.Model):
     """How a generated response was produced. A regenerated response keeps its older provenance rows
@@ -271,6 +274,9 @@ class ResponseProvenance(models.Model):
             )
         ]
 
+    def __str__(self) -> str:
+        return f"{self.provider_name}/{self.model_returned or self.model_requested} → response {self.response_id}"
+
 
 class ResponseEdit(models.Model):
     """Audit trail: an admin changed a response's text (who, when, before, after)."""
@@ -286,6 +292,9 @@ class ResponseEdit(models.Model):
     class Meta:
         ordering = ["response", "edited_at"]
 
+    def __str__(self) -> str:
+        return f"edit of response {self.response_id} by {self.editor_username}"
+
 
 class GeneratedResponse(Response):
     """The admin's review queue: the study's responses seen from the generation side."""
@@ -294,3 +303,5 @@ class GeneratedResponse(Response):
         proxy = True
         verbose_name = "generated response (review)"
         verbose_name_plural = "generated responses (review)"
+
+from generation.questionnaire_models import QuestionnaireExchange  # noqa: E402, F401  (EmotionBench LLM subjects)

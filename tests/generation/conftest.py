@@ -119,3 +119,24 @@ def make_study(
             **config,
         )
     return study
+
+
+@pytest.fixture
+def fast_retries(settings):
+    """Tiny backoff so retry tests run in milliseconds (Retry-After still wins when a provider sends it)."""
+    settings.GENERATION_BACKOFF_BASE = 0.01
+    settings.GENERATION_BACKOFF_CAP = 0.05
+    return settings
+
+
+@pytest.fixture
+def threaded_server():
+    """A loopback provider that answers requests concurrently (pytest-httpserver's default is one at a time)."""
+    from pytest_httpserver import HTTPServer
+
+    server = HTTPServer(host="127.0.0.1", threaded=True)
+    server.start()
+    yield server
+    server.clear()
+    if server.is_running():
+        server.stop()

@@ -1,0 +1,33 @@
+"""Celery tasks: thin doors into generation.services. They take ids and are idempotent (the item's status in the
+database says whether the work is done; claiming is a conditional UPDATE).
+
+Time limits stay well below the broker's visibility timeout (settings.CELERY_BROKER_TRANSPORT_OPTIONS) and below
+GENERATION_LEASE_SECONDS, so a live task is never taken over or redelivered while it still runs."""
+
+import time
+
+from celery import shared_task
+from django.conf import settings
+
+from generation.services import generation_item_run, generation_sweep
+
+
+@shared_task(bind=True, acks_late=True, ignore_result=True, soft_time_limit=210, time_limit=240)
+def generate_item(self, item_id: int) -> str:
+    """Generate one (prompt, condition, sample). A transient failure re-queues the item with its backoff."""
+    while True:
+        outcome = generation_item_run(item_id=item_id)
+        if outcome.status != "retry":
+            return outcome.status
+        if self.request.is_eager:
+            time.sleep(outcome.countdown)
+            continue
+        # A fresh message rather than self.retry(): the attempt count lives in the database, not the message.
+        generate_item.apply_async((item_id,), countdown=outcome.countdown, queue=settings.GENERATION_QUEUE)
+        return "retry"
+
+
+@shared_task(acks_late=True, ignore_result=True, soft_time_limit=50, time_limit=60)
+def generation_sweep_task() -> int:
+    """Re-dispatch items whose worker died mid-call (run by beat)."""
+    return generation_sweep()
