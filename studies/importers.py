@@ -323,12 +323,14 @@ def _parse_ed_raw(header, rows, wanted_conditions) -> ParsedCorpus:
     return ParsedCorpus(format=ED_RAW_FORMAT, conditions=[HUMAN_CONDITION], prompts=prompts, header=header)
 
 
-def corpus_parse(*, data: bytes, conditions: list[str] | None = None) -> ParsedCorpus:
+def corpus_parse(
+    *, data: bytes, conditions: list[str] | None = None, known_emotions: set[str] | None = None
+) -> ParsedCorpus:
     """Read and check a corpus file (either format) without touching the database's rows.
 
     Raises CorpusImportError listing every problem found (row and column), up to MAX_REPORTED_ERRORS.
     Checks done here: encoding, empty file, header/format, missing columns, ragged rows, duplicate dialogue
-    ids, empty texts. Emotions are checked against the Emotion table by ``corpus_import``.
+    ids, empty texts, and (given ``known_emotions``, lower-case names) unknown emotions.
     """
     text = _decode(data)
     first_line = text.split("\n", 1)[0]
@@ -373,6 +375,14 @@ def corpus_parse(*, data: bytes, conditions: list[str] | None = None) -> ParsedC
         for column, value in checks:
             if not value:
                 problems.append(ImportProblem("empty text", row=prompt.row, column=column))
+        if known_emotions is not None and prompt.emotion and prompt.emotion not in known_emotions:
+            problems.append(
+                ImportProblem(
+                    f"unknown emotion {prompt.emotion!r} (not in the Emotion table; add it in the admin)",
+                    row=prompt.row,
+                    column=checks[0][0],
+                )
+            )
     if problems:
         raise CorpusImportError(problems[:MAX_REPORTED_ERRORS])
     return corpus
@@ -421,19 +431,8 @@ def corpus_sample(*, prompts: list[ParsedPrompt], n: int, seed: int) -> list[Par
 # --- Writing ----------------------------------------------------------------------------------------------
 
 
-def _emotions_by_name(corpus: ParsedCorpus) -> dict[str, Emotion]:
-    emotions = {e.name.lower(): e for e in Emotion.objects.all()}
-    column = "context" if corpus.format == ED_RAW_FORMAT else "emotion"
-    problems = [
-        ImportProblem(
-            f"unknown emotion {p.emotion!r} (not in the Emotion table; add it in the admin)", p.row, column
-        )
-        for p in corpus.prompts
-        if p.emotion not in emotions
-    ]
-    if problems:
-        raise CorpusImportError(problems[:MAX_REPORTED_ERRORS])
-    return emotions
+def _emotions_by_name() -> dict[str, Emotion]:
+    return {e.name.lower(): e for e in Emotion.objects.all()}
 
 
 def _refuse_non_draft(study: Study) -> None:
@@ -491,8 +490,8 @@ def corpus_import(
     existing_study = Study.objects.filter(slug=study_slug).first()
     if existing_study is not None:
         _refuse_non_draft(existing_study)
-    corpus = corpus_parse(data=data, conditions=conditions)
-    emotions = _emotions_by_name(corpus)
+    emotions = _emotions_by_name()
+    corpus = corpus_parse(data=data, conditions=conditions, known_emotions=set(emotions))
     prompts = (
         corpus_sample(prompts=corpus.prompts, n=sample, seed=seed) if sample is not None else corpus.prompts
     )
@@ -635,12 +634,12 @@ def ratings_import(
     """
     if Study.objects.filter(slug=study_slug).exists():
         raise CorpusImportError([ImportProblem(f"study '{study_slug}' already exists; choose a new slug")])
-    corpus = corpus_parse(data=data)
+    emotions = _emotions_by_name()
+    corpus = corpus_parse(data=data, known_emotions=set(emotions))
     if corpus.format != PUBLIC_FORMAT:
         raise CorpusImportError(
             [ImportProblem("ratings can only be imported from the public dataset format", 1)]
         )
-    emotions = _emotions_by_name(corpus)
     header = corpus.header
     conditions = [c for c in corpus.conditions if f"rating_{c}" in header]
     problems: list[ImportProblem] = []

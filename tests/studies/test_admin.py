@@ -1,0 +1,181 @@
+"""The admin through the test client as a staff user: changelists without N+1, the study actions, the import
+page and the live status page."""
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from studies.models import Assignment, Emotion, Participant, Rating, Study
+from tests.factories import ConditionFactory, ParticipantFactory, PromptFactory, ResponseFactory, StudyFactory
+
+from .helpers import public_csv, public_rows, row_counts
+
+pytestmark = pytest.mark.django_db
+
+
+def build_study(slug: str, *, prompts: int = 6, participants: int = 4, state=Study.State.DRAFT) -> Study:
+    study = StudyFactory(slug=slug, state=state, items_per_participant=2)
+    human = ConditionFactory(study=study, name="human", is_baseline=True)
+    gpt = ConditionFactory(study=study, name="gpt4", kind="llm", position=1)
+    responses = []
+    for _ in range(prompts):
+        prompt = PromptFactory(study=study)
+        responses.append(ResponseFactory(prompt=prompt, condition=human))
+        ResponseFactory(prompt=prompt, condition=gpt)
+    for i in range(participants):
+        p = ParticipantFactory(study=study, condition=human, status=Participant.Status.COMPLETED)
+        a = Assignment.objects.create(participant=p, position=0, response=responses[i % prompts])
+        Rating.objects.create(assignment=a, value=3)
+    return study
+
+
+@pytest.mark.parametrize("model", ["study", "emotion", "prompt", "response", "participant"])
+def test_changelists_render_with_a_fixed_number_of_queries(
+    staff_client, django_assert_max_num_queries, model
+):
+    build_study("one")
+    url = reverse(f"admin:studies_{model}_changelist")
+    with django_assert_max_num_queries(15) as small:
+        assert staff_client.get(url).status_code == 200
+    for i in range(3):
+        build_study(f"more{i}", prompts=10, participants=8)
+    with django_assert_max_num_queries(len(small.captured_queries)) as large:
+        response = staff_client.get(url)
+    assert response.status_code == 200
+    assert len(large.captured_queries) == len(small.captured_queries)
+
+
+def test_the_study_changelist_shows_state_and_counts(staff_client):
+    build_study("counted", prompts=5, participants=3, state=Study.State.LIVE)
+    page = staff_client.get(reverse("admin:studies_study_changelist")).content.decode()
+    assert "counted" in page and "Live" in page
+    assert '<td class="field-n_prompts">5</td>' in page
+    assert '<td class="field-n_participants">3</td>' in page
+    assert "Import corpus" in page
+
+
+def test_the_change_page_offers_status_import_and_a_preview_link(staff_client):
+    study = build_study("seen")
+    page = staff_client.get(reverse("admin:studies_study_change", args=[study.pk])).content.decode()
+    assert "/s/seen/?preview=1" in page
+    assert reverse("admin:studies_study_status", args=[study.pk]) in page
+    assert "Import corpus" in page
+    assert 'name="conditions-0-name"' in page  # the conditions inline
+    assert 'name="attention_checks-TOTAL_FORMS"' in page
+
+
+def test_the_status_page_refreshes_and_shows_the_counts(staff_client, django_assert_max_num_queries):
+    study = build_study("watched", prompts=6, participants=4, state=Study.State.LIVE)
+    ParticipantFactory(
+        study=study, condition=study.conditions.get(name="gpt4"), status=Participant.Status.RETURNED
+    )
+    with django_assert_max_num_queries(15):
+        response = staff_client.get(reverse("admin:studies_study_status", args=[study.pk]))
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert '<meta http-equiv="refresh" content="10">' in page
+    assert "human (baseline)" in page
+    assert "2 responses" in page and "4 responses" in page  # human: 4 rated once, 2 not rated
+    assert "6 responses" in page  # gpt4: none rated
+    assert "/s/watched/?preview=1" in page
+
+
+def test_the_status_page_needs_staff(client):
+    study = build_study("private")
+    response = client.get(reverse("admin:studies_study_status", args=[study.pk]))
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def upload(staff_client, data: bytes, **fields):
+    return staff_client.post(
+        reverse("admin:studies_study_import"),
+        {"file": SimpleUploadedFile("corpus.csv", data, content_type="text/csv"), "seed": "0", **fields},
+    )
+
+
+def test_the_import_page_imports_a_file_into_a_new_draft(staff_client):
+    assert staff_client.get(reverse("admin:studies_study_import") + "?study=x").status_code == 200
+    response = upload(staff_client, public_csv(public_rows(8)), study_slug="uploaded", sample="4")
+    study = Study.objects.get(slug="uploaded")
+    assert response.status_code == 302
+    assert response["Location"] == reverse("admin:studies_study_change", args=[study.pk])
+    assert study.state == "draft" and study.prompts.count() == 4
+    page = staff_client.get(response["Location"]).content.decode()
+    assert "Imported 4 prompts and 8 responses" in page
+
+
+def test_the_import_page_lists_every_problem_and_writes_nothing(staff_client):
+    rows = public_rows(4)
+    rows[1][1] = "happyish"
+    rows[2][5] = ""
+    before = row_counts()
+    response = upload(staff_client, public_csv(rows), study_slug="refused")
+    page = response.content.decode()
+    assert response.status_code == 400
+    assert "Nothing was imported." in page
+    assert "row 3, column &#x27;emotion&#x27;: unknown emotion &#x27;happyish&#x27;" in page
+    assert "row 4, column &#x27;response_human&#x27;: empty text" in page
+    assert row_counts() == before
+
+
+def test_the_import_page_refuses_a_live_study(staff_client):
+    build_study("running", state=Study.State.LIVE)
+    response = upload(staff_client, public_csv(public_rows(3)), study_slug="running")
+    assert response.status_code == 400
+    assert "is live: a corpus can only be imported into a draft" in response.content.decode()
+
+
+def act(staff_client, action: str, *studies):
+    return staff_client.post(
+        reverse("admin:studies_study_changelist"),
+        {"action": action, "_selected_action": [s.pk for s in studies]},
+        follow=True,
+    )
+
+
+def test_admin_actions_launch_pause_resume_and_close_through_the_services(staff_client):
+    ready = build_study("ready")
+    page = act(staff_client, "launch_selected", ready).content.decode()
+    assert "“ready” is now live." in page
+    act(staff_client, "pause_selected", ready)
+    assert Study.objects.get(pk=ready.pk).state == "paused"
+    act(staff_client, "resume_selected", ready)
+    assert Study.objects.get(pk=ready.pk).state == "live"
+    act(staff_client, "close_selected", ready)
+    assert Study.objects.get(pk=ready.pk).state == "closed"
+
+
+def test_a_refused_launch_shows_why(staff_client):
+    empty = StudyFactory(slug="empty", completion_code="")
+    page = act(staff_client, "launch_selected", empty).content.decode()
+    assert "Cannot launch “empty”" in page
+    assert "no condition is enrolling participants" in page
+    assert "the completion code is not set" in page
+    page = act(staff_client, "pause_selected", empty).content.decode()
+    assert "annot pause study &#x27;empty&#x27;: it is draft, not live" in page
+    assert Study.objects.get(pk=empty.pk).state == "draft"
+
+
+def test_valence_is_editable_in_the_emotion_list(staff_client):
+    emotions = list(Emotion.objects.order_by("name"))
+    data = {"form-TOTAL_FORMS": str(len(emotions)), "form-INITIAL_FORMS": str(len(emotions)), "_save": "Save"}
+    for i, emotion in enumerate(emotions):
+        data[f"form-{i}-id"] = str(emotion.pk)
+        data[f"form-{i}-valence"] = "neutral" if emotion.name == "nostalgic" else emotion.valence
+    response = staff_client.post(reverse("admin:studies_emotion_changelist") + "?all=", data)
+    assert response.status_code == 302
+    assert Emotion.objects.get(name="nostalgic").valence == "neutral"
+    assert Emotion.objects.get(name="sad").valence == "negative"
+
+
+def test_participant_pages_show_external_ids_and_answers_to_staff(staff_client):
+    study = build_study("people", participants=2)
+    participant = Participant.objects.filter(study=study).first()
+    page = staff_client.get(
+        reverse("admin:studies_participant_change", args=[participant.pk])
+    ).content.decode()
+    assert participant.external_id in page
+    listing = staff_client.get(
+        reverse("admin:studies_participant_changelist") + "?q=" + participant.external_id
+    )
+    assert participant.external_id in listing.content.decode()
