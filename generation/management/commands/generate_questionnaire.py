@@ -1,0 +1,42 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from generation.questionnaire import (
+    QuestionnaireGenerationError,
+    questionnaire_generate,
+    questionnaire_progress,
+)
+from studies.models import Study
+
+
+class Command(BaseCommand):
+    help = (
+        "EmotionBench LLM subjects: each LLM condition of a questionnaire study answers the instrument "
+        "(study.llm_default_runs default runs, study.llm_evoked_runs per selected situation). Idempotent: "
+        "stored runs are skipped, so re-running finishes what is missing."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("study_slug")
+        parser.add_argument("--condition", default=None, help="Only this LLM condition.")
+        parser.add_argument(
+            "--max-asks", type=int, default=3, help="Asks per run before giving up on a reply."
+        )
+        parser.add_argument("--progress", action="store_true", help="Only show progress and cost.")
+
+    def handle(self, *args, study_slug, condition, max_asks, progress, **options):
+        study = Study.objects.filter(slug=study_slug).select_related("instrument").first()
+        if study is None:
+            raise CommandError(f"no study {study_slug!r}")
+        if not progress:
+            if max_asks < 1:
+                raise CommandError("--max-asks must be at least 1")
+            try:
+                summary = questionnaire_generate(study=study, condition_name=condition, max_asks=max_asks)
+            except QuestionnaireGenerationError as exc:
+                raise CommandError(str(exc)) from None
+            self.stdout.write("\n".join(summary.lines()))
+        for row in questionnaire_progress(study=study):
+            self.stdout.write(
+                f"{row['condition']}: {row['stored']}/{row['planned']} runs, {row['exchanges']} exchanges "
+                f"({row['unparseable']} unparseable), cost {row['cost']:.6f}"
+            )

@@ -1,0 +1,474 @@
+"""EmotionBench LLM subjects: each LLM condition answers the study's instrument by default and after situations.
+
+For each LLM condition of a questionnaire study: `study.llm_default_runs` default runs and `study.llm_evoked_runs`
+evoked runs per selected situation (StudySituation; all situations when none is selected). One run slot is
+(condition, phase, situation, run_index), stored as a QuestionnaireRun whose unique constraint makes a slot
+exactly-once: a slot that exists is skipped, and two workers racing on one slot store it once.
+
+Per query the item order is shuffled (seeded by study seed, condition, phase, situation and run index), the model
+sees the items numbered 1..n in that order, and its answers are mapped back to the instrument's item numbers.
+Replies are parsed by `reply_parse` (one in-range number per item, in any reasonable layout; ambiguity rejected);
+an unparseable reply is re-asked in the same conversation up to `max_asks` times. Every exchange, parsed or not,
+is stored as a QuestionnaireExchange with the exact request, the reply and its cost. Provider calls go through
+generation.providers (rate limits across workers, classified errors) and are made outside any transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Sum
+from django.utils import timezone
+
+from generation.models import LLMConditionConfig
+from generation.providers import PermanentProviderError, TransientProviderError, provider_complete
+from generation.questionnaire_models import QuestionnaireExchange
+from studies.models import (
+    Condition,
+    Instrument,
+    QuestionnaireAnswer,
+    QuestionnaireRun,
+    Situation,
+    Study,
+)
+
+SITUATION_PREAMBLE = 'Imagine you are the protagonist in the scenario: "{text}"'
+DEFAULT_MAX_ASKS = 3
+
+
+class QuestionnaireGenerationError(Exception):
+    """Generation cannot start; the message says what to fix. Nothing was written."""
+
+
+class ReplyParseError(ValueError):
+    """A reply that does not give exactly one in-range number per item."""
+
+
+# --- Parsing replies ------------------------------------------------------------------------------------
+
+_NUMBER = r"-?\d+(?:\.\d+)?"
+
+
+def _as_int(token: str, lo: int, hi: int, where: str) -> int:
+    value = float(token)
+    if not value.is_integer():
+        raise ReplyParseError(f"{where}: {token} is not a whole number")
+    value = int(value)
+    if not lo <= value <= hi:
+        raise ReplyParseError(f"{where}: {value} is outside {lo}..{hi}")
+    return value
+
+
+def _label_position(label: str, labels: list[str]) -> int | None:
+    label = re.sub(r"[^a-z ]", "", label.casefold()).strip()
+    for position, candidate in enumerate(labels, start=1):
+        if label and label == re.sub(r"[^a-z ]", "", candidate.casefold()).strip():
+            return position
+    return None
+
+
+def _collect(pairs: list[tuple[int, int]], n: int) -> list[int]:
+    by_position: dict[int, int] = {}
+    for position, value in pairs:
+        if not 1 <= position <= n:
+            raise ReplyParseError(f"item {position} does not exist (1..{n})")
+        if position in by_position and by_position[position] != value:
+            raise ReplyParseError(f"item {position} has two answers ({by_position[position]} and {value})")
+        by_position[position] = value
+    missing = [p for p in range(1, n + 1) if p not in by_position]
+    if missing:
+        raise ReplyParseError(f"no answer for items {missing}")
+    return [by_position[p] for p in range(1, n + 1)]
+
+
+def _parse_json(text: str, labels: list[str], lo: int, hi: int) -> list[int] | None:
+    match = re.search(r"(\{.*\}|\[.*\])", text, re.DOTALL)
+    if not match:
+        return None
+    try:
+        data = json.loads(match.group(1))
+    except json.JSONDecodeError:
+        return None
+    n = len(labels)
+    if isinstance(data, list):
+        if len(data) != n or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in data):
+            raise ReplyParseError(f"a JSON list of {len(data)} values for {n} items")
+        return [_as_int(str(v), lo, hi, f"item {i + 1}") for i, v in enumerate(data)]
+    if isinstance(data, dict):
+        pairs = []
+        for key, value in data.items():
+            key_text = str(key).strip()
+            position = int(key_text) if key_text.isdigit() else _label_position(key_text, labels)
+            if position is None:
+                raise ReplyParseError(f"JSON key {key!r} is neither an item number nor an item")
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                raise ReplyParseError(f"JSON value for {key!r} is not a number")
+            pairs.append((position, _as_int(str(value).strip(), lo, hi, f"item {key}")))
+        return _collect(pairs, n)
+    return None
+
+
+def reply_parse(*, text: str, labels: list[str], scale_min: int, scale_max: int) -> list[int]:
+    """The answers of a reply, by the position the items were shown in (labels in that order).
+
+    Accepts: a JSON object (keys = positions or item labels) or list; lines like "1. 3", "1) 3", "1: 3",
+    "1. Interested: 3", "Interested - 3", "1. Interested (3)"; or exactly n numbers in a row ("3, 4, 1, ...").
+    Rejects (ReplyParseError, with the reason): a missing item, two different answers to one item, a value out
+    of range or not whole, and anything else that does not give exactly one number per item.
+    """
+    n, lo, hi = len(labels), scale_min, scale_max
+    parsed = _parse_json(text, labels, lo, hi)
+    if parsed is not None:
+        return parsed
+    pairs: list[tuple[int, int]] = []
+    numbered = re.compile(r"^\s*[-*•]?\s*(?:item\s*)?(\d+)\s*[.):\]-]\s*(.*)$", re.IGNORECASE)
+    for raw_line in text.splitlines():
+        line = raw_line.strip().strip("*").strip()
+        if not line:
+            continue
+        match = numbered.match(line)
+        if match:
+            position, rest = int(match.group(1)), match.group(2)
+            numbers = re.findall(_NUMBER, rest)
+            if len(numbers) == 1:
+                pairs.append((position, _as_int(numbers[0], lo, hi, f"item {position}")))
+                continue
+            if len(numbers) > 1:
+                raise ReplyParseError(f"line {line!r} gives more than one number for item {position}")
+            continue
+        labelled = re.match(rf"^\s*([A-Za-z][A-Za-z \-]*?)\s*[:=\-(]\s*({_NUMBER})\s*\)?\s*$", line)
+        if labelled:
+            position = _label_position(labelled.group(1), labels)
+            if position is not None:
+                pairs.append((position, _as_int(labelled.group(2), lo, hi, labelled.group(1))))
+    if pairs:
+        return _collect(pairs, n)
+    numbers = re.findall(_NUMBER, text)
+    if len(numbers) == n:
+        return [_as_int(v, lo, hi, f"item {i + 1}") for i, v in enumerate(numbers)]
+    raise ReplyParseError(f"found {len(numbers)} numbers and no item-by-item answers for {n} items")
+
+
+# --- Prompts ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Slot:
+    phase: str
+    situation: Situation | None
+    run_index: int
+
+    @property
+    def subject_key(self) -> str:
+        return "default" if self.situation is None else self.situation.code
+
+
+def item_order_for(*, study: Study, condition: Condition, slot: Slot, item_numbers: list[int]) -> list[int]:
+    """The seeded shuffle of one query: the same slot always gets the same order."""
+    situation = slot.situation.pk if slot.situation else 0
+    rng = random.Random(f"{study.seed}:{condition.name}:{slot.phase}:{situation}:{slot.run_index}")
+    order = list(item_numbers)
+    rng.shuffle(order)
+    return order
+
+
+def questionnaire_prompt(*, instrument: Instrument, situation: Situation | None, items: list[str]) -> str:
+    """The instrument's LLM prompt with SCENARIO replaced, then the items numbered in the order shown."""
+    scenario = SITUATION_PREAMBLE.format(text=situation.text) if situation else ""
+    template = instrument.llm_prompt or (
+        f"You can only reply the numbers from {instrument.scale_min} to {instrument.scale_max}. SCENARIO "
+        "Please score all of the following one by one:"
+    )
+    prompt = " ".join(template.replace("SCENARIO", scenario).split())
+    listed = "\n".join(f"{position}. {text}" for position, text in enumerate(items, start=1))
+    return f"{prompt}\n{listed}"
+
+
+def _reask_message(instrument: Instrument, n: int, problem: str) -> str:
+    return (
+        f"I could not read your answer ({problem}). Please reply with exactly one number from "
+        f"{instrument.scale_min} to {instrument.scale_max} for each of the {n} items, one per line, "
+        'as "item number. score".'
+    )
+
+
+# --- Running ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class GenerationSummary:
+    planned: int = 0
+    already_done: int = 0
+    stored: int = 0
+    failed: list[str] = field(default_factory=list)
+    exchanges: int = 0
+    reasks: int = 0
+    cost: Decimal = Decimal(0)
+
+    def lines(self) -> list[str]:
+        return [
+            f"{self.planned} run slots: {self.already_done} already done, {self.stored} stored now, "
+            f"{len(self.failed)} failed",
+            f"{self.exchanges} exchanges ({self.reasks} re-asks), cost {self.cost:.6f}",
+            *[f"  failed: {message}" for message in self.failed],
+        ]
+
+
+def questionnaire_conditions(*, study: Study, condition_name: str | None = None) -> list[Condition]:
+    """The LLM conditions to run, each with a configuration; refuses what cannot run, naming it."""
+    if study.kind != Study.Kind.QUESTIONNAIRE or study.instrument is None:
+        raise QuestionnaireGenerationError(
+            f"study {study.slug!r} is not a questionnaire study with an instrument"
+        )
+    conditions = list(study.conditions.filter(kind=Condition.Kind.LLM).order_by("position", "name"))
+    if condition_name is not None:
+        conditions = [c for c in conditions if c.name == condition_name]
+        if not conditions:
+            raise QuestionnaireGenerationError(
+                f"study {study.slug!r} has no LLM condition {condition_name!r}"
+            )
+    missing = [c.name for c in conditions if not LLMConditionConfig.objects.filter(condition=c).exists()]
+    if missing:
+        raise QuestionnaireGenerationError(
+            f"LLM conditions without a model configuration: {', '.join(missing)}"
+        )
+    return conditions
+
+
+def questionnaire_slots(*, study: Study) -> list[Slot]:
+    """Every run slot of one condition: the default runs, then the evoked runs of each selected situation."""
+    situations = list(
+        Situation.objects.filter(study_situations__study=study).order_by("emotion", "factor_index", "index")
+    )
+    if not situations:
+        situations = list(Situation.objects.order_by("emotion", "factor_index", "index"))
+    slots = [Slot(QuestionnaireRun.Phase.DEFAULT, None, i) for i in range(study.llm_default_runs)]
+    for situation in situations:
+        slots += [Slot(QuestionnaireRun.Phase.EVOKED, situation, i) for i in range(study.llm_evoked_runs)]
+    return slots
+
+
+def questionnaire_generate(
+    *,
+    study: Study,
+    condition_name: str | None = None,
+    max_asks: int = DEFAULT_MAX_ASKS,
+    backoff_base: float = 1.0,
+    on_progress=None,
+) -> GenerationSummary:
+    """Run every missing slot of the study's LLM conditions (idempotent: existing runs are skipped).
+
+    Guarantees: at most one run per slot (the database's unique constraint); every exchange stored; a slot whose
+    replies never parse within `max_asks`, or whose provider fails permanently or past the provider's
+    max_attempts, is reported as failed and left empty, so a later call retries it.
+    """
+    conditions = questionnaire_conditions(study=study, condition_name=condition_name)
+    instrument = study.instrument
+    items = {i.number: i.text for i in instrument.items.all()}
+    slots = questionnaire_slots(study=study)
+    summary = GenerationSummary()
+    for condition in conditions:
+        config = LLMConditionConfig.objects.select_related("provider").get(condition=condition)
+        done = set(
+            QuestionnaireRun.objects.filter(condition=condition).values_list(
+                "subject_key", "phase", "run_index"
+            )
+        )
+        for slot in slots:
+            summary.planned += 1
+            if (slot.subject_key, slot.phase, slot.run_index) in done:
+                summary.already_done += 1
+                continue
+            outcome = questionnaire_slot_run(
+                study=study,
+                condition=condition,
+                config=config,
+                slot=slot,
+                items=items,
+                max_asks=max_asks,
+                backoff_base=backoff_base,
+                summary=summary,
+            )
+            if outcome:
+                summary.failed.append(
+                    f"{condition.name} {slot.phase} {slot.subject_key} #{slot.run_index}: {outcome}"
+                )
+            if on_progress:
+                on_progress(summary)
+    return summary
+
+
+def questionnaire_slot_run(
+    *,
+    study: Study,
+    condition: Condition,
+    config: LLMConditionConfig,
+    slot: Slot,
+    items: dict[int, str],
+    max_asks: int,
+    backoff_base: float,
+    summary: GenerationSummary,
+) -> str:
+    """Ask for one slot until a reply parses; store the run. Returns "" on success, else why it failed."""
+    instrument = study.instrument
+    order = item_order_for(study=study, condition=condition, slot=slot, item_numbers=sorted(items))
+    labels = [items[number] for number in order]
+    messages = [
+        {
+            "role": "user",
+            "content": questionnaire_prompt(instrument=instrument, situation=slot.situation, items=labels),
+        }
+    ]
+    params = {
+        "temperature": config.temperature,
+        "top_p": config.top_p,
+        "max_tokens": config.max_tokens,
+        "seed": config.seed,
+    }
+    provider = config.provider
+    attempt = 0
+    asks = 0
+    provider_failures = 0
+    while True:
+        attempt += 1
+        base = dict(
+            condition=condition,
+            phase=slot.phase,
+            situation=slot.situation,
+            run_index=slot.run_index,
+            attempt=attempt,
+            item_order=order,
+        )
+        try:
+            completion = provider_complete(
+                provider=provider,
+                model=config.model,
+                system=instrument.llm_system_prompt,
+                messages=messages,
+                params=params,
+            )
+        except (TransientProviderError, PermanentProviderError) as exc:
+            summary.exchanges += 1
+            QuestionnaireExchange.objects.create(
+                **base,
+                request={"messages": messages, "params": params},
+                outcome=QuestionnaireExchange.Outcome.PROVIDER_ERROR,
+                error=str(exc),
+            )
+            provider_failures += 1
+            if isinstance(exc, PermanentProviderError) or provider_failures >= provider.max_attempts:
+                return f"provider error: {exc}"
+            retry_after = getattr(exc, "retry_after", None)
+            time.sleep(
+                min(
+                    retry_after if retry_after is not None else backoff_base * 2 ** (provider_failures - 1),
+                    30,
+                )
+            )
+            continue
+        summary.exchanges += 1
+        summary.cost += completion.cost
+        asks += 1
+        exchange_fields = dict(
+            **base,
+            request=completion.request,
+            reply_text=completion.text,
+            raw_response=completion.raw_response,
+            model_returned=completion.model_returned,
+            input_tokens=completion.usage_in,
+            output_tokens=completion.usage_out,
+            cost=completion.cost,
+            latency_ms=completion.latency_ms,
+        )
+        try:
+            values = reply_parse(
+                text=completion.text,
+                labels=labels,
+                scale_min=instrument.scale_min,
+                scale_max=instrument.scale_max,
+            )
+        except ReplyParseError as problem:
+            QuestionnaireExchange.objects.create(
+                **exchange_fields, outcome=QuestionnaireExchange.Outcome.UNPARSEABLE, error=str(problem)
+            )
+            if asks >= max_asks:
+                return f"no parseable reply after {asks} asks (last: {problem})"
+            summary.reasks += 1
+            messages = [
+                *messages,
+                {"role": "assistant", "content": completion.text},
+                {"role": "user", "content": _reask_message(instrument, len(labels), str(problem))},
+            ]
+            continue
+        _run_store(
+            study=study,
+            condition=condition,
+            slot=slot,
+            order=order,
+            values=values,
+            exchange_fields=exchange_fields,
+        )
+        summary.stored += 1
+        return ""
+
+
+def _run_store(*, study, condition, slot, order, values, exchange_fields) -> None:
+    """Write the run, its answers and the parsed exchange in one transaction; a slot another worker stored first
+    is left as it is (its unique constraint refuses the second run) and this exchange is kept unlinked."""
+    try:
+        with transaction.atomic():
+            run = QuestionnaireRun.objects.create(
+                study=study,
+                condition=condition,
+                subject_key=slot.subject_key,
+                phase=slot.phase,
+                situation=slot.situation,
+                run_index=slot.run_index,
+                item_order=order,
+                source=QuestionnaireRun.Source.LLM,
+                completed_at=timezone.now(),
+            )
+            QuestionnaireAnswer.objects.bulk_create(
+                [
+                    QuestionnaireAnswer(run=run, item_number=number, value=value, position=position)
+                    for position, (number, value) in enumerate(zip(order, values, strict=True), start=1)
+                ]
+            )
+            QuestionnaireExchange.objects.create(
+                **exchange_fields, run=run, outcome=QuestionnaireExchange.Outcome.PARSED
+            )
+    except IntegrityError:
+        QuestionnaireExchange.objects.create(
+            **exchange_fields,
+            outcome=QuestionnaireExchange.Outcome.PARSED,
+            error="slot already stored by another worker",
+        )
+
+
+def questionnaire_progress(*, study: Study) -> list[dict]:
+    """Per LLM condition: slots planned, runs stored, exchanges, re-asks and cost so far."""
+    planned = len(questionnaire_slots(study=study))
+    rows = []
+    for condition in study.conditions.filter(kind=Condition.Kind.LLM).order_by("position", "name"):
+        exchanges = QuestionnaireExchange.objects.filter(condition=condition).aggregate(
+            n=Count("id"), cost=Sum("cost")
+        )
+        rows.append(
+            {
+                "condition": condition.name,
+                "planned": planned,
+                "stored": QuestionnaireRun.objects.filter(condition=condition).count(),
+                "exchanges": exchanges["n"],
+                "unparseable": QuestionnaireExchange.objects.filter(
+                    condition=condition, outcome=QuestionnaireExchange.Outcome.UNPARSEABLE
+                ).count(),
+                "cost": exchanges["cost"] or Decimal(0),
+            }
+        )
+    return rows

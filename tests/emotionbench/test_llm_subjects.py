@@ -1,0 +1,171 @@
+import json
+import random
+import re
+
+import pytest
+from django.core.management import call_command
+from werkzeug import Response as WResponse
+
+from analysis.emotionbench import emotionbench_analyse
+from generation.models import LLMConditionConfig, Provider
+from generation.questionnaire import ReplyParseError, reply_parse
+from generation.questionnaire_models import QuestionnaireExchange
+from generation.ratelimit import limit_spec_for, limiter_reset
+from studies.models import Condition, Instrument, QuestionnaireRun, Situation, Study, StudySituation
+
+from .conftest import PA, PANAS_ITEMS
+
+LABELS = ["Interested", "Distressed", "Excited"]
+
+
+@pytest.fixture
+def api_key(monkeypatch):
+    monkeypatch.setenv("EB_TEST_API_KEY", "sk-test-emotionbench")
+    return "sk-test-emotionbench"
+
+
+def make_provider(httpserver) -> Provider:
+    provider = Provider.objects.create(
+        name="loop-eb",
+        kind="openai",
+        base_url=httpserver.url_for("/v1"),
+        api_key_env="EB_TEST_API_KEY",
+        requests_per_minute=60_000,
+        tokens_per_minute=10_000_000,
+        price_input_per_million="2.5",
+        price_output_per_million="10",
+        timeout_seconds=5.0,
+        max_attempts=3,
+    )
+    limiter_reset(spec=limit_spec_for(provider))
+    return provider
+
+
+def openai_body(text: str) -> dict:
+    return {
+        "id": "chatcmpl-eb",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": "fake-1",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 300, "completion_tokens": 60, "total_tokens": 360},
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1. 4\n2. 1\n3. 5",
+        "1) 4\n2) 1\n3) 5",
+        "Interested: 4\nDistressed: 1\nExcited: 5",
+        "1. Interested: 4\n2. Distressed - 1\n3. Excited (5)",
+        '{"Interested": 4, "distressed": 1, "Excited": 5}',
+        'Here you go: {"1": 4, "2": 1, "3": 5}',
+        "[4, 1, 5]",
+        "4, 1, 5",
+        "**1. Interested**: 4\n**2. Distressed**: 1\n**3. Excited**: 5",
+    ],
+)
+def test_replies_in_any_reasonable_layout_are_parsed(text):
+    assert reply_parse(text=text, labels=LABELS, scale_min=1, scale_max=5) == [4, 1, 5]
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("1. 4\n2. 1", "no answer for items [3]"),
+        ("1. 4\n2. 1\n3. 5\n1. 2", "item 1 has two answers"),
+        ("1. 4\n2. 9\n3. 5", "9 is outside 1..5"),
+        ("1. 4 or 5\n2. 1\n3. 5", "more than one number"),
+        ("I am an AI and have no feelings.", "found 0 numbers"),
+        ("4 1 5 2", "found 4 numbers"),
+        ("1. 3.5\n2. 1\n3. 5", "not a whole number"),
+    ],
+)
+def test_ambiguous_or_incomplete_replies_are_rejected_with_the_reason(text, reason):
+    with pytest.raises(ReplyParseError, match=re.escape(reason)):
+        reply_parse(text=text, labels=LABELS, scale_min=1, scale_max=5)
+
+
+def _fake_model(rng: random.Random, garbage_every: int):
+    """A loopback chat model: calm by default (PA high, NA low), upset after a scenario (PA low, NA high); it
+    answers in the order it was shown, in varied layouts, and sometimes with garbage."""
+    calls = {"n": 0}
+    positive = {PANAS_ITEMS[i - 1] for i in PA}
+
+    def handler(request):
+        calls["n"] += 1
+        body = json.loads(request.get_data())
+        first = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        shown = re.findall(r"^(\d+)\. (\w+)$", first, re.MULTILINE)
+        evoked = "Imagine you are the protagonist" in first
+        if calls["n"] % garbage_every == 0 and body["messages"][-1]["content"] == first:
+            text = "As an AI language model, I do not have feelings."
+        else:
+            lines = []
+            for position, item in shown:
+                high = (item in positive) != evoked
+                value = rng.choice([4, 5, 5]) if high else rng.choice([1, 1, 2])
+                lines.append(f"{position}. {item}: {value}" if calls["n"] % 2 else f"{position}. {value}")
+            text = "\n".join(lines)
+        return WResponse(json.dumps(openai_body(text)), content_type="application/json")
+
+    return handler, calls
+
+
+@pytest.mark.django_db
+def test_the_full_llm_protocol_runs_against_a_loopback_model_and_is_analysed(
+    imported_basics, httpserver, api_key, capsys, redis_url
+):
+    provider = make_provider(httpserver)
+    study = Study.objects.create(
+        slug="eb-llm",
+        title="EmotionBench on a loopback model",
+        kind=Study.Kind.QUESTIONNAIRE,
+        instrument=Instrument.objects.get(name="PANAS"),
+        llm_default_runs=8,
+        llm_evoked_runs=4,
+        seed=3,
+    )
+    situations = list(Situation.objects.filter(emotion="Anger"))[:3]
+    StudySituation.objects.bulk_create([StudySituation(study=study, situation=s) for s in situations])
+    condition = Condition.objects.create(study=study, name="fake", kind=Condition.Kind.LLM)
+    LLMConditionConfig.objects.create(condition=condition, provider=provider, model="fake-1", temperature=0.0)
+    handler, calls = _fake_model(random.Random(5), garbage_every=7)
+    httpserver.expect_request("/v1/chat/completions").respond_with_handler(handler)
+
+    call_command("generate_questionnaire", "eb-llm")
+    out = capsys.readouterr().out
+    runs = QuestionnaireRun.objects.filter(condition=condition)
+    assert runs.filter(phase="default").count() == 8
+    assert runs.filter(phase="evoked").count() == 12
+    assert set(runs.filter(phase="evoked").values_list("situation", flat=True)) == {s.pk for s in situations}
+    # Garbage replies were re-asked, and every exchange is kept.
+    unparseable = QuestionnaireExchange.objects.filter(condition=condition, outcome="unparseable")
+    assert unparseable.exists()
+    assert (
+        QuestionnaireExchange.objects.filter(condition=condition).count()
+        == calls["n"]
+        == 20 + unparseable.count()
+    )
+    reask = unparseable.first()
+    follow_up = QuestionnaireExchange.objects.get(
+        condition=condition, phase=reask.phase, situation=reask.situation, run_index=reask.run_index,
+        attempt=reask.attempt + 1,
+    )  # fmt: skip
+    assert "I could not read your answer" in follow_up.request["messages"][-1]["content"]
+    # Item order is shuffled per query, recorded, and the answers are mapped back to the items.
+    orders = {tuple(run.item_order) for run in runs}
+    assert len(orders) > 1 and all(sorted(order) == list(range(1, 21)) for order in orders)
+    assert "fake: 20/20 runs" in out and "cost" in out
+
+    analysis = emotionbench_analyse(study=study)
+    pa = analysis.get(condition="fake", level="overall", group="Overall", category="Positive Affect")
+    na = analysis.get(condition="fake", level="emotion", group="Anger", category="Negative Affect")
+    assert pa.two_sample.mean_default > 40 and pa.headline.mark == "↓"
+    assert na.two_sample.mean_evoked > 40 and na.headline.mark == "↑"
+
+    # Idempotent: a second run asks nothing.
+    before = calls["n"]
+    call_command("generate_questionnaire", "eb-llm")
+    assert calls["n"] == before and runs.count() == 20
