@@ -118,3 +118,21 @@ def test_keyboard_shortcuts_answer_the_item(live_server, page, study):
     button = page.get_by_role("button", name="Okay")
     button.focus()
     assert page.evaluate("getComputedStyle(document.activeElement).outlineStyle") != "none"
+
+
+def test_a_participant_completes_the_seeded_demo_from_its_printed_link(live_server, page, settings, tmp_path):
+    from studies.demo.seed import demo_seed
+
+    settings.VAR_DIR = tmp_path  # the demo's admin password file
+    link = demo_seed(base_url=live_server.url).participant_link
+    page.goto(link)
+    page.get_by_role("button", name="I agree, start the study").click()
+    page.get_by_role("button", name="I have read the instructions, continue").click()
+    for number in range(1, 17):
+        page.locator(f"#teq-{number} label.option").nth(3).click()
+    page.get_by_role("button", name="Continue").click()
+    for number in range(1, 12):  # 10 responses and the attention check
+        expect(page.locator(".progress-text")).to_have_text(f"Item {number} of 11")
+        attention = "please choose Okay" in page.locator("[data-response]").inner_text()
+        page.get_by_role("button", name="Okay" if attention else "Good").click()
+    expect(page.locator("[data-completion-code]")).to_have_text("DEMO-COMPLETE")
