@@ -1,5 +1,12 @@
 from django.urls import path
 
+from . import api
+
 app_name = "api"
 
-urlpatterns: list = []
+urlpatterns = [
+    path("studies/", api.StudyList.as_view(), name="study-list"),
+    path("studies/<slug:slug>/", api.StudyDetail.as_view(), name="study-detail"),
+    path("studies/<slug:slug>/aggregates/", api.StudyAggregates.as_view(), name="study-aggregates"),
+    path("studies/<slug:slug>/exports/<str:what>.csv", api.StudyExport.as_view(), name="study-export"),
+]

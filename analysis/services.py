@@ -6,15 +6,20 @@ disagree. It only reads (through `analysis.selectors`).
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from django.core.cache import cache
 
 from analysis import selectors, stats
 from studies.models import Study
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_BOOTSTRAP_SAMPLES = 2000
 
@@ -164,6 +169,42 @@ def study_analyze(*, study: Study, options: AnalysisOptions | None = None) -> An
         return rating_study_analyze(study=study, options=options)
     # The questionnaire (EmotionBench) kind has its own analysis module; this is where it plugs in.
     raise AnalysisError(f"no analysis for studies of kind {study.kind!r} yet")
+
+
+CACHE_SECONDS = 600
+
+
+def study_data_fingerprint(*, study: Study) -> str:
+    """Changes whenever anything the analysis reads changes: ratings, participants' exclusion flags, conditions,
+    emotions' valence groups, the study's scale. Three small aggregate queries."""
+    from django.db.models import Count, Max, Q
+
+    from studies.models import Condition, Emotion
+
+    ratings = selectors.rating_queryset(study=study).aggregate(n=Count("id"), last=Max("id"))
+    people = study.participants.aggregate(
+        n=Count("id"), flagged=Count("id", filter=Q(flagged_for_exclusion=True)), last=Max("id")
+    )
+    conditions = list(Condition.objects.filter(study=study).values_list("name", "is_baseline", "position"))
+    emotions = list(Emotion.objects.filter(prompts__study=study).distinct().values_list("name", "valence"))
+    raw = repr((ratings, people, sorted(conditions), sorted(emotions), study.scale, study.kind, study.seed))
+    return hashlib.sha256(raw.encode()).hexdigest()[:24]
+
+
+def study_analyze_cached(*, study: Study, options: AnalysisOptions | None = None) -> Any:
+    """`study_analyze`, remembered for a few minutes in the cache under the data's fingerprint and the options:
+    the dashboard, its figures and its tables share one computation, and any new rating starts a fresh one."""
+    options = options or AnalysisOptions()
+    key = f"analysis:{study.pk}:{study_data_fingerprint(study=study)}:{hashlib.sha256(repr(options).encode()).hexdigest()[:16]}"
+    found = cache.get(key)
+    if found is not None:
+        return found
+    result = study_analyze(study=study, options=options)
+    try:
+        cache.set(key, result, CACHE_SECONDS)
+    except Exception:  # noqa: BLE001 — a cache that cannot store (too big, Redis down) only costs a recomputation
+        logger.warning("analysis cache: could not store %s", key, exc_info=True)
+    return result
 
 
 def rating_study_analyze(*, study: Study, options: AnalysisOptions) -> RatingAnalysis:

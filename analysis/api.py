@@ -1,0 +1,146 @@
+"""The read-only REST API for analysts: studies, their aggregates (the analysis summary) and streamed CSV exports.
+
+Only GET (and HEAD/OPTIONS) exist, so a token can read and never write: read-only by construction. Authentication:
+a token (`Authorization: Token <key>`, created with `manage.py analyst_token`) or the admin session; permission:
+staff or the Analysts group, as on the dashboard.
+"""
+
+from __future__ import annotations
+
+from django.http import Http404, StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import generics, serializers
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from analysis import exports, selectors
+from analysis.permissions import IsAnalyst
+from analysis.services import AnalysisError, study_analyze_cached
+from analysis.views import options_from_query
+from studies.models import Study
+
+READ_ONLY = ["get", "head", "options"]
+
+ANALYSIS_PARAMETERS = [
+    OpenApiParameter(
+        "baseline", str, description="Condition to compare against (default: the study's baseline)."
+    ),
+    OpenApiParameter(
+        "exclusions", str, enum=["default", "none"], description="`none`: apply no exclusion rule."
+    ),
+]
+
+
+class ConditionSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    label = serializers.CharField()
+    kind = serializers.CharField()
+    is_baseline = serializers.BooleanField()
+
+
+class StudyListSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Study
+        fields = ["slug", "title", "kind", "state", "created_at", "launched_at", "closed_at"]
+
+
+class StudyDetailSerializer(serializers.ModelSerializer):
+    conditions = ConditionSerializer(many=True, read_only=True)
+    scale = serializers.JSONField()
+    participants = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Study
+        fields = [
+            "slug", "title", "kind", "state", "created_at", "launched_at", "closed_at", "scale",
+            "items_per_participant", "target_ratings_per_response", "quota_per_condition", "conditions",
+            "participants",
+        ]  # fmt: skip
+
+    def get_participants(self, study: Study) -> int:
+        return study.participants.filter(is_preview=False).count()
+
+
+class StudyList(generics.ListAPIView):
+    """Studies, newest first."""
+
+    permission_classes = [IsAnalyst]
+    http_method_names = READ_ONLY
+    serializer_class = StudyListSerializer
+
+    def get_queryset(self):
+        return selectors.study_list()
+
+
+class StudyDetail(generics.RetrieveAPIView):
+    """One study with its design and conditions."""
+
+    permission_classes = [IsAnalyst]
+    http_method_names = READ_ONLY
+    serializer_class = StudyDetailSerializer
+    lookup_field = "slug"
+
+    def get_queryset(self):
+        return selectors.study_list().prefetch_related("conditions")
+
+
+def _study(slug: str) -> Study:
+    try:
+        return selectors.study_get_by_slug(slug=slug)
+    except Study.DoesNotExist:
+        raise Http404("No such study.") from None
+
+
+class StudyAggregates(APIView):
+    """The study's analysis as JSON: distributions, changes against the baseline, every test with raw and
+    Holm-corrected p-values, the proportional-odds model, bootstrap intervals, agreement, exclusions."""
+
+    permission_classes = [IsAnalyst]
+    http_method_names = READ_ONLY
+
+    @extend_schema(parameters=ANALYSIS_PARAMETERS, responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request, slug: str) -> Response:
+        try:
+            analysis = study_analyze_cached(
+                study=_study(slug), options=options_from_query(request.query_params)
+            )
+        except AnalysisError as exc:
+            raise Http404(str(exc)) from None
+        return Response(analysis.summary())
+
+
+class CSVRenderer(BaseRenderer):
+    """Lets `Accept: text/csv` through content negotiation; the view streams the body itself."""
+
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data
+
+
+class StudyExport(APIView):
+    """A streamed CSV export: `ratings` (long format with exclusion flags), `participants` or `responses`."""
+
+    permission_classes = [IsAnalyst]
+    http_method_names = READ_ONLY
+    renderer_classes = [CSVRenderer, JSONRenderer]
+
+    @extend_schema(
+        parameters=[ANALYSIS_PARAMETERS[1]],
+        responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="CSV, streamed")},
+    )
+    def get(self, request: Request, slug: str, what: str) -> StreamingHttpResponse:
+        study = _study(slug)
+        if what not in exports.EXPORT_KINDS:
+            raise Http404("No such export.")
+        rules = options_from_query(request.query_params).rules
+        response = StreamingHttpResponse(
+            exports.export_lines(study=study, what=what, rules=rules), content_type="text/csv; charset=utf-8"
+        )
+        response["Content-Disposition"] = f'attachment; filename="{study.slug}-{what}.csv"'
+        return response

@@ -1,0 +1,176 @@
+"""CSV exports, streamed: the dashboard, the `export` command and the API all iterate the same generators.
+
+Memory stays bounded whatever the study's size: rows come through a server-side cursor in chunks
+(`analysis.selectors`), each line is written and handed on, and the ratings export holds at most one participant's
+ratings at a time (to attach the exclusion flags, which depend on all of that participant's answers).
+
+Cells a spreadsheet would run as a formula (text starting with = + - @, a tab or a carriage return) get a leading
+apostrophe, so opening an export in Excel or LibreOffice never executes participant-written text.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import importlib
+import json
+from collections.abc import Callable, Iterable, Iterator
+from decimal import Decimal
+from itertools import islice
+
+from analysis import selectors, stats
+from studies.models import Study
+
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+EXPORT_KINDS = ("ratings", "participants", "responses")
+
+
+class ExportError(Exception):
+    pass
+
+
+def cell_neutralise(value: object) -> object:
+    """A value as a CSV cell: text that a spreadsheet would treat as a formula gets a leading apostrophe.
+    Numbers stay numbers (a negative number is data, not a formula)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value != value:  # NaN: an empty cell
+        return ""
+    if isinstance(value, int | float | Decimal):
+        return value
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if isinstance(value, list | dict):
+        value = json.dumps(value, ensure_ascii=False)
+    text = str(value)
+    if text.startswith(FORMULA_TRIGGERS):
+        return "'" + text
+    return text
+
+
+class _Echo:
+    """A file-like object whose write() returns what it was given: csv.writer then yields lines one by one."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def csv_lines(header: list[str], rows: Iterable[Iterable[object]]) -> Iterator[str]:
+    writer = csv.writer(_Echo())
+    yield writer.writerow(header)
+    for row in rows:
+        yield writer.writerow([cell_neutralise(v) for v in row])
+
+
+# --- Ratings (long format) ------------------------------------------------------------------------------
+
+RATING_FLAG_COLUMNS = [
+    "excluded",
+    "excluded_attention_checks",
+    "excluded_too_fast",
+    "excluded_straight_lining",
+]
+
+
+def rating_export_header() -> list[str]:
+    return [*selectors.RATING_EXPORT_FIELDS, *RATING_FLAG_COLUMNS]
+
+
+def rating_export_records(*, study: Study, rules: stats.ExclusionRules) -> Iterator[list]:
+    """One record per counted rating (see `rating_export_header`), with the exclusion flags the analysis would
+    apply under `rules`. Rows arrive ordered by participant, so one participant's ratings are buffered at a time."""
+    fields = list(selectors.RATING_EXPORT_FIELDS)
+    i_pid, i_value = fields.index("participant_id"), fields.index("value")
+    i_rt, i_flagged = fields.index("response_time_ms"), fields.index("flagged_for_exclusion")
+    buffer: list[tuple] = []
+
+    def flush() -> Iterator[list]:
+        flags = stats.participant_exclusion_flags_one(
+            values=[r[i_value] for r in buffer],
+            times_ms=[r[i_rt] for r in buffer],
+            flagged=bool(buffer[0][i_flagged]),
+            rules=rules,
+        )
+        extra = [flags["excluded"], flags["attention_checks"], flags["too_fast"], flags["straight_lining"]]
+        for r in buffer:
+            yield [*r, *extra]
+
+    for row in selectors.rating_export_rows(study=study):
+        if buffer and row[i_pid] != buffer[0][i_pid]:
+            yield from flush()
+            buffer = []
+        buffer.append(row)
+    if buffer:
+        yield from flush()
+
+
+# --- Participants ---------------------------------------------------------------------------------------
+
+
+def participant_export_header() -> list[str]:
+    return list(selectors.PARTICIPANT_EXPORT_FIELDS)
+
+
+def participant_export_records(*, study: Study) -> Iterator[tuple]:
+    return selectors.participant_export_rows(study=study)
+
+
+# --- Responses (with generation provenance) -------------------------------------------------------------
+
+# The generation app owns provenance. When it provides `generation.selectors.response_provenance_for_export`
+# (keyword `response_ids`, returning {response_id: {column: value}}) and `PROVENANCE_EXPORT_COLUMNS`, the
+# responses export adds those columns, asking for one chunk of responses at a time. Until then the export has
+# the responses without provenance (and says so in its `provenance` column).
+PROVENANCE_HOOK = ("generation.selectors", "response_provenance_for_export", "PROVENANCE_EXPORT_COLUMNS")
+
+
+def _provenance_hook() -> tuple[Callable[..., dict] | None, list[str]]:
+    module_name, func_name, columns_name = PROVENANCE_HOOK
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        return None, []
+    func = getattr(module, func_name, None)
+    columns = list(getattr(module, columns_name, []))
+    return (func, columns) if func and columns else (None, [])
+
+
+def response_export_header() -> list[str]:
+    func, columns = _provenance_hook()
+    return [*selectors.RESPONSE_EXPORT_FIELDS, *(columns or ["provenance"])]
+
+
+def response_export_records(*, study: Study) -> Iterator[list]:
+    func, columns = _provenance_hook()
+    rows = selectors.response_export_rows(study=study)
+    while chunk := list(islice(rows, selectors.EXPORT_CHUNK_SIZE)):
+        if func is None:
+            for r in chunk:
+                yield [*r, "not available: the generation app exposes no provenance selector"]
+            continue
+        provenance = func(response_ids=[r[0] for r in chunk])
+        for r in chunk:
+            found = provenance.get(r[0]) or {}
+            yield [*r, *(found.get(c) for c in columns)]
+
+
+# --- One entry point ------------------------------------------------------------------------------------
+
+
+def export_lines(*, study: Study, what: str, rules: stats.ExclusionRules | None = None) -> Iterator[str]:
+    """The CSV lines of one export of a study (`what` in EXPORT_KINDS), streamed."""
+    rules = rules or stats.ExclusionRules()
+    if what == "ratings":
+        return csv_lines(rating_export_header(), rating_export_records(study=study, rules=rules))
+    if what == "participants":
+        return csv_lines(participant_export_header(), participant_export_records(study=study))
+    if what == "responses":
+        return csv_lines(response_export_header(), response_export_records(study=study))
+    raise ExportError(f"unknown export {what!r}: choose one of {', '.join(EXPORT_KINDS)}")
+
+
+def table_lines(frame) -> Iterator[str]:
+    """An aggregate table (a small DataFrame) as neutralised CSV lines."""
+    return csv_lines([str(c) for c in frame.columns], frame.itertuples(index=False, name=None))

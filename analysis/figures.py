@@ -1,0 +1,117 @@
+"""Figures of a rating analysis (matplotlib, Agg backend: no display, safe in web workers)."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+# Bad → Okay → Good: red, grey, green (distinguishable in grey-scale print too)
+SCALE_COLOURS = ["#c0392b", "#bdbdbd", "#1e8449", "#2471a3", "#7d3c98"]
+FIGURES = ("ratings_by_condition", "top_share_by_emotion", "change_vs_baseline")
+
+
+def ratings_by_condition(analysis) -> Figure:
+    """Stacked bars: % of each scale value per condition."""
+    dist = analysis.distribution
+    fig, ax = plt.subplots(figsize=(7, 0.6 + 0.55 * max(1, len(dist))), layout="constrained")
+    left = np.zeros(len(dist))
+    for i, label in enumerate(analysis.scale.labels):
+        share = dist[f"pct_{label}"].fillna(0).to_numpy() if len(dist) else np.zeros(0)
+        ax.barh(dist["condition"] if len(dist) else [], share, left=left, color=SCALE_COLOURS[i], label=label)
+        for y, (x0, w) in enumerate(zip(left, share, strict=True)):
+            if w >= 6:
+                ax.text(x0 + w / 2, y, f"{w:.0f}%", ha="center", va="center", fontsize=8)
+        left = left + share
+    ax.set_xlim(0, 100)
+    ax.invert_yaxis()
+    ax.set_xlabel("% of ratings")
+    ax.set_title("Ratings by condition")
+    ax.legend(ncols=len(analysis.scale.labels), loc="lower center", bbox_to_anchor=(0.5, 1.08), frameon=False)
+    return fig
+
+
+def top_share_by_emotion(analysis) -> Figure:
+    """Heatmap: share of the top value (Good) by emotion × condition."""
+    label = analysis.scale.top_label
+    by = analysis.distribution_by_emotion
+    if by.empty:
+        table = np.zeros((0, len(analysis.conditions)))
+        emotions: list[str] = []
+    else:
+        pivot = by.pivot(index="emotion", columns="condition", values=f"pct_{label}")
+        pivot = pivot.reindex(columns=[c for c in analysis.conditions if c in pivot.columns])
+        emotions = [str(e) for e in pivot.index]
+        table = pivot.to_numpy(dtype=float)
+    columns = [c for c in analysis.conditions if by.empty or c in set(by["condition"])]
+    fig, ax = plt.subplots(
+        figsize=(1.6 + 1.1 * max(1, len(columns)), 1.2 + 0.28 * max(1, len(emotions))), layout="constrained"
+    )
+    image = ax.imshow(
+        table if table.size else np.zeros((1, 1)), aspect="auto", cmap="Greens", vmin=0, vmax=100
+    )
+    ax.set_xticks(range(len(columns)), columns, rotation=30, ha="right")
+    ax.set_yticks(range(len(emotions)), emotions)
+    for (r, c), v in np.ndenumerate(table):
+        if not np.isnan(v):
+            ax.text(
+                c, r, f"{v:.0f}", ha="center", va="center", fontsize=7, color="white" if v > 60 else "black"
+            )
+    fig.colorbar(image, ax=ax, label=f"% {label}")
+    ax.set_title(f"Share of {label} by emotion and condition")
+    return fig
+
+
+def change_vs_baseline(analysis) -> Figure:
+    """Relative change of the top share against the baseline, overall and by valence, with bootstrap CIs."""
+    frames = []
+    if not analysis.bootstrap_change.empty:
+        frames.append(analysis.bootstrap_change.assign(group="overall"))
+    if not analysis.bootstrap_change_by_valence.empty:
+        frames.append(analysis.bootstrap_change_by_valence)
+    lines = [row for f in frames for row in f.to_dict(orient="records")]
+    fig, ax = plt.subplots(figsize=(7, 1.0 + 0.4 * max(1, len(lines))), layout="constrained")
+    for y, row in enumerate(lines):
+        change, low, high = (100 * row[k] for k in ("change", "ci_low", "ci_high"))
+        ax.errorbar(
+            change,
+            y,
+            xerr=[[max(0.0, change - low)], [max(0.0, high - change)]],
+            fmt="o",
+            color="#1e8449" if change >= 0 else "#c0392b",
+            capsize=3,
+        )
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_yticks(range(len(lines)), [f"{r['condition']} ({r['group']})" for r in lines])
+    ax.invert_yaxis()
+    ax.set_xlabel(
+        f"% change in {analysis.scale.top_label} vs {analysis.baseline} (95% bootstrap CI, participants)"
+    )
+    ax.set_title(f"Change in the share of {analysis.scale.top_label} against {analysis.baseline}")
+    return fig
+
+
+def figure_render(analysis, name: str, fmt: str) -> bytes:
+    """One named figure as PNG or SVG bytes."""
+    if name not in FIGURES:
+        raise ValueError(f"unknown figure {name!r}")
+    if fmt not in {"png", "svg"}:
+        raise ValueError(f"unknown format {fmt!r}")
+    fig = globals()[name](analysis)
+    buffer = io.BytesIO()
+    try:
+        fig.savefig(
+            buffer,
+            format=fmt,
+            dpi=150 if fmt == "png" else None,
+            metadata={"Date": None} if fmt == "svg" else None,
+        )
+    finally:
+        plt.close(fig)
+    return buffer.getvalue()

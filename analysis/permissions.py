@@ -1,0 +1,42 @@
+"""Who may see analyses and exports: staff, or members of the "Analysts" group. One rule for pages and the API.
+
+Participants never have a user account (their session only holds a participant id), so they are anonymous here:
+pages send them to the login form, the API answers 401/403.
+"""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from rest_framework.permissions import BasePermission
+
+ANALYSTS_GROUP = "Analysts"
+
+
+def user_is_analyst(user) -> bool:
+    if not (user and user.is_authenticated and user.is_active):
+        return False
+    return bool(user.is_staff or user.groups.filter(name=ANALYSTS_GROUP).exists())
+
+
+def analyst_required(view):
+    """Anonymous → the login page (then back); signed in but not an analyst → 403."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        if not user_is_analyst(request.user):
+            raise PermissionDenied("Analyses are open to staff and members of the Analysts group.")
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+class IsAnalyst(BasePermission):
+    message = "Analyses are open to staff and members of the Analysts group."
+
+    def has_permission(self, request, view) -> bool:
+        return user_is_analyst(request.user)

@@ -1,0 +1,100 @@
+"""The analysts' dashboard: thin views over `analysis.services`, `analysis.reports` and `analysis.exports`."""
+
+from __future__ import annotations
+
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from analysis import exports, figures, reports, selectors, stats
+from analysis.permissions import analyst_required
+from analysis.services import AnalysisError, AnalysisOptions, study_analyze_cached
+from studies.models import Study
+
+
+def _study(slug: str) -> Study:
+    try:
+        return selectors.study_get_by_slug(slug=slug)
+    except Study.DoesNotExist:
+        raise Http404("No such study.") from None
+
+
+def options_from_query(query) -> AnalysisOptions:
+    """?baseline=<condition> and ?exclusions=none (default: the declared rules)."""
+    rules = stats.ExclusionRules.none() if query.get("exclusions") == "none" else stats.ExclusionRules()
+    return AnalysisOptions(rules=rules, baseline=query.get("baseline") or None)
+
+
+def _analysis(study: Study, request: HttpRequest):
+    try:
+        return study_analyze_cached(study=study, options=options_from_query(request.GET))
+    except AnalysisError as exc:
+        raise Http404(str(exc)) from None
+
+
+def _query_suffix(request: HttpRequest) -> str:
+    keep = {k: request.GET[k] for k in ("baseline", "exclusions") if request.GET.get(k)}
+    return ("?" + "&".join(f"{k}={v}" for k, v in keep.items())) if keep else ""
+
+
+@require_GET
+@analyst_required
+def index(request: HttpRequest) -> HttpResponse:
+    return render(request, "analysis/index.html", {"studies": selectors.study_list()})
+
+
+@require_GET
+@analyst_required
+def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
+    study = _study(slug)
+    analysis = _analysis(study, request)
+    context = reports.report_context(analysis, inline_figures=True)
+    context.update(
+        study=study,
+        figure_names=figures.FIGURES,
+        query=_query_suffix(request),
+        no_exclusions=request.GET.get("exclusions") == "none",
+    )
+    return render(request, "analysis/dashboard.html", context)
+
+
+@require_GET
+@analyst_required
+def figure(request: HttpRequest, slug: str, name: str, fmt: str) -> HttpResponse:
+    if name not in figures.FIGURES or fmt not in {"png", "svg"}:
+        raise Http404("No such figure.")
+    analysis = _analysis(_study(slug), request)
+    if analysis.empty:
+        raise Http404("No ratings yet.")
+    content_type = "image/png" if fmt == "png" else "image/svg+xml"
+    return HttpResponse(figures.figure_render(analysis, name, fmt), content_type=content_type)
+
+
+def _csv_response(lines, filename: str) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+@require_GET
+@analyst_required
+def export(request: HttpRequest, slug: str, what: str) -> StreamingHttpResponse:
+    study = _study(slug)
+    if what not in exports.EXPORT_KINDS:
+        raise Http404("No such export.")
+    rules = options_from_query(request.GET).rules
+    return _csv_response(
+        exports.export_lines(study=study, what=what, rules=rules), f"{study.slug}-{what}.csv"
+    )
+
+
+@require_GET
+@analyst_required
+def table(request: HttpRequest, slug: str, name: str) -> StreamingHttpResponse:
+    analysis = _analysis(_study(slug), request)
+    tables = analysis.tables()
+    tables["main_tests"] = reports.main_table(analysis)
+    if name not in tables:
+        raise Http404("No such table.")
+    return _csv_response(exports.table_lines(tables[name]), f"{analysis.study_slug}-{name}.csv")

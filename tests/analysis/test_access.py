@@ -1,0 +1,108 @@
+"""Who reaches analyses: staff and Analysts only. Anonymous visitors and participants (whose session holds only a
+participant id) are sent to the login page or refused, on every analysis and API URL."""
+
+import pytest
+from django.urls import reverse
+from rest_framework.authtoken.models import Token
+
+pytestmark = pytest.mark.django_db
+
+
+def _page_urls(slug):
+    return [
+        reverse("analysis:index"),
+        reverse("analysis:dashboard", args=[slug]),
+        reverse("analysis:figure", args=[slug, "ratings_by_condition", "png"]),
+        reverse("analysis:figure", args=[slug, "top_share_by_emotion", "svg"]),
+        reverse("analysis:export", args=[slug, "ratings"]),
+        reverse("analysis:export", args=[slug, "participants"]),
+        reverse("analysis:export", args=[slug, "responses"]),
+        reverse("analysis:table", args=[slug, "tests"]),
+    ]
+
+
+def _api_urls(slug):
+    return [
+        reverse("api:study-list"),
+        reverse("api:study-detail", args=[slug]),
+        reverse("api:study-aggregates", args=[slug]),
+        reverse("api:study-export", args=[slug, "ratings"]),
+        reverse("api:study-export", args=[slug, "participants"]),
+        reverse("api:study-export", args=[slug, "responses"]),
+    ]
+
+
+def _as_participant(client, study):
+    """A participant's session: what the entry page leaves behind (the participant's id under the study's key)."""
+    participant = study.participants.first()
+    session = client.session
+    session[f"ratings:participant:{study.pk}"] = participant.pk
+    session.save()
+    return client
+
+
+@pytest.mark.parametrize("who", ["anonymous", "participant"])
+def test_pages_send_anonymous_visitors_and_participants_to_the_login(client, rated_study, who):
+    if who == "participant":
+        _as_participant(client, rated_study)
+    for url in _page_urls(rated_study.slug):
+        response = client.get(url)
+        assert response.status_code == 302, url
+        assert response["Location"].startswith(reverse("admin:login")), url
+
+
+@pytest.mark.parametrize("who", ["anonymous", "participant"])
+def test_the_api_refuses_anonymous_visitors_and_participants(client, rated_study, who):
+    if who == "participant":
+        _as_participant(client, rated_study)
+    for url in _api_urls(rated_study.slug):
+        assert client.get(url).status_code in (401, 403), url
+
+
+def test_signed_in_users_who_are_not_analysts_are_refused(client, django_user_model, rated_study):
+    user = django_user_model.objects.create_user(username="someone", password="x-pass-12345")
+    client.force_login(user)
+    for url in _page_urls(rated_study.slug) + _api_urls(rated_study.slug):
+        assert client.get(url).status_code == 403, url
+    token = Token.objects.create(user=user)
+    for url in _api_urls(rated_study.slug):
+        assert client.get(url, HTTP_AUTHORIZATION=f"Token {token.key}").status_code == 403, url
+
+
+def test_analysts_reach_every_url(analyst_client, rated_study):
+    for url in _page_urls(rated_study.slug) + _api_urls(rated_study.slug):
+        response = analyst_client.get(url)
+        assert response.status_code == 200, url
+        if hasattr(response, "streaming_content"):
+            b"".join(response.streaming_content)
+
+
+def test_staff_reach_the_dashboard_and_the_api(staff_client, rated_study):
+    assert staff_client.get(reverse("analysis:dashboard", args=[rated_study.slug])).status_code == 200
+    assert staff_client.get(reverse("api:study-detail", args=[rated_study.slug])).status_code == 200
+
+
+def test_the_api_accepts_a_token_and_allows_no_writes(client, analyst, rated_study):
+    token = Token.objects.create(user=analyst)
+    auth = {"HTTP_AUTHORIZATION": f"Token {token.key}"}
+    for url in _api_urls(rated_study.slug):
+        assert client.get(url, **auth).status_code == 200, url
+        for method in (client.post, client.put, client.patch, client.delete):
+            assert method(url, {}, **auth).status_code == 405, (method, url)
+
+
+def test_unknown_studies_exports_and_figures_are_404(analyst_client, rated_study):
+    assert analyst_client.get(reverse("analysis:dashboard", args=["nope"])).status_code == 404
+    assert (
+        analyst_client.get(reverse("analysis:export", args=[rated_study.slug, "secrets"])).status_code == 404
+    )
+    assert (
+        analyst_client.get(reverse("analysis:figure", args=[rated_study.slug, "x", "png"])).status_code == 404
+    )
+    assert (
+        analyst_client.get(
+            reverse("analysis:figure", args=[rated_study.slug, "ratings_by_condition", "gif"])
+        ).status_code
+        == 404
+    )
+    assert analyst_client.get(reverse("api:study-aggregates", args=["nope"])).status_code == 404

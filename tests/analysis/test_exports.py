@@ -1,0 +1,151 @@
+"""Exports: streamed, formula-safe, the same from the dashboard, the command and the API."""
+
+import csv
+import io
+import tracemalloc
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from analysis import exports, selectors
+from analysis.exports import cell_neutralise
+
+from .builders import Rated, build_rating_study
+
+pytestmark = pytest.mark.django_db
+
+
+def _csv(text):
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def _body(response):
+    assert response.streaming, "exports must stream"
+    return b"".join(response.streaming_content).decode("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("raw", "cell"),
+    [
+        ("=1+2", "'=1+2"),
+        ("+44 20", "'+44 20"),
+        ("-cmd", "'-cmd"),
+        ("@SUM(A1)", "'@SUM(A1)"),
+        ("\tx", "'\tx"),
+        ("\rx", "'\rx"),
+        ("plain", "plain"),
+        (-3, -3),
+        (2.5, 2.5),
+        (None, ""),
+        (True, "true"),
+        (["=x"], '["=x"]'),
+    ],
+)
+def test_cells_that_a_spreadsheet_would_run_are_neutralised(raw, cell):
+    assert cell_neutralise(raw) == cell
+
+
+def test_the_ratings_export_has_one_row_per_rating_with_every_design_variable(analyst_client, rated_study):
+    rows = _csv(_body(analyst_client.get(reverse("analysis:export", args=[rated_study.slug, "ratings"]))))
+    assert len(rows) == 200
+    for column in (
+        "participant", "condition", "prompt_id", "dialogue_id", "emotion", "valence", "situation",
+        "speaker_utterance", "response_text", "position", "value", "response_time_ms", "excluded",
+        "excluded_attention_checks", "excluded_too_fast", "excluded_straight_lining",
+    ):  # fmt: skip
+        assert column in rows[0], column
+    by_condition = {c: [r for r in rows if r["condition"] == c] for c in ("human", "gpt4")}
+    assert sum(r["value"] == "3" for r in by_condition["gpt4"]) == 40
+    assert {r["valence"] for r in rows} == {"positive", "negative"}
+
+
+def test_exports_neutralise_formulas_in_participant_and_response_text(analyst_client, hostile_study):
+    body = _body(analyst_client.get(reverse("analysis:export", args=[hostile_study.slug, "ratings"])))
+    rows = _csv(body)
+    assert rows[0]["participant"] == '\'=HYPERLINK("http://x")'
+    assert rows[0]["response_text"].startswith("'=1+2")
+    for line in csv.reader(io.StringIO(body)):
+        assert not any(cell.startswith(exports.FORMULA_TRIGGERS) for cell in line), line
+    responses = _csv(
+        _body(analyst_client.get(reverse("analysis:export", args=[hostile_study.slug, "responses"])))
+    )
+    assert responses[0]["text"].startswith("'=")
+    assert "provenance" in responses[0]
+    participants = _csv(
+        _body(analyst_client.get(reverse("analysis:export", args=[hostile_study.slug, "participants"])))
+    )
+    assert participants[0]["participant"].startswith("'=")
+
+
+def test_exclusion_flags_in_the_export_follow_the_declared_rules(analyst_client, db):
+    people = [
+        Rated("human", [("sad", 3, 4000)] * 10),  # straight-lining
+        Rated("human", [("sad", 1, 200), ("sad", 2, 300)] * 5),  # too fast
+        Rated("human", [("sad", 1, 4000), ("sad", 3, 4000)] * 5, flagged=True),
+        Rated("human", [("sad", 1, 4000), ("sad", 2, 4000)] * 5),
+    ]
+    study = build_rating_study(slug="flags", conditions=["human"], participants=people).study
+    rows = _csv(_body(analyst_client.get(reverse("analysis:export", args=[study.slug, "ratings"]))))
+    per = {r["participant"]: r for r in rows}
+    flags = [
+        (per[p.external_id]["excluded_straight_lining"], per[p.external_id]["excluded_too_fast"],
+         per[p.external_id]["excluded_attention_checks"], per[p.external_id]["excluded"])
+        for p in study.participants.order_by("id")
+    ]  # fmt: skip
+    assert flags == [
+        ("true", "false", "false", "true"),
+        ("false", "true", "false", "true"),
+        ("false", "false", "true", "true"),
+        ("false", "false", "false", "false"),
+    ]
+    off = _csv(
+        _body(
+            analyst_client.get(reverse("analysis:export", args=[study.slug, "ratings"]) + "?exclusions=none")
+        )
+    )
+    assert {r["excluded"] for r in off} == {"false"}
+
+
+def test_the_export_command_writes_a_file_and_to_stdout(rated_study, tmp_path, capsys):
+    out = tmp_path / "ratings.csv"
+    call_command("export", rated_study.slug, "--what", "ratings", "--out", str(out))
+    assert len(_csv(out.read_text())) == 200
+    assert not list(tmp_path.glob("*.partial"))
+    call_command("export", rated_study.slug, "--what", "participants", "--out", "-")
+    assert len(_csv(capsys.readouterr().out)) == 20
+
+
+def test_the_export_command_refuses_an_unknown_study(tmp_path):
+    from django.core.management import CommandError
+
+    with pytest.raises(CommandError, match="no study"):
+        call_command("export", "nope", "--what", "ratings", "--out", str(tmp_path / "x.csv"))
+
+
+def test_the_api_streams_the_same_csv_as_the_dashboard(analyst_client, rated_study):
+    page = _body(analyst_client.get(reverse("analysis:export", args=[rated_study.slug, "ratings"])))
+    api = analyst_client.get(
+        reverse("api:study-export", args=[rated_study.slug, "ratings"]), HTTP_ACCEPT="text/csv"
+    )
+    assert api["Content-Type"].startswith("text/csv")
+    assert _body(api) == page
+
+
+def test_the_ratings_export_reads_through_a_chunked_cursor_in_bounded_memory(rated_study, monkeypatch):
+    """The export pulls rows chunk by chunk: memory grows with the chunk, not with the number of ratings."""
+    monkeypatch.setattr(selectors, "EXPORT_CHUNK_SIZE", 7)
+    stream = exports.export_lines(study=rated_study, what="ratings")
+    header = next(stream)
+    assert header.startswith("rating_id,")
+    tracemalloc.start()
+    peak_small = 0
+    lines = 0
+    for _ in stream:
+        lines += 1
+        peak_small = max(peak_small, tracemalloc.get_traced_memory()[1])
+    tracemalloc.stop()
+    assert lines == 200
+    # 200 rows with their texts would take well over this if materialised with model instances; the bound is
+    # generous on purpose — the benchmark measures the real figure on 1,000,000 ratings.
+    assert peak_small < 2_000_000
