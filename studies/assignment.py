@@ -142,7 +142,8 @@ def response_live_counts(*, condition: Condition, now: datetime | None = None) -
     """Live assignments per eligible response id of the condition (zeros included)."""
     now = now or timezone.now()
     study = condition.study
-    counts = dict.fromkeys(_eligible_responses(condition).values_list("id", flat=True), 0)
+    # No ORDER BY: the models' default ordering would join study and prompt for 2,000 ids nobody sorts.
+    counts = dict.fromkeys(_eligible_responses(condition).order_by().values_list("id", flat=True), 0)
     rows = (
         Assignment.objects.filter(response__in=list(counts), kind=Assignment.Kind.RESPONSE)
         .filter(_live_assignments(study, now))
@@ -298,6 +299,7 @@ def _condition_choose(study: Study, *, rng: random.Random, is_preview: bool, now
         with_items = set(
             Response.objects.filter(condition__in=list(conditions), sample_index=0)
             .exclude(review=Response.Review.FLAGGED)
+            .order_by()  # else the default ordering's columns join the DISTINCT: one row per response
             .values_list("condition", flat=True)
             .distinct()
         )
