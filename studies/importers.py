@@ -40,8 +40,10 @@ MAX_REPORTED_ERRORS = 50
 BULK_BATCH = 1000
 
 # The Toronto Empathy Questionnaire: answers Never..Always scored 0..4; these items are scored in reverse.
+# Answers are stored as the participant flow stores them: {"1": "never", ..., "16": "always"}.
 TEQ_ITEMS = 16
 TEQ_REVERSED = frozenset({2, 4, 7, 10, 11, 12, 14, 15})
+TEQ_ANSWER_CODES = ["never", "rarely", "sometimes", "often", "always"]
 
 
 @dataclass(frozen=True)
@@ -597,12 +599,13 @@ class _Rater:
     external_id: str
     part_no: str
     first_row: int
-    teq_answers: list[int]
+    teq_answers: dict[str, str]
     teq_score: int
     items: list[tuple[int, int]] = field(default_factory=list)  # (prompt index, rating)
 
 
-def _parse_teq(raw: str, row: int, column: str) -> list[int]:
+def _parse_teq(raw: str, row: int, column: str) -> dict[str, str]:
+    """The published ``empathy_arr`` list (16 answers, Never..Always written -2..2) as stored answers."""
     try:
         answers = ast.literal_eval(raw.strip())
     except (ValueError, SyntaxError):
@@ -613,12 +616,16 @@ def _parse_teq(raw: str, row: int, column: str) -> list[int]:
         or not all(isinstance(a, int) and -2 <= a <= 2 for a in answers)
     ):
         raise CorpusImportError([ImportProblem(f"expected {TEQ_ITEMS} answers from -2 to 2", row, column)])
-    return [a + 2 for a in answers]  # Never..Always as 0..4, before reverse scoring
+    return {str(number): TEQ_ANSWER_CODES[a + 2] for number, a in enumerate(answers, start=1)}
 
 
-def teq_score(answers: list[int]) -> int:
-    """The TEQ total of 16 answers scored 0..4 (Never..Always), reversing the negatively worded items."""
-    return sum((4 - a) if number in TEQ_REVERSED else a for number, a in enumerate(answers, start=1))
+def teq_score(answers: dict[str, str]) -> int:
+    """The TEQ total of stored answers, reversing the negatively worded items."""
+    total = 0
+    for number, code in answers.items():
+        points = TEQ_ANSWER_CODES.index(code)
+        total += 4 - points if int(number) in TEQ_REVERSED else points
+    return total
 
 
 def ratings_import(

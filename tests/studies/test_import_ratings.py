@@ -7,6 +7,7 @@ from collections import Counter, defaultdict
 import pytest
 from django.core.management import CommandError, call_command
 
+from ratings.teq import teq_score as flow_teq_score
 from studies.importers import teq_score
 from studies.models import Assignment, Participant, Rating, Study
 from studies.selectors import study_status
@@ -54,7 +55,11 @@ def test_the_public_dataset_becomes_a_closed_study_matching_the_file():
     rater = Participant.objects.get(study=study, external_id=first["annotator_chatgpt"])
     assert rater.teq_score == int(first["empathy_propensity_chatgpt"])
     assert teq_score(rater.teq_answers) == rater.teq_score
-    assert rater.teq_answers == [int(x) + 2 for x in first["empathy_arr_chatgpt"].strip("[]").split(",")]
+    # Stored exactly as the participant flow stores answers, so one scorer serves both.
+    assert flow_teq_score({int(n): code for n, code in rater.teq_answers.items()}) == rater.teq_score
+    codes = ["never", "rarely", "sometimes", "often", "always"]
+    published = [int(x) for x in first["empathy_arr_chatgpt"].strip("[]").split(",")]
+    assert rater.teq_answers == {str(n): codes[a + 2] for n, a in enumerate(published, start=1)}
     batch = [r for r in rows if r["annotator_chatgpt"] == first["annotator_chatgpt"]]
     stored = list(
         Assignment.objects.filter(participant=rater)
