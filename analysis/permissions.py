@@ -10,6 +10,7 @@ from functools import wraps
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
+from django.urls import reverse
 from rest_framework.permissions import BasePermission
 
 ANALYSTS_GROUP = "Analysts"
@@ -22,12 +23,13 @@ def user_is_analyst(user) -> bool:
 
 
 def analyst_required(view):
-    """Anonymous → the login page (then back); signed in but not an analyst → 403."""
+    """Anonymous → the analysts' login page (then back); signed in but not an analyst → 403. The admin's own login
+    admits staff only, so analysts who are not staff sign in on `analysis:login`."""
 
     @wraps(view)
     def wrapper(request, *args, **kwargs):
         if not request.user.is_authenticated:
-            return redirect_to_login(request.get_full_path())
+            return redirect_to_login(request.get_full_path(), login_url=reverse("analysis:login"))
         if not user_is_analyst(request.user):
             raise PermissionDenied("Analyses are open to staff and members of the Analysts group.")
         return view(request, *args, **kwargs)

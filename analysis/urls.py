@@ -1,3 +1,4 @@
+from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from . import views
@@ -6,6 +7,11 @@ app_name = "analysis"
 
 urlpatterns = [
     path("", views.index, name="index"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(template_name="analysis/login.html", redirect_authenticated_user=False),
+        name="login",
+    ),
     path("<slug:slug>/", views.dashboard, name="dashboard"),
     path("<slug:slug>/figures/<str:name>.<str:fmt>", views.figure, name="figure"),
     path("<slug:slug>/exports/<str:what>.csv", views.export, name="export"),

@@ -48,7 +48,7 @@ def test_pages_send_anonymous_visitors_and_participants_to_the_login(client, rat
     for url in _page_urls(rated_study.slug):
         response = client.get(url)
         assert response.status_code == 302, url
-        assert response["Location"].startswith(reverse("admin:login")), url
+        assert response["Location"].startswith(reverse("analysis:login")), url
 
 
 @pytest.mark.parametrize("who", ["anonymous", "participant"])
@@ -106,3 +106,15 @@ def test_unknown_studies_exports_and_figures_are_404(analyst_client, rated_study
         == 404
     )
     assert analyst_client.get(reverse("api:study-aggregates", args=["nope"])).status_code == 404
+
+
+def test_an_analyst_who_is_not_staff_signs_in_on_the_analysis_login(client, analyst, rated_study):
+    dashboard = reverse("analysis:dashboard", args=[rated_study.slug])
+    login = client.get(dashboard, follow=True)
+    assert login.status_code == 200 and b'name="password"' in login.content
+    response = client.post(
+        reverse("analysis:login") + f"?next={dashboard}",
+        {"username": "ana", "password": "analyst-pass-123", "next": dashboard},
+    )
+    assert response.status_code == 302 and response["Location"] == dashboard
+    assert client.get(dashboard).status_code == 200
