@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import importlib
 import json
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
-from itertools import islice
 
 from analysis import selectors, stats
 from studies.models import Study
@@ -119,41 +117,38 @@ def participant_export_records(*, study: Study) -> Iterator[tuple]:
 
 # --- Responses (with generation provenance) -------------------------------------------------------------
 
-# The generation app owns provenance. When it provides `generation.selectors.response_provenance_for_export`
-# (keyword `response_ids`, returning {response_id: {column: value}}) and `PROVENANCE_EXPORT_COLUMNS`, the
-# responses export adds those columns, asking for one chunk of responses at a time. Until then the export has
-# the responses without provenance (and says so in its `provenance` column).
-PROVENANCE_HOOK = ("generation.selectors", "response_provenance_for_export", "PROVENANCE_EXPORT_COLUMNS")
+# The generation app owns provenance and exposes it through `generation.services.provenance_rows(study=...)`
+# (one dict per generated response, current provenance only). The responses export joins its columns by response
+# id, leaving out the bulky request/response bodies (those are in the generation app's own provenance export).
+# The join map holds one small dict per GENERATED response: memory grows with the stimuli, never with the ratings.
+PROVENANCE_COLUMNS = [
+    "edited", "provider", "provider_kind", "base_url", "model_requested", "model_returned", "system_fingerprint",
+    "provider_response_id", "finish_reason", "input_tokens", "output_tokens", "cost_usd", "latency_ms", "attempts",
+    "requested_at", "completed_at",
+]  # fmt: skip
 
 
-def _provenance_hook() -> tuple[Callable[..., dict] | None, list[str]]:
-    module_name, func_name, columns_name = PROVENANCE_HOOK
+def _provenance_source() -> Callable[..., Iterable[dict]] | None:
     try:
-        module = importlib.import_module(module_name)
-    except ImportError:
-        return None, []
-    func = getattr(module, func_name, None)
-    columns = list(getattr(module, columns_name, []))
-    return (func, columns) if func and columns else (None, [])
+        from generation.services import provenance_rows
+    except ImportError:  # a deployment without the generation app: responses without provenance
+        return None
+    return provenance_rows
 
 
 def response_export_header() -> list[str]:
-    func, columns = _provenance_hook()
-    return [*selectors.RESPONSE_EXPORT_FIELDS, *(columns or ["provenance"])]
+    return [*selectors.RESPONSE_EXPORT_FIELDS, *PROVENANCE_COLUMNS]
 
 
 def response_export_records(*, study: Study) -> Iterator[list]:
-    func, columns = _provenance_hook()
-    rows = selectors.response_export_rows(study=study)
-    while chunk := list(islice(rows, selectors.EXPORT_CHUNK_SIZE)):
-        if func is None:
-            for r in chunk:
-                yield [*r, "not available: the generation app exposes no provenance selector"]
-            continue
-        provenance = func(response_ids=[r[0] for r in chunk])
-        for r in chunk:
-            found = provenance.get(r[0]) or {}
-            yield [*r, *(found.get(c) for c in columns)]
+    source = _provenance_source()
+    provenance: dict[int, dict] = {}
+    if source is not None:
+        for row in source(study=study):
+            provenance[int(row["response_id"])] = {c: row.get(c) for c in PROVENANCE_COLUMNS}
+    for r in selectors.response_export_rows(study=study):
+        found = provenance.get(r[0])
+        yield [*r, *((found or {}).get(c) for c in PROVENANCE_COLUMNS)]
 
 
 # --- One entry point ------------------------------------------------------------------------------------

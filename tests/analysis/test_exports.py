@@ -71,7 +71,7 @@ def test_exports_neutralise_formulas_in_participant_and_response_text(analyst_cl
         _body(analyst_client.get(reverse("analysis:export", args=[hostile_study.slug, "responses"])))
     )
     assert responses[0]["text"].startswith("'=")
-    assert "provenance" in responses[0]
+    assert "model_requested" in responses[0] and responses[0]["model_requested"] == ""  # a corpus response
     participants = _csv(
         _body(analyst_client.get(reverse("analysis:export", args=[hostile_study.slug, "participants"])))
     )
@@ -149,3 +149,27 @@ def test_the_ratings_export_reads_through_a_chunked_cursor_in_bounded_memory(rat
     # 200 rows with their texts would take well over this if materialised with model instances; the bound is
     # generous on purpose — the benchmark measures the real figure on 1,000,000 ratings.
     assert peak_small < 2_000_000
+
+
+def test_the_responses_export_carries_generation_provenance(analyst_client, rated_study):
+    from django.utils import timezone
+
+    from generation.models import ResponseProvenance
+    from studies.models import Response
+
+    generated = (
+        Response.objects.filter(condition__study=rated_study, condition__name="gpt4").order_by("id").first()
+    )
+    now = timezone.now()
+    ResponseProvenance.objects.create(
+        response=generated, provider_name="openai-main", provider_kind="openai", model_requested="gpt-4",
+        model_returned="gpt-4-0613", request={"messages": []}, raw_response={"id": "x"}, latency_ms=812, attempts=2,
+        input_tokens=120, output_tokens=40, requested_at=now, completed_at=now,
+    )  # fmt: skip
+    rows = _csv(_body(analyst_client.get(reverse("analysis:export", args=[rated_study.slug, "responses"]))))
+    by_id = {int(r["response_id"]): r for r in rows}
+    assert len(rows) == Response.objects.filter(condition__study=rated_study).count()
+    assert by_id[generated.id]["model_returned"] == "gpt-4-0613"
+    assert by_id[generated.id]["attempts"] == "2" and by_id[generated.id]["latency_ms"] == "812"
+    others = [r for i, r in by_id.items() if i != generated.id]
+    assert {r["model_requested"] for r in others} == {""}
