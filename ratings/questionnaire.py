@@ -1,0 +1,358 @@
+"""The questionnaire (EmotionBench) kind's participant pages, plugged into the shared flow (see ratings/flow.py).
+
+Sequence: consent → demographics (when the study asks) → the instrument "as you feel now" (default) → the
+assigned situation to imagine → the instrument again (evoked) → done (completion code).
+
+Exactly-once: an instrument page is stored by `questionnaire_submit`, which locks the participant row, checks the
+participant is still on that page's step, writes the QuestionnaireRun and its answers, and moves the step on in
+the same transaction; QuestionnaireRun's unique constraint (study, condition, subject, phase, run) backs it. A
+re-posted page (back button, double click, second tab) finds the participant elsewhere and stores nothing.
+
+Item order: shuffled per participant and phase (seeded by the participant's seed) when the study randomises,
+recorded in QuestionnaireRun.item_order with each answer's position. Each instrument page carries one
+instructed-response row (an attention check: "choose <label> here"); a wrong answer counts as a failure, and
+more failures than the study allows flags the participant for exclusion (they still finish and get the
+failed-checks code).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import datetime
+
+from django import forms
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+
+from studies.models import Assignment, Instrument, Participant, QuestionnaireAnswer, QuestionnaireRun, Study
+
+from . import flow, services
+
+STEP_DEFAULT = "q_default"
+STEP_SITUATION = "q_situation"
+STEP_EVOKED = "q_evoked"
+PHASE_FOR_STEP = {STEP_DEFAULT: QuestionnaireRun.Phase.DEFAULT, STEP_EVOKED: QuestionnaireRun.Phase.EVOKED}
+CHECK_FIELD = "check"
+
+
+def questionnaire_steps(study: Study) -> list[str]:
+    steps = [Participant.Step.CONSENT]
+    if study.ask_demographics:
+        steps.append(Participant.Step.DEMOGRAPHICS)
+    return [*steps, STEP_DEFAULT, STEP_SITUATION, STEP_EVOKED, Participant.Step.DONE]
+
+
+# --- Services ---------------------------------------------------------------------------------------------
+
+
+class QuestionnaireAnswerRejected(Exception):
+    """Answers that do not fit the instrument (missing item, value out of range)."""
+
+
+def questionnaire_item_order(*, participant: Participant, phase: str) -> list[int]:
+    """The order the participant sees the items in for a phase: the published order, or a seeded shuffle."""
+    numbers = list(participant.study.instrument.items.values_list("number", flat=True).order_by("number"))
+    if participant.study.randomise_item_order:
+        random.Random(f"{participant.seed}:{phase}").shuffle(numbers)
+    return numbers
+
+
+def questionnaire_check_value(*, participant: Participant, phase: str) -> int:
+    """The value the attention-check row asks for on a phase's page (seeded, so a reload asks the same)."""
+    instrument = participant.study.instrument
+    return random.Random(f"{participant.seed}:{phase}:check").randint(
+        instrument.scale_min, instrument.scale_max
+    )
+
+
+def situation_assignment_for(*, participant: Participant) -> Assignment | None:
+    return (
+        participant.assignments.filter(kind=Assignment.Kind.SITUATION)
+        .select_related("situation")
+        .order_by("position")
+        .first()
+    )
+
+
+def _lock(participant: Participant) -> Participant:
+    """Lock the participant's row (only that row: the study is read separately)."""
+    locked = Participant.objects.select_for_update().get(pk=participant.pk)
+    locked.study = participant.study
+    return locked
+
+
+def _advance(locked: Participant, step: str, now: datetime) -> None:
+    next_step = flow.step_after(locked.study, step)
+    if next_step == Participant.Step.DONE:
+        services.participant_complete(participant=locked, now=now)
+        return
+    Participant.objects.filter(pk=locked.pk, status=Participant.Status.ACTIVE, step=step).update(
+        step=next_step, last_seen_at=now
+    )
+
+
+def questionnaire_submit(
+    *,
+    participant: Participant,
+    step: str,
+    answers: dict[int, int],
+    check_passed: bool,
+    now: datetime | None = None,
+) -> bool:
+    """Store one instrument page (the default or the evoked phase) and move the participant on.
+
+    Returns False and stores nothing when the participant is no longer active on `step` (a re-post).
+    Guarantees: every item answered within the instrument's range (else QuestionnaireAnswerRejected, nothing
+    stored); the run, its answers, the attention-check outcome and the step change are one transaction.
+    """
+    now = now or timezone.now()
+    phase = PHASE_FOR_STEP[step]
+    with transaction.atomic():
+        locked = _lock(participant)
+        if locked.status != Participant.Status.ACTIVE or locked.step != step:
+            return False
+        instrument: Instrument = locked.study.instrument
+        order = questionnaire_item_order(participant=locked, phase=phase)
+        if sorted(answers) != sorted(order):
+            raise QuestionnaireAnswerRejected("every item needs one answer")
+        if any(not instrument.scale_min <= v <= instrument.scale_max for v in answers.values()):
+            raise QuestionnaireAnswerRejected("an answer is outside the scale")
+        situation = None
+        if phase == QuestionnaireRun.Phase.EVOKED:
+            assignment = situation_assignment_for(participant=locked)
+            situation = assignment.situation if assignment else None
+            if situation is None:
+                raise QuestionnaireAnswerRejected("no situation was assigned")
+        run = QuestionnaireRun.objects.create(
+            study=locked.study,
+            condition_id=locked.condition_id,
+            participant=locked,
+            subject_key=f"participant-{locked.pk}",
+            phase=phase,
+            situation=situation,
+            run_index=0,
+            item_order=order,
+            source=QuestionnaireRun.Source.PARTICIPANT,
+            completed_at=now,
+        )
+        QuestionnaireAnswer.objects.bulk_create(
+            [
+                QuestionnaireAnswer(run=run, item_number=number, value=answers[number], position=position)
+                for position, number in enumerate(order, start=1)
+            ]
+        )
+        if not check_passed:
+            locked.attention_failures += 1
+            reasons = list(locked.exclusion_reasons or [])
+            if locked.attention_failures > locked.study.attention_check_max_failures:
+                locked.flagged_for_exclusion = True
+                reasons.append(f"attention check failed on the {phase} questionnaire")
+            locked.exclusion_reasons = reasons
+            locked.save(update_fields=["attention_failures", "flagged_for_exclusion", "exclusion_reasons"])
+        _advance(locked, step, now)
+    participant.refresh_from_db()
+    return True
+
+
+def situation_acknowledge(*, participant: Participant, now: datetime | None = None) -> bool:
+    """The participant has read and imagined the situation: mark it answered and move on (once)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        locked = _lock(participant)
+        if locked.status != Participant.Status.ACTIVE or locked.step != STEP_SITUATION:
+            return False
+        Assignment.objects.filter(
+            participant=locked, kind=Assignment.Kind.SITUATION, answered_at__isnull=True
+        ).update(answered_at=now)
+        _advance(locked, STEP_SITUATION, now)
+    participant.refresh_from_db()
+    return True
+
+
+def demographics_submit(*, participant: Participant, data: dict, now: datetime | None = None) -> bool:
+    """Store the optional demographics and move on (once)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        locked = _lock(participant)
+        if locked.status != Participant.Status.ACTIVE or locked.step != Participant.Step.DEMOGRAPHICS:
+            return False
+        locked.demographics = {k: v for k, v in data.items() if v not in (None, "")}
+        locked.save(update_fields=["demographics"])
+        _advance(locked, Participant.Step.DEMOGRAPHICS, now)
+    participant.refresh_from_db()
+    return True
+
+
+# --- Pages --------------------------------------------------------------------------------------------------
+
+
+class DemographicsForm(forms.Form):
+    gender = forms.ChoiceField(
+        required=False,
+        choices=[("", "Prefer not to say"), ("female", "Female"), ("male", "Male"), ("other", "Other")],
+    )
+    year_of_birth = forms.IntegerField(required=False, min_value=1900, max_value=2015, label="Year of birth")
+    country = forms.CharField(required=False, max_length=100, label="Country you live in")
+    employment = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("", "Prefer not to say"),
+            ("employed", "Employed"),
+            ("self-employed", "Self-employed"),
+            ("student", "Student"),
+            ("unemployed", "Not employed"),
+            ("retired", "Retired"),
+        ],
+    )
+    education = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("", "Prefer not to say"),
+            ("secondary", "Secondary school"),
+            ("college", "College or vocational"),
+            ("bachelor", "University: bachelor's"),
+            ("master", "University: master's"),
+            ("doctorate", "Doctorate"),
+        ],
+    )
+
+
+@dataclass
+class Row:
+    field: str
+    text: str
+    position: int
+    selected: int | None
+    is_check: bool = False
+    error: bool = False
+
+
+def _page(request, participant, template, status=200, **context):
+    context.update({"study": participant.study, "participant": participant, "step": participant.step})
+    return render(request, f"ratings/{template}", context, status=status)
+
+
+def _scale(instrument: Instrument) -> list[tuple[int, str]]:
+    values = list(range(instrument.scale_min, instrument.scale_max + 1))
+    anchors = list(instrument.anchors or [])
+    return [(v, anchors[i] if i < len(anchors) and anchors[i] else str(v)) for i, v in enumerate(values)]
+
+
+def instrument_get(
+    request: HttpRequest, participant: Participant, *, posted=None, status: int = 200
+) -> HttpResponse:
+    study = participant.study
+    instrument = study.instrument
+    phase = PHASE_FOR_STEP[participant.step]
+    order = questionnaire_item_order(participant=participant, phase=phase)
+    texts = dict(instrument.items.values_list("number", "text"))
+    scale = _scale(instrument)
+    check_value = questionnaire_check_value(participant=participant, phase=phase)
+    check_label = dict(scale)[check_value]
+    posted = posted or {}
+    rows = [
+        Row(
+            f"item-{n}",
+            texts[n],
+            position,
+            posted.get(f"item-{n}"),
+            error=bool(posted) and f"item-{n}" not in posted,
+        )
+        for position, n in enumerate(order, start=1)
+    ]
+    # The attention check sits in the middle of the page, worded like an item.
+    rows.insert(
+        len(rows) // 2,
+        Row(CHECK_FIELD, f"To show you are reading, choose “{check_label}” in this row.", 0, posted.get(CHECK_FIELD),
+            is_check=True, error=bool(posted) and CHECK_FIELD not in posted),
+    )  # fmt: skip
+    situation = None
+    if phase == QuestionnaireRun.Phase.EVOKED:
+        assignment = situation_assignment_for(participant=participant)
+        situation = assignment.situation if assignment else None
+    return _page(
+        request,
+        participant,
+        "questionnaire_instrument.html",
+        status=status,
+        instrument=instrument,
+        rows=rows,
+        scale=scale,
+        phase=phase,
+        situation=situation,
+        missing=sum(1 for r in rows if r.error),
+    )
+
+
+def instrument_post(request: HttpRequest, participant: Participant) -> HttpResponse:
+    instrument = participant.study.instrument
+    phase = PHASE_FOR_STEP[participant.step]
+    order = questionnaire_item_order(participant=participant, phase=phase)
+    posted: dict[str, int] = {}
+    for name in [f"item-{n}" for n in order] + [CHECK_FIELD]:
+        try:
+            value = int(request.POST.get(name, ""))
+        except ValueError:
+            continue
+        if instrument.scale_min <= value <= instrument.scale_max:
+            posted[name] = value
+    if len(posted) < len(order) + 1:
+        return instrument_get(request, participant, posted=posted or {"": 0}, status=400)
+    check_passed = posted[CHECK_FIELD] == questionnaire_check_value(participant=participant, phase=phase)
+    try:
+        questionnaire_submit(
+            participant=participant,
+            step=participant.step,
+            answers={n: posted[f"item-{n}"] for n in order},
+            check_passed=check_passed,
+        )
+    except QuestionnaireAnswerRejected:
+        return instrument_get(request, participant, posted=posted, status=400)
+    return redirect("ratings:step", slug=participant.study.slug)
+
+
+def situation_get(request: HttpRequest, participant: Participant) -> HttpResponse:
+    assignment = situation_assignment_for(participant=participant)
+    if assignment is not None and assignment.shown_at is None:
+        Assignment.objects.filter(pk=assignment.pk, shown_at__isnull=True).update(shown_at=timezone.now())
+    return _page(
+        request,
+        participant,
+        "questionnaire_situation.html",
+        situation=assignment.situation if assignment else None,
+    )
+
+
+def situation_post(request: HttpRequest, participant: Participant) -> HttpResponse:
+    situation_acknowledge(participant=participant)
+    return redirect("ratings:step", slug=participant.study.slug)
+
+
+def demographics_get(
+    request: HttpRequest, participant: Participant, *, form=None, status=200
+) -> HttpResponse:
+    return _page(
+        request,
+        participant,
+        "questionnaire_demographics.html",
+        status=status,
+        form=form or DemographicsForm(),
+    )
+
+
+def demographics_post(request: HttpRequest, participant: Participant) -> HttpResponse:
+    form = DemographicsForm(request.POST)
+    if not form.is_valid():
+        return demographics_get(request, participant, form=form, status=400)
+    demographics_submit(participant=participant, data=form.cleaned_data)
+    return redirect("ratings:step", slug=participant.study.slug)
+
+
+flow.register_flow(Study.Kind.QUESTIONNAIRE, questionnaire_steps)
+flow.register_step(Participant.Step.DEMOGRAPHICS, get=demographics_get, post=demographics_post)
+flow.register_step(STEP_DEFAULT, get=instrument_get, post=instrument_post)
+flow.register_step(STEP_SITUATION, get=situation_get, post=situation_post)
+flow.register_step(STEP_EVOKED, get=instrument_get, post=instrument_post)
