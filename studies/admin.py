@@ -105,7 +105,7 @@ class StudyAdmin(admin.ModelAdmin):
     list_display = [
         "title",
         "slug",
-        "kind",
+        "kind_short",
         "state_badge",
         "n_conditions",
         "n_prompts",
@@ -170,6 +170,10 @@ class StudyAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request):
         return study_list_with_counts()
+
+    @admin.display(description="kind", ordering="kind")
+    def kind_short(self, study: Study) -> str:
+        return study.kind
 
     @admin.display(description="state", ordering="state")
     def state_badge(self, study: Study) -> str:
