@@ -5,3 +5,12 @@ import pytest
 def _no_rate_limits(settings):
     """These tests drive many requests from one address; the limits are tested in tests/ops."""
     settings.RATELIMIT_ENABLED = False
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _urls_loaded():
+    """Loads the whole URLconf (and the modules its views import) once, up front: otherwise the first page a
+    browser test opens pays for those imports and can run into the browser's navigation timeout."""
+    from django.urls import reverse
+
+    reverse("ratings:entry", kwargs={"slug": "warm-up"})
