@@ -414,3 +414,51 @@ def emotionbench_report_text(*, analysis: EmotionBenchAnalysis) -> str:
         "Models: F-test then Student's/Welch's t-test; humans: paired t-test over participants who answered both.\n"
     )
     return legend + "\n" + table.to_string(index=False)
+
+
+def emotionbench_report_write(*, analysis: EmotionBenchAnalysis, out_dir) -> list:
+    """Write the analysis into `out_dir`: every group and test (CSV), the side-by-side table (CSV and text) and
+    a figure of the per-emotion change of each category per condition (PNG and SVG). Returns the paths."""
+    from pathlib import Path
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    groups = out / "emotionbench_groups.csv"
+    analysis.frame().to_csv(groups, index=False)
+    table = out / "emotionbench_table.csv"
+    emotionbench_side_by_side(analysis=analysis).to_csv(table, index=False)
+    text = out / "emotionbench_table.txt"
+    text.write_text(emotionbench_report_text(analysis=analysis) + "\n", encoding="utf-8")
+    written += [groups, table, text]
+    categories = analysis.categories[:2] if len(analysis.categories) > 2 else analysis.categories
+    fig, axes = plt.subplots(1, len(categories), figsize=(6 * len(categories), 4.5), squeeze=False)
+    names = [
+        c
+        for c in analysis.conditions
+        if analysis.get(condition=c[0], level="overall", group="Overall", category=categories[0])
+    ]
+    width = 0.8 / max(len(names), 1)
+    for ax, category in zip(axes[0], categories, strict=True):
+        for i, (name, label, _kind) in enumerate(names):
+            changes = []
+            for emotion in EMOTIONS:
+                result = analysis.get(condition=name, level="emotion", group=emotion, category=category)
+                changes.append(result.headline.change if result else np.nan)
+            ax.bar(np.arange(len(EMOTIONS)) + i * width, changes, width, label=label)
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_xticks(np.arange(len(EMOTIONS)) + 0.4 - width / 2, EMOTIONS, rotation=35, ha="right")
+        ax.set_title(f"{category}: evoked − default")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    for suffix in ("png", "svg"):
+        path = out / f"emotionbench_change.{suffix}"
+        fig.savefig(path)
+        written.append(path)
+    plt.close(fig)
+    return written

@@ -115,7 +115,7 @@ def _fake_model(rng: random.Random, garbage_every: int):
 
 @pytest.mark.django_db
 def test_the_full_llm_protocol_runs_against_a_loopback_model_and_is_analysed(
-    imported_basics, httpserver, api_key, capsys, redis_url
+    imported_basics, httpserver, api_key, capsys, redis_url, tmp_path
 ):
     provider = make_provider(httpserver)
     study = Study.objects.create(
@@ -164,6 +164,12 @@ def test_the_full_llm_protocol_runs_against_a_loopback_model_and_is_analysed(
     na = analysis.get(condition="fake", level="emotion", group="Anger", category="Negative Affect")
     assert pa.two_sample.mean_default > 40 and pa.headline.mark == "↓"
     assert na.two_sample.mean_evoked > 40 and na.headline.mark == "↑"
+
+    # The analyze command dispatches the questionnaire kind to the EmotionBench analysis.
+    call_command("analyze", "eb-llm", "--out", str(tmp_path))
+    table = capsys.readouterr().out
+    assert "fake" in table and "Anger" in table and "↓" in table
+    assert (tmp_path / "emotionbench_groups.csv").exists() and (tmp_path / "emotionbench_change.png").exists()
 
     # Idempotent: a second run asks nothing.
     before = calls["n"]

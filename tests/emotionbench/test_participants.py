@@ -157,3 +157,44 @@ def test_a_participant_completes_panas_situation_panas_on_a_phone(live_server, p
     participant = Participant.objects.get(external_id="PHONE1")
     assert participant.status == Participant.Status.COMPLETED and not participant.flagged_for_exclusion
     assert QuestionnaireRun.objects.filter(participant=participant).count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_simultaneous_posts_of_the_same_page_store_one_run(write_json, requires_postgres):
+    import threading
+
+    from django.db import connection
+
+    from ratings.questionnaire import questionnaire_submit
+    from studies.assignment import participant_enroll
+
+    study = _questionnaire_study(write_json)
+    participant = participant_enroll(study=study, external_id="RACER")
+    Participant.objects.filter(pk=participant.pk).update(step="q_default")
+    barrier = threading.Barrier(4)
+    results = []
+
+    def post(value):
+        try:
+            me = Participant.objects.get(pk=participant.pk)
+            barrier.wait()
+            results.append(
+                questionnaire_submit(
+                    participant=me,
+                    step="q_default",
+                    answers=dict.fromkeys(range(1, 21), value),
+                    check_passed=True,
+                )
+            )
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=post, args=(v,)) for v in (1, 2, 3, 4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(results) == [False, False, False, True]
+    run = QuestionnaireRun.objects.get(participant=participant)
+    assert run.answers.count() == 20 and len(set(run.answers.values_list("value", flat=True))) == 1
+    assert Participant.objects.get(pk=participant.pk).step == "q_situation"
