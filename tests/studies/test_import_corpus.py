@@ -7,7 +7,7 @@ from django.core.management import CommandError, call_command
 
 from studies.importers import corpus_parse, corpus_sample
 from studies.models import Condition, Emotion, Prompt, Response, Study
-from tests.factories import StudyFactory
+from tests.factories import PromptFactory, StudyFactory
 
 from .helpers import DATASET, PUBLIC_HEADER, public_csv, public_rows, row_counts
 
@@ -245,3 +245,53 @@ def test_the_full_public_dataset_imports_with_one_command():
     for condition in study.conditions.all():
         assert condition.responses.count() == 2000
     print(f"full public dataset imported in {elapsed:.2f}s")
+
+
+def test_the_emotions_migration_reverses_and_keeps_edited_valences_when_reapplied():
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("studies.migrations.0002_seed_emotions")
+    used = PromptFactory(emotion=Emotion.objects.get(name="sad"))
+    migration.unseed_emotions(apps, None)
+    assert list(Emotion.objects.values_list("name", flat=True)) == ["sad"]  # still used by a prompt
+    Emotion.objects.filter(name="sad").update(valence="neutral")
+    migration.seed_emotions(apps, None)
+    assert Emotion.objects.count() == 32
+    assert Emotion.objects.get(name="sad").valence == "neutral"
+    assert Emotion.objects.get(name="joyful").valence == "positive"
+    assert used.emotion.name == "sad"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_simultaneous_imports_of_the_same_file_write_it_once(requires_postgres):
+    import threading
+
+    from django.db import connection
+
+    from studies.importers import CorpusImportError, corpus_import
+
+    data = public_csv(public_rows(40))
+    barrier = threading.Barrier(4)
+    outcomes = []
+
+    def run():
+        try:
+            barrier.wait()
+            corpus_import(study_slug="raced", data=data)
+            outcomes.append("imported")
+        except CorpusImportError as exc:
+            assert "is already in study 'raced'" in str(exc)
+            outcomes.append("refused")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["imported", "refused", "refused", "refused"]
+    assert Prompt.objects.filter(study__slug="raced").count() == 40
+    assert Response.objects.filter(prompt__study__slug="raced").count() == 80
