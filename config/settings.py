@@ -109,6 +109,7 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise warns on every request when it is missing
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -226,5 +227,8 @@ RATELIMIT_ENABLED = env_bool("RATELIMIT_ENABLED", True)
 RATELIMIT_ENTRY_PER_IP = env_int("RATELIMIT_ENTRY_PER_IP", 30)
 RATELIMIT_PARTICIPANT = env_int("RATELIMIT_PARTICIPANT", 60)
 RATELIMIT_TRUSTED_PROXIES = env_int("RATELIMIT_TRUSTED_PROXIES", 0)
+# Request bodies (without uploaded files) above this are refused with 400: participant forms are a few
+# hundred bytes and admin forms a few KB, so a multi-megabyte body is a mistake or an attack.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 512 * 1024)
 # The one-row-write view bench/participants.py measures the floor with; never on in a real deployment.
 BENCH_FLOOR_ENABLED = env_bool("BENCH_FLOOR_ENABLED", False)
