@@ -15,8 +15,10 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev]"
+	@$(BIN)/pip install --quiet --disable-pip-version-check --upgrade pip
+	@# The site runs from this checkout: install the dependencies pyproject.toml pins, not the project itself.
+	@$(PY) scripts/requirements.py > $(VENV)/requirements.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check -c requirements.lock -r $(VENV)/requirements.txt
 	@touch $(STAMP)
 
 ## run: a local site on an embedded SQLite database with a demo study; tasks run in-process.
