@@ -350,17 +350,16 @@ def generation_retry_failed(
     return ids
 
 
-def generation_sweep() -> int:
+def generation_sweep(*, conditions: list[Condition] | None = None) -> int:
     """Re-dispatch items whose worker died mid-call (lease expired) and pending items whose retry message was
     lost (due long ago). Safe to run any time: claiming decides who works. Returns how many were dispatched."""
-    now = timezone.now()
-    grace = now - timedelta(seconds=settings.GENERATION_LEASE_SECONDS)
-    ids = list(
-        GenerationItem.objects.filter(
-            Q(status=Status.RUNNING, claimed_at__lt=grace)
-            | Q(status=Status.PENDING, next_attempt_at__lt=grace)
-        ).values_list("id", flat=True)
+    grace = _lease_cutoff()
+    items = GenerationItem.objects.filter(
+        Q(status=Status.RUNNING, claimed_at__lt=grace) | Q(status=Status.PENDING, next_attempt_at__lt=grace)
     )
+    if conditions is not None:
+        items = items.filter(condition__in=conditions)
+    ids = list(items.values_list("id", flat=True))
     generation_dispatch(item_ids=ids)
     return len(ids)
 

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from generation import services
@@ -152,6 +153,7 @@ class Command(BaseCommand):
             return settled, total, spend, failed
 
         settled, total, spend, failed = snapshot()
+        next_sweep = time.monotonic()
         bar = tqdm(
             total=total,
             initial=settled,
@@ -171,6 +173,12 @@ class Command(BaseCommand):
                         break
                 elif unsettled == 0:
                     break
+                elif time.monotonic() >= next_sweep:
+                    # A worker killed mid-call leaves its items running until their lease expires: hand them on.
+                    swept = services.generation_sweep(conditions=conditions)
+                    if swept:
+                        bar.write(f"Re-dispatched {swept} items whose worker stopped answering.")
+                    next_sweep = time.monotonic() + settings.GENERATION_LEASE_SECONDS
                 time.sleep(0.5)
         finally:
             bar.close()
