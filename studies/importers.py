@@ -65,7 +65,11 @@ class CorpusImportError(Exception):
     """The file was refused; ``problems`` says where and why. Nothing was written."""
 
     def __init__(self, problems: Iterable[ImportProblem | str]):
-        self.problems = [p if isinstance(p, ImportProblem) else ImportProblem(p) for p in problems]
+        problems = [p if isinstance(p, ImportProblem) else ImportProblem(p) for p in problems]
+        if len(problems) > MAX_REPORTED_ERRORS:
+            more = len(problems) - MAX_REPORTED_ERRORS
+            problems = [*problems[:MAX_REPORTED_ERRORS], ImportProblem(f"… and {more} more problems")]
+        self.problems = problems
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
@@ -179,7 +183,7 @@ def _read_rows(text: str, *, quoting: int) -> tuple[list[str], list[tuple[int, l
     for name in duplicated:
         problems.append(ImportProblem("appears twice in the header", row=1, column=name))
     if problems:
-        raise CorpusImportError(problems[:MAX_REPORTED_ERRORS])
+        raise CorpusImportError(problems)
     if not rows:
         raise CorpusImportError([ImportProblem("the file has a header but no data rows", row=1)])
     return header, rows
@@ -321,7 +325,7 @@ def _parse_ed_raw(header, rows, wanted_conditions) -> ParsedCorpus:
             prompt.responses[HUMAN_CONDITION] = "?"  # reported above; keep checking the rest
         prompts.append(prompt)
     if problems:
-        raise CorpusImportError(problems[:MAX_REPORTED_ERRORS])
+        raise CorpusImportError(problems)
     return ParsedCorpus(format=ED_RAW_FORMAT, conditions=[HUMAN_CONDITION], prompts=prompts, header=header)
 
 
@@ -386,7 +390,7 @@ def corpus_parse(
                 )
             )
     if problems:
-        raise CorpusImportError(problems[:MAX_REPORTED_ERRORS])
+        raise CorpusImportError(problems)
     return corpus
 
 
@@ -531,7 +535,7 @@ def corpus_import(
                         )
                         for p in prompts
                         if p.dialogue_id in already
-                    ][:MAX_REPORTED_ERRORS]
+                    ]
                 )
         condition_rows = _ensure_conditions(study, corpus.conditions)
         total = len(prompts)
@@ -726,10 +730,8 @@ def ratings_import(
                 )
                 continue
             rater.items.append((index, rating))
-        if len(problems) >= MAX_REPORTED_ERRORS:
-            break
     if problems:
-        raise CorpusImportError(problems[:MAX_REPORTED_ERRORS])
+        raise CorpusImportError(problems)
     per_condition = Counter(rater.condition for rater in raters.values())
     items_per_participant = max(len(r.items) for r in raters.values())
 

@@ -295,3 +295,23 @@ def test_two_simultaneous_imports_of_the_same_file_write_it_once(requires_postgr
     assert sorted(outcomes) == ["imported", "refused", "refused", "refused"]
     assert Prompt.objects.filter(study__slug="raced").count() == 40
     assert Response.objects.filter(prompt__study__slug="raced").count() == 80
+
+
+def test_a_spreadsheet_export_with_a_bom_and_crlf_line_ends_imports(tmp_path):
+    data = b"\xef\xbb\xbf" + public_csv(public_rows(3)).replace(b"\n", b"\r\n")
+    assert "Imported 3 prompts and 6 responses" in run_import("excel", write(tmp_path, data))
+    assert (
+        Prompt.objects.get(study__slug="excel", dialogue_id="hit:0_conv:0").situation
+        == "Situation 0, with a comma"
+    )
+
+
+def test_a_file_with_many_problems_lists_the_first_fifty_and_counts_the_rest(tmp_path):
+    rows = public_rows(80)
+    for row in rows:
+        row[1] = "grumpy"
+    with pytest.raises(CommandError) as excinfo:
+        run_import("grumpy", write(tmp_path, public_csv(rows)))
+    message = str(excinfo.value)
+    assert message.count("unknown emotion 'grumpy'") == 50
+    assert "… and 30 more problems" in message
