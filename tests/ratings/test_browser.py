@@ -121,8 +121,14 @@ def test_keyboard_shortcuts_answer_the_item(live_server, page, study):
 
 
 def test_a_participant_completes_the_seeded_demo_from_its_printed_link(live_server, page, settings, tmp_path):
+    import importlib
+
+    from django.apps import apps
+
     from studies.demo.seed import demo_seed
 
+    # Transactional tests empty every table afterwards, the emotions seeded by a data migration included.
+    importlib.import_module("studies.migrations.0002_seed_emotions").seed_emotions(apps, None)
     settings.VAR_DIR = tmp_path  # the demo's admin password file
     link = demo_seed(base_url=live_server.url).participant_link
     page.goto(link)
