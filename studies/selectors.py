@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import Avg, Count, IntegerField, Max, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
-from .models import Condition, Participant, Prompt, Rating, Response, Study
+from .models import Condition, Participant, Prompt, QuestionnaireRun, Rating, Response, Study
 
 STATUSES = [status.value for status in Participant.Status]
 
@@ -28,8 +28,9 @@ def _ratings_per_response(study: Study):
 
 
 def study_status(*, study: Study) -> dict[str, Any]:
-    """Counts per condition: responses, participants by status (staff previews never counted), ratings, and
-    the spread of ratings per response (min / max / mean and how many responses have each count).
+    """Counts per condition: responses, participants by status (staff previews never counted), ratings,
+    completed questionnaire runs (questionnaire studies; models' runs included), and the spread of ratings
+    per response (min / max / mean and how many responses have each count).
 
     A fixed number of grouped queries, whatever the size of the study.
     """
@@ -54,6 +55,13 @@ def study_status(*, study: Study) -> dict[str, Any]:
         .values("assignment__participant__condition")
         .annotate(n=Count("id"))
         .values_list("assignment__participant__condition", "n")
+    )
+    runs = dict(
+        QuestionnaireRun.objects.filter(study=study, completed_at__isnull=False)
+        .exclude(participant__is_preview=True)
+        .values("condition")
+        .annotate(n=Count("id"))
+        .values_list("condition", "n")
     )
     per_response = _ratings_per_response(study)
     spread = {
@@ -83,6 +91,7 @@ def study_status(*, study: Study) -> dict[str, Any]:
                 "participants_total": sum(by_status.values()),
                 "flagged_for_exclusion": flagged[condition.pk],
                 "ratings": ratings.get(condition.pk, 0),
+                "questionnaire_runs": runs.get(condition.pk, 0),
                 "ratings_per_response": {
                     "min": row["min"] if row else None,
                     "max": row["max"] if row else None,

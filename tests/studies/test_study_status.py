@@ -107,3 +107,47 @@ def test_the_command_prints_json(known_study):
 def test_an_unknown_study_is_an_error():
     with pytest.raises(CommandError, match="no study with slug 'nope'"):
         call_command("study_status", "nope")
+
+
+def test_completed_questionnaire_runs_are_counted_without_previews(known_study):
+    from django.utils import timezone
+
+    from studies.models import QuestionnaireRun
+
+    human, gpt = known_study.conditions.order_by("position")
+    done = Participant.objects.filter(study=known_study, condition=human, status="completed").first()
+    preview = Participant.objects.get(study=known_study, is_preview=True)
+    now = timezone.now()
+    common = {"study": known_study, "phase": "default", "source": "participant"}
+    QuestionnaireRun.objects.create(
+        condition=human, participant=done, subject_key="p1", completed_at=now, **common
+    )
+    QuestionnaireRun.objects.create(
+        condition=human, participant=preview, subject_key="pv", completed_at=now, **common
+    )
+    QuestionnaireRun.objects.create(condition=human, subject_key="unfinished", **common)
+    for i in range(3):
+        QuestionnaireRun.objects.create(
+            study=known_study,
+            condition=gpt,
+            subject_key="model",
+            phase="default",
+            source="llm",
+            run_index=i,
+            completed_at=now,
+        )
+    status = study_status(study=known_study)
+    assert [c["questionnaire_runs"] for c in status["conditions"]] == [1, 3]
+
+
+def test_a_questionnaire_study_table_has_a_runs_column():
+    from studies.models import Study
+
+    study = StudyFactory(slug="panas", kind=Study.Kind.QUESTIONNAIRE)
+    ConditionFactory(study=study, name="human")
+    out = io.StringIO()
+    call_command("study_status", "panas", stdout=out)
+    header = next(line for line in out.getvalue().splitlines() if line.startswith("condition"))
+    assert header.split()[-1] == "runs"
+    human_line = next(line for line in out.getvalue().splitlines() if line.startswith("human"))
+    assert human_line.split()[-1] == "0"

@@ -14,7 +14,10 @@ def render_table(status: dict) -> str:
         f"{status['prompts']} prompts, {status['items_per_participant']} items per participant",
         "",
     ]
+    questionnaire = status["kind"] == "questionnaire"
     columns = ["condition", "responses", *STATUSES, "ratings", "min/resp", "max/resp", "mean/resp"]
+    if questionnaire:
+        columns.append("runs")
     rows = []
     for c in status["conditions"]:
         spread = c["ratings_per_response"]
@@ -27,13 +30,15 @@ def render_table(status: dict) -> str:
                 "-" if spread["min"] is None else spread["min"],
                 "-" if spread["max"] is None else spread["max"],
                 "-" if spread["mean"] is None else f"{spread['mean']:.2f}",
+                *([c["questionnaire_runs"]] if questionnaire else []),
             ]
         )
+    padding = [""] * (4 if questionnaire else 3)
     unassigned = status["participants_without_condition"]
     if any(unassigned.values()):
-        rows.append(["(no condition)", "", *(unassigned[s] for s in STATUSES), "", "", "", ""])
+        rows.append(["(no condition)", "", *(unassigned[s] for s in STATUSES), "", *padding])
     totals = status["totals"]
-    rows.append(["total", "", *(totals["participants"][s] for s in STATUSES), totals["ratings"], "", "", ""])
+    rows.append(["total", "", *(totals["participants"][s] for s in STATUSES), totals["ratings"], *padding])
     cells = [columns, *[[str(v) for v in row] for row in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     for index, row in enumerate(cells):
@@ -46,6 +51,8 @@ def render_table(status: dict) -> str:
             lines.append("  ".join("-" * w for w in widths))
     lines.append("")
     lines.append("* baseline condition; /resp: ratings per response (staff previews never counted)")
+    if questionnaire:
+        lines.append("runs: completed questionnaire runs (participants' and models')")
     return "\n".join(lines)
 
 
