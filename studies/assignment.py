@@ -381,9 +381,11 @@ def participants_release_stale(*, now: datetime | None = None, study: Study | No
     for each in studies:
         cutoff = _stale_cutoff(each, now)
         with transaction.atomic():
+            # Locked in id order, so two overlapping runs (the beat task and a lazy release) cannot deadlock.
             ids = list(
                 Participant.objects.select_for_update()
                 .filter(study=each, status=Participant.Status.ACTIVE, last_seen_at__lt=cutoff)
+                .order_by("id")
                 .values_list("id", flat=True)
             )
             if not ids:

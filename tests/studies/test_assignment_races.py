@@ -77,3 +77,23 @@ def test_the_same_external_id_arriving_from_many_threads_enrolls_exactly_once(re
     assert len({p.pk for p in results.values()}) == 1
     (participant,) = Participant.objects.filter(study=study)
     assert participant.assignments.count() == study.items_per_participant
+
+
+def test_overlapping_releases_time_each_stale_participant_out_once(requires_postgres):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from studies.assignment import participants_release_stale
+
+    study = rating_study_build(conditions=2, prompts=10, quota_per_condition=100)
+    for i in range(20):
+        participant_enroll(study=study, external_id=f"OLD{i}")
+    Participant.objects.update(last_seen_at=timezone.now() - timedelta(days=1))
+
+    results, errors = race(lambda i: participants_release_stale(), 20)
+
+    assert not errors  # no deadlock between the runs
+    assert sum(results.values()) == 20
+    assert Participant.objects.filter(status=Participant.Status.TIMED_OUT).count() == 20
+    assert not Participant.objects.filter(assignments__isnull=False).exists()
