@@ -18,7 +18,6 @@ default runs (as in the paper).
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -183,11 +182,17 @@ def change_test(*, default: np.ndarray, evoked: np.ndarray, alpha: float) -> Cha
         f_value, dfn, dfd = (v2 / v1 if v1 else math.inf), n2 - 1, n1 - 1
     f_p = min(1.0, 2 * float(stats.f.sf(f_value, dfn, dfd)))
     equal_var = f_p > alpha
-    with warnings.catch_warnings():
-        # Nearly constant samples (a model answering 10 to every run) make scipy warn about precision; the
-        # statistic is still right for a decision at α.
-        warnings.simplefilter("ignore", RuntimeWarning)
-        result = stats.ttest_ind(evoked, default, equal_var=equal_var)
+    # Student's / Welch's t from the summary statistics (what scipy.stats.ttest_ind computes, without its
+    # per-call overhead: the analysis runs thousands of tests; the suite checks these against scipy).
+    if equal_var:
+        df = n1 + n2 - 2
+        se = math.sqrt(((n1 - 1) * v1 + (n2 - 1) * v2) / df * (1 / n1 + 1 / n2))
+    else:
+        a1, a2 = v1 / n1, v2 / n2
+        se = math.sqrt(a1 + a2)
+        df = (a1 + a2) ** 2 / (a1**2 / (n1 - 1) + a2**2 / (n2 - 1))
+    t_value = (m2 - m1) / se
+    p_value = float(2 * stats.t.sf(abs(t_value), df))
     return ChangeTest(
         n1,
         m1,
@@ -198,8 +203,8 @@ def change_test(*, default: np.ndarray, evoked: np.ndarray, alpha: float) -> Cha
         "student" if equal_var else "welch",
         float(f_value),
         f_p,
-        float(result.statistic),
-        float(result.pvalue),
+        t_value,
+        p_value,
         alpha,
     )
 
@@ -219,23 +224,10 @@ def paired_change_test(*, default: np.ndarray, evoked: np.ndarray, alpha: float)
         p = 1.0 if differences[0] == 0 else 0.0
         t = 0.0 if differences[0] == 0 else math.copysign(math.inf, differences[0])
         return ChangeTest(n1, m1, s1, n2, m2, s2, "paired", math.nan, math.nan, t, p, alpha)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        result = stats.ttest_rel(evoked, default)
-    return ChangeTest(
-        n1,
-        m1,
-        s1,
-        n2,
-        m2,
-        s2,
-        "paired",
-        math.nan,
-        math.nan,
-        float(result.statistic),
-        float(result.pvalue),
-        alpha,
-    )
+    n = len(differences)
+    t_value = float(np.mean(differences) / (np.std(differences, ddof=1) / math.sqrt(n)))
+    p_value = float(2 * stats.t.sf(abs(t_value), n - 1))
+    return ChangeTest(n1, m1, s1, n2, m2, s2, "paired", math.nan, math.nan, t_value, p_value, alpha)
 
 
 # --- The analysis ---------------------------------------------------------------------------------------

@@ -241,3 +241,26 @@ def test_the_published_data_reproduces_the_papers_human_and_gpt4_figures(db, cap
     call_command("emotionbench_report", "emotionbench")
     table = capsys.readouterr().out
     assert "Human (crowd)" in table and "mixtral-8x22b" in table and "Embarrassment" in table
+
+
+@pytest.mark.parametrize("spread", [1.0, 4.0])
+def test_change_tests_agree_with_scipy_for_student_welch_and_paired(spread):
+    from analysis.emotionbench import change_test, paired_change_test
+
+    generator = np.random.default_rng(11)
+    default = generator.normal(20, 3, 40).round()
+    evoked = generator.normal(23, 3 * spread, 25).round()
+    test = change_test(default=default, evoked=evoked, alpha=0.01)
+    f = max(default.var(ddof=1), evoked.var(ddof=1)) / min(default.var(ddof=1), evoked.var(ddof=1))
+    assert test.test == ("student" if spread == 1.0 else "welch")
+    expected = stats.ttest_ind(evoked, default, equal_var=test.test == "student")
+    assert test.f_value == pytest.approx(f)
+    assert test.t_value == pytest.approx(expected.statistic) and test.p_value == pytest.approx(
+        expected.pvalue
+    )
+    after = default[:25] + generator.normal(2, spread, 25).round()
+    paired = paired_change_test(default=default[:25], evoked=after, alpha=0.01)
+    expected = stats.ttest_rel(after, default[:25])
+    assert paired.t_value == pytest.approx(expected.statistic) and paired.p_value == pytest.approx(
+        expected.pvalue
+    )
