@@ -96,6 +96,9 @@ def test_the_flow_works_on_a_phone(live_server, phone_page, study):
     expect(page.locator(".progress-text")).to_have_text("Item 1 of 4")
     assert_fits_the_phone(page)
     page.screenshot(path="/tmp/item-phone.png", full_page=True)
+    page.set_viewport_size({"width": 320, "height": 640})  # the narrowest phones still in use
+    assert_fits_the_phone(page)
+    page.set_viewport_size({"width": 390, "height": 844})
     for number in range(1, 5):
         expect(page.locator(".progress-text")).to_have_text(f"Item {number} of 4")
         attention = "choose Okay" in page.locator("[data-response]").inner_text()
