@@ -27,11 +27,12 @@ class ExportError(Exception):
     pass
 
 
-def cell_neutralise(value: object) -> object:
-    """A value as a CSV cell: text that a spreadsheet would treat as a formula gets a leading apostrophe.
-    Numbers stay numbers (a negative number is data, not a formula)."""
-    if value is None:
-        return ""
+def _text(value: str) -> str:
+    # A formula trigger as the first character: prefix an apostrophe (the spreadsheet then shows plain text).
+    return "'" + value if value and value[0] in _TRIGGER_CHARS else value
+
+
+def _other(value: object) -> object:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float) and value != value:  # NaN: an empty cell
@@ -41,11 +42,25 @@ def cell_neutralise(value: object) -> object:
     if isinstance(value, dt.datetime | dt.date):
         return value.isoformat()
     if isinstance(value, list | dict):
-        value = json.dumps(value, ensure_ascii=False)
-    text = str(value)
-    if text.startswith(FORMULA_TRIGGERS):
-        return "'" + text
-    return text
+        return _text(json.dumps(value, ensure_ascii=False))
+    return _text(str(value))
+
+
+_TRIGGER_CHARS = frozenset("".join(FORMULA_TRIGGERS))
+# Exact-type dispatch: an export converts tens of millions of cells, so the common types skip isinstance chains.
+_BY_TYPE: dict[type, Callable[[object], object]] = {
+    str: _text,  # type: ignore[dict-item]
+    int: lambda v: v,
+    bool: lambda v: "true" if v else "false",
+    type(None): lambda v: "",
+    dt.datetime: lambda v: v.isoformat(),  # type: ignore[attr-defined]
+}
+
+
+def cell_neutralise(value: object) -> object:
+    """A value as a CSV cell: text that a spreadsheet would treat as a formula gets a leading apostrophe.
+    Numbers stay numbers (a negative number is data, not a formula)."""
+    return _BY_TYPE.get(type(value), _other)(value)
 
 
 class _Echo:
@@ -58,8 +73,9 @@ class _Echo:
 def csv_lines(header: list[str], rows: Iterable[Iterable[object]]) -> Iterator[str]:
     writer = csv.writer(_Echo())
     yield writer.writerow(header)
+    by_type, other, write = _BY_TYPE, _other, writer.writerow
     for row in rows:
-        yield writer.writerow([cell_neutralise(v) for v in row])
+        yield write([by_type.get(type(v), other)(v) for v in row])
 
 
 # --- Ratings (long format) ------------------------------------------------------------------------------

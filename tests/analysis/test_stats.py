@@ -326,3 +326,22 @@ def test_a_study_without_ratings_gives_an_empty_analysis():
 def test_chi_square_refuses_degenerate_tables():
     r = stats.chi_square(np.array([[5, 0, 0], [7, 0, 0]]), yates=False)
     assert math.isnan(r.p) and "not testable" in r.note
+
+
+def test_the_ordinal_model_with_emotion_matches_statsmodels_on_the_raw_ratings(rated_study):
+    """The model is fitted on (condition, emotion, value) cells weighted by their counts; statsmodels on the raw
+    ratings, one row each, must give the same estimates and standard errors."""
+    result = study_analyze(study=rated_study, options=_opts())
+    assert result.ordinal.formula == "rating ~ condition + emotion" and result.ordinal.converged
+    from analysis.selectors import rating_rows_frame
+
+    rows = rating_rows_frame(study=rated_study)
+    endog = pd.Series(pd.Categorical(rows["value"], categories=[1, 2, 3], ordered=True))
+    exog = pd.DataFrame(
+        {"gpt4": (rows["condition"] == "gpt4").astype(float), "sad": (rows["emotion"] == "sad").astype(float)}
+    )
+    direct = OrderedModel(endog, exog, distr="logit").fit(method="bfgs", disp=False, maxiter=1000)
+    coef = result.ordinal.coefficients.set_index("term").loc["condition_gpt4"]
+    assert coef["log_odds"] == pytest.approx(direct.params["gpt4"], abs=1e-4)
+    assert coef["se"] == pytest.approx(direct.bse["gpt4"], rel=1e-3)
+    assert coef["p"] == pytest.approx(direct.pvalues["gpt4"], rel=1e-2)

@@ -1,0 +1,364 @@
+"""Analysis and export of a large rating study on PostgreSQL; prints ONE JSON object.
+
+    .venv/bin/python bench/analysis.py [--ratings 1000000] [--bootstrap 2000] [--keep] [--db empathy_bench_analysis]
+
+Standalone: creates its own database, migrates it, generates a study of --ratings ratings inside PostgreSQL
+(INSERT ... SELECT over generate_series: 5 conditions, 2,000 prompts over the 32 emotions, participants of 10
+ratings each), then measures, in the same run:
+
+* analysis: `study_analyze` end to end (one-query fetch into pandas, exclusions, distributions, every chi-square
+  test with Holm, the proportional-odds model with emotion, participant bootstrap overall and by valence,
+  agreement), with the fetch alone reported too;
+* export: the streamed ratings CSV (`analysis.exports.export_lines`, what the dashboard/API/command serve) written
+  to a file, in a fresh child process: wall time, peak RSS of the process and its RSS before the export;
+* baseline: PostgreSQL's own `COPY (SELECT <the export's query>) TO STDOUT WITH CSV HEADER` of the same rows and
+  columns (without the Python-side exclusion flags and formula neutralisation), in another fresh child process.
+
+The database is dropped at the end unless --keep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+PG = "postgres://postgres@127.0.0.1:5432"
+CONDITIONS = [("human", 0.49), ("gpt4", 0.60), ("llama2", 0.55), ("gemini", 0.57), ("mixtral", 0.58)]
+
+
+def log(message: str) -> None:
+    print(f"[bench/analysis] {message}", file=sys.stderr, flush=True)
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def peak_rss_mb() -> float:
+    """This process image's peak RSS (VmHWM; unlike ru_maxrss it does not carry over from the parent across exec)."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def django_setup(db: str) -> None:
+    os.environ["DATABASE_URL"] = f"{PG}/{db}"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    os.environ.pop(
+        "REDIS_URL", None
+    )  # the cache stays in-process: the bench measures computation, not caching
+    import django
+
+    django.setup()
+
+
+def admin_sql(sql: str) -> None:
+    import psycopg2
+
+    conn = psycopg2.connect(f"{PG}/postgres")
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute(sql)
+    conn.close()
+
+
+def _insert_select(model, varied: dict[str, str], source_sql: str, params: list) -> int:
+    """INSERT INTO <model> (every concrete column) SELECT ...: varied columns get the SQL expressions given (no
+    placeholders in them: the constants' parameters come first), the others their model default (auto_now /
+    auto_now_add: now()), so new fields with defaults need no change here. `params` belong to `source_sql`."""
+    from django.db import connection
+
+    columns, expressions, constants = [], [], []
+    template = model()
+    for f in model._meta.concrete_fields:
+        if f.primary_key:
+            continue
+        columns.append(f'"{f.column}"')
+        if f.name in varied or f.attname in varied:
+            expressions.append(varied.get(f.name, varied.get(f.attname)))
+        elif getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False):
+            expressions.append("now()")
+        else:
+            expressions.append("%s")
+            constants.append(f.get_db_prep_save(getattr(template, f.attname), connection))
+    sql = f'INSERT INTO "{model._meta.db_table}" ({", ".join(columns)}) SELECT {", ".join(expressions)} {source_sql}'
+    with connection.cursor() as cur:
+        cur.execute(sql, [*constants, *params])
+        return cur.rowcount
+
+
+def generate(n_ratings: int, seed: float = 0.42):
+    from django.db import connection, transaction
+
+    from studies.models import Assignment, Condition, Emotion, Participant, Prompt, Rating, Response, Study
+
+    n_participants = n_ratings // 10
+    with transaction.atomic():
+        study = Study.objects.create(slug="bench", title="Bench study", state=Study.State.CLOSED, seed=1)
+        conds = [
+            Condition.objects.create(study=study, name=name, label=name, position=i, is_baseline=(i == 0))
+            for i, (name, _) in enumerate(CONDITIONS)
+        ]
+        from studies.models import Valence
+
+        names = [
+            "afraid", "angry", "annoyed", "anticipating", "anxious", "apprehensive", "ashamed", "caring", "confident",
+            "content", "devastated", "disappointed", "disgusted", "embarrassed", "excited", "faithful", "furious",
+            "grateful", "guilty", "hopeful", "impressed", "jealous", "joyful", "lonely", "nostalgic", "prepared",
+            "proud", "sad", "sentimental", "surprised", "terrified", "trusting",
+        ]  # fmt: skip
+        positive = {"anticipating", "caring", "confident", "content", "excited", "faithful", "grateful", "hopeful",
+                    "impressed", "joyful", "prepared", "proud", "surprised", "trusting"}  # fmt: skip
+        emotion_ids = [
+            Emotion.objects.get_or_create(
+                name=n, defaults={"valence": Valence.POSITIVE if n in positive else Valence.NEGATIVE}
+            )[0].id
+            for n in names
+        ]
+        with connection.cursor() as cur:
+            cur.execute("SELECT setseed(%s)", [seed])
+        _insert_select(
+            Prompt,
+            {
+                "study": str(study.id),
+                "dialogue_id": "'bench:' || g",
+                "emotion": f"(ARRAY{emotion_ids}::bigint[])[1 + g %% 32]",
+                "situation": "'I remember the day when something happened to me, number ' || g || ', and I still think "
+                "about it often.'",
+                "speaker_utterance": "'You will not believe what happened to me today, it was number ' || g || '!'",
+            },
+            "FROM generate_series(0, 1999) g",
+            [],
+        )
+        cond_ids = [c.id for c in conds]
+        _insert_select(
+            Response,
+            {
+                "prompt": "p.id",
+                "condition": "c",
+                "text": "'That sounds like a lot to carry. It is understandable to feel this way after what happened, "
+                "and I am glad you shared it. How are you holding up now? (' || p.id || ')'",
+            },
+            "FROM studies_prompt p CROSS JOIN unnest(%s::bigint[]) c WHERE p.study_id = %s",
+            [cond_ids, study.id],
+        )
+        _insert_select(
+            Participant,
+            {
+                "study": str(study.id),
+                "condition": f"(ARRAY{cond_ids}::bigint[])[1 + g %% 5]",
+                "external_id": "'bench-' || g",
+                "seed": "g",
+                "status": "'completed'",
+                "step": "'done'",
+                "flagged_for_exclusion": "(g %% 97 = 0)",
+            },
+            "FROM generate_series(0, %s) g",
+            [n_participants - 1],
+        )
+        _insert_select(
+            Assignment,
+            {"participant": "p.id", "position": "pos", "kind": "'response'", "response": "r.id"},
+            """FROM (SELECT id, condition_id, row_number() OVER (ORDER BY id) - 1 AS i
+                     FROM studies_participant WHERE study_id = %s) p
+               CROSS JOIN generate_series(0, 9) pos
+               JOIN (SELECT r.id, r.condition_id,
+                            row_number() OVER (PARTITION BY r.condition_id ORDER BY r.prompt_id) - 1 AS k
+                     FROM studies_response r JOIN studies_condition c ON c.id = r.condition_id
+                     WHERE c.study_id = %s) r
+                 ON r.condition_id = p.condition_id AND r.k = ((p.i / 5) * 10 + pos) %% 2000""",
+            [study.id, study.id],
+        )
+        good = {c.id: share for c, (_, share) in zip(conds, CONDITIONS, strict=True)}
+        case = " ".join(f"WHEN {cid} THEN {share}" for cid, share in good.items())
+        _insert_select(
+            Rating,
+            {
+                "assignment": "a.id",
+                "value": f"CASE WHEN random() < (CASE r.condition_id {case} END) THEN 3 "
+                "WHEN random() < 0.6 THEN 2 ELSE 1 END",
+                "response_time_ms": "2000 + floor(random() * 9000)::int",
+            },
+            """FROM studies_assignment a JOIN studies_participant p ON p.id = a.participant_id
+               JOIN studies_response r ON r.id = a.response_id WHERE p.study_id = %s""",
+            [study.id],
+        )
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE")
+    return study
+
+
+def measure_export(db: str, out: str) -> dict:
+    """Child process: the streamed ratings export, as the dashboard/API/command serve it, to a file."""
+    django_setup(db)
+    from analysis import exports
+    from studies.models import Study
+
+    study = Study.objects.get(slug="bench")
+    before = rss_mb()
+    t0 = time.perf_counter()
+    rows = 0
+    with open(out, "w", encoding="utf-8", newline="") as fh:
+        for line in exports.export_lines(study=study, what="ratings"):
+            fh.write(line)
+            rows += 1
+    seconds = time.perf_counter() - t0
+    return {
+        "seconds": round(seconds, 2),
+        "rows": rows - 1,
+        "bytes": os.path.getsize(out),
+        "rss_before_mb": round(before, 1),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+    }
+
+
+def measure_copy(db: str, out: str) -> dict:
+    """Child process: PostgreSQL's COPY of the same SELECT the export runs."""
+    django_setup(db)
+    from django.db import connection
+
+    from analysis import selectors
+    from studies.models import Study
+
+    study = Study.objects.get(slug="bench")
+    qs = (
+        selectors.rating_queryset(study=study)
+        .order_by("assignment__participant_id", "assignment__position")
+        .values_list(*selectors.RATING_EXPORT_FIELDS.values())
+    )
+    sql, params = qs.query.sql_with_params()
+    before = rss_mb()
+    t0 = time.perf_counter()
+    with connection.cursor() as cur:
+        select = cur.mogrify(sql, params).decode()
+        with open(out, "w", encoding="utf-8") as fh:
+            cur.cursor.copy_expert(f"COPY ({select}) TO STDOUT WITH CSV HEADER", fh)
+    seconds = time.perf_counter() - t0
+    with open(out, "rb") as fh:
+        rows = sum(1 for _ in fh) - 1
+    return {
+        "seconds": round(seconds, 2),
+        "lines": rows,
+        "bytes": os.path.getsize(out),
+        "rss_before_mb": round(before, 1),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+    }
+
+
+def child(kind: str, db: str, out: str) -> dict:
+    result = subprocess.run(
+        [sys.executable, __file__, "--child", kind, "--db", db, "--child-out", out],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"{kind} child failed:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ratings", type=int, default=1_000_000)
+    parser.add_argument("--bootstrap", type=int, default=2000)
+    parser.add_argument("--db", default="empathy_bench_analysis")
+    parser.add_argument("--keep", action="store_true", help="Keep the database at the end (for inspection).")
+    parser.add_argument("--child", choices=["export", "copy"], help=argparse.SUPPRESS)
+    parser.add_argument("--child-out", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.child == "export":
+        print(json.dumps(measure_export(args.db, args.child_out)))
+        return
+    if args.child == "copy":
+        print(json.dumps(measure_copy(args.db, args.child_out)))
+        return
+
+    import tempfile
+
+    admin_sql(f'DROP DATABASE IF EXISTS "{args.db}"')
+    admin_sql(f'CREATE DATABASE "{args.db}"')
+    try:
+        django_setup(args.db)
+        from django.core.management import call_command
+
+        log("migrating")
+        call_command("migrate", verbosity=0)
+        log(f"generating {args.ratings:,} ratings")
+        t0 = time.perf_counter()
+        study = generate(args.ratings)
+        generate_seconds = time.perf_counter() - t0
+
+        from analysis import selectors
+        from analysis.services import AnalysisOptions, study_analyze
+
+        log("fetching the rows")
+        t0 = time.perf_counter()
+        frame = selectors.rating_rows_frame(study=study)
+        fetch_seconds = time.perf_counter() - t0
+        n_rows = len(frame)
+        del frame
+        log("analysing")
+        t0 = time.perf_counter()
+        analysis = study_analyze(study=study, options=AnalysisOptions(bootstrap_samples=args.bootstrap))
+        analysis_seconds = time.perf_counter() - t0
+        overall = analysis.tests[analysis.tests["scope"] == "overall"]
+        from django.db import connections
+
+        connections.close_all()
+
+        with tempfile.TemporaryDirectory() as tmp:
+            log("export (streamed CSV) in a child process")
+            export = child("export", args.db, f"{tmp}/export.csv")
+            log("COPY baseline in a child process")
+            copy = child("copy", args.db, f"{tmp}/copy.csv")
+
+        print(
+            json.dumps(
+                {
+                    "benchmark": "analysis",
+                    "ratings": n_rows,
+                    "participants": int(analysis.exclusions.iloc[0]["participants"]),
+                    "generate_seconds": round(generate_seconds, 1),
+                    "analysis": {
+                        "seconds": round(analysis_seconds, 2),
+                        "fetch_seconds": round(fetch_seconds, 2),
+                        "bootstrap_samples": args.bootstrap,
+                        "ordinal_model": analysis.ordinal.formula if analysis.ordinal else None,
+                        "ordinal_converged": analysis.ordinal.converged if analysis.ordinal else None,
+                        "tests": int(len(analysis.tests)),
+                        "omnibus_chi2": round(float(overall.iloc[0]["chi2"]), 2),
+                        "peak_rss_mb": round(peak_rss_mb(), 1),
+                    },
+                    "export_csv": export,
+                    "baseline_postgres_copy": copy,
+                    "export_vs_copy_time_ratio": round(export["seconds"] / max(copy["seconds"], 1e-9), 2),
+                }
+            )
+        )
+    finally:
+        if not args.keep:
+            from django.db import connections
+
+            connections.close_all()
+            admin_sql(f'DROP DATABASE IF EXISTS "{args.db}"')
+
+
+if __name__ == "__main__":
+    main()
