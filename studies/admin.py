@@ -25,10 +25,15 @@ from .models import (
     AttentionCheck,
     Condition,
     Emotion,
+    Instrument,
+    InstrumentCategory,
+    InstrumentItem,
     Participant,
     Prompt,
     Response,
+    Situation,
     Study,
+    StudySituation,
 )
 from .selectors import STATUSES, study_list_with_counts, study_status
 from .services import (
@@ -66,6 +71,19 @@ class AttentionCheckInline(admin.StackedInline):
         "speaker_utterance",
         "response_text",
     ]
+
+
+class StudySituationInline(admin.TabularInline):
+    """The situations a questionnaire study uses."""
+
+    model = StudySituation
+    extra = 0
+    autocomplete_fields = ["situation"]
+    verbose_name = "situation (questionnaire studies)"
+    verbose_name_plural = "situations (questionnaire studies)"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("situation")
 
 
 class ImportCorpusForm(forms.Form):
@@ -116,7 +134,7 @@ class StudyAdmin(admin.ModelAdmin):
     search_fields = ["slug", "title"]
     prepopulated_fields = {"slug": ["title"]}
     readonly_fields = ["state", "created_at", "launched_at", "closed_at", "participant_preview"]
-    inlines = [ConditionInline, AttentionCheckInline]
+    inlines = [ConditionInline, AttentionCheckInline, StudySituationInline]
     actions = ["launch_selected", "pause_selected", "resume_selected", "close_selected"]
     save_on_top = True
     fieldsets = [
@@ -505,3 +523,47 @@ class ParticipantAdmin(ReadMostlyAdmin):
     @admin.display(description="ratings", ordering="ratings_count")
     def n_ratings(self, participant: Participant) -> int:
         return participant.ratings_count
+
+
+# --- Questionnaire instruments and situations (written by their imports; browsable here) -----------------------
+
+
+class InstrumentItemInline(admin.TabularInline):
+    model = InstrumentItem
+    extra = 0
+    fields = ["number", "text", "reverse_scored"]
+
+
+class InstrumentCategoryInline(admin.TabularInline):
+    model = InstrumentCategory
+    extra = 0
+    fields = ["name", "item_numbers"]
+
+
+@admin.register(Instrument)
+class InstrumentAdmin(admin.ModelAdmin):
+    list_display = ["name", "title", "scale_min", "scale_max", "compute_mode", "n_items"]
+    search_fields = ["name", "title"]
+    inlines = [InstrumentItemInline, InstrumentCategoryInline]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(items_count=Count("items"))
+
+    @admin.display(description="items", ordering="items_count")
+    def n_items(self, instrument: Instrument) -> int:
+        return instrument.items_count
+
+
+@admin.register(Situation)
+class SituationAdmin(ReadMostlyAdmin):
+    list_display = ["code", "emotion", "factor_name", "text_short"]
+    list_filter = ["emotion"]
+    search_fields = ["text", "factor_name", "emotion"]
+
+    @admin.display(description="situation", ordering="emotion")
+    def code(self, situation: Situation) -> str:
+        return situation.code
+
+    @admin.display(description="text")
+    def text_short(self, situation: Situation) -> str:
+        return Truncator(situation.text).chars(100)

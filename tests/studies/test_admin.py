@@ -179,3 +179,30 @@ def test_participant_pages_show_external_ids_and_answers_to_staff(staff_client):
         reverse("admin:studies_participant_changelist") + "?q=" + participant.external_id
     )
     assert participant.external_id in listing.content.decode()
+
+
+def test_questionnaire_pages_render_without_a_query_per_row(staff_client, django_assert_max_num_queries):
+    from studies.models import Instrument, InstrumentItem, StudySituation
+    from tests.factories import SituationFactory
+
+    def add(n):
+        for _ in range(n):
+            instrument = Instrument.objects.create(name=f"PANAS-{Instrument.objects.count()}")
+            InstrumentItem.objects.create(instrument=instrument, number=1, text="Interested")
+            SituationFactory()
+
+    add(2)
+    study = StudyFactory(slug="feelings", kind=Study.Kind.QUESTIONNAIRE)
+    StudySituation.objects.create(study=study, situation=SituationFactory())
+    counts = {}
+    for name in ("instrument", "situation"):
+        with django_assert_max_num_queries(15) as captured:
+            assert staff_client.get(reverse(f"admin:studies_{name}_changelist")).status_code == 200
+        counts[name] = len(captured.captured_queries)
+    add(6)
+    for name in ("instrument", "situation"):
+        with django_assert_max_num_queries(counts[name]):
+            assert staff_client.get(reverse(f"admin:studies_{name}_changelist")).status_code == 200
+    page = staff_client.get(reverse("admin:studies_study_change", args=[study.pk])).content.decode()
+    assert 'name="study_situations-TOTAL_FORMS"' in page
+    assert "Anger-1 #" in page  # the chosen situation
