@@ -205,6 +205,8 @@ def distribution_table(
         out[f"n_{label}"] = counts[value]
     for value, label in zip(scale.values, scale.labels, strict=True):
         out[f"pct_{label}"] = 100.0 * counts[value] / out["ratings"].where(out["ratings"] > 0)
+    # The mean scale value: the earlier paper's "about 10% more empathetic" compares these, not shares of Good.
+    out["mean"] = (counts * np.array(scale.values)).sum(axis=1) / out["ratings"].where(out["ratings"] > 0)
     out = out.reset_index()
     order = {name: i for i, name in enumerate(conditions)}
     out["_order"] = out["condition"].map(order)

@@ -76,6 +76,7 @@ def test_it_counts_participants_ratings_and_shares_per_condition():
         20,
     ]
     assert dist.loc["gpt4", "pct_Good"] == pytest.approx(40.0)
+    assert dist.loc["human", "mean"] == pytest.approx((30 * 1 + 50 * 2 + 20 * 3) / 100)
     change = result.change.set_index("condition")
     assert change.loc["gpt4", "change"] == pytest.approx((0.40 - 0.20) / 0.20)
     assert change.loc["mixtral", "change"] == pytest.approx((0.25 - 0.20) / 0.20)
