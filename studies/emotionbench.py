@@ -852,59 +852,124 @@ def published_results_import(
             f"{', '.join(f'{e}_F{f}S{s}' for e, f, s in missing_text[:10])}; put the answer files beside it"
         )
     _note_missing_runs(subjects)
+    with transaction.atomic():
+        return _results_write(
+            study_slug=study_slug, title=title, instrument=instrument, subjects=subjects, texts=texts
+        )
 
+
+def challenging_results_import(*, study_slug: str, folder: Path) -> list[ResultsImportSummary]:
+    """Load `<folder>/results/Challenging Bench/<model>-<instrument>-testing.csv` (EmotionBench's
+    emotion-specific scales), one questionnaire study per instrument, `<study_slug>-<instrument>`.
+
+    Every file is validated first (each instrument must be imported); then all studies are written in one
+    transaction, with the same rules as `published_results_import`.
+    """
+    folder = Path(folder)
+    bench = next(
+        (d for d in (folder / "results" / "Challenging Bench", folder / "Challenging Bench") if d.is_dir()),
+        None,
+    )
+    if bench is None:
+        raise EmotionBenchImportError(f"{folder}: no 'results/Challenging Bench' folder")
+    if not Situation.objects.exists():
+        raise EmotionBenchImportError(
+            "no situations; run `manage.py import_situations situations.json` first"
+        )
+    instruments = {i.name: i for i in Instrument.objects.exclude(name="PANAS")}
+    plans: dict[str, tuple[Instrument, list[ParsedSubject], dict]] = {}
+    for path in sorted(bench.glob("*-testing.csv")):
+        instrument = next(
+            (
+                i
+                for name, i in sorted(instruments.items(), key=lambda kv: -len(kv[0]))
+                if path.name.endswith(f"-{name}-testing.csv")
+            ),
+            None,
+        )
+        if instrument is None:
+            raise EmotionBenchImportError(
+                f"{path.name}: no imported instrument matches its name (imported: {', '.join(sorted(instruments))})"
+            )
+        _, subjects, texts = plans.setdefault(instrument.name, (instrument, [], {}))
+        subjects.append(llm_results_parse_csv(path=path, instrument=instrument, texts=texts))
+    if not plans:
+        raise EmotionBenchImportError(f"{bench}: no *-testing.csv files")
+    summaries = []
+    with transaction.atomic():
+        for name, (instrument, subjects, texts) in plans.items():
+            _note_missing_runs(subjects)
+            slug = f"{study_slug}-{re.sub(r'[^a-z0-9]+', '-', name.lower()).strip('-')}"
+            summaries.append(
+                _results_write(
+                    study_slug=slug,
+                    title=f"EmotionBench published results: {name}",
+                    instrument=instrument,
+                    subjects=subjects,
+                    texts=texts,
+                )
+            )
+    return summaries
+
+
+def _results_write(
+    *,
+    study_slug: str,
+    title: str,
+    instrument: Instrument,
+    subjects: list[ParsedSubject],
+    texts: dict[PublishedKey, tuple[str, str]],
+) -> ResultsImportSummary:
+    """Write parsed published runs into a study (inside the caller's transaction)."""
     summary = ResultsImportSummary(study=None)  # type: ignore[arg-type]
     now = timezone.now()
-    with transaction.atomic():
-        study = _study_for_results(slug=study_slug, title=title, instrument=instrument)
-        summary.study = study
-        situation_for = _situations_for_published(texts=texts, summary=summary)
-        StudySituation.objects.bulk_create(
-            [StudySituation(study=study, situation=s) for s in situation_for.values()], ignore_conflicts=True
+    study = _study_for_results(slug=study_slug, title=title, instrument=instrument)
+    summary.study = study
+    situation_for = _situations_for_published(texts=texts, summary=summary)
+    StudySituation.objects.bulk_create(
+        [StudySituation(study=study, situation=s) for s in situation_for.values()], ignore_conflicts=True
+    )
+    for position, subject in enumerate(subjects):
+        condition, _ = Condition.objects.get_or_create(
+            study=study,
+            name=subject.condition_name,
+            defaults={
+                "label": subject.condition_label,
+                "kind": subject.kind,
+                "is_baseline": subject.kind == Condition.Kind.HUMAN,
+                "position": 0 if subject.kind == Condition.Kind.HUMAN else position + 1,
+            },
         )
-        for position, subject in enumerate(subjects):
-            condition, _ = Condition.objects.get_or_create(
-                study=study,
-                name=subject.condition_name,
-                defaults={
-                    "label": subject.condition_label,
-                    "kind": subject.kind,
-                    "is_baseline": subject.kind == Condition.Kind.HUMAN,
-                    "position": 0 if subject.kind == Condition.Kind.HUMAN else position + 1,
-                },
-            )
-            QuestionnaireAnswer.objects.filter(
-                run__condition=condition, run__source=QuestionnaireRun.Source.IMPORTED
-            ).delete()
-            QuestionnaireRun.objects.filter(
-                condition=condition, source=QuestionnaireRun.Source.IMPORTED
-            ).delete()
-            runs = []
-            for parsed in subject.runs:
-                situation = situation_for[parsed.published_key] if parsed.published_key else None
-                runs.append(
-                    QuestionnaireRun(
-                        study=study,
-                        condition=condition,
-                        subject_key=parsed.subject_key or situation.code,
-                        phase=parsed.phase,
-                        situation=situation,
-                        run_index=parsed.run_index,
-                        item_order=parsed.item_order,
-                        source=QuestionnaireRun.Source.IMPORTED,
-                        completed_at=now,
-                    )
+        QuestionnaireAnswer.objects.filter(
+            run__condition=condition, run__source=QuestionnaireRun.Source.IMPORTED
+        ).delete()
+        QuestionnaireRun.objects.filter(condition=condition, source=QuestionnaireRun.Source.IMPORTED).delete()
+        runs = []
+        for parsed in subject.runs:
+            situation = situation_for[parsed.published_key] if parsed.published_key else None
+            runs.append(
+                QuestionnaireRun(
+                    study=study,
+                    condition=condition,
+                    subject_key=parsed.subject_key or situation.code,
+                    phase=parsed.phase,
+                    situation=situation,
+                    run_index=parsed.run_index,
+                    item_order=parsed.item_order,
+                    source=QuestionnaireRun.Source.IMPORTED,
+                    completed_at=now,
                 )
-            QuestionnaireRun.objects.bulk_create(runs, batch_size=2000)
-            answers_insert(
-                rows=[
-                    (run.pk, item, value, pos + 1)
-                    for run, parsed in zip(runs, subject.runs, strict=True)
-                    for pos, (item, value) in enumerate(zip(parsed.item_order, parsed.values, strict=True))
-                ]
             )
-            summary.conditions[condition.name] = len(runs)
-            summary.notes += [f"{subject.source_file}: {note}" for note in subject.skipped]
+        QuestionnaireRun.objects.bulk_create(runs, batch_size=2000)
+        answers_insert(
+            rows=[
+                (run.pk, item, value, pos + 1)
+                for run, parsed in zip(runs, subject.runs, strict=True)
+                for pos, (item, value) in enumerate(zip(parsed.item_order, parsed.values, strict=True))
+            ]
+        )
+        summary.conditions[condition.name] = len(runs)
+        summary.notes += [f"{subject.source_file}: {note}" for note in subject.skipped]
     return summary
 
 

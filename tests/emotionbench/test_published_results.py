@@ -264,3 +264,27 @@ def test_change_tests_agree_with_scipy_for_student_welch_and_paired(spread):
     assert paired.t_value == pytest.approx(expected.statistic) and paired.p_value == pytest.approx(
         expected.pvalue
     )
+
+
+def test_challenging_bench_files_become_one_study_per_instrument(imported_basics, tmp_path, rng, capsys):
+    import pandas as pd
+
+    folder = tmp_path / "results" / "Challenging Bench"
+    folder.mkdir(parents=True)
+    items = ["I worry.", "I am calm.", "I feel low.", "I enjoy things."]
+    columns = {
+        "question-0": ["Prompt: rate"] + [f"{i + 1}. {t}" for i, t in enumerate(items)],
+        "order-0": ["rate"] + ["1", "2", "3", "4"],
+    }
+    for t in range(3):
+        columns[f"General_test-{t}_order-0"] = [" "] + [str(rng.randint(0, 3)) for _ in items]
+        columns[f"Fear-0_scenario-0_test-{t}_order-0"] = [
+            'Imagine you are the protagonist in the scenario: "Fear Social Fears situation 3."'
+        ] + [str(rng.randint(0, 3)) for _ in items]
+    pd.DataFrame(columns).to_csv(folder / "gpt-x-MINI-testing.csv", index=False)
+    call_command("import_emotionbench_results", "eb", str(tmp_path), "--challenging")
+    study = Study.objects.get(slug="eb-mini")
+    assert study.instrument.name == "MINI"
+    assert study.questionnaire_runs.filter(phase="evoked", situation__index=3).count() == 3
+    analysis = emotionbench_analyse(study=study)
+    assert {r.category for r in analysis.results} == {"Overall", "Anxiety", "Mood"}

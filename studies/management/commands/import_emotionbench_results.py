@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from studies.emotionbench import EmotionBenchImportError, published_results_import
+from studies.emotionbench import EmotionBenchImportError, challenging_results_import, published_results_import
 
 
 class Command(BaseCommand):
@@ -17,10 +17,20 @@ class Command(BaseCommand):
             "folder", type=Path, help="The EmotionBench data folder (or its 'PANAS Test' folder)."
         )
         parser.add_argument("--title", default="EmotionBench published results", help="Title of a new study.")
+        parser.add_argument(
+            "--challenging",
+            action="store_true",
+            help="Instead: load results/Challenging Bench/*-<instrument>-testing.csv, one study per instrument "
+            "named <study_slug>-<instrument> (the instruments must be imported).",
+        )
 
-    def handle(self, *args, study_slug: str, folder: Path, title: str, **options):
+    def handle(self, *args, study_slug: str, folder: Path, title: str, challenging: bool, **options):
         try:
-            summary = published_results_import(study_slug=study_slug, folder=folder, title=title)
+            if challenging:
+                summaries = challenging_results_import(study_slug=study_slug, folder=folder)
+            else:
+                summaries = [published_results_import(study_slug=study_slug, folder=folder, title=title)]
         except EmotionBenchImportError as exc:
             raise CommandError(f"nothing imported: {exc}") from exc
-        self.stdout.write("\n".join(summary.lines()))
+        for summary in summaries:
+            self.stdout.write("\n".join(summary.lines()))
