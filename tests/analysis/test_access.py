@@ -118,3 +118,30 @@ def test_an_analyst_who_is_not_staff_signs_in_on_the_analysis_login(client, anal
     )
     assert response.status_code == 302 and response["Location"] == dashboard
     assert client.get(dashboard).status_code == 200
+
+
+def test_a_participant_who_entered_through_the_study_link_cannot_reach_analyses(client, settings, db):
+    """A real participant session: enter /s/<slug>/ as a Prolific participant, then try every analysis URL."""
+    from studies.models import Study
+
+    from .builders import build_rating_study, participants_from_counts
+
+    settings.RATELIMIT_ENABLED = False
+    study = build_rating_study(
+        slug="live", conditions=["human", "gpt4"], participants=participants_from_counts("human", {2: 10})
+    ).study
+    Study.objects.filter(pk=study.pk).update(
+        state=Study.State.LIVE, platform=Study.Platform.PROLIFIC, items_per_participant=3,
+        consent_text="Consent?", completion_code="DONE",
+    )  # fmt: skip
+    entered = client.get(
+        f"/s/{study.slug}/", {"PROLIFIC_PID": "PIDREAL", "STUDY_ID": "S1", "SESSION_ID": "X1"}, follow=True
+    )
+    assert entered.status_code == 200
+    assert study.participants.filter(external_id="PIDREAL").exists()
+    assert any(k.startswith("ratings:participant:") for k in client.session.keys())
+    for url in _page_urls(study.slug):
+        response = client.get(url)
+        assert response.status_code == 302 and response["Location"].startswith(reverse("analysis:login")), url
+    for url in _api_urls(study.slug):
+        assert client.get(url).status_code in (401, 403), url
