@@ -145,13 +145,14 @@ def response_live_counts(*, condition: Condition, now: datetime | None = None) -
     # No ORDER BY: the models' default ordering would join study and prompt for 2,000 ids nobody sorts.
     counts = dict.fromkeys(_eligible_responses(condition).order_by().values_list("id", flat=True), 0)
     rows = (
-        Assignment.objects.filter(response__in=list(counts), kind=Assignment.Kind.RESPONSE)
+        Assignment.objects.filter(response__condition=condition, kind=Assignment.Kind.RESPONSE)
         .filter(_live_assignments(study, now))
         .values("response")
         .annotate(n=Count("id"))
     )
     for row in rows:
-        counts[row["response"]] = row["n"]
+        if row["response"] in counts:  # not a response flagged since it was assigned
+            counts[row["response"]] = row["n"]
     return counts
 
 
@@ -295,15 +296,8 @@ def _condition_choose(study: Study, *, rng: random.Random, is_preview: bool, now
         c.id: c for c in Condition.objects.filter(study=study, enrolling=True).select_related("study")
     }
     if study.kind == Study.Kind.RATING:
-        # A condition with nothing to rate cannot take anyone.
-        with_items = set(
-            Response.objects.filter(condition__in=list(conditions), sample_index=0)
-            .exclude(review=Response.Review.FLAGGED)
-            .order_by()  # else the default ordering's columns join the DISTINCT: one row per response
-            .values_list("condition", flat=True)
-            .distinct()
-        )
-        conditions = {cid: c for cid, c in conditions.items() if cid in with_items}
+        # A condition with nothing to rate cannot take anyone (one indexed EXISTS per condition).
+        conditions = {cid: c for cid, c in conditions.items() if _eligible_responses(c).exists()}
     elif not StudySituation.objects.filter(study=study).exists():
         conditions = {}
     if not conditions:
@@ -374,9 +368,10 @@ def participants_release_stale(*, now: datetime | None = None, study: Study | No
     Idempotent: a second run finds nothing to do.
     """
     now = now or timezone.now()
-    studies = Study.objects.filter(participants__status=Participant.Status.ACTIVE).distinct()
     if study is not None:
-        studies = studies.filter(pk=study.pk)
+        studies = [study]  # the lazy release on every enrollment: no need to search for studies
+    else:
+        studies = Study.objects.filter(participants__status=Participant.Status.ACTIVE).distinct()
     released = 0
     for each in studies:
         cutoff = _stale_cutoff(each, now)
