@@ -9,6 +9,9 @@ from studies.demo.seed import ADMIN_USERNAME, demo_seed
 
 class Command(BaseCommand):
     help = "Create (if missing) the live demo study `demo` and the superuser `admin`, and print how to reach them."
+    # `make run` calls this right after `migrate`, which has just run the system checks; running them again
+    # would import every app's heavy dependencies for nothing (seconds on every start).
+    requires_system_checks = []
 
     def handle(self, *args, **options):
         host = os.environ.get("HOST", "127.0.0.1")
