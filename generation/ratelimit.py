@@ -1,9 +1,10 @@
 """Provider limits that hold across every worker together: requests per minute, tokens per minute, concurrency.
 
-Each limit is a GCRA (generic cell rate algorithm, a token bucket kept as one timestamp): a provider allowing R
-requests per minute admits one request every 60/R seconds, with a burst of `burst` requests. Requests are evenly
-spaced, so in no 60-second window do more than R + burst pass. Tokens work the same way with each request costing
-its estimated tokens (the estimate is corrected by the usage the provider reports, see `limiter_adjust`).
+Each limit is a GCRA (generic cell rate algorithm, a token bucket kept as one timestamp): requests are admitted
+evenly spaced, with a small burst so a late worker can catch up, shaped so that no 60-second window ever holds more
+than the provider's requests per minute (see `_shape`). Tokens work the same way, each request costing its
+estimated tokens (corrected by the usage the provider reports, see `limiter_release`); a single request larger
+than the token burst is still admitted when the bucket is otherwise empty.
 Concurrency is a set of leases with an expiry, so a worker killed mid-call gives its slot back after `lease_seconds`.
 
 With REDIS_URL set the state lives in Redis and is changed by one Lua script (atomic, and timed by the Redis
@@ -23,31 +24,29 @@ from django.conf import settings
 from django.db import connection
 
 # Returns {admitted (0/1), wait seconds (string)}. KEYS: rpm tat, tpm tat, concurrency zset.
-# ARGV: rpm, tpm, request tokens, max concurrency, lease seconds, lease id, rpm burst, tpm burst seconds.
+# ARGV: request interval, request burst, token interval, token burst, request tokens, max concurrency,
+# lease seconds, lease id.
 _ACQUIRE_LUA = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local rpm = tonumber(ARGV[1])
-local tpm = tonumber(ARGV[2])
-local cost = tonumber(ARGV[3])
-local max_conc = tonumber(ARGV[4])
-local lease = tonumber(ARGV[5])
-local rpm_burst = tonumber(ARGV[7])
-local tpm_burst_s = tonumber(ARGV[8])
+local r_int = tonumber(ARGV[1])
+local r_burst = tonumber(ARGV[2])
+local t_int = tonumber(ARGV[3])
+local t_burst = tonumber(ARGV[4])
+local cost = tonumber(ARGV[5])
+local max_conc = tonumber(ARGV[6])
+local lease = tonumber(ARGV[7])
 
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 if redis.call('ZCARD', KEYS[3]) >= max_conc then
   return {0, '0.05'}
 end
 
-local r_int = 60.0 / rpm
 local r_tat = tonumber(redis.call('GET', KEYS[1]) or '0')
 if r_tat < now then r_tat = now end
 local r_new = r_tat + r_int
-local r_wait = r_new - rpm_burst * r_int - now
+local r_wait = r_new - r_burst * r_int - now
 
-local t_int = 60.0 / tpm
-local t_burst = tpm * tpm_burst_s / 60.0
 if t_burst < cost then t_burst = cost end
 local t_tat = tonumber(redis.call('GET', KEYS[2]) or '0')
 if t_tat < now then t_tat = now end
@@ -60,27 +59,34 @@ if wait > 0 then
 end
 redis.call('SET', KEYS[1], tostring(r_new), 'PX', math.ceil((r_new - now) * 1000) + 60000)
 redis.call('SET', KEYS[2], tostring(t_new), 'PX', math.ceil((t_new - now) * 1000) + 60000)
-redis.call('ZADD', KEYS[3], now + lease, ARGV[6])
+redis.call('ZADD', KEYS[3], now + lease, ARGV[8])
 redis.call('EXPIRE', KEYS[3], math.ceil(lease) + 60)
 return {1, '0'}
 """
 
-# Corrects the token bucket by (actual - estimated) tokens. KEYS: tpm tat. ARGV: tpm, delta tokens.
+# Corrects the token bucket by (actual - estimated) tokens. KEYS: tpm tat. ARGV: seconds per token, delta.
 _ADJUST_LUA = """
 local cur = redis.call('GET', KEYS[1])
 if not cur then return 0 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local new = tonumber(cur) + tonumber(ARGV[2]) * 60.0 / tonumber(ARGV[1])
+local new = tonumber(cur) + tonumber(ARGV[2]) * tonumber(ARGV[1])
 if new < now then new = now end
 redis.call('SET', KEYS[1], tostring(new), 'PX', math.ceil((new - now) * 1000) + 60000)
 return 1
 """
 
-#: Requests a provider may send at once above its steady spacing (1: strictly evenly spaced).
-RPM_BURST = 1
-#: Seconds' worth of tokens a provider may take at once.
-TPM_BURST_SECONDS = 5.0
+
+def _shape(per_minute: int) -> tuple[float, float]:
+    """(interval in seconds per unit, burst in units) for a per-minute limit.
+
+    GCRA admits at most burst + T / interval units in any window of T seconds. A small burst (up to one second's
+    worth, at most 10 requests) lets a worker that woke late catch up instead of losing the slot, and the steady
+    rate is lowered by the same amount, so no 60-second window ever exceeds the limit: burst + 60 / interval
+    = per_minute."""
+    burst = float(max(1, min(per_minute // 60, 10)))
+    steady = per_minute - burst if per_minute > burst else per_minute
+    return 60.0 / steady, burst
 
 
 class RateLimitWait(Exception):
@@ -98,6 +104,14 @@ class LimitSpec:
     tokens_per_minute: int
     max_concurrency: int
     lease_seconds: float
+
+    @property
+    def rpm_shape(self) -> tuple[float, float]:
+        return _shape(self.requests_per_minute)
+
+    @property
+    def tpm_shape(self) -> tuple[float, float]:
+        return _shape(self.tokens_per_minute)
 
 
 @dataclass
@@ -119,14 +133,12 @@ class _RedisBackend:
         admitted, wait = self.acquire_script(
             keys=[f"{spec.key}:rpm", f"{spec.key}:tpm", f"{spec.key}:conc"],
             args=[
-                spec.requests_per_minute,
-                spec.tokens_per_minute,
+                *spec.rpm_shape,
+                *spec.tpm_shape,
                 tokens,
                 spec.max_concurrency,
                 spec.lease_seconds,
                 lease_id,
-                RPM_BURST,
-                TPM_BURST_SECONDS,
             ],
         )
         return bool(int(admitted)), float(wait)
@@ -135,7 +147,7 @@ class _RedisBackend:
         self.client.zrem(f"{spec.key}:conc", lease_id)
 
     def adjust(self, spec: LimitSpec, delta_tokens: int) -> None:
-        self.adjust_script(keys=[f"{spec.key}:tpm"], args=[spec.tokens_per_minute, delta_tokens])
+        self.adjust_script(keys=[f"{spec.key}:tpm"], args=[spec.tpm_shape[0], delta_tokens])
 
     def reset(self, spec: LimitSpec) -> None:
         self.client.delete(f"{spec.key}:rpm", f"{spec.key}:tpm", f"{spec.key}:conc")
@@ -158,11 +170,11 @@ class _LocalBackend:
                     del leases[lid]
             if len(leases) >= spec.max_concurrency:
                 return False, 0.05
-            r_int = 60.0 / spec.requests_per_minute
+            r_int, r_burst = spec.rpm_shape
             r_new = max(self.tats.get(spec.key + ":rpm", 0.0), now) + r_int
-            r_wait = r_new - RPM_BURST * r_int - now
-            t_int = 60.0 / spec.tokens_per_minute
-            t_burst = max(spec.tokens_per_minute * TPM_BURST_SECONDS / 60.0, tokens)
+            r_wait = r_new - r_burst * r_int - now
+            t_int, t_burst = spec.tpm_shape
+            t_burst = max(t_burst, tokens)
             t_new = max(self.tats.get(spec.key + ":tpm", 0.0), now) + tokens * t_int
             t_wait = t_new - t_burst * t_int - now
             wait = max(r_wait, t_wait)
@@ -181,9 +193,7 @@ class _LocalBackend:
         with self.lock:
             key = spec.key + ":tpm"
             if key in self.tats:
-                self.tats[key] = max(
-                    self.tats[key] + delta_tokens * 60.0 / spec.tokens_per_minute, time.monotonic()
-                )
+                self.tats[key] = max(self.tats[key] + delta_tokens * spec.tpm_shape[0], time.monotonic())
 
     def reset(self, spec: LimitSpec) -> None:
         with self.lock:

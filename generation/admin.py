@@ -1,0 +1,403 @@
+"""Admin: providers, LLM condition configurations (with a rendered example before anything is sent), a per-study
+generation page (start, cancel, retry failed, live progress, spend, length statistics) and the review queue of
+generated responses (approve, edit with an audit trail, regenerate). Every action calls generation.services."""
+
+import os
+
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.http import HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+
+from generation import services
+from generation.models import (
+    GeneratedResponse,
+    GenerationAttempt,
+    GenerationItem,
+    GenerationJob,
+    LLMConditionConfig,
+    Provider,
+    ResponseEdit,
+    ResponseProvenance,
+)
+from studies.models import Condition, Study
+
+
+@admin.register(Provider)
+class ProviderAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "kind",
+        "base_url",
+        "api_key_env",
+        "key_present",
+        "requests_per_minute",
+        "tokens_per_minute",
+        "max_concurrency",
+        "price_input_per_million",
+        "price_output_per_million",
+    ]
+    fieldsets = [
+        (None, {"fields": ["name", "kind", "base_url", "api_key_env", "key_present"]}),
+        (
+            "Limits",
+            {
+                "fields": [
+                    "requests_per_minute",
+                    "tokens_per_minute",
+                    "max_concurrency",
+                    "timeout_seconds",
+                    "max_attempts",
+                ]
+            },
+        ),
+        (
+            "Prices (USD per million tokens)",
+            {"fields": ["price_input_per_million", "price_output_per_million"]},
+        ),
+    ]
+    readonly_fields = ["key_present"]
+
+    @admin.display(boolean=True, description="Key in the environment")
+    def key_present(self, obj):
+        # Only whether the variable is set: the key itself is never shown.
+        return bool(obj and obj.api_key_env and os.environ.get(obj.api_key_env))
+
+
+@admin.register(LLMConditionConfig)
+class LLMConditionConfigAdmin(admin.ModelAdmin):
+    list_display = ["condition", "provider", "model", "temperature", "max_tokens", "n_samples"]
+    list_filter = ["provider", "condition__study"]
+    list_select_related = ["condition__study", "provider"]
+    autocomplete_fields = []
+    readonly_fields = ["rendered_example", "cost_estimate"]
+    fieldsets = [
+        (None, {"fields": ["condition", "provider", "model"]}),
+        ("Decoding", {"fields": ["temperature", "top_p", "max_tokens", "seed", "n_samples"]}),
+        ("Prompt", {"fields": ["system_prompt", "prompt_template", "rendered_example", "cost_estimate"]}),
+    ]
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "condition":
+            kwargs["queryset"] = Condition.objects.filter(kind=Condition.Kind.LLM).select_related("study")
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    @admin.display(description="What would be sent (first prompt of the study; nothing is sent from here)")
+    def rendered_example(self, obj):
+        if not obj or not obj.pk:
+            return "Save to see the prompt rendered with the study's first prompt."
+        try:
+            example = services.generation_example(config=obj)
+        except ValidationError as exc:
+            return format_html('<p class="errornote">{}</p>', " ".join(exc.messages))
+        if example["prompt"] is None:
+            return "The study has no prompts yet."
+        return format_html(
+            "<p><strong>Prompt</strong> {} ({})</p>{}<p><strong>User message</strong></p>"
+            '<pre style="white-space:pre-wrap">{}</pre>',
+            example["prompt"].dialogue_id,
+            example["prompt"].emotion.name,
+            format_html(
+                '<p><strong>System</strong></p><pre style="white-space:pre-wrap">{}</pre>', example["system"]
+            )
+            if example["system"]
+            else "",
+            example["user"],
+        )
+
+    @admin.display(description="Cost estimate for the slots not yet generated")
+    def cost_estimate(self, obj):
+        if not obj or not obj.pk:
+            return "-"
+        try:
+            rows = services.generation_estimate(conditions=[obj.condition])
+        except ValidationError as exc:
+            return " ".join(exc.messages)
+        if not rows:
+            return "-"
+        row = rows[0]
+        return (
+            f"{row['calls']} calls, ~{row['input_tokens']} input tokens + at most {row['output_tokens_max']} output "
+            f"tokens: at most ${row['cost_max']:.4f}; at least {row['minutes_at_rate_limit']} min at the request limit."
+        )
+
+
+class GenerationAttemptInline(admin.TabularInline):
+    model = GenerationAttempt
+    extra = 0
+    can_delete = False
+    fields = [
+        "number",
+        "outcome",
+        "error_kind",
+        "http_status",
+        "retry_after",
+        "latency_ms",
+        "error",
+        "started_at",
+    ]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(GenerationItem)
+class GenerationItemAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "condition",
+        "prompt",
+        "sample_index",
+        "status",
+        "attempts",
+        "error_kind",
+        "cost",
+        "updated_at",
+    ]
+    list_filter = ["status", "error_kind", "condition__study", "condition"]
+    list_select_related = ["condition__study", "prompt__emotion"]
+    search_fields = ["prompt__dialogue_id", "last_error"]
+    readonly_fields = [f.name for f in GenerationItem._meta.fields]
+    inlines = [GenerationAttemptInline]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(GenerationJob)
+class GenerationJobAdmin(admin.ModelAdmin):
+    """The log of generation starts; its changelist links to the per-study generation pages."""
+
+    list_display = ["condition", "status", "started_by", "via", "created_at", "cancelled_at"]
+    list_filter = ["status", "condition__study"]
+    readonly_fields = ["condition", "status", "started_by", "via", "created_at", "cancelled_at"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def get_urls(self):
+        urls = [
+            path("studies/", self.admin_site.admin_view(self.studies_view), name="generation_studies"),
+            path(
+                "study/<int:study_id>/", self.admin_site.admin_view(self.study_view), name="generation_study"
+            ),
+        ]
+        return urls + super().get_urls()
+
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {
+            **(extra_context or {}),
+            "generation_studies_url": reverse("admin:generation_studies"),
+        }
+        return super().changelist_view(request, extra_context=extra_context)
+
+    def studies_view(self, request):
+        studies = Study.objects.filter(conditions__kind=Condition.Kind.LLM).distinct().order_by("-created_at")
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Generate LLM responses",
+            "studies": studies,
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/generation/studies.html", context)
+
+    def study_view(self, request, study_id: int):
+        if not request.user.has_perm("generation.add_generationjob") and not request.user.is_superuser:
+            messages.error(request, "You may not run generation.")
+            return HttpResponseRedirect(reverse("admin:index"))
+        study = get_object_or_404(Study, pk=study_id)
+        if request.method == "POST":
+            return self._study_action(request, study)
+        progress = services.generation_progress(study=study)
+        conditions = [row["condition"] for row in progress]
+        examples = []
+        for row in progress:
+            if row["config"] is None:
+                continue
+            try:
+                examples.append((row["name"], services.generation_example(config=row["config"])))
+            except ValidationError as exc:
+                examples.append((row["name"], {"error": " ".join(exc.messages)}))
+        try:
+            estimate = services.generation_estimate(conditions=conditions)
+        except ValidationError:
+            estimate = []
+        busy = any(row["pending"] or row["running"] for row in progress)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Generation: {study.title}",
+            "study": study,
+            "progress": progress,
+            "problems": services.generation_problems(conditions=conditions) if conditions else [],
+            "estimate": estimate,
+            "estimate_total": sum((row["cost_max"] for row in estimate), start=0),
+            "examples": examples,
+            "lengths": services.response_length_stats(study=study),
+            "busy": busy,
+            "opts": self.model._meta,
+            "review_url": reverse("admin:generation_generatedresponse_changelist")
+            + f"?condition__study__id__exact={study.id}&review__exact=flagged",
+        }
+        return TemplateResponse(request, "admin/generation/study.html", context)
+
+    def _study_action(self, request, study):
+        action = request.POST.get("action")
+        name = request.POST.get("condition") or None
+        back = HttpResponseRedirect(reverse("admin:generation_study", args=[study.id]))
+        try:
+            conditions = services.generation_conditions(study=study, condition_name=name)
+            if action == "start":
+                result = services.generation_start(
+                    study=study, conditions=conditions, started_by=request.user.get_username(), via="admin"
+                )
+                messages.success(
+                    request,
+                    f"Started: {result.created} new items, {result.dispatched} sent to the workers.",
+                )
+            elif action == "cancel":
+                count = services.generation_cancel(conditions=conditions)
+                messages.success(request, f"Cancelled {count} pending items (calls in flight still finish).")
+            elif action == "retry_failed":
+                ids = services.generation_retry_failed(
+                    conditions=conditions, started_by=request.user.get_username(), via="admin"
+                )
+                messages.success(request, f"Retrying {len(ids)} failed items.")
+            else:
+                messages.error(request, f"Unknown action {action!r}.")
+        except services.GenerationSetupError as exc:
+            messages.error(request, f"Generation could not start: {exc}")
+        return back
+
+
+class ResponseEditInline(admin.TabularInline):
+    model = ResponseEdit
+    fk_name = "response"
+    extra = 0
+    can_delete = False
+    fields = ["edited_at", "editor_username", "before", "after", "note"]
+    readonly_fields = fields
+    verbose_name_plural = "Edit history"
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+class ProvenanceInline(admin.StackedInline):
+    model = ResponseProvenance
+    fk_name = "response"
+    extra = 0
+    can_delete = False
+    fields = [
+        "provider_name",
+        "model_requested",
+        "model_returned",
+        "system_fingerprint",
+        "finish_reason",
+        "input_tokens",
+        "output_tokens",
+        "cost",
+        "latency_ms",
+        "attempts",
+        "requested_at",
+        "completed_at",
+        "superseded_at",
+        "request",
+        "raw_response",
+    ]
+    readonly_fields = fields
+    verbose_name_plural = "Provenance"
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(GeneratedResponse)
+class GeneratedResponseAdmin(admin.ModelAdmin):
+    """Review queue: flagged responses first. Saving a changed text records who changed what (ResponseEdit)."""
+
+    list_display = ["id", "condition", "dialogue", "excerpt", "words", "review", "flags", "source"]
+    list_filter = ["review", "source", "condition__study", "condition"]
+    list_select_related = ["condition__study", "prompt"]
+    search_fields = ["text", "prompt__dialogue_id"]
+    fields = ["context", "text", "edit_note", "source", "review", "review_flags"]
+    readonly_fields = ["context", "source", "review", "review_flags", "edit_note"]
+    inlines = [ResponseEditInline, ProvenanceInline]
+    actions = ["approve", "regenerate"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(condition__kind=Condition.Kind.LLM)
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.display(description="Dialogue")
+    def dialogue(self, obj):
+        return obj.prompt.dialogue_id
+
+    @admin.display(description="Text")
+    def excerpt(self, obj):
+        return obj.text if len(obj.text) <= 90 else obj.text[:87] + "…"
+
+    @admin.display(description="Words")
+    def words(self, obj):
+        return services.words_count(obj.text)
+
+    @admin.display(description="Flags")
+    def flags(self, obj):
+        return ", ".join(obj.review_flags or []) or "-"
+
+    @admin.display(description="Prompt")
+    def context(self, obj):
+        prompt = obj.prompt
+        return format_html(
+            "<p><strong>{}</strong> — {}</p><p><em>{}</em></p>",
+            prompt.emotion.name,
+            prompt.situation,
+            prompt.speaker_utterance,
+        )
+
+    @admin.display(description="Edits")
+    def edit_note(self, obj):
+        edits = list(obj.edits.all()) if obj and obj.pk else []
+        if not edits:
+            return "Saving a changed text records the edit (who, when, before and after) and approves it."
+        return format_html_join(
+            "",
+            "<p>{} by {}</p>",
+            ((e.edited_at.strftime("%Y-%m-%d %H:%M"), e.editor_username) for e in edits),
+        )
+
+    def save_model(self, request, obj, form, change):
+        # Through the service, so the audit trail cannot be skipped; never a plain save of the text.
+        if change and "text" in form.changed_data:
+            try:
+                services.response_edit(response=obj, text=form.cleaned_data["text"], user=request.user)
+            except ValidationError as exc:
+                messages.error(request, " ".join(exc.messages))
+
+    @admin.action(description="Approve the selected responses")
+    def approve(self, request, queryset):
+        for response in queryset:
+            services.response_approve(response=response)
+        messages.success(request, f"Approved {queryset.count()} responses.")
+
+    @admin.action(description="Regenerate the selected responses (ask the model again)")
+    def regenerate(self, request, queryset):
+        done = 0
+        for response in queryset:
+            try:
+                services.response_regenerate(response=response)
+                done += 1
+            except ValidationError as exc:
+                messages.error(request, " ".join(exc.messages))
+        if done:
+            messages.success(
+                request, f"Regenerating {done} responses; the new text replaces the old when it arrives."
+            )
