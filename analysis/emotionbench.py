@@ -399,8 +399,49 @@ def _abbreviate(category: str) -> str:
     return {"Positive Affect": "PA", "Negative Affect": "NA"}.get(category, category)
 
 
+def emotionbench_situation_agreement(*, analysis: EmotionBenchAnalysis) -> pd.DataFrame:
+    """Do models move the way humans move, situation by situation? Per model and category: Pearson's r between
+    the model's and the humans' per-situation change (evoked mean − default mean), over the situations both
+    answered, and the share of situations whose change has the same sign."""
+    humans = [c for c in analysis.conditions if c[2] == Condition.Kind.HUMAN]
+    rows = []
+    if not humans:
+        return pd.DataFrame(
+            rows, columns=["condition", "category", "situations", "pearson_r", "same_direction"]
+        )
+    baseline = humans[0][0]
+    for name, label, _kind in analysis.conditions:
+        if name == baseline:
+            continue
+        for category in analysis.categories:
+            pairs = []
+            for result in analysis.results:
+                if result.condition != name or result.level != "situation" or result.category != category:
+                    continue
+                human = analysis.get(
+                    condition=baseline, level="situation", group=result.group, category=category
+                )
+                if human is None:
+                    continue
+                model_change, human_change = result.two_sample.change, human.two_sample.change
+                if not (math.isnan(model_change) or math.isnan(human_change)):
+                    pairs.append((model_change, human_change))
+            r = math.nan
+            if len(pairs) > 2:
+                x, y = np.array(pairs).T
+                if x.std() > 0 and y.std() > 0:
+                    r = float(np.corrcoef(x, y)[0, 1])
+            same = float(np.mean([np.sign(a) == np.sign(b) for a, b in pairs])) if pairs else math.nan
+            rows.append(
+                {"condition": label, "category": _abbreviate(category), "situations": len(pairs),
+                 "pearson_r": r, "same_direction": same}
+            )  # fmt: skip
+    return pd.DataFrame(rows, columns=["condition", "category", "situations", "pearson_r", "same_direction"])
+
+
 def emotionbench_report_text(*, analysis: EmotionBenchAnalysis) -> str:
-    """The side-by-side table as plain text, with a legend."""
+    """The side-by-side table as plain text, with a legend, and the situation-level agreement with humans."""
+    agreement = emotionbench_situation_agreement(analysis=analysis)
     table = emotionbench_side_by_side(analysis=analysis)
     legend = (
         f"EmotionBench: {analysis.study.title} ({analysis.study.slug}); α = {analysis.alpha}\n"
@@ -408,7 +449,14 @@ def emotionbench_report_text(*, analysis: EmotionBenchAnalysis) -> str:
         f"{UP} significant increase, {DOWN} significant decrease, {SAME} no significant change.\n"
         "Models: F-test then Student's/Welch's t-test; humans: paired t-test over participants who answered both.\n"
     )
-    return legend + "\n" + table.to_string(index=False)
+    text = legend + "\n" + table.to_string(index=False)
+    if not agreement.empty:
+        text += (
+            "\n\nSituation by situation, against the humans: Pearson's r of the per-situation change, and the "
+            "share of situations changing in the same direction.\n"
+            + agreement.to_string(index=False, float_format=lambda v: f"{v:.2f}")
+        )
+    return text
 
 
 def emotionbench_report_write(*, analysis: EmotionBenchAnalysis, out_dir) -> list:
@@ -428,6 +476,9 @@ def emotionbench_report_write(*, analysis: EmotionBenchAnalysis, out_dir) -> lis
     analysis.frame().to_csv(groups, index=False)
     table = out / "emotionbench_table.csv"
     emotionbench_side_by_side(analysis=analysis).to_csv(table, index=False)
+    agreement = out / "emotionbench_situation_agreement.csv"
+    emotionbench_situation_agreement(analysis=analysis).to_csv(agreement, index=False)
+    written.append(agreement)
     text = out / "emotionbench_table.txt"
     text.write_text(emotionbench_report_text(analysis=analysis) + "\n", encoding="utf-8")
     written += [groups, table, text]

@@ -204,6 +204,20 @@ def test_the_analysis_matches_scipy_and_the_published_test_procedure(imported_ba
     assert human.paired.n_default == 6
     assert human.headline is human.paired
 
+    # Situation by situation: the model's per-situation changes against the humans' (one shared situation here).
+    from analysis.emotionbench import emotionbench_situation_agreement
+
+    agreement = emotionbench_situation_agreement(analysis=analysis)
+    row = agreement[(agreement["condition"] == "model-a") & (agreement["category"] == "NA")].iloc[0]
+    shared = Situation.objects.get(
+        emotion="Anger", factor_index=1, index=2
+    )  # Angry_F1S1 = Anger-0_scenario-0
+    model_change = category_scores("model-a", "evoked", na, situation=shared).mean() - default.mean()
+    human_change = h_evoked.mean() - h_default.mean()
+    assert row["situations"] == 1 and row["same_direction"] == float(
+        np.sign(model_change) == np.sign(human_change)
+    )
+
 
 @pytest.fixture
 def rng():
