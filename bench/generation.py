@@ -158,8 +158,19 @@ def limiter_baseline(rpm: int, seconds: float = 6.0) -> float:
     return rate * 60 / rpm
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and its reaped children (Linux /proc), in seconds."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = os.sysconf("SC_CLK_TCK")
+    return sum(int(fields[i]) for i in (11, 12, 13, 14)) / ticks
+
+
 def main():
     args = parse_args()
+    load_at_start = round(os.getloadavg()[0], 2)
     database_recreate()
     queue = f"bench-generation-{uuid.uuid4().hex[:8]}"
     os.environ.update(
@@ -261,6 +272,7 @@ def main():
                 break
             time.sleep(1.0)
         finished = time.time()
+        worker_cpu_s = sum(_cpu_seconds(process.pid) for process in workers)
 
         per_slot = (
             Response.objects.filter(condition__study=study)
@@ -301,6 +313,10 @@ def main():
             "wall_s": round(wall, 1),
             "ideal_wall_s": round(ideal, 1),
             "baseline_limiter_only_fraction": round(baseline_fraction, 3),
+            "worker_cpu_ms_per_item": round(1000 * worker_cpu_s / max(calls, 1), 1),
+            "load_average_1m_at_start": load_at_start,
+            "load_average_1m_at_end": round(os.getloadavg()[0], 2),
+            "cpu_cores": os.cpu_count(),
             "completed": lost == 0 and failed == 0,
         }
         print(json.dumps(result))
