@@ -33,14 +33,14 @@ research. Some conversations mention difficult experiences such as loss or fear.
 If you agree to take part, choose "I agree" below."""
 
 INSTRUCTIONS = """\
-Empathy has three sides. **Cognitive empathy**: understanding what the other person thinks and feels. \
-**Affective empathy**: sharing or resonating with their feelings. **Compassionate empathy**: wanting to help \
+Empathy has three sides. Cognitive empathy: understanding what the other person thinks and feels. \
+Affective empathy: sharing or resonating with their feelings. Compassionate empathy: wanting to help \
 or support them.
 
 On each page you will see the emotion the speaker felt, the situation they described, what they said \
-(Speaker 1), and a reply (Speaker 2). Ask yourself: compared with how *you* would have replied, how \
-empathetic is Speaker 2's reply? Choose **Good** if it is as empathetic as yours or more, **Okay** if it is \
-somewhat empathetic, **Bad** if it misses or dismisses the speaker's feelings.
+(Speaker 1), and a reply (Speaker 2). Ask yourself: compared with how you would have replied, how \
+empathetic is Speaker 2's reply? Choose Good if it is as empathetic as yours or more, Okay if it is \
+somewhat empathetic, Bad if it misses or dismisses the speaker's feelings.
 
 There are no right or wrong answers, except on a few pages that tell you exactly what to choose: those check \
 that everyone reads carefully."""
