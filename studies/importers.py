@@ -588,12 +588,15 @@ class RatingsImportResult:
     responses: int
     participants_per_condition: dict[str, int]
     ratings: int
+    ratings_per_participant: tuple[int, int]  # (fewest, most)
 
     def summary(self) -> str:
         per = ", ".join(f"{name} {n}" for name, n in self.participants_per_condition.items())
+        low, high = self.ratings_per_participant
+        each = f"{low}" if low == high else f"{low}–{high}"
         return (
             f"Imported closed study '{self.study.slug}': {self.prompts} prompts, {self.responses} responses, "
-            f"participants {per}, {self.ratings} ratings."
+            f"participants {per}, {self.ratings} ratings ({each} per participant)."
         )
 
 
@@ -817,4 +820,5 @@ def ratings_import(
         responses=len(response_rows),
         participants_per_condition={name: per_condition[name] for name in conditions},
         ratings=len(values),
+        ratings_per_participant=(min(len(r.items) for r in rater_list), items_per_participant),
     )
