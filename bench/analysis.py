@@ -147,16 +147,18 @@ def generate(n_ratings: int, seed: float = 0.42):
             [],
         )
         cond_ids = [c.id for c in conds]
+        # Rows are inserted in a known order, so their ids are consecutive from a base: assignments and ratings
+        # are then computed by arithmetic over generate_series instead of joins (minutes → seconds at 1M).
         _insert_select(
             Response,
             {
                 "prompt": "p.id",
-                "condition": "c",
+                "condition": f"(ARRAY{cond_ids}::bigint[])[1 + c]",
                 "text": "'That sounds like a lot to carry. It is understandable to feel this way after what happened, "
                 "and I am glad you shared it. How are you holding up now? (' || p.id || ')'",
             },
-            "FROM studies_prompt p CROSS JOIN unnest(%s::bigint[]) c WHERE p.study_id = %s",
-            [cond_ids, study.id],
+            "FROM generate_series(0, 4) c CROSS JOIN studies_prompt p WHERE p.study_id = %s ORDER BY c, p.id",
+            [study.id],
         )
         _insert_select(
             Participant,
@@ -169,35 +171,51 @@ def generate(n_ratings: int, seed: float = 0.42):
                 "step": "'done'",
                 "flagged_for_exclusion": "(g %% 97 = 0)",
             },
-            "FROM generate_series(0, %s) g",
+            "FROM generate_series(0, %s) g ORDER BY g",
             [n_participants - 1],
         )
+        with connection.cursor() as cur:
+            cur.execute(
+                "SELECT min(r.id), count(*) FROM studies_response r JOIN studies_prompt p ON p.id = r.prompt_id "
+                "WHERE p.study_id = %s",
+                [study.id],
+            )
+            base_response, n_responses = cur.fetchone()
+            cur.execute(
+                "SELECT min(id), max(id) - min(id) + 1 FROM studies_participant WHERE study_id = %s",
+                [study.id],
+            )
+            base_participant, span = cur.fetchone()
+        assert n_responses == 10000 and span == n_participants, "ids are not consecutive; cannot generate"
+        # participant g (condition g % 5) rates 10 consecutive prompts of its condition, position pos
         _insert_select(
             Assignment,
-            {"participant": "p.id", "position": "pos", "kind": "'response'", "response": "r.id"},
-            """FROM (SELECT id, condition_id, row_number() OVER (ORDER BY id) - 1 AS i
-                     FROM studies_participant WHERE study_id = %s) p
-               CROSS JOIN generate_series(0, 9) pos
-               JOIN (SELECT r.id, r.condition_id,
-                            row_number() OVER (PARTITION BY r.condition_id ORDER BY r.prompt_id) - 1 AS k
-                     FROM studies_response r JOIN studies_condition c ON c.id = r.condition_id
-                     WHERE c.study_id = %s) r
-                 ON r.condition_id = p.condition_id AND r.k = ((p.i / 5) * 10 + pos) %% 2000""",
-            [study.id, study.id],
+            {
+                "participant": f"{base_participant} + g",
+                "position": "pos",
+                "kind": "'response'",
+                "response": f"{base_response} + (g %% 5) * 2000 + (((g / 5) * 10 + pos) %% 2000)",
+            },
+            "FROM generate_series(0, %s) g CROSS JOIN generate_series(0, 9) pos ORDER BY g, pos",
+            [n_participants - 1],
         )
-        good = {c.id: share for c, (_, share) in zip(conds, CONDITIONS, strict=True)}
-        case = " ".join(f"WHEN {cid} THEN {share}" for cid, share in good.items())
+        with connection.cursor() as cur:
+            cur.execute(
+                "SELECT min(a.id), count(*) FROM studies_assignment a WHERE a.participant_id >= %s",
+                [base_participant],
+            )
+            base_assignment, n_assignments = cur.fetchone()
+        shares = "ARRAY[" + ", ".join(str(share) for _, share in CONDITIONS) + "]"
         _insert_select(
             Rating,
             {
-                "assignment": "a.id",
-                "value": f"CASE WHEN random() < (CASE r.condition_id {case} END) THEN 3 "
+                "assignment": f"{base_assignment} + j",
+                "value": f"CASE WHEN random() < ({shares})[1 + (j / 10) %% 5] THEN 3 "
                 "WHEN random() < 0.6 THEN 2 ELSE 1 END",
                 "response_time_ms": "2000 + floor(random() * 9000)::int",
             },
-            """FROM studies_assignment a JOIN studies_participant p ON p.id = a.participant_id
-               JOIN studies_response r ON r.id = a.response_id WHERE p.study_id = %s""",
-            [study.id],
+            "FROM generate_series(0, %s) j",
+            [n_assignments - 1],
         )
     with connection.cursor() as cur:
         cur.execute("ANALYZE")
