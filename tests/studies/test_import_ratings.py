@@ -25,7 +25,10 @@ def run(*args) -> str:
 
 def test_the_public_dataset_becomes_a_closed_study_matching_the_file():
     summary = run("published", DATASET)
-    assert "participants human 200, chatgpt 200, chatgpt_empathy 200, 6000 ratings (10 per participant)" in summary
+    assert (
+        "participants human 200, chatgpt 200, chatgpt_empathy 200, 6000 ratings (10 per participant)"
+        in summary
+    )
     study = Study.objects.get(slug="published")
     assert study.state == Study.State.CLOSED and study.ask_teq
     assert study.prompts.count() == 2000
