@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -34,7 +36,7 @@ def _analysis(study: Study, request: HttpRequest):
 
 def _query_suffix(request: HttpRequest) -> str:
     keep = {k: request.GET[k] for k in ("baseline", "exclusions") if request.GET.get(k)}
-    return ("?" + "&".join(f"{k}={v}" for k, v in keep.items())) if keep else ""
+    return ("?" + urlencode(keep)) if keep else ""
 
 
 @require_GET

@@ -145,3 +145,15 @@ def test_a_participant_who_entered_through_the_study_link_cannot_reach_analyses(
         assert response.status_code == 302 and response["Location"].startswith(reverse("analysis:login")), url
     for url in _api_urls(study.slug):
         assert client.get(url).status_code in (401, 403), url
+
+
+def test_the_dashboard_keeps_the_chosen_baseline_in_its_links(analyst_client, rated_study):
+    page = analyst_client.get(reverse("analysis:dashboard", args=[rated_study.slug]), {"baseline": "gpt4"})
+    html = page.content.decode()
+    assert "human vs gpt4" in html
+    assert f"/analysis/{rated_study.slug}/tables/main_tests.csv?baseline=gpt4" in html
+    table = analyst_client.get(
+        reverse("analysis:table", args=[rated_study.slug, "main_tests"]), {"baseline": "gpt4"}
+    )
+    body = b"".join(table.streaming_content).decode()
+    assert "human vs gpt4" in body
