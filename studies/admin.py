@@ -106,6 +106,9 @@ class ImportCorpusForm(forms.Form):
     replace = forms.BooleanField(
         required=False, help_text="Delete the draft study's prompts and responses before importing."
     )
+    dry_run = forms.BooleanField(
+        required=False, label="Check only", help_text="Check the file and the import, then write nothing."
+    )
 
     def clean_file(self):
         upload = self.cleaned_data["file"]
@@ -296,10 +299,16 @@ class StudyAdmin(admin.ModelAdmin):
                         seed=data["seed"] or 0,
                         conditions=data["conditions"],
                         replace=data["replace"],
+                        dry_run=data["dry_run"],
                     )
                 except CorpusImportError as exc:
                     problems = exc.problems
                 else:
+                    if result.dry_run:
+                        self.message_user(request, result.summary(), messages.SUCCESS)
+                        return HttpResponseRedirect(
+                            reverse("admin:studies_study_import") + f"?study={result.study.slug}"
+                        )
                     self.message_user(request, result.summary(), messages.SUCCESS)
                     return HttpResponseRedirect(reverse("admin:studies_study_change", args=[result.study.pk]))
         else:

@@ -101,10 +101,17 @@ class ImportResult:
     responses: int
     conditions: list[str]
     replaced: int = 0
+    dry_run: bool = False
 
     def summary(self) -> str:
         verb = "created draft study" if self.study_created else "into study"
         replaced = f" (replacing {self.replaced} prompts)" if self.replaced else ""
+        if self.dry_run:
+            return (
+                f"Dry run, nothing written: the file is fine and would import {self.prompts} prompts and "
+                f"{self.responses} responses ({', '.join(self.conditions)}) into '{self.study.slug}' from the "
+                f"{self.format} format{replaced}."
+            )
         return (
             f"Imported {self.prompts} prompts and {self.responses} responses "
             f"({', '.join(self.conditions)}) {verb} '{self.study.slug}' from the {self.format} format{replaced}."
@@ -484,6 +491,7 @@ def corpus_import(
     seed: int = 0,
     conditions: list[str] | None = None,
     replace: bool = False,
+    dry_run: bool = False,
     progress: ProgressCallback | None = None,
 ) -> ImportResult:
     """Import prompts and their responses into a draft study (created, as a draft, when the slug is new).
@@ -491,7 +499,8 @@ def corpus_import(
     Guarantees: either every prompt and response of the file (or of the balanced sample) is written, or nothing
     is (the study and its conditions included). Refused, with row and column: unreadable or malformed files,
     unknown emotions, dialogue ids already in the study (unless ``replace``, which first deletes the study's
-    prompts, responses and staff-preview participants), and any study that is not a draft.
+    prompts, responses and staff-preview participants), and any study that is not a draft. With ``dry_run``
+    the whole import runs and is then rolled back: the answer says what would be imported.
     """
     existing_study = Study.objects.filter(slug=study_slug).first()
     if existing_study is not None:
@@ -567,6 +576,9 @@ def corpus_import(
         ]
         Response.objects.bulk_create(responses, batch_size=BULK_BATCH)
         _tick(progress, "responses", len(responses), len(responses))
+        if dry_run:
+            # Everything was checked and written, database constraints included; now undo it all.
+            transaction.set_rollback(True)
     return ImportResult(
         study=study,
         study_created=created,
@@ -575,6 +587,7 @@ def corpus_import(
         responses=len(responses),
         conditions=corpus.conditions,
         replaced=replaced,
+        dry_run=dry_run,
     )
 
 

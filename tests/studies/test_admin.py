@@ -206,3 +206,12 @@ def test_questionnaire_pages_render_without_a_query_per_row(staff_client, django
     page = staff_client.get(reverse("admin:studies_study_change", args=[study.pk])).content.decode()
     assert 'name="study_situations-TOTAL_FORMS"' in page
     assert "Anger-1 #" in page  # the chosen situation
+
+
+def test_the_import_page_can_check_a_file_without_importing_it(staff_client):
+    before = row_counts()
+    response = upload(staff_client, public_csv(public_rows(5)), study_slug="checked", dry_run="on")
+    assert response.status_code == 302
+    page = staff_client.get(response["Location"]).content.decode()
+    assert "Dry run, nothing written" in page
+    assert row_counts() == before

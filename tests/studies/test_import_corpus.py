@@ -315,3 +315,14 @@ def test_a_file_with_many_problems_lists_the_first_fifty_and_counts_the_rest(tmp
     message = str(excinfo.value)
     assert message.count("unknown emotion 'grumpy'") == 50
     assert "… and 30 more problems" in message
+
+
+def test_a_dry_run_checks_everything_and_writes_nothing(tmp_path):
+    before = row_counts()
+    summary = run_import("trial", write(tmp_path, public_csv(public_rows(6))), "--dry-run")
+    assert "Dry run, nothing written: the file is fine and would import 6 prompts and 12 responses" in summary
+    assert row_counts() == before
+    with pytest.raises(CommandError, match="row 3, column 'emotion': unknown emotion"):
+        rows = public_rows(3)
+        rows[1][1] = "grumpy"
+        run_import("trial", write(tmp_path, public_csv(rows), "bad.csv"), "--dry-run")

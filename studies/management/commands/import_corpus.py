@@ -60,8 +60,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--replace", action="store_true", help="Delete the draft study's prompts and responses first."
         )
+        parser.add_argument(
+            "--dry-run", action="store_true", help="Check the file and the import, then write nothing."
+        )
 
-    def handle(self, *args, study_slug, file, sample, seed, conditions, replace, **options):
+    def handle(self, *args, study_slug, file, sample, seed, conditions, replace, dry_run, **options):
         data = read_file(file)
         progress = TqdmProgress()
         try:
@@ -72,6 +75,7 @@ class Command(BaseCommand):
                 seed=seed,
                 conditions=conditions_option(conditions),
                 replace=replace,
+                dry_run=dry_run,
                 progress=progress,
             )
         except CorpusImportError as exc:
