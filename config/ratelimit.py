@@ -36,6 +36,7 @@ _HONEYPOT_HTML = (
     'autocomplete="off"></div>'
 )
 _POST_FORM_OPEN = re.compile(rb"<form\b[^>]*\bmethod=[\"']?post[\"']?[^>]*>", re.IGNORECASE)
+_EXTERNAL_ACTION = re.compile(rb"\baction=[\"']?(https?:)?//", re.IGNORECASE)
 _PARTICIPANT_PARAMS = ("PROLIFIC_PID", "workerId", "participant_id")
 
 
@@ -132,6 +133,13 @@ def honeypot(view: Callable) -> Callable:
     return wrapped
 
 
+def _with_honeypot(match: re.Match) -> bytes:
+    opening = match.group(0)
+    if _EXTERNAL_ACTION.search(opening):  # e.g. MTurk's externalSubmit: not ours to add fields to
+        return opening
+    return opening + _HONEYPOT_HTML.encode()
+
+
 def _inject_honeypot(response) -> None:
     if getattr(response, "streaming", False) or not response.get("Content-Type", "").startswith("text/html"):
         return
@@ -140,6 +148,6 @@ def _inject_honeypot(response) -> None:
     content = response.content
     if b"<form" not in content.lower():
         return
-    response.content = _POST_FORM_OPEN.sub(lambda m: m.group(0) + _HONEYPOT_HTML.encode(), content)
+    response.content = _POST_FORM_OPEN.sub(_with_honeypot, content)
     if response.has_header("Content-Length"):
         response["Content-Length"] = str(len(response.content))

@@ -27,6 +27,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from config.ratelimit import honeypot, rate_limit
 from studies.assignment import (
     InvalidExternalId,
     ParticipantCannotRestart,
@@ -130,6 +131,7 @@ def _outcome_page(request, participant: Participant) -> HttpResponse:
 
 @never_cache
 @require_GET
+@rate_limit("entry")
 def study_entry(request: HttpRequest, slug: str) -> HttpResponse:
     """Enrolls or resumes the participant the link names, then shows their current step."""
     study = get_object_or_404(Study, slug=slug)
@@ -177,6 +179,8 @@ def study_entry(request: HttpRequest, slug: str) -> HttpResponse:
 
 @never_cache
 @require_POST
+@rate_limit("entry")
+@honeypot
 def study_start(request: HttpRequest, slug: str) -> HttpResponse:
     """Direct-link studies only: enrolls a generated id (a POST, so link previews and crawlers enroll
     nobody)."""
@@ -198,6 +202,8 @@ def study_start(request: HttpRequest, slug: str) -> HttpResponse:
 
 @never_cache
 @require_http_methods(["GET", "POST"])
+@rate_limit("participant")
+@honeypot
 def study_step(request: HttpRequest, slug: str) -> HttpResponse:
     """Shows (GET) or answers (POST) the session's participant's current step."""
     study = get_object_or_404(Study, slug=slug)
@@ -217,6 +223,8 @@ def study_step(request: HttpRequest, slug: str) -> HttpResponse:
 
 @never_cache
 @require_http_methods(["GET", "POST"])
+@rate_limit("participant")
+@honeypot
 def study_return(request: HttpRequest, slug: str) -> HttpResponse:
     """Stop and return: asks for confirmation, then gives the slot and the unanswered items back."""
     study = get_object_or_404(Study, slug=slug)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 
 import pytest
+from django.conf import settings
+from django.db import connection
 
 pytestmark = pytest.mark.django_db
 
@@ -32,29 +34,22 @@ def test_healthz_is_503_naming_the_broker_when_redis_is_unreachable(client, sett
     assert body["checks"]["database"]["ok"] is True
 
 
-def test_healthz_is_503_naming_the_database_when_it_is_unreachable(redis_url):
-    # A process of its own whose database is a port nothing listens on: a real outage, not a mock.
-    script = (
-        "import django, json; django.setup();"
-        "from django.test import Client;"
-        "r = Client().get('/healthz');"
-        "print(json.dumps({'status': r.status_code, 'body': r.json()}))"
-    )
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DJANGO_ENV": "test",
-        "DATABASE_URL": "postgres://postgres@127.0.0.1:1/nothing",
-        "REDIS_URL": redis_url,
-        "LOG_LEVEL": "CRITICAL",
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", script], env=env, check=True, timeout=60, capture_output=True, text=True
-    )
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result["status"] == 503
-    assert result["body"]["checks"]["database"] == {"ok": False, "error": "OperationalError"}
-    assert result["body"]["checks"]["broker"]["ok"] is True
+@pytest.mark.django_db(transaction=True)
+def test_healthz_is_503_naming_the_database_when_it_is_unreachable(client, redis_url):
+    # A real outage: the connection is closed and pointed at a port nothing listens on, then restored.
+    original_port = connection.settings_dict["PORT"]
+    connection.close()
+    connection.settings_dict["PORT"] = "1"
+    try:
+        response = client.get("/healthz")
+    finally:
+        connection.close()
+        connection.settings_dict["PORT"] = original_port
+    assert response.status_code == 503
+    body = response.json()
+    assert body["checks"]["database"] == {"ok": False, "error": "OperationalError"}
+    assert body["checks"]["broker"]["ok"] is True
+    assert client.get("/healthz").status_code == 200  # and healthy again once it is back
 
 
 def test_every_response_echoes_a_request_id(client):
@@ -98,21 +93,26 @@ def test_a_multiline_message_stays_on_one_line():
 
 
 def test_error_reporting_is_off_without_a_dsn_and_sends_events_to_the_dsn_when_set(httpserver):
-    # A fresh interpreter: Sentry hooks the process globally, so the suite's own process stays untouched.
+    # A fresh interpreter that only reads the settings (as every process does at start): Sentry hooks the
+    # process globally, so the suite's own process stays untouched.
     httpserver.expect_request("/api/1/envelope/", method="POST").respond_with_data("{}")
     dsn = f"http://publickey@127.0.0.1:{httpserver.port}/1"
     script = (
-        "import django, os, sentry_sdk;"
-        "django.setup();"
-        "from django.conf import settings;"
-        "assert sentry_sdk.get_client().is_active() == bool(settings.SENTRY_DSN);"
-        "sentry_sdk.capture_message('ops test') if settings.SENTRY_DSN else None;"
+        "import sentry_sdk, config.settings as s;"
+        "assert sentry_sdk.get_client().is_active() == bool(s.SENTRY_DSN);"
+        "sentry_sdk.capture_message('ops test') if s.SENTRY_DSN else None;"
         "sentry_sdk.flush(5)"
     )
-    env = {"DJANGO_SETTINGS_MODULE": "config.settings", "PATH": "/usr/bin:/bin", "DJANGO_ENV": "test"}
-    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=60)
+    env = {"PATH": "/usr/bin:/bin", "DJANGO_ENV": "test", "VAR_DIR": str(settings.VAR_DIR)}
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=60, cwd=settings.BASE_DIR)
     assert httpserver.log == []
-    subprocess.run([sys.executable, "-c", script], env={**env, "SENTRY_DSN": dsn}, check=True, timeout=60)
+    subprocess.run(
+        [sys.executable, "-c", script],
+        env={**env, "SENTRY_DSN": dsn},
+        check=True,
+        timeout=60,
+        cwd=settings.BASE_DIR,
+    )
     assert len(httpserver.log) == 1
     assert b"ops test" in gzip.decompress(httpserver.log[0][0].get_data())
 
