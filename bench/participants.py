@@ -8,12 +8,11 @@ Prints ONE JSON object (progress goes to stderr). Phases, all against one server
 1. launch: `--participants` arrive at random moments within `--arrival-seconds`; each walks entry → consent
    → instructions → (TEQ) → 10 rating pages → completion, thinking `--think-ms` (±50 %) per rating page.
    Latency percentiles per page kind and method; answers acknowledged vs stored; balance.
-2. floor: `--concurrency` clients POST to a view that writes one row (through the full middleware stack),
-   back to back, for `--saturation-seconds`.
-3. flow at saturation: `--concurrency` clients run participants back to back with no think time for
-   `--saturation-seconds`.
+2. saturation, alternating in --rounds slices so both see the same background load:
+   floor: `--concurrency` clients POST back to back to a view that writes one row (full middleware stack);
+   flow: `--concurrency` clients run whole participants back to back with no think time.
 
-ratio_to_floor = flow requests/s at saturation ÷ floor requests/s, same concurrency, same server: the
+ratio_to_floor = flow requests/s ÷ floor requests/s at the same concurrency on the same server: the
 share of the stack's raw capacity (one HTTP request + one INSERT) the participant flow keeps per request.
 Everything is torn down at the end: gunicorn killed, the database dropped.
 """
@@ -32,95 +31,77 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.lib.browser import Browser  # noqa: E402
-from bench.lib.journey import Recorder, percentiles, run_participant  # noqa: E402
+from bench.lib.journey import Recorder, entry_path, percentiles, run_participant, run_wave  # noqa: E402
 from bench.lib.stack import DEFAULT_CORPUS, Stack, log  # noqa: E402
 from bench.lib.study import COMPLETION_CODE, outcomes_check, study_seed  # noqa: E402
 
 
-def entry_path(slug: str, external_id: str) -> str:
-    return f"/s/{slug}/?PROLIFIC_PID={external_id}&STUDY_ID=bench-study&SESSION_ID=s-{external_id}"
-
-
 def launch_phase(stack: Stack, *, slug: str, participants: int, arrival: float, think: float, seed: int):
-    recorder = Recorder()
-    outcomes = []
-    lock = threading.Lock()
-    rng = random.Random(seed)
-    starts = sorted(rng.uniform(0, arrival) for _ in range(participants))
-    t0 = time.monotonic()
-
-    def one(i: int, start: float) -> None:
-        time.sleep(max(0.0, t0 + start - time.monotonic()))
-        external_id = f"{rng.getrandbits(64):016x}{i:04d}"  # Prolific ids are 24 hex characters
-        outcome = run_participant(
-            base_url=stack.base_url,
-            entry_path=entry_path(slug, external_id),
-            external_id=external_id,
-            client_ip=f"10.{i // 65536 % 256}.{i // 256 % 256}.{i % 256}",
-            recorder=recorder,
-            think_seconds=think,
-            completion_marker=COMPLETION_CODE,
-            rng=random.Random(seed * 100_003 + i),
-        )
-        with lock:
-            outcomes.append(outcome)
-
-    threads = [threading.Thread(target=one, args=(i, s), daemon=True) for i, s in enumerate(starts)]
-    for thread in threads:
-        thread.start()
-    last_report = time.monotonic()
-    while any(t.is_alive() for t in threads):
-        time.sleep(1)
-        if time.monotonic() - last_report > 15:
-            last_report = time.monotonic()
-            log(f"launch: {len(outcomes)}/{participants} finished, {recorder.requests} requests")
-    return recorder, outcomes, time.monotonic() - t0
+    return run_wave(
+        base_url=stack.base_url,
+        slug=slug,
+        participants=participants,
+        arrival_seconds=arrival,
+        think_seconds=think,
+        seed=seed,
+        id_prefix="",
+        completion_marker=COMPLETION_CODE,
+        progress=lambda message: log(f"launch: {message}"),
+    )
 
 
-def floor_phase(stack: Stack, *, concurrency: int, seconds: float) -> dict:
-    recorder = Recorder()
-    stop_at = time.monotonic() + seconds
+def _in_window(recorder: Recorder, start: float, stop: float) -> int:
+    return sum(
+        1 for end, _kind, _method, status in recorder.events if start <= end <= stop and 0 < status < 500
+    )
+
+
+def floor_slice(stack: Stack, *, recorder: Recorder, concurrency: int, seconds: float) -> tuple[int, float]:
+    """`concurrency` clients POST to the one-row-write view back to back; returns (requests done, seconds)."""
+    start = time.monotonic()
+    stop_at = start + seconds
 
     def hammer() -> None:
         browser = Browser(stack.base_url, client_ip="10.255.0.1", record=recorder, retry_seconds=0)
         while time.monotonic() < stop_at:
             browser.request("floor", "POST", "/bench/floor/", {})
 
-    started = time.monotonic()
     threads = [threading.Thread(target=hammer, daemon=True) for _ in range(concurrency)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    elapsed = time.monotonic() - started
-    ok = recorder.statuses.get("200", 0)
-    return {
-        "requests": recorder.requests,
-        "ok": ok,
-        "requests_per_s": round(recorder.requests / elapsed, 1),
-        "latency": percentiles(recorder.samples.get("floor POST", [])),
-        "statuses": recorder.statuses,
-    }
+    return _in_window(recorder, start, stop_at), seconds
 
 
-def saturation_phase(stack: Stack, *, slug: str, concurrency: int, seconds: float, seed: int) -> tuple:
-    recorder = Recorder()
-    outcomes = []
+def flow_slice(
+    stack: Stack,
+    *,
+    recorder: Recorder,
+    outcomes: list,
+    slug: str,
+    concurrency: int,
+    seconds: float,
+    seed: int,
+) -> tuple[int, float]:
+    """`concurrency` clients run whole participants back to back with no think time. Requests finishing
+    inside the window are counted; participants under way at its end are finished (not counted), so
+    nobody is left half-way to upset the balance figures."""
+    start = time.monotonic()
+    stop_at = start + seconds
     lock = threading.Lock()
-    stop_at = time.monotonic() + seconds
-    counter = iter(range(10**9))
 
     def loop(worker: int) -> None:
-        rng = random.Random(seed + worker)
+        rng = random.Random(seed * 1000 + worker)
+        n = 0
         while time.monotonic() < stop_at:
-            with lock:
-                n = next(counter)
-            external_id = f"sat{worker:03d}x{n:06d}"
+            n += 1
+            external_id = f"sat{seed:03d}w{worker:03d}x{n:05d}"
             outcome = run_participant(
                 base_url=stack.base_url,
                 entry_path=entry_path(slug, external_id),
                 external_id=external_id,
-                client_ip=f"10.254.{n // 256 % 256}.{n % 256}",
+                client_ip=f"10.{200 + seed % 50}.{worker}.{n % 256}",
                 recorder=recorder,
                 think_seconds=0.0,
                 completion_marker=COMPLETION_CODE,
@@ -129,14 +110,61 @@ def saturation_phase(stack: Stack, *, slug: str, concurrency: int, seconds: floa
             with lock:
                 outcomes.append(outcome)
 
-    started = time.monotonic()
     threads = [threading.Thread(target=loop, args=(w,), daemon=True) for w in range(concurrency)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    elapsed = time.monotonic() - started
-    return recorder, outcomes, elapsed
+    return _in_window(recorder, start, stop_at), seconds
+
+
+def saturation_phase(
+    stack: Stack, *, slug: str, concurrency: int, seconds: float, rounds: int, seed: int
+) -> dict:
+    """The floor and the flow at the same concurrency, alternated in `rounds` slices each so that both
+    see the same background load of the machine (which other processes may share)."""
+    floor_recorder, flow_recorder = Recorder(), Recorder()
+    outcomes: list = []
+    floor_done = flow_done = 0
+    floor_seconds = flow_seconds = 0.0
+    for r in range(rounds):
+        done, spent = floor_slice(
+            stack, recorder=floor_recorder, concurrency=concurrency, seconds=seconds / rounds
+        )
+        floor_done, floor_seconds = floor_done + done, floor_seconds + spent
+        done, spent = flow_slice(
+            stack,
+            recorder=flow_recorder,
+            outcomes=outcomes,
+            slug=slug,
+            concurrency=concurrency,
+            seconds=seconds / rounds,
+            seed=seed * 10 + r,
+        )
+        flow_done, flow_seconds = flow_done + done, flow_seconds + spent
+        log(
+            f"saturation round {r + 1}/{rounds}: floor {floor_done / floor_seconds:.0f} req/s, flow {flow_done / flow_seconds:.0f} req/s"
+        )
+    return {
+        "floor": {
+            "requests_in_window": floor_done,
+            "seconds": round(floor_seconds, 1),
+            "requests_per_s": round(floor_done / floor_seconds, 1),
+            "latency": percentiles(floor_recorder.samples.get("floor POST", [])),
+            "statuses": floor_recorder.statuses,
+        },
+        "flow": {
+            "requests_in_window": flow_done,
+            "seconds": round(flow_seconds, 1),
+            "requests_per_s": round(flow_done / flow_seconds, 1),
+            "participants_completed": sum(o.completed for o in outcomes),
+            "answers_acknowledged": sum(len(o.acknowledged) for o in outcomes),
+            "latency_by_page": flow_recorder.summary(),
+            "statuses": flow_recorder.statuses,
+        },
+        "outcomes": outcomes,
+        "ratio": flow_done / flow_seconds / (floor_done / floor_seconds) if floor_done else None,
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -151,7 +179,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--concurrency", type=int, default=8, help="clients in the floor and saturation phases"
     )
-    parser.add_argument("--saturation-seconds", type=float, default=20.0)
+    parser.add_argument("--saturation-seconds", type=float, default=24.0, help="for each of floor and flow")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating floor/flow slices")
     parser.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/6"))
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--seed", type=int, default=1)
@@ -177,22 +206,25 @@ def main(argv: list[str] | None = None) -> dict:
         launch_check = outcomes_check(slug=slug, outcomes=outcomes)
         answers_window = (recorder.last or 0) - (recorder.first or 0)
 
-        log(f"floor: {args.concurrency} clients for {args.saturation_seconds:.0f}s")
-        floor = floor_phase(stack, concurrency=args.concurrency, seconds=args.saturation_seconds)
-        log(f"flow at saturation: {args.concurrency} clients for {args.saturation_seconds:.0f}s")
-        sat_recorder, sat_outcomes, sat_seconds = saturation_phase(
-            stack, slug=slug, concurrency=args.concurrency, seconds=args.saturation_seconds, seed=args.seed
+        log(f"floor and flow at saturation: {args.concurrency} clients, {args.saturation_seconds:.0f}s each")
+        saturation = saturation_phase(
+            stack,
+            slug=slug,
+            concurrency=args.concurrency,
+            seconds=args.saturation_seconds,
+            rounds=args.rounds,
+            seed=args.seed,
         )
-        final_check = outcomes_check(slug=slug, outcomes=outcomes + sat_outcomes)
+        final_check = outcomes_check(slug=slug, outcomes=outcomes + saturation["outcomes"])
         server_errors = sum(
             n for status, n in recorder.statuses.items() if status.startswith("5") or status == "0"
         )
 
-    flow_rps = sat_recorder.requests / sat_seconds
     rating_latency = percentiles(
         recorder.samples.get("rating GET", []) + recorder.samples.get("rating POST", [])
     )
     acknowledged = launch_check["answers_acknowledged"]
+    ratio = saturation["ratio"]
     result = {
         "benchmark": "participants",
         "setup": {
@@ -221,26 +253,20 @@ def main(argv: list[str] | None = None) -> dict:
             "rating_page_latency": rating_latency,
             **launch_check,
         },
-        "floor": floor,
-        "flow_at_saturation": {
-            "participants_completed": sum(o.completed for o in sat_outcomes),
-            "requests": sat_recorder.requests,
-            "requests_per_s": round(flow_rps, 1),
-            "answers_per_s": round(sum(len(o.acknowledged) for o in sat_outcomes) / sat_seconds, 1),
-            "latency_by_page": sat_recorder.summary(),
-            "statuses": sat_recorder.statuses,
-        },
-        "ratio_to_floor": round(flow_rps / floor["requests_per_s"], 3) if floor["requests_per_s"] else None,
+        "floor": saturation["floor"],
+        "flow_at_saturation": saturation["flow"],
+        "ratio_to_floor": round(ratio, 3) if ratio else None,
         "ratio_definition": (
-            "requests/s of the participant flow (every GET and POST of entry, consent, instructions, rating and "
-            "completion pages) with --concurrency clients and no think time, divided by requests/s of the "
-            "one-row-write floor view with the same --concurrency clients, same server, same run"
+            "requests/s of the participant flow (every GET and POST: entry, consent, instructions, rating and "
+            "completion pages; redirects followed as separate requests) with --concurrency clients and no think "
+            "time, divided by requests/s of the one-row-write floor view (POST, full middleware stack, one INSERT) "
+            "with the same --concurrency clients, same server, same run; the two alternate in --rounds slices "
+            "so both see the same background load; only requests finishing inside a slice are counted"
         ),
         "after_all_phases": final_check,
         "goals": {
             "rating_page_p99_ms_lt_200": rating_latency.get("p99_ms", 1e9) < 200,
-            "ratio_to_floor_ge_0_5": bool(floor["requests_per_s"])
-            and flow_rps / floor["requests_per_s"] >= 0.5,
+            "ratio_to_floor_ge_0_5": bool(ratio) and ratio >= 0.5,
             "answers_lost_eq_0": final_check["answers_lost"] == 0,
             "duplicates_eq_0": final_check["duplicates"] == 0,
             "condition_imbalance_le_1": final_check["condition_imbalance"] <= 1,

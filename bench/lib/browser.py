@@ -120,8 +120,15 @@ def fill_form(form: Form, rng: random.Random, *, choose=None) -> tuple[list[tupl
         data.append((name, value))
     named = [b for b in form.buttons if b.get("name")]
     if named:
-        best = max(named, key=_score_button)
-        data.append((best["name"], best.get("value", "")))
+        scores = [_score_button(b) for b in named]
+        if len(set(scores)) > 1:  # e.g. "I agree" vs "I do not agree": the affirmative one
+            pressed = named[scores.index(max(scores))]
+        else:  # answer buttons (Good / Okay / Bad): the participant's opinion
+            values = [b.get("value", "") for b in named]
+            value = choose(named[0]["name"], values) if choose else rng.choice(values)
+            pressed = named[values.index(value)]
+            chosen[pressed["name"]] = value
+        data.append((pressed["name"], pressed.get("value", "")))
     return data, chosen
 
 
@@ -149,6 +156,7 @@ class Browser:
         record,
         retry_seconds: float = 60.0,
         timeout: float = 30.0,
+        classify=None,
     ) -> None:
         parts = urllib.parse.urlsplit(base_url)
         self.host, self.port = parts.hostname, parts.port
@@ -159,6 +167,7 @@ class Browser:
         self.retry_seconds = retry_seconds
         self.timeout = timeout
         self.errors: list[str] = []
+        self.classify = classify  # classify(body) -> page kind, for requests made with kind=None
 
     def _once(self, method: str, path: str, body: bytes | None, referer: str | None) -> tuple[int, dict, str]:
         headers = {
@@ -193,7 +202,9 @@ class Browser:
                     self.cookies[key] = morsel.value
         return response.status, {"Location": location}, text
 
-    def request(self, kind: str, method: str, path: str, data=None, referer: str | None = None) -> Exchange:
+    def request(
+        self, kind: str | None, method: str, path: str, data=None, referer: str | None = None
+    ) -> Exchange:
         """One request, retried on 5xx, 429 (after Retry-After) and connection errors, like a person
         pressing reload, for up to `retry_seconds`. Each attempt's latency is recorded."""
         body = urllib.parse.urlencode(data).encode() if data is not None else None
@@ -206,14 +217,16 @@ class Browser:
                 status, headers, text = self._once(method, path, body, referer)
             except (OSError, http.client.HTTPException) as exc:
                 elapsed = time.perf_counter() - started
-                self.record(kind, method, 0, elapsed)
+                self.record(kind or "unknown", method, 0, elapsed)
                 self.errors.append(f"{method} {kind}: {type(exc).__name__}")
                 if time.monotonic() > deadline:
                     raise TransportError(f"{method} {path}: {exc}") from exc
                 time.sleep(0.5 + random.random())
                 continue
             elapsed = time.perf_counter() - started
-            self.record(kind, method, status, elapsed)
+            self.record(
+                kind or (self.classify(status, text) if self.classify else "other"), method, status, elapsed
+            )
             if status >= 500 or status == 429:
                 self.errors.append(f"{method} {kind}: HTTP {status}")
                 if time.monotonic() > deadline:

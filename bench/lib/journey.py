@@ -9,23 +9,38 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from .browser import Browser, Exchange, TransportError, parse_forms
+from .browser import Browser, Exchange, TransportError, fill_form, parse_forms
 
-# Page kinds by URL; the entry is the study link itself.
-_KINDS = [
-    ("consent", re.compile(r"consent")),
-    ("instructions", re.compile(r"instruction|tutorial")),
-    ("teq", re.compile(r"teq|questionnaire")),
-    ("completion", re.compile(r"complete|done|finish|thank")),
-    ("rating", re.compile(r"item|rate|rating|answer|step")),
-]
+# The step page is one URL for every step: a page's kind is the hidden `step` field of its form.
+_STEP_INPUT = re.compile(r"<input\b[^>]*\bname=[\"']step[\"'][^>]*>", re.IGNORECASE)
+_VALUE = re.compile(r"\bvalue=[\"']([^\"']*)[\"']", re.IGNORECASE)
+_STEP_KINDS = {"consent": "consent", "instructions": "instructions", "teq": "teq", "items": "rating"}
+COMPLETION_MARKERS: list[str] = []
 
 
-def page_kind(path: str) -> str:
-    for kind, pattern in _KINDS:
-        if pattern.search(path.split("?")[0]):
-            return kind
-    return "other"
+def page_step(body: str) -> str | None:
+    match = _STEP_INPUT.search(body)
+    if not match:
+        return None
+    value = _VALUE.search(match.group(0))
+    return value.group(1) if value else None
+
+
+def page_kind(status: int, body: str) -> str:
+    """consent / instructions / teq / rating (an item page) / completion / other."""
+    step = page_step(body)
+    if step:
+        return _STEP_KINDS.get(step, step)
+    if any(marker in body for marker in COMPLETION_MARKERS):
+        return "completion"
+    return "other" if status < 400 else f"error_{status}"
+
+
+def _hidden(form, name: str) -> str | None:
+    for item in form.inputs:
+        if item.get("name") == name:
+            return item.get("value")
+    return None
 
 
 class Recorder:
@@ -37,12 +52,14 @@ class Recorder:
         self.statuses: dict[str, int] = {}
         self.first: float | None = None
         self.last: float | None = None
+        self.events: list[tuple[float, str, str, int]] = []  # (monotonic end time, kind, method, status)
 
     def __call__(self, kind: str, method: str, status: int, seconds: float) -> None:
         now = time.monotonic()
         with self.lock:
             self.samples.setdefault(f"{kind} {method}", []).append(seconds)
             self.statuses[str(status)] = self.statuses.get(str(status), 0) + 1
+            self.events.append((now, kind, method, status))
             self.first = now - seconds if self.first is None else min(self.first, now - seconds)
             self.last = now if self.last is None else max(self.last, now)
 
@@ -98,23 +115,28 @@ def run_participant(
     retry_seconds: float = 60.0,
 ) -> Outcome:
     """Entry → consent → instructions → (TEQ) → the rating pages → completion, as a person with a
-    browser would: think, pick an option, press the affirmative button, follow the redirect."""
+    browser would: read, think, pick an option, press the affirmative button, follow the redirect.
+
+    An answer counts as acknowledged when its POST was answered with a redirect and the page that
+    followed is no longer that item (the participant moved on): what a person takes as "saved"."""
+    if completion_marker not in COMPLETION_MARKERS:
+        COMPLETION_MARKERS.append(completion_marker)
     outcome = Outcome(external_id=external_id)
-    browser = Browser(base_url, client_ip=client_ip, record=recorder, retry_seconds=retry_seconds)
+    browser = Browser(
+        base_url, client_ip=client_ip, record=recorder, retry_seconds=retry_seconds, classify=page_kind
+    )
     try:
-        page = _get_following(browser, "entry", entry_path, outcome)
+        page = _get_following(browser, "entry", entry_path)
         for _ in range(60):
             if completion_marker in page.body:
                 outcome.completed = True
                 break
-            forms = [f for f in parse_forms(page.body) if f.method == "post"]
+            forms = [f for f in parse_forms(page.body) if f.method == "post" and _hidden(f, "step")]
             if page.status != 200 or not forms:
-                outcome.error = f"stuck at {page.path} (HTTP {page.status}, {len(forms)} forms)"
+                outcome.error = f"stuck at {page.path} (HTTP {page.status}): {_text_of(page.body)[:160]}"
                 break
             form = forms[0]
-            kind = page_kind(page.path)
-            from .browser import fill_form
-
+            kind = page_kind(page.status, page.body)
             data, chosen = fill_form(form, rng)
             # A person reads, thinks and clicks: longer on rating pages than on consent or instructions.
             time.sleep(think_seconds * rng.uniform(0.5, 1.5) * (1.0 if kind == "rating" else 0.5))
@@ -122,20 +144,29 @@ def run_participant(
             posted = browser.request(kind, "POST", action, data, referer=base_url + page.path)
             if posted.attempts > 1:
                 outcome.retried_posts += 1
-            if kind == "rating" and chosen and (300 <= posted.status < 400 or posted.status == 200):
-                if posted.status != 200 or "error" not in posted.body.lower():
-                    outcome.acknowledged.append(
-                        {"path": page.path, "fields": dict(data), "chosen": chosen, "status": posted.status}
-                    )
             if 300 <= posted.status < 400:
-                page = _get_following(browser, None, Browser.path_of(posted.location, action), outcome)
+                following = _get_following(browser, None, Browser.path_of(posted.location, action))
             else:
-                page = _Page(action, posted.status, posted.body)
+                following = _Page(action, posted.status, posted.body)
+            if kind == "rating" and 300 <= posted.status < 400:
+                position = _hidden(form, "position")
+                moved_on = page_kind(following.status, following.body) != "rating" or position != next(
+                    (_hidden(f, "position") for f in parse_forms(following.body) if _hidden(f, "step")), None
+                )
+                if moved_on:
+                    outcome.acknowledged.append(
+                        {"position": position, "value": next(iter(chosen.values()), None)}
+                    )
+            page = following
             outcome.pages += 1
     except TransportError as exc:
         outcome.error = f"gave up: {exc}"
     outcome.transport_errors = browser.errors
     return outcome
+
+
+def _text_of(html: str) -> str:
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
 
 
 @dataclass
@@ -145,9 +176,9 @@ class _Page:
     body: str
 
 
-def _get_following(browser: Browser, kind: str | None, path: str, outcome: Outcome) -> _Page:
+def _get_following(browser: Browser, kind: str | None, path: str) -> _Page:
     for _ in range(10):
-        exchange: Exchange = browser.request(kind or page_kind(path), "GET", path)
+        exchange: Exchange = browser.request(kind, "GET", path)
         kind = None
         if 300 <= exchange.status < 400 and exchange.location:
             if exchange.location.startswith("http") and not exchange.location.startswith(browser.origin):
@@ -156,3 +187,59 @@ def _get_following(browser: Browser, kind: str | None, path: str, outcome: Outco
             continue
         return _Page(path, exchange.status, exchange.body)
     raise TransportError(f"too many redirects from {path}")
+
+
+def run_wave(
+    *,
+    base_url: str,
+    slug: str,
+    participants: int,
+    arrival_seconds: float,
+    think_seconds: float,
+    seed: int,
+    id_prefix: str,
+    completion_marker: str,
+    retry_seconds: float = 60.0,
+    progress=None,
+) -> tuple[Recorder, list[Outcome], float]:
+    """`participants` people arriving at random moments within `arrival_seconds`, each on a thread of
+    their own, each from a client address of their own. Returns when all have finished or given up."""
+    recorder = Recorder()
+    outcomes: list[Outcome] = []
+    lock = threading.Lock()
+    rng = random.Random(seed)
+    starts = sorted(rng.uniform(0, arrival_seconds) for _ in range(participants))
+    ids = [f"{id_prefix}{rng.getrandbits(64):016x}{i:04d}" for i in range(participants)]
+    t0 = time.monotonic()
+
+    def one(i: int) -> None:
+        time.sleep(max(0.0, t0 + starts[i] - time.monotonic()))
+        outcome = run_participant(
+            base_url=base_url,
+            entry_path=entry_path(slug, ids[i]),
+            external_id=ids[i],
+            client_ip=f"10.{seed % 200}.{i // 256 % 256}.{i % 256}",
+            recorder=recorder,
+            think_seconds=think_seconds,
+            completion_marker=completion_marker,
+            rng=random.Random(seed * 100_003 + i),
+            retry_seconds=retry_seconds,
+        )
+        with lock:
+            outcomes.append(outcome)
+
+    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(participants)]
+    for thread in threads:
+        thread.start()
+    last_report = time.monotonic()
+    while any(t.is_alive() for t in threads):
+        time.sleep(0.5)
+        if progress and time.monotonic() - last_report > 15:
+            last_report = time.monotonic()
+            progress(f"{len(outcomes)}/{participants} finished, {recorder.requests} requests")
+    return recorder, outcomes, time.monotonic() - t0
+
+
+def entry_path(slug: str, external_id: str) -> str:
+    """The study link as Prolific fills it in."""
+    return f"/s/{slug}/?PROLIFIC_PID={external_id}&STUDY_ID=bench-study&SESSION_ID=s-{external_id}"

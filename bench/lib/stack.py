@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -157,21 +158,25 @@ class Stack:
         )
         self.wait_healthy()
 
-    def wait_healthy(self, timeout: float = 60) -> float:
+    def wait_healthy(self, timeout: float = 120) -> float:
         started = time.monotonic()
+        last = ""
         while time.monotonic() - started < timeout:
             if self.gunicorn is not None and self.gunicorn.poll() is not None:
-                raise RuntimeError(
-                    f"gunicorn exited; see {self.log_path}:\n{self.log_path.read_text()[-3000:]}"
-                )
+                raise RuntimeError(f"gunicorn exited:\n{self.log_path.read_text()[-3000:]}")
             try:
-                with urllib.request.urlopen(f"{self.base_url}/healthz", timeout=2) as response:
+                with urllib.request.urlopen(f"{self.base_url}/healthz", timeout=5) as response:
                     if response.status == 200:
                         return time.monotonic() - started
-            except OSError:
-                pass
+            except urllib.error.HTTPError as exc:
+                last = f"HTTP {exc.code}: {exc.read()[:300]!r}"
+            except OSError as exc:
+                last = repr(exc)
             time.sleep(0.2)
-        raise RuntimeError(f"{self.base_url}/healthz did not become healthy in {timeout}s")
+        raise RuntimeError(
+            f"{self.base_url}/healthz not healthy after {timeout}s (last: {last}); server log:\n"
+            + self.log_path.read_text()[-3000:]
+        )
 
     def worker_pids(self) -> list[int]:
         """The gunicorn master's worker processes (its children)."""

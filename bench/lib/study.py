@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 from .stack import Stack, log
@@ -69,30 +68,32 @@ def study_seed(stack: Stack, *, slug: str, corpus: Path, ask_teq: bool, quota_pe
     }
 
 
-def outcomes_check(*, slug: str, outcomes: list) -> dict:
-    """Compares what participants were told was saved with what the database holds."""
+def outcomes_check(*, slug: str, outcomes: list, id_prefix: str = "") -> dict:
+    """Compares what participants were told was saved with what the database holds (only participants
+    whose external id starts with `id_prefix`, so waves of one run are checked apart)."""
     from django.db.models import Count
 
     from studies.models import Participant, Rating, Response, Study
 
     study = Study.objects.get(slug=slug)
-    ratings = Rating.objects.filter(assignment__participant__study=study)
-    stored: dict[str, Counter] = {}
-    for external_id, value in ratings.values_list("assignment__participant__external_id", "value"):
-        stored.setdefault(external_id, Counter())[value] += 1
+    ratings = Rating.objects.filter(
+        assignment__participant__study=study, assignment__participant__external_id__startswith=id_prefix
+    )
+    stored = {
+        (external_id, position): value
+        for external_id, position, value in ratings.values_list(
+            "assignment__participant__external_id", "assignment__position", "value"
+        )
+    }
     lost = 0
     for outcome in outcomes:
-        acknowledged = Counter()
         for answer in outcome.acknowledged:
-            values = list(answer["chosen"].values())
-            if values:
-                acknowledged[int(values[0])] += 1
-        missing = acknowledged - stored.get(outcome.external_id, Counter())
-        lost += sum(missing.values())
+            key = (outcome.external_id, int(answer["position"]))
+            if stored.get(key) != int(answer["value"]):
+                lost += 1
     duplicates = (
         ratings.values("assignment").annotate(n=Count("id")).filter(n__gt=1).count()
-        + Rating.objects.filter(assignment__participant__study=study)
-        .values("assignment__participant", "assignment__response")
+        + ratings.values("assignment__participant", "assignment__response")
         .annotate(n=Count("id"))
         .filter(n__gt=1, assignment__response__isnull=False)
         .count()
