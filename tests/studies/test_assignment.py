@@ -217,10 +217,12 @@ def test_a_stale_participant_gives_back_the_slot_and_unanswered_items():
 def test_a_stale_participant_is_not_counted_even_before_the_release_runs():
     study = rating_study_build(conditions=2, prompts=5, quota_per_condition=10)
     first = participant_enroll(study=study, external_id="first")
+    other = participant_enroll(study=study, external_id="other")
+    assert other.condition != first.condition
     Participant.objects.filter(pk=first.pk).update(last_seen_at=timezone.now() - timedelta(days=1))
-    # Enrollment releases lazily, then counts: the newcomer joins the emptied condition.
-    second = participant_enroll(study=study, external_id="second")
-    assert second.condition == first.condition
+    # Enrollment releases lazily, then counts: 0 in first's condition against 1, so the newcomer goes there.
+    newcomer = participant_enroll(study=study, external_id="newcomer")
+    assert newcomer.condition == first.condition
     first.refresh_from_db()
     assert first.status == Participant.Status.TIMED_OUT
 
