@@ -167,7 +167,12 @@ def study_analyze(*, study: Study, options: AnalysisOptions | None = None) -> An
     options = options or AnalysisOptions()
     if study.kind == Study.Kind.RATING:
         return rating_study_analyze(study=study, options=options)
-    # The questionnaire (EmotionBench) kind has its own analysis module; this is where it plugs in.
+    if study.kind == Study.Kind.QUESTIONNAIRE:
+        # The questionnaire (EmotionBench) kind has its own analysis (analysis.emotionbench), its own page
+        # (/analysis/<slug>/emotionbench/) and its own branch in the analyze command.
+        raise AnalysisError(
+            f"study {study.slug!r} is a questionnaire study: its analysis is at /analysis/{study.slug}/emotionbench/"
+        )
     raise AnalysisError(f"no analysis for studies of kind {study.kind!r} yet")
 
 

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import views
+from . import emotionbench_views, views
 
 app_name = "analysis"
 
@@ -13,6 +13,17 @@ urlpatterns = [
         name="login",
     ),
     path("<slug:slug>/", views.dashboard, name="dashboard"),
+    path("<slug:slug>/emotionbench/", emotionbench_views.emotionbench_dashboard, name="emotionbench"),
+    path(
+        "<slug:slug>/emotionbench/<str:name>.csv",
+        emotionbench_views.emotionbench_table_csv,
+        name="emotionbench_table",
+    ),
+    path(
+        "<slug:slug>/emotionbench/change.png",
+        emotionbench_views.emotionbench_figure,
+        name="emotionbench_figure",
+    ),
     path("<slug:slug>/figures/<str:name>.<str:fmt>", views.figure, name="figure"),
     path("<slug:slug>/exports/<str:what>.csv", views.export, name="export"),
     path("<slug:slug>/tables/<str:name>.csv", views.table, name="table"),

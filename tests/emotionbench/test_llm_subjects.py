@@ -4,6 +4,7 @@ import re
 
 import pytest
 from django.core.management import call_command
+from django.test import Client
 from werkzeug import Response as WResponse
 
 from analysis.emotionbench import emotionbench_analyse
@@ -115,7 +116,7 @@ def _fake_model(rng: random.Random, garbage_every: int):
 
 @pytest.mark.django_db
 def test_the_full_llm_protocol_runs_against_a_loopback_model_and_is_analysed(
-    imported_basics, httpserver, api_key, capsys, redis_url, tmp_path
+    imported_basics, httpserver, api_key, capsys, redis_url, tmp_path, staff_client
 ):
     provider = make_provider(httpserver)
     study = Study.objects.create(
@@ -170,6 +171,16 @@ def test_the_full_llm_protocol_runs_against_a_loopback_model_and_is_analysed(
     table = capsys.readouterr().out
     assert "fake" in table and "Anger" in table and "↓" in table
     assert (tmp_path / "emotionbench_groups.csv").exists() and (tmp_path / "emotionbench_change.png").exists()
+
+    # The analysts' page shows the same table, and serves it as CSV; participants (anonymous) are sent to log in.
+    page = staff_client.get("/analysis/eb-llm/emotionbench/")
+    assert page.status_code == 200 and "Default and change per emotion" in page.content.decode()
+    csv = staff_client.get("/analysis/eb-llm/emotionbench/groups.csv")
+    header = csv.content.decode().splitlines()[0].split(",")
+    assert csv.status_code == 200 and {"condition", "level", "group", "category", "p_value", "mark"} <= set(
+        header
+    )
+    assert Client().get("/analysis/eb-llm/emotionbench/").status_code == 302
 
     # Idempotent: a second run asks nothing.
     before = calls["n"]
