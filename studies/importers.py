@@ -574,8 +574,9 @@ def corpus_import(
             for parsed, prompt_row in zip(prompts, created_prompts, strict=True)
             for name, text in parsed.responses.items()
         ]
-        Response.objects.bulk_create(responses, batch_size=BULK_BATCH)
-        _tick(progress, "responses", len(responses), len(responses))
+        for start in range(0, len(responses), BULK_BATCH):
+            Response.objects.bulk_create(responses[start : start + BULK_BATCH])
+            _tick(progress, "responses", min(start + BULK_BATCH, len(responses)), len(responses))
         if dry_run:
             # Everything was checked and written, database constraints included; now undo it all.
             transaction.set_rollback(True)

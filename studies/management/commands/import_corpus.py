@@ -10,20 +10,23 @@ from studies.importers import CorpusImportError, corpus_import
 
 
 class TqdmProgress:
-    """Shows the import's stages as tqdm bars on stderr (the summary goes to stdout)."""
+    """Shows the import's stages, one tqdm bar at a time, on stderr (the summary goes to stdout)."""
 
     def __init__(self) -> None:
-        self.bars: dict[str, tqdm] = {}
+        self.stage: str | None = None
+        self.bar: tqdm | None = None
 
     def __call__(self, stage: str, done: int, total: int) -> None:
-        bar = self.bars.get(stage)
-        if bar is None:
-            bar = self.bars[stage] = tqdm(total=total, desc=stage, unit=" rows", file=sys.stderr, leave=False)
-        bar.update(done - bar.n)
+        if stage != self.stage:
+            self.close()
+            self.stage = stage
+            self.bar = tqdm(total=total, desc=stage, unit=" rows", file=sys.stderr, leave=False)
+        self.bar.update(done - self.bar.n)
 
     def close(self) -> None:
-        for bar in self.bars.values():
-            bar.close()
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 def read_file(path: str) -> bytes:
