@@ -33,7 +33,9 @@ def ratings_by_condition(analysis) -> Figure:
     ax.invert_yaxis()
     ax.set_xlabel("% of ratings")
     ax.set_title("Ratings by condition")
-    ax.legend(ncols=len(analysis.scale.labels), loc="upper center", bbox_to_anchor=(0.5, -0.35), frameon=False)
+    ax.legend(
+        ncols=len(analysis.scale.labels), loc="upper center", bbox_to_anchor=(0.5, -0.35), frameon=False
+    )
     return fig
 
 

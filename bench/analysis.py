@@ -310,7 +310,7 @@ def main() -> None:
 
     import tempfile
 
-    admin_sql(f'DROP DATABASE IF EXISTS "{args.db}"')
+    admin_sql(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
     admin_sql(f'CREATE DATABASE "{args.db}"')
     try:
         django_setup(args.db)
@@ -375,7 +375,7 @@ def main() -> None:
             from django.db import connections
 
             connections.close_all()
-            admin_sql(f'DROP DATABASE IF EXISTS "{args.db}"')
+            admin_sql(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
 
 
 if __name__ == "__main__":
