@@ -391,10 +391,12 @@ def generation_dispatch(*, item_ids: list[int]) -> None:
         for item_id in item_ids:
             _local_executor.submit(_run_until_settled, item_id)
         return
+    from config.celery import app
     from generation.tasks import generate_item
 
-    for item_id in item_ids:
-        generate_item.apply_async((item_id,), queue=settings.GENERATION_QUEUE)
+    with app.producer_or_acquire() as producer:  # one broker connection for the whole batch
+        for item_id in item_ids:
+            generate_item.apply_async((item_id,), queue=settings.GENERATION_QUEUE, producer=producer)
 
 
 def _run_until_settled(item_id: int, *, own_thread: bool = True) -> None:
@@ -540,107 +542,103 @@ def generation_item_run(*, item_id: int) -> RunOutcome:
     return _store(item=item, token=token, completion=completion, config=config, started=started)
 
 
+class _LostClaim(Exception):
+    """Our lease expired and another worker holds the item now: roll back what we wrote."""
+
+
 def _store(*, item: GenerationItem, token: str, completion: Completion, config, started) -> RunOutcome:
     """Write the response, its provenance and the item's new state in one transaction, if we still hold it.
 
-    Locks the item row (select_for_update) so a worker whose lease expired cannot store alongside the one that
-    took over; the unique (prompt, condition, sample) on Response is the last line of defence."""
+    The last statement is a conditional UPDATE on the item (our claim token, still running): if another worker
+    took the item over after our lease expired, it matches nothing and everything is rolled back. Two holders
+    inserting the same slot meet at Response's unique (prompt, condition, sample): the second waits for the first
+    and then fails. Either way the losing call is recorded as discarded (with its cost), never stored."""
     flags = response_quality_flags(text=completion.text, finish_reason=completion.finish_reason)
     provider = config.provider
-    with transaction.atomic():
-        current = GenerationItem.objects.select_for_update().get(id=item.id)
-        GenerationItem.objects.filter(id=item.id).update(cost=F("cost") + completion.cost)
-        if current.claim_token != token or current.status != Status.RUNNING:
+    review = Response.Review.FLAGGED if flags else Response.Review.OK
+    request = dict(completion.request)
+    if config.seed is not None and "seed" not in request:
+        request["_seed_not_sent"] = config.seed  # the provider has no seed parameter; recorded, not sent
+    try:
+        with transaction.atomic():
+            if item.regenerate and item.response_id:
+                response = Response.objects.select_for_update().get(id=item.response_id)
+                response.text = completion.text
+                response.source = Response.Source.GENERATED
+                response.review = review
+                response.review_flags = flags
+                response.save(update_fields=["text", "source", "review", "review_flags", "updated_at"])
+                ResponseProvenance.objects.filter(response=response, superseded_at__isnull=True).update(
+                    superseded_at=timezone.now()
+                )
+            else:
+                response = Response.objects.create(
+                    prompt_id=item.prompt_id,
+                    condition_id=item.condition_id,
+                    sample_index=item.sample_index,
+                    text=completion.text,
+                    source=Response.Source.GENERATED,
+                    review=review,
+                    review_flags=flags,
+                )
+            ResponseProvenance.objects.create(
+                response=response,
+                item_id=item.id,
+                provider_name=provider.name,
+                provider_kind=provider.kind,
+                base_url=provider.base_url,
+                model_requested=config.model,
+                model_returned=completion.model_returned,
+                system_fingerprint=completion.system_fingerprint,
+                provider_response_id=completion.response_id,
+                finish_reason=completion.finish_reason,
+                request=request,
+                raw_response=completion.raw_response,
+                input_tokens=completion.usage_in,
+                output_tokens=completion.usage_out,
+                cost=completion.cost,
+                latency_ms=completion.latency_ms,
+                attempts=item.attempts,
+                requested_at=started,
+                completed_at=timezone.now(),
+            )
             _record_attempt(
                 item.id,
                 item.attempts,
-                GenerationAttempt.Outcome.DISCARDED,
+                GenerationAttempt.Outcome.STORED,
                 started,
                 latency_ms=completion.latency_ms,
             )
-            return RunOutcome("discarded")
-        review = Response.Review.FLAGGED if flags else Response.Review.OK
-        if current.regenerate and current.response_id:
-            response = Response.objects.select_for_update().get(id=current.response_id)
-            response.text = completion.text
-            response.source = Response.Source.GENERATED
-            response.review = review
-            response.review_flags = flags
-            response.save(update_fields=["text", "source", "review", "review_flags", "updated_at"])
-            ResponseProvenance.objects.filter(response=response, superseded_at__isnull=True).update(
-                superseded_at=timezone.now()
+            held = GenerationItem.objects.filter(id=item.id, claim_token=token, status=Status.RUNNING).update(
+                status=Status.DONE,
+                response=response,
+                regenerate=False,
+                claim_token="",
+                last_error="",
+                error_kind="",
+                next_attempt_at=None,
+                cost=F("cost") + completion.cost,
+                updated_at=timezone.now(),
             )
-        else:
-            try:
-                with transaction.atomic():
-                    response = Response.objects.create(
-                        prompt_id=item.prompt_id,
-                        condition_id=item.condition_id,
-                        sample_index=item.sample_index,
-                        text=completion.text,
-                        source=Response.Source.GENERATED,
-                        review=review,
-                        review_flags=flags,
-                    )
-            except IntegrityError:
-                # The slot is already filled (another path stored it): keep that one, record this call.
-                existing = Response.objects.get(
-                    prompt_id=item.prompt_id, condition_id=item.condition_id, sample_index=item.sample_index
-                )
-                GenerationItem.objects.filter(id=item.id).update(
-                    status=Status.DONE, response=existing, claim_token="", last_error="", error_kind=""
-                )
-                _record_attempt(
-                    item.id,
-                    item.attempts,
-                    GenerationAttempt.Outcome.DISCARDED,
-                    started,
-                    latency_ms=completion.latency_ms,
-                )
-                return RunOutcome("discarded")
-        request = dict(completion.request)
-        if config.seed is not None and "seed" not in request:
-            request["_seed_not_sent"] = (
-                config.seed
-            )  # the provider has no seed parameter; recorded for the record
-        ResponseProvenance.objects.create(
-            response=response,
-            item_id=item.id,
-            provider_name=provider.name,
-            provider_kind=provider.kind,
-            base_url=provider.base_url,
-            model_requested=config.model,
-            model_returned=completion.model_returned,
-            system_fingerprint=completion.system_fingerprint,
-            provider_response_id=completion.response_id,
-            finish_reason=completion.finish_reason,
-            request=request,
-            raw_response=completion.raw_response,
-            input_tokens=completion.usage_in,
-            output_tokens=completion.usage_out,
-            cost=completion.cost,
-            latency_ms=completion.latency_ms,
-            attempts=item.attempts,
-            requested_at=started,
-            completed_at=timezone.now(),
+            if not held:
+                raise _LostClaim
+    except _LostClaim:
+        pass
+    except IntegrityError:
+        # The slot is already filled (by the worker that took over, or another path): keep that response.
+        existing = Response.objects.filter(
+            prompt_id=item.prompt_id, condition_id=item.condition_id, sample_index=item.sample_index
+        ).first()
+        GenerationItem.objects.filter(id=item.id, claim_token=token, status=Status.RUNNING).update(
+            status=Status.DONE, response=existing, claim_token="", last_error="", error_kind=""
         )
-        _record_attempt(
-            item.id,
-            item.attempts,
-            GenerationAttempt.Outcome.STORED,
-            started,
-            latency_ms=completion.latency_ms,
-        )
-        GenerationItem.objects.filter(id=item.id).update(
-            status=Status.DONE,
-            response=response,
-            regenerate=False,
-            claim_token="",
-            last_error="",
-            error_kind="",
-            next_attempt_at=None,
-        )
-    return RunOutcome("done")
+    else:
+        return RunOutcome("done")
+    GenerationItem.objects.filter(id=item.id).update(cost=F("cost") + completion.cost)
+    _record_attempt(
+        item.id, item.attempts, GenerationAttempt.Outcome.DISCARDED, started, latency_ms=completion.latency_ms
+    )
+    return RunOutcome("discarded")
 
 
 # --- review -------------------------------------------------------------------------------------------------
