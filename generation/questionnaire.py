@@ -18,11 +18,13 @@ from __future__ import annotations
 import json
 import random
 import re
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Sum
 from django.utils import timezone
 
@@ -210,6 +212,13 @@ class GenerationSummary:
     exchanges: int = 0
     reasks: int = 0
     cost: Decimal = Decimal(0)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, **deltas) -> None:
+        """Add to counters (thread-safe: worker threads share one summary)."""
+        with self._lock:
+            for name, value in deltas.items():
+                setattr(self, name, getattr(self, name) + value)
 
     def lines(self) -> list[str]:
         return [
@@ -260,6 +269,7 @@ def questionnaire_generate(
     condition_name: str | None = None,
     max_asks: int = DEFAULT_MAX_ASKS,
     backoff_base: float = 1.0,
+    threads: int = 1,
     on_progress=None,
 ) -> GenerationSummary:
     """Run every missing slot of the study's LLM conditions (idempotent: existing runs are skipped).
@@ -273,6 +283,7 @@ def questionnaire_generate(
     items = {i.number: i.text for i in instrument.items.all()}
     slots = questionnaire_slots(study=study)
     summary = GenerationSummary()
+    work = []
     for condition in conditions:
         config = LLMConditionConfig.objects.select_related("provider").get(condition=condition)
         done = set(
@@ -284,7 +295,11 @@ def questionnaire_generate(
             summary.planned += 1
             if (slot.subject_key, slot.phase, slot.run_index) in done:
                 summary.already_done += 1
-                continue
+            else:
+                work.append((condition, config, slot))
+
+    def run_one(condition, config, slot) -> None:
+        try:
             outcome = questionnaire_slot_run(
                 study=study,
                 condition=condition,
@@ -296,11 +311,25 @@ def questionnaire_generate(
                 summary=summary,
             )
             if outcome:
-                summary.failed.append(
-                    f"{condition.name} {slot.phase} {slot.subject_key} #{slot.run_index}: {outcome}"
-                )
+                with summary._lock:
+                    summary.failed.append(
+                        f"{condition.name} {slot.phase} {slot.subject_key} #{slot.run_index}: {outcome}"
+                    )
             if on_progress:
                 on_progress(summary)
+        finally:
+            if threads > 1:
+                connection.close()  # this worker thread's own connection
+
+    if threads <= 1:
+        for args in work:
+            run_one(*args)
+    else:
+        # Provider calls wait on the network, so threads overlap them; the provider's limits are enforced across
+        # threads and processes by generation.providers, and a slot is stored once whatever the interleaving.
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            for future in [pool.submit(run_one, *args) for args in work]:
+                future.result()
     return summary
 
 
@@ -354,7 +383,7 @@ def questionnaire_slot_run(
                 params=params,
             )
         except (TransientProviderError, PermanentProviderError) as exc:
-            summary.exchanges += 1
+            summary.add(exchanges=1)
             QuestionnaireExchange.objects.create(
                 **base,
                 request={"messages": messages, "params": params},
@@ -372,8 +401,7 @@ def questionnaire_slot_run(
                 )
             )
             continue
-        summary.exchanges += 1
-        summary.cost += completion.cost
+        summary.add(exchanges=1, cost=completion.cost)
         asks += 1
         exchange_fields = dict(
             **base,
@@ -399,7 +427,7 @@ def questionnaire_slot_run(
             )
             if asks >= max_asks:
                 return f"no parseable reply after {asks} asks (last: {problem})"
-            summary.reasks += 1
+            summary.add(reasks=1)
             messages = [
                 *messages,
                 {"role": "assistant", "content": completion.text},
@@ -414,7 +442,7 @@ def questionnaire_slot_run(
             values=values,
             exchange_fields=exchange_fields,
         )
-        summary.stored += 1
+        summary.add(stored=1)
         return ""
 
 

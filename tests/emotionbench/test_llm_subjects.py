@@ -135,7 +135,7 @@ def test_the_full_llm_protocol_runs_against_a_loopback_model_and_is_analysed(
     handler, calls = _fake_model(random.Random(5), garbage_every=7)
     httpserver.expect_request("/v1/chat/completions").respond_with_handler(handler)
 
-    call_command("generate_questionnaire", "eb-llm")
+    call_command("generate_questionnaire", "eb-llm", "--threads", "1")
     out = capsys.readouterr().out
     runs = QuestionnaireRun.objects.filter(condition=condition)
     assert runs.filter(phase="default").count() == 8
@@ -184,5 +184,37 @@ def test_the_full_llm_protocol_runs_against_a_loopback_model_and_is_analysed(
 
     # Idempotent: a second run asks nothing.
     before = calls["n"]
-    call_command("generate_questionnaire", "eb-llm")
+    call_command("generate_questionnaire", "eb-llm", "--threads", "1")
     assert calls["n"] == before and runs.count() == 20
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_workers_store_every_slot_once(
+    write_json, httpserver, api_key, redis_url, requires_postgres
+):
+    from .conftest import panas_definition, situations_definition
+
+    call_command("import_instruments", write_json("q.json", [panas_definition()]))
+    call_command("import_situations", write_json("s.json", situations_definition()))
+    provider = make_provider(httpserver)
+    study = Study.objects.create(
+        slug="eb-threads",
+        title="Threads",
+        kind=Study.Kind.QUESTIONNAIRE,
+        instrument=Instrument.objects.get(name="PANAS"),
+        llm_default_runs=6,
+        llm_evoked_runs=3,
+    )
+    StudySituation.objects.bulk_create(
+        [StudySituation(study=study, situation=s) for s in Situation.objects.all()[:2]]
+    )
+    for name in ("fake-a", "fake-b"):
+        condition = Condition.objects.create(study=study, name=name, kind=Condition.Kind.LLM)
+        LLMConditionConfig.objects.create(condition=condition, provider=provider, model=name, temperature=0.0)
+    handler, calls = _fake_model(random.Random(2), garbage_every=5)
+    httpserver.expect_request("/v1/chat/completions").respond_with_handler(handler)
+    call_command("generate_questionnaire", "eb-threads", "--threads", "6")
+    runs = QuestionnaireRun.objects.filter(study=study)
+    assert runs.count() == 2 * (6 + 2 * 3)
+    assert runs.values("condition", "subject_key", "phase", "run_index").distinct().count() == runs.count()
+    assert all(run.answers.count() == 20 for run in runs)

@@ -21,9 +21,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--max-asks", type=int, default=3, help="Asks per run before giving up on a reply."
         )
+        parser.add_argument("--threads", type=int, default=4, help="Concurrent provider calls (default 4).")
         parser.add_argument("--progress", action="store_true", help="Only show progress and cost.")
 
-    def handle(self, *args, study_slug, condition, max_asks, progress, **options):
+    def handle(self, *args, study_slug, condition, max_asks, threads, progress, **options):
         study = Study.objects.filter(slug=study_slug).select_related("instrument").first()
         if study is None:
             raise CommandError(f"no study {study_slug!r}")
@@ -31,7 +32,9 @@ class Command(BaseCommand):
             if max_asks < 1:
                 raise CommandError("--max-asks must be at least 1")
             try:
-                summary = questionnaire_generate(study=study, condition_name=condition, max_asks=max_asks)
+                summary = questionnaire_generate(
+                    study=study, condition_name=condition, max_asks=max_asks, threads=max(1, threads)
+                )
             except QuestionnaireGenerationError as exc:
                 raise CommandError(str(exc)) from None
             self.stdout.write("\n".join(summary.lines()))
