@@ -201,7 +201,11 @@ def study_analyze_cached(*, study: Study, options: AnalysisOptions | None = None
     the dashboard, its figures and its tables share one computation, and any new rating starts a fresh one."""
     options = options or AnalysisOptions()
     key = f"analysis:{study.pk}:{study_data_fingerprint(study=study)}:{hashlib.sha256(repr(options).encode()).hexdigest()[:16]}"
-    found = cache.get(key)
+    try:
+        found = cache.get(key)
+    except Exception:  # noqa: BLE001 — the cache fails open: Redis down costs a recomputation, never an error
+        logger.warning("analysis cache: could not read %s", key, exc_info=True)
+        found = None
     if found is not None:
         return found
     result = study_analyze(study=study, options=options)
