@@ -18,22 +18,20 @@ from studies.models import Assignment, Condition, Participant, Rating, Response,
 
 # Column name in the frame → ORM path from Rating. Order matters: it is the SELECT list.
 RATING_FRAME_FIELDS: dict[str, str] = {
-    "rating_id": "id",
     "value": "value",
     "response_time_ms": "response_time_ms",
     "position": "assignment__position",
     "participant_id": "assignment__participant_id",
     "flagged_for_exclusion": "assignment__participant__flagged_for_exclusion",
-    "participant_status": "assignment__participant__status",
     "response_id": "assignment__response_id",
     "condition": "assignment__response__condition__name",
     "prompt_id": "assignment__response__prompt_id",
-    "dialogue_id": "assignment__response__prompt__dialogue_id",
     "emotion": "assignment__response__prompt__emotion__name",
     # Valence is read from the Emotion table now, at analysis time: regrouping an emotion in the admin
     # changes every later analysis, never the stored ratings.
     "valence": "assignment__response__prompt__emotion__valence",
 }
+FRAME_FETCH_ROWS = 100_000
 
 
 def study_get_by_slug(*, slug: str) -> Study:
@@ -59,18 +57,29 @@ def rating_rows_frame(*, study: Study) -> pd.DataFrame:
     """One row per counted rating, with its design variables (see RATING_FRAME_FIELDS), in one query.
 
     The ORM builds the SQL (joins through assignment → response → prompt → emotion, participant); the rows are
-    fetched with a plain cursor, which skips per-row model machinery and is several times faster on large studies.
+    fetched with a bare cursor, which skips per-row model machinery and is several times faster on large studies.
     """
     qs = rating_queryset(study=study).order_by().values_list(*RATING_FRAME_FIELDS.values())
     sql, params = qs.query.sql_with_params()
-    with connection.cursor() as cursor:
+    columns = list(RATING_FRAME_FIELDS)
+    frames = []
+    # A server-side cursor on PostgreSQL, read in blocks turned into DataFrames at once: the Python tuples of one
+    # block are alive at a time, not a million of them (peak memory roughly halves on large studies).
+    with connection.chunked_cursor() as cursor:
         cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    frame = pd.DataFrame.from_records(rows, columns=list(RATING_FRAME_FIELDS))
+        while rows := cursor.fetchmany(FRAME_FETCH_ROWS):
+            frames.append(_frame_block(rows, columns))
+    if not frames:
+        return _frame_block([], columns)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _frame_block(rows: list[tuple], columns: list[str]) -> pd.DataFrame:
+    frame = pd.DataFrame.from_records(rows, columns=columns)
     frame["value"] = frame["value"].astype("int64")
     frame["response_time_ms"] = pd.to_numeric(frame["response_time_ms"], errors="coerce").astype("float64")
     frame["flagged_for_exclusion"] = frame["flagged_for_exclusion"].astype(bool)
-    for column in ("condition", "emotion", "valence", "participant_status", "dialogue_id"):
+    for column in ("condition", "emotion", "valence"):
         frame[column] = frame[column].astype("object")
     return frame
 
