@@ -61,6 +61,11 @@ class ProviderAdmin(admin.ModelAdmin):
     ]
     readonly_fields = ["key_present"]
 
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name == "base_url":
+            kwargs["assume_scheme"] = "https"  # a bare host name means https (and Django 6's default)
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
     @admin.display(boolean=True, description="Key in the environment")
     def key_present(self, obj):
         # Only whether the variable is set: the key itself is never shown.
