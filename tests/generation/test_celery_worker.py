@@ -34,10 +34,13 @@ def _db_url():
     return f"postgres://{s['USER']}@{s['HOST']}:{s['PORT']}/{s['NAME']}"
 
 
+WORKER_APP_NAME = "generation-test-worker"
+
+
 def _start_worker(queue, redis_url, log_path):
     env = dict(
         os.environ,
-        DATABASE_URL=_db_url(),
+        DATABASE_URL=f"{_db_url()}?application_name={WORKER_APP_NAME}",
         REDIS_URL=redis_url,
         DJANGO_ENV="test",
         GENERATION_QUEUE=queue,
@@ -82,6 +85,13 @@ def _kill(process):
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=30)
     process.log.close()
+    # A SIGKILLed client's server sessions can outlive it for a moment; end them so the test database can be
+    # flushed and dropped.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s AND datname = %s",
+            [WORKER_APP_NAME, connection.settings_dict["NAME"]],
+        )
 
 
 def _wait_for(predicate, timeout, what):
