@@ -16,7 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from analysis import exports, selectors
+from analysis import exports, reports, selectors
 from analysis.permissions import IsAnalyst
 from analysis.services import AnalysisError, study_analyze_cached
 from analysis.views import options_from_query
@@ -143,4 +143,34 @@ class StudyExport(APIView):
             exports.export_lines(study=study, what=what, rules=rules), content_type="text/csv; charset=utf-8"
         )
         response["Content-Disposition"] = f'attachment; filename="{study.slug}-{what}.csv"'
+        return response
+
+
+class StudyTable(APIView):
+    """One aggregate table of the analysis as CSV (the same files `analyze` writes: main_tests, tests,
+    distribution, distribution_by_valence, distribution_by_emotion, change_vs_baseline..., bootstrap_...,
+    ordinal_model, exclusions)."""
+
+    permission_classes = [IsAnalyst]
+    http_method_names = READ_ONLY
+    renderer_classes = [CSVRenderer, JSONRenderer]
+
+    @extend_schema(
+        parameters=ANALYSIS_PARAMETERS,
+        responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="CSV")},
+    )
+    def get(self, request: Request, slug: str, name: str) -> StreamingHttpResponse:
+        try:
+            analysis = study_analyze_cached(
+                study=_study(slug), options=options_from_query(request.query_params)
+            )
+        except AnalysisError as exc:
+            raise Http404(str(exc)) from None
+        tables = {"main_tests": reports.main_table(analysis), **analysis.tables()}
+        if name not in tables:
+            raise Http404("No such table.")
+        response = StreamingHttpResponse(
+            exports.table_lines(tables[name]), content_type="text/csv; charset=utf-8"
+        )
+        response["Content-Disposition"] = f'attachment; filename="{analysis.study_slug}-{name}.csv"'
         return response

@@ -9,4 +9,5 @@ urlpatterns = [
     path("studies/<slug:slug>/", api.StudyDetail.as_view(), name="study-detail"),
     path("studies/<slug:slug>/aggregates/", api.StudyAggregates.as_view(), name="study-aggregates"),
     path("studies/<slug:slug>/exports/<str:what>.csv", api.StudyExport.as_view(), name="study-export"),
+    path("studies/<slug:slug>/tables/<str:name>.csv", api.StudyTable.as_view(), name="study-table"),
 ]

@@ -29,6 +29,7 @@ def _api_urls(slug):
         reverse("api:study-export", args=[slug, "ratings"]),
         reverse("api:study-export", args=[slug, "participants"]),
         reverse("api:study-export", args=[slug, "responses"]),
+        reverse("api:study-table", args=[slug, "main_tests"]),
     ]
 
 

@@ -81,3 +81,17 @@ def test_analyst_token_command_makes_a_read_only_analyst(client, rated_study, ca
     assert client.post(url, {}, HTTP_AUTHORIZATION=f"Token {key}").status_code == 405
     with pytest.raises(CommandError, match="no user"):
         call_command("analyst_token", "ghost")
+
+
+def test_the_api_serves_the_aggregate_tables_as_csv(client, analyst, rated_study):
+    import csv
+    import io
+
+    client.force_login(analyst)
+    response = client.get(
+        reverse("api:study-table", args=[rated_study.slug, "distribution"]), HTTP_ACCEPT="text/csv"
+    )
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert [(r["condition"], r["n_Good"]) for r in rows] == [("human", "20"), ("gpt4", "40")]
+    assert client.get(reverse("api:study-table", args=[rated_study.slug, "nope"])).status_code == 404
