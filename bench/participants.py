@@ -195,6 +195,7 @@ def main(argv: list[str] | None = None) -> dict:
         log(
             f"launch: {args.participants} participants within {args.arrival_seconds:.0f}s, think {args.think_ms:.0f} ms"
         )
+        client_cpu_start = time.process_time()
         recorder, outcomes, launch_seconds = launch_phase(
             stack,
             slug=slug,
@@ -203,6 +204,7 @@ def main(argv: list[str] | None = None) -> dict:
             think=args.think_ms / 1000,
             seed=args.seed,
         )
+        client_cpu_launch = time.process_time() - client_cpu_start
         launch_check = outcomes_check(slug=slug, outcomes=outcomes)
         answers_window = (recorder.last or 0) - (recorder.first or 0)
 
@@ -245,6 +247,8 @@ def main(argv: list[str] | None = None) -> dict:
                 {"id": o.external_id, "error": o.error} for o in outcomes if not o.completed
             ][:10],
             "seconds": round(launch_seconds, 1),
+            # CPU the simulated browsers themselves used (parsing pages), taken from the same machine's cores.
+            "client_cpu_share_of_one_core": round(client_cpu_launch / launch_seconds, 2),
             "requests": recorder.requests,
             "statuses": recorder.statuses,
             "errors": server_errors,
