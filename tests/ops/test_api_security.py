@@ -22,6 +22,8 @@ from .flow_helpers import hidden_fields, live_study, post_step, to_first_item
 pytestmark = pytest.mark.django_db
 
 WRITE_METHODS = ("post", "put", "patch", "delete")
+# Path parameters the schema gives no enum for: values that exist for every rated study.
+KNOWN_PATH_VALUES = {"what": ["ratings", "participants", "responses"], "name": ["main_tests"]}
 PID = "5f00aa11bb22cc33dd44ee55"
 
 
@@ -47,17 +49,30 @@ def _token_for(username: str, *, staff: bool) -> str:
 
 
 def _api_paths(slug: str) -> list[str]:
-    """Every path of the published schema, with the study's slug and each export filled in."""
+    """Every path of the published schema, its parameters filled in: the study's slug, and every value
+    of an enumerated parameter (e.g. each export) or the first example otherwise."""
+    import itertools
+    import re
+
     schema = Client().get("/api/schema/", {"format": "json"}).json()
     paths = []
-    for template in schema["paths"]:
-        if "{what}" in template:
-            paths += [
-                template.replace("{slug}", slug).replace("{what}", w)
-                for w in ("ratings", "participants", "responses")
-            ]
-        else:
-            paths.append(template.replace("{slug}", slug))
+    for template, operations in schema["paths"].items():
+        names = re.findall(r"{(\w+)}", template)
+        parameters = {
+            p["name"]: p for p in operations.get("get", {}).get("parameters", []) if p.get("in") == "path"
+        }
+        choices = []
+        for name in names:
+            if name == "slug":
+                choices.append([slug])
+                continue
+            spec = parameters.get(name, {}).get("schema", {})
+            choices.append(spec.get("enum") or KNOWN_PATH_VALUES.get(name, ["x"]))
+        for values in itertools.product(*choices):
+            path = template
+            for name, value in zip(names, values, strict=True):
+                path = path.replace("{" + name + "}", str(value))
+            paths.append(path)
     assert paths, "the API schema lists no paths"
     return paths
 
