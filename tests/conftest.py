@@ -19,9 +19,34 @@ def _postgres_in_use() -> bool:
 
 def pytest_sessionstart(session):
     if IN_CI and not _postgres_in_use():
-        raise pytest.UsageError("CI=true: the suite must run on PostgreSQL (set DATABASE_URL; `make test` does).")
+        raise pytest.UsageError(
+            "CI=true: the suite must run on PostgreSQL (set DATABASE_URL; `make test` does)."
+        )
     if IN_CI and not settings.REDIS_URL:
         raise pytest.UsageError("CI=true: the suite must run with Redis (set REDIS_URL; `make test` does).")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """A transactional test (real commits: races, live_server, Celery workers) ends by flushing every table,
+    which also removes the rows data migrations seeded (the 32 emotions). Put them back once the test's
+    teardown, flush included, is over, so later tests see the database exactly as `migrate` leaves it."""
+    result = yield
+    marker = item.get_closest_marker("django_db")
+    fixtures = getattr(item, "fixturenames", ())
+    # After the last test the test database is already gone: nothing to restore.
+    if nextitem is not None and (
+        (marker is not None and marker.kwargs.get("transaction"))
+        or any(name in fixtures for name in ("transactional_db", "live_server"))
+    ):
+        import importlib
+
+        from django.apps import apps
+        from pytest_django.plugin import blocking_manager_key
+
+        with item.config.stash[blocking_manager_key].unblock():
+            importlib.import_module("studies.migrations.0002_seed_emotions").seed_emotions(apps, None)
+    return result
 
 
 @pytest.fixture
@@ -88,10 +113,13 @@ def browser():
     # Playwright's sync API runs an event loop in this thread; the ORM calls the tests make around it are
     # ordinary synchronous calls, so Django's async-safety guard does not apply.
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield chromium
-        chromium.close()
+    try:
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            yield chromium
+            chromium.close()
+    finally:
+        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
 
 
 @pytest.fixture

@@ -13,7 +13,11 @@ def _manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def _production_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "ALLOWED_HOSTS", "DEBUG"}}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"SECRET_KEY", "ALLOWED_HOSTS", "DEBUG", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    }
     env.update({"DJANGO_ENV": "production", **extra})
     return env
 
@@ -32,7 +36,10 @@ def test_a_malformed_boolean_is_refused_at_start_up():
 
 
 def test_check_deploy_is_clean_under_production_settings():
-    env = _production_env(SECRET_KEY="x" * 20 + "-production-secret-for-the-deploy-check-" + "y" * 20, ALLOWED_HOSTS="example.org")
+    env = _production_env(
+        SECRET_KEY="x" * 20 + "-production-secret-for-the-deploy-check-" + "y" * 20,
+        ALLOWED_HOSTS="example.org",
+    )
     result = _manage("check", "--deploy", "--fail-level", "WARNING", env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout

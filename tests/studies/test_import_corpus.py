@@ -284,6 +284,8 @@ def test_two_simultaneous_imports_of_the_same_file_write_it_once(requires_postgr
         except CorpusImportError as exc:
             assert "is already in study 'raced'" in str(exc)
             outcomes.append("refused")
+        except BaseException as exc:  # surfaced below: an exception in a thread would otherwise vanish
+            outcomes.append(f"error: {exc!r}")
         finally:
             connection.close()
 
