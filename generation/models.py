@@ -304,4 +304,5 @@ class GeneratedResponse(Response):
         verbose_name = "generated response (review)"
         verbose_name_plural = "generated responses (review)"
 
+
 from generation.questionnaire_models import QuestionnaireExchange  # noqa: E402, F401  (EmotionBench LLM subjects)
