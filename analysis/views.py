@@ -5,7 +5,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from analysis import exports, figures, reports, selectors, stats
@@ -49,6 +49,9 @@ def index(request: HttpRequest) -> HttpResponse:
 @analyst_required
 def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(slug)
+    if study.kind == Study.Kind.QUESTIONNAIRE:
+        # Questionnaire (EmotionBench) studies have their own page; the study list links every study here.
+        return redirect("analysis:emotionbench", slug=study.slug)
     analysis = _analysis(study, request)
     context = reports.report_context(analysis, inline_figures=True)
     context.update(

@@ -173,6 +173,8 @@ def test_the_full_llm_protocol_runs_against_a_loopback_model_and_is_analysed(
     assert (tmp_path / "emotionbench_groups.csv").exists() and (tmp_path / "emotionbench_change.png").exists()
 
     # The analysts' page shows the same table, and serves it as CSV; participants (anonymous) are sent to log in.
+    # The study's dashboard link leads there too.
+    assert staff_client.get("/analysis/eb-llm/").url == "/analysis/eb-llm/emotionbench/"
     page = staff_client.get("/analysis/eb-llm/emotionbench/")
     assert page.status_code == 200 and "Default and change per emotion" in page.content.decode()
     csv = staff_client.get("/analysis/eb-llm/emotionbench/groups.csv")
