@@ -47,7 +47,10 @@ def admin_sql(sql: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "--data", default=os.environ.get("EMOTIONBENCH_DATA", "/work/shared/data/emotionbench")
+        "--data",
+        default=os.environ.get(
+            "EMOTIONBENCH_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data" / "emotionbench")
+        ),
     )
     parser.add_argument("--db", default="empathy_bench_eb")
     parser.add_argument("--keep", action="store_true")

@@ -2,10 +2,18 @@
 
 import csv
 import io
+from pathlib import Path
 
 from django.apps import apps
 
-DATASET = "/work/shared/data/llm-empathy-evaluation/dataset_and_ratings.csv"
+# The published dataset lives in shared/ beside the checkout (as in CI).
+DATASET = str(
+    Path(__file__).resolve().parents[3]
+    / "shared"
+    / "data"
+    / "llm-empathy-evaluation"
+    / "dataset_and_ratings.csv"
+)
 PUBLIC_HEADER = [
     "dialog_id",
     "emotion",
