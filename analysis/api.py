@@ -140,7 +140,10 @@ class StudyExport(APIView):
             raise Http404("No such export.")
         rules = options_from_query(request.query_params).rules
         response = StreamingHttpResponse(
-            exports.export_lines(study=study, what=what, rules=rules), content_type="text/csv; charset=utf-8"
+            exports.export_lines(
+                study=study, what=what, rules=rules, reveal_participant_ids=request.user.is_staff
+            ),
+            content_type="text/csv; charset=utf-8",
         )
         response["Content-Disposition"] = f'attachment; filename="{study.slug}-{what}.csv"'
         return response

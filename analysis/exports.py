@@ -170,13 +170,43 @@ def response_export_records(*, study: Study) -> Iterator[list]:
 # --- One entry point ------------------------------------------------------------------------------------
 
 
-def export_lines(*, study: Study, what: str, rules: stats.ExclusionRules | None = None) -> Iterator[str]:
-    """The CSV lines of one export of a study (`what` in EXPORT_KINDS), streamed."""
+def participant_pseudonym(participant_id: int) -> str:
+    """What analysts who are not study staff see instead of a participant's platform id (PROLIFIC_PID,
+    workerId): stable within the study's exports, and joinable across them, but not the recruiting
+    platform's identifier."""
+    return f"P{participant_id}"
+
+
+def _pseudonymised(records: Iterable, *, header: list[str]) -> Iterator[list]:
+    i_external, i_pid = header.index("participant"), header.index("participant_id")
+    for record in records:
+        record = list(record)
+        record[i_external] = participant_pseudonym(record[i_pid])
+        yield record
+
+
+def export_lines(
+    *,
+    study: Study,
+    what: str,
+    rules: stats.ExclusionRules | None = None,
+    reveal_participant_ids: bool = True,
+) -> Iterator[str]:
+    """The CSV lines of one export of a study (`what` in EXPORT_KINDS), streamed.
+
+    Participants' platform ids are study staff's only: with `reveal_participant_ids=False` (analysts who are
+    not staff) the `participant` column holds a pseudonym instead."""
     rules = rules or stats.ExclusionRules()
     if what == "ratings":
-        return csv_lines(rating_export_header(), rating_export_records(study=study, rules=rules))
+        header, records = rating_export_header(), rating_export_records(study=study, rules=rules)
+        if not reveal_participant_ids:
+            records = _pseudonymised(records, header=header)
+        return csv_lines(header, records)
     if what == "participants":
-        return csv_lines(participant_export_header(), participant_export_records(study=study))
+        header, records = participant_export_header(), participant_export_records(study=study)
+        if not reveal_participant_ids:
+            records = _pseudonymised(records, header=header)
+        return csv_lines(header, records)
     if what == "responses":
         return csv_lines(response_export_header(), response_export_records(study=study))
     raise ExportError(f"unknown export {what!r}: choose one of {', '.join(EXPORT_KINDS)}")

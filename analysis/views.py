@@ -90,7 +90,10 @@ def export(request: HttpRequest, slug: str, what: str) -> StreamingHttpResponse:
         raise Http404("No such export.")
     rules = options_from_query(request.GET).rules
     return _csv_response(
-        exports.export_lines(study=study, what=what, rules=rules), f"{study.slug}-{what}.csv"
+        exports.export_lines(
+            study=study, what=what, rules=rules, reveal_participant_ids=request.user.is_staff
+        ),
+        f"{study.slug}-{what}.csv",
     )
 
 

@@ -60,25 +60,25 @@ def test_the_ratings_export_has_one_row_per_rating_with_every_design_variable(an
     assert {r["valence"] for r in rows} == {"positive", "negative"}
 
 
-def test_exports_neutralise_formulas_in_participant_and_response_text(analyst_client, hostile_study):
-    body = _body(analyst_client.get(reverse("analysis:export", args=[hostile_study.slug, "ratings"])))
+def test_exports_neutralise_formulas_in_participant_and_response_text(staff_client, hostile_study):
+    body = _body(staff_client.get(reverse("analysis:export", args=[hostile_study.slug, "ratings"])))
     rows = _csv(body)
     assert rows[0]["participant"] == '\'=HYPERLINK("http://x")'
     assert rows[0]["response_text"].startswith("'=1+2")
     for line in csv.reader(io.StringIO(body)):
         assert not any(cell.startswith(exports.FORMULA_TRIGGERS) for cell in line), line
     responses = _csv(
-        _body(analyst_client.get(reverse("analysis:export", args=[hostile_study.slug, "responses"])))
+        _body(staff_client.get(reverse("analysis:export", args=[hostile_study.slug, "responses"])))
     )
     assert responses[0]["text"].startswith("'=")
     assert "model_requested" in responses[0] and responses[0]["model_requested"] == ""  # a corpus response
     participants = _csv(
-        _body(analyst_client.get(reverse("analysis:export", args=[hostile_study.slug, "participants"])))
+        _body(staff_client.get(reverse("analysis:export", args=[hostile_study.slug, "participants"])))
     )
     assert participants[0]["participant"].startswith("'=")
 
 
-def test_exclusion_flags_in_the_export_follow_the_declared_rules(analyst_client, db):
+def test_exclusion_flags_in_the_export_follow_the_declared_rules(staff_client, db):
     people = [
         Rated("human", [("sad", 3, 4000)] * 10),  # straight-lining
         Rated("human", [("sad", 1, 200), ("sad", 2, 300)] * 5),  # too fast
@@ -86,7 +86,7 @@ def test_exclusion_flags_in_the_export_follow_the_declared_rules(analyst_client,
         Rated("human", [("sad", 1, 4000), ("sad", 2, 4000)] * 5),
     ]
     study = build_rating_study(slug="flags", conditions=["human"], participants=people).study
-    rows = _csv(_body(analyst_client.get(reverse("analysis:export", args=[study.slug, "ratings"]))))
+    rows = _csv(_body(staff_client.get(reverse("analysis:export", args=[study.slug, "ratings"]))))
     per = {r["participant"]: r for r in rows}
     flags = [
         (per[p.external_id]["excluded_straight_lining"], per[p.external_id]["excluded_too_fast"],
@@ -101,7 +101,7 @@ def test_exclusion_flags_in_the_export_follow_the_declared_rules(analyst_client,
     ]
     off = _csv(
         _body(
-            analyst_client.get(reverse("analysis:export", args=[study.slug, "ratings"]) + "?exclusions=none")
+            staff_client.get(reverse("analysis:export", args=[study.slug, "ratings"]) + "?exclusions=none")
         )
     )
     assert {r["excluded"] for r in off} == {"false"}

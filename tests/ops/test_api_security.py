@@ -122,15 +122,20 @@ def test_staff_can_export_participant_ids(rated_study):
     assert PID.encode() in _body(staff.get(f"/api/studies/{rated_study.slug}/exports/participants.csv"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analysis exports give non-staff analysts the platform ids (analysis/selectors.py maps "
-    "'participant' to external_id for every analyst); they should get a pseudonym",
-)
 def test_participant_ids_are_not_in_the_api_for_non_staff_analysts(rated_study):
     analyst = Client(headers={"Authorization": f"Token {_token_for('analyst2', staff=False)}"})
     leaking = [path for path in _api_paths(rated_study.slug) if PID.encode() in _body(analyst.get(path))]
     assert leaking == []
+    # They get a stable pseudonym instead, the same in the ratings and the participants exports.
+    participant = rated_study.participants.get(external_id=PID)
+    for what in ("ratings", "participants"):
+        body = _body(analyst.get(f"/api/studies/{rated_study.slug}/exports/{what}.csv"))
+        assert f"P{participant.pk}".encode() in body
+
+
+def test_staff_see_participant_ids_in_the_exports(rated_study):
+    staff = Client(headers={"Authorization": f"Token {_token_for('staff2', staff=True)}"})
+    assert PID.encode() in _body(staff.get(f"/api/studies/{rated_study.slug}/exports/ratings.csv"))
 
 
 def test_no_input_the_schema_allows_gives_a_server_error(rated_study):
