@@ -4,24 +4,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db.models import Count, OuterRef, Q, Subquery
+
 from studies.models import Assignment, Participant, Study
 
 
-def participant_get_for_session(*, session, study: Study) -> Participant | None:
-    """The participant this browser session enrolled in `study`, or None. The session (server-side, keyed
-    by an unguessable cookie) is the only way a request names a participant."""
-    participant_id = session.get(session_key(study))
+def participant_get_for_session(*, session, slug: str) -> Participant | None:
+    """The participant this browser session enrolled in the study `slug`, with their study (one query),
+    or None. The session (server-side, keyed by an unguessable cookie) is the only way a
+    request names a participant."""
+    participant_id = session.get(session_key(slug))
     if participant_id is None:
         return None
-    return (
-        Participant.objects.select_related("study", "condition")
-        .filter(pk=participant_id, study=study)
-        .first()
-    )
+    return Participant.objects.select_related("study").filter(pk=participant_id, study__slug=slug).first()
 
 
-def session_key(study: Study) -> str:
-    return f"ratings:participant:{study.pk}"
+def session_key(study_or_slug: Study | str) -> str:
+    slug = study_or_slug.slug if isinstance(study_or_slug, Study) else study_or_slug
+    return f"ratings:participant:{slug}"
 
 
 @dataclass(frozen=True)
@@ -36,16 +36,21 @@ class CurrentItem:
 
 
 def assignment_current_for_participant(*, participant: Participant) -> CurrentItem | None:
-    """The participant's first unanswered assignment (with what the page shows), or None when all are done."""
-    mine = Assignment.objects.filter(participant=participant)
+    """The participant's first unanswered assignment (with what the page shows, and where it stands among
+    their items), or None when all are done. One query."""
+    counts = (
+        Assignment.objects.filter(participant=OuterRef("participant"))
+        .order_by()
+        .values("participant")
+        .annotate(total=Count("pk"), answered=Count("pk", filter=Q(answered_at__isnull=False)))
+    )
     current = (
-        mine.filter(answered_at__isnull=True)
+        Assignment.objects.filter(participant=participant, answered_at__isnull=True)
         .select_related("response__prompt__emotion", "attention_check", "situation")
+        .annotate(total=Subquery(counts.values("total")), answered=Subquery(counts.values("answered")))
         .order_by("position")
         .first()
     )
     if current is None:
         return None
-    total = mine.count()
-    answered = mine.filter(answered_at__isnull=False).count()
-    return CurrentItem(assignment=current, number=answered + 1, total=total)
+    return CurrentItem(assignment=current, number=current.answered + 1, total=current.total)

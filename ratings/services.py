@@ -14,6 +14,7 @@ from datetime import datetime
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from studies.assignment import TOUCH_INTERVAL
 from studies.models import Assignment, Participant, Rating
 
 from . import flow, teq
@@ -62,9 +63,12 @@ class RatingSubmitted:
 
 
 def _locked(participant: Participant) -> Participant:
-    # of=("self",): lock the participant's row only. A plain FOR UPDATE over the join would lock the
-    # study's row too, serialising every answer of the study (and every arrival, which locks it to enrol).
-    return Participant.objects.select_for_update(of=("self",)).select_related("study").get(pk=participant.pk)
+    # The participant's row only, without a join: locking the study's row too would serialise every
+    # answer of the study (and every arrival, which locks it to enrol). The study comes from the
+    # participant already in hand.
+    locked = Participant.objects.select_for_update().get(pk=participant.pk)
+    locked.study = participant.study
+    return locked
 
 
 def _copy_state(target: Participant, source: Participant) -> None:
@@ -209,70 +213,81 @@ def rating_submit(
     participant run one after another; the OneToOne key on Rating backs it up.
     """
     now = now or timezone.now()
-    with transaction.atomic():
-        locked = _locked(participant)
-        assignment = (
-            Assignment.objects.filter(participant=locked, position=position)
-            .select_related("attention_check")
-            .first()
-        )
-        if assignment is None:
-            raise NotYourItem(f"There is no item at position {position} for this participant.")
-        stored = Rating.objects.filter(assignment=assignment).first()
-        if stored is not None:
-            return RatingSubmitted(
-                rating=stored, created=False, completed=locked.status != Participant.Status.ACTIVE
+    try:
+        with transaction.atomic():
+            locked = _locked(participant)
+            # All of the participant's items in one read (ten or so rows): the one answered, whether it
+            # already has a rating, which item is current and whether this answer is the last.
+            mine = list(
+                Assignment.objects.filter(participant=locked)
+                .select_related("attention_check", "rating")
+                .order_by("position")
             )
-        if locked.status != Participant.Status.ACTIVE or locked.step != Participant.Step.ITEMS:
-            raise ParticipantNotActive(f"The participant is {locked.status} on step {locked.step}.")
-        current = (
-            Assignment.objects.filter(participant=locked, answered_at__isnull=True)
-            .order_by("position")
-            .values_list("position", flat=True)
-            .first()
-        )
-        if current != position:
-            raise NotCurrentItem(f"Item {position} is not the current item ({current}).")
-        study = locked.study
-        if value not in study.scale_values:
-            raise InvalidValue(f"{value!r} is not on this study's scale {study.scale_values}.")
-        if response_time_ms is None and assignment.shown_at is not None:
-            response_time_ms = max(0, int((now - assignment.shown_at).total_seconds() * 1000))
-        try:
-            with transaction.atomic():
-                rating = Rating.objects.create(
-                    assignment=assignment, value=value, response_time_ms=response_time_ms
+            assignment = next((a for a in mine if a.position == position), None)
+            if assignment is None:
+                raise NotYourItem(f"There is no item at position {position} for this participant.")
+            stored = _rating_of(assignment)
+            if stored is not None:
+                return RatingSubmitted(
+                    rating=stored, created=False, completed=locked.status != Participant.Status.ACTIVE
                 )
-        except IntegrityError:  # cannot happen while the row lock holds; kept as the constraint's contract
-            return RatingSubmitted(
-                rating=Rating.objects.get(assignment=assignment), created=False, completed=False
+            if locked.status != Participant.Status.ACTIVE or locked.step != Participant.Step.ITEMS:
+                raise ParticipantNotActive(f"The participant is {locked.status} on step {locked.step}.")
+            unanswered = [a.position for a in mine if a.answered_at is None]
+            current = unanswered[0] if unanswered else None
+            if current != position:
+                raise NotCurrentItem(f"Item {position} is not the current item ({current}).")
+            study = locked.study
+            if value not in study.scale_values:
+                raise InvalidValue(f"{value!r} is not on this study's scale {study.scale_values}.")
+            if response_time_ms is None and assignment.shown_at is not None:
+                response_time_ms = max(0, int((now - assignment.shown_at).total_seconds() * 1000))
+            rating = Rating.objects.create(
+                assignment=assignment, value=value, response_time_ms=response_time_ms
             )
-        Assignment.objects.filter(pk=assignment.pk).update(
-            answered_at=now, shown_at=assignment.shown_at or now
-        )
+            Assignment.objects.filter(pk=assignment.pk).update(
+                answered_at=now, shown_at=assignment.shown_at or now
+            )
 
-        fields = ["last_seen_at"]
-        locked.last_seen_at = now
-        if (
-            assignment.kind == Assignment.Kind.ATTENTION
-            and value != assignment.attention_check.expected_value
-        ):
-            locked.attention_failures += 1
-            fields.append("attention_failures")
-            if locked.attention_failures > study.attention_check_max_failures:
-                checks = Assignment.objects.filter(participant=locked, kind=Assignment.Kind.ATTENTION).count()
-                reasons = [r for r in locked.exclusion_reasons if not r.startswith(ATTENTION_REASON_PREFIX)]
-                reasons.append(f"{ATTENTION_REASON_PREFIX}: {locked.attention_failures} of {checks}")
-                locked.flagged_for_exclusion = True
-                locked.exclusion_reasons = reasons
-                fields += ["flagged_for_exclusion", "exclusion_reasons"]
-        completed = not Assignment.objects.filter(participant=locked, answered_at__isnull=True).exists()
-        if completed:
-            _complete(locked, now)
-            fields += ["status", "step", "finished_at", "completion_code"]
-        locked.save(update_fields=fields)
+            fields = []
+            if locked.last_seen_at is None or now - locked.last_seen_at >= TOUCH_INTERVAL:
+                locked.last_seen_at = now
+                fields.append("last_seen_at")
+            if (
+                assignment.kind == Assignment.Kind.ATTENTION
+                and value != assignment.attention_check.expected_value
+            ):
+                locked.attention_failures += 1
+                fields.append("attention_failures")
+                if locked.attention_failures > study.attention_check_max_failures:
+                    checks = sum(1 for a in mine if a.kind == Assignment.Kind.ATTENTION)
+                    reasons = [
+                        r for r in locked.exclusion_reasons if not r.startswith(ATTENTION_REASON_PREFIX)
+                    ]
+                    reasons.append(f"{ATTENTION_REASON_PREFIX}: {locked.attention_failures} of {checks}")
+                    locked.flagged_for_exclusion = True
+                    locked.exclusion_reasons = reasons
+                    fields += ["flagged_for_exclusion", "exclusion_reasons"]
+            completed = unanswered == [position]
+            if completed:
+                _complete(locked, now)
+                fields += ["status", "step", "finished_at", "completion_code"]
+            if fields:
+                locked.save(update_fields=fields)
+    except IntegrityError:
+        # The OneToOne key refused a second rating. Cannot happen while the row lock holds (the whole
+        # transaction above is rolled back); kept as the constraint's contract.
+        stored = Rating.objects.get(assignment__participant=participant, assignment__position=position)
+        return RatingSubmitted(rating=stored, created=False, completed=False)
     _copy_state(participant, locked)
     return RatingSubmitted(rating=rating, created=True, completed=completed)
+
+
+def _rating_of(assignment: Assignment) -> Rating | None:
+    try:
+        return assignment.rating
+    except Rating.DoesNotExist:
+        return None
 
 
 def assignment_mark_shown(*, assignment: Assignment, now: datetime | None = None) -> None:

@@ -153,7 +153,7 @@ def study_entry(request: HttpRequest, slug: str) -> HttpResponse:
         return _page(request, study, "mturk_preview.html")
 
     fields = form.enrollment_fields()
-    current = participant_get_for_session(session=request.session, study=study)
+    current = participant_get_for_session(session=request.session, slug=study.slug)
     if fields is None:
         if current is not None:
             return _to_step(study)
@@ -187,7 +187,7 @@ def study_start(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_object_or_404(Study, slug=slug)
     if study.platform != Study.Platform.NONE:
         return _page(request, study, "missing_id.html", status=400)
-    if participant_get_for_session(session=request.session, study=study) is not None:
+    if participant_get_for_session(session=request.session, slug=study.slug) is not None:
         return _to_step(study)
     try:
         participant = participant_enroll(study=study, external_id=f"direct-{secrets.token_hex(10)}")
@@ -206,10 +206,11 @@ def study_start(request: HttpRequest, slug: str) -> HttpResponse:
 @honeypot
 def study_step(request: HttpRequest, slug: str) -> HttpResponse:
     """Shows (GET) or answers (POST) the session's participant's current step."""
-    study = get_object_or_404(Study, slug=slug)
-    participant = participant_get_for_session(session=request.session, study=study)
+    participant = participant_get_for_session(session=request.session, slug=slug)
     if participant is None:
+        study = get_object_or_404(Study, slug=slug)
         return redirect("ratings:entry", slug=study.slug)
+    study = participant.study
     participant = participant_touch(participant=participant)
     if participant.status != Participant.Status.ACTIVE:
         return _to_step(study) if request.method == "POST" else _outcome_page(request, participant)
@@ -228,7 +229,7 @@ def study_step(request: HttpRequest, slug: str) -> HttpResponse:
 def study_return(request: HttpRequest, slug: str) -> HttpResponse:
     """Stop and return: asks for confirmation, then gives the slot and the unanswered items back."""
     study = get_object_or_404(Study, slug=slug)
-    participant = participant_get_for_session(session=request.session, study=study)
+    participant = participant_get_for_session(session=request.session, slug=study.slug)
     if participant is None:
         return redirect("ratings:entry", slug=study.slug)
     if request.method == "POST":

@@ -43,6 +43,7 @@ __all__ = [
     "participant_enroll",
     "participant_return",
     "participant_touch",
+    "TOUCH_INTERVAL",
     "participants_release_stale",
     "condition_counts",
     "response_live_counts",
@@ -409,8 +410,15 @@ def participant_return(*, participant: Participant, now: datetime | None = None)
     return bool(changed)
 
 
+# How fresh `last_seen_at` must already be for a request to skip writing it again. Staleness is judged in
+# minutes (the study's time limit), so a few seconds' imprecision changes nothing, while a write on every
+# page view of a launch is a row update per request. Answers write `last_seen_at` themselves.
+TOUCH_INTERVAL = timedelta(seconds=20)
+
+
 def participant_touch(*, participant: Participant, now: datetime | None = None) -> Participant:
-    """Records that an active participant is still here (`last_seen_at`), on every request.
+    """Records that an active participant is still here (`last_seen_at`); called on every request, it
+    writes at most once per TOUCH_INTERVAL.
 
     A participant already past the time limit is timed out instead of revived: counting stopped holding
     their slot the moment they went stale, so someone else may have it. Returns the participant with its
@@ -419,6 +427,9 @@ def participant_touch(*, participant: Participant, now: datetime | None = None) 
     if participant.status != Participant.Status.ACTIVE:
         return participant
     cutoff = _stale_cutoff(participant.study, now)
+    seen = participant.last_seen_at
+    if seen is not None and seen >= cutoff and now - seen < TOUCH_INTERVAL:
+        return participant
     touched = Participant.objects.filter(
         pk=participant.pk, status=Participant.Status.ACTIVE, last_seen_at__gte=cutoff
     ).update(last_seen_at=now)

@@ -7,6 +7,7 @@ import pytest
 from django.utils import timezone
 
 from studies.assignment import (
+    TOUCH_INTERVAL,
     ParticipantCannotRestart,
     StudyFull,
     StudyNotOpen,
@@ -247,3 +248,16 @@ def test_touching_a_participant_past_the_time_limit_times_them_out_instead_of_re
     assert participant_touch(participant=fresh).status == Participant.Status.ACTIVE
     assert participant_touch(participant=stale).status == Participant.Status.TIMED_OUT
     assert not stale.assignments.exists()
+
+
+def test_touching_writes_last_seen_at_most_once_per_interval():
+    study = rating_study_build()
+    participant = participant_enroll(study=study, external_id="toucher")
+    enrolled_at = participant.last_seen_at
+
+    participant_touch(participant=participant, now=enrolled_at + TOUCH_INTERVAL / 2)
+    assert Participant.objects.get(pk=participant.pk).last_seen_at == enrolled_at  # fresh: no write
+
+    later = enrolled_at + TOUCH_INTERVAL + timedelta(seconds=1)
+    participant_touch(participant=participant, now=later)
+    assert Participant.objects.get(pk=participant.pk).last_seen_at == later
