@@ -1,8 +1,8 @@
 """Abuse protection for participant pages: rate limits and a honeypot field.
 
-Rate limits are fixed one-minute windows counted in Django's cache (Redis in production, local memory
-otherwise). They fail open: when the cache cannot be reached, requests pass and a warning is logged —
-a participant must never lose a rating because the limiter's store is down.
+Rate limits are fixed one-minute windows counted in Redis (one pipelined round trip per request), or in
+Django's local-memory cache without Redis (`make run`). They fail open: when the store cannot be reached,
+requests pass and a warning is logged — a participant must never lose a rating because it is down.
 
     @rate_limit("entry")        # per client IP (entry limit) and per participant
     @rate_limit("participant")  # per participant only (consent, instructions, answers)
@@ -63,20 +63,62 @@ def _participant_key(request) -> str:
     return "ip:" + client_ip(request)
 
 
-def _hit(bucket: str, identity: str, limit: int) -> tuple[bool, int]:
-    """Counts one request; returns (allowed, seconds until the window ends). Fails open."""
+_redis_clients: dict[str, object] = {}
+
+
+def _redis():
+    """A Redis client on REDIS_URL (one connection pool per process and address), or None without Redis."""
+    url = settings.REDIS_URL
+    if not url:
+        return None
+    client = _redis_clients.get(url)
+    if client is None:
+        import redis
+
+        # Short timeouts: a hung Redis must not stall participant pages (the limiter fails open).
+        client = _redis_clients[url] = redis.Redis.from_url(
+            url, socket_connect_timeout=0.5, socket_timeout=0.5
+        )
+    return client
+
+
+def _counts(keys: list[str]) -> list[int]:
+    """Adds one to each window counter and returns the new counts: one round trip to Redis (INCR and
+    EXPIRE of every key in one pipeline), or Django's cache when there is no Redis (`make run`)."""
+    client = _redis()
+    if client is not None:
+        pipeline = client.pipeline(transaction=False)
+        for key in keys:
+            pipeline.incr(key)
+            pipeline.expire(key, WINDOW_SECONDS * 2)
+        return pipeline.execute()[::2]
+    counts = []
+    for key in keys:
+        cache.add(key, 0, timeout=WINDOW_SECONDS * 2)
+        counts.append(cache.incr(key))
+    return counts
+
+
+def _hits(checks: list[tuple[str, str, int]]) -> tuple[str | None, int]:
+    """Counts one request against each (bucket, identity, limit); returns (the first bucket over its
+    limit or None, seconds until the window ends). Fails open."""
     now = time.time()
     window = int(now // WINDOW_SECONDS)
     retry_after = int(WINDOW_SECONDS - now % WINDOW_SECONDS) + 1
-    digest = hashlib.sha256(identity.encode()).hexdigest()[:32]  # no participant ids in cache keys
-    key = f"rl:{bucket}:{digest}:{window}"
+    keys = [
+        # hashed: no participant ids in the store's keys
+        f"rl:{bucket}:{hashlib.sha256(identity.encode()).hexdigest()[:32]}:{window}"
+        for bucket, identity, _limit in checks
+    ]
     try:
-        cache.add(key, 0, timeout=WINDOW_SECONDS * 2)
-        count = cache.incr(key)
-    except Exception as exc:  # the cache is down or the key vanished: let the request through
+        counts = _counts(keys)
+    except Exception as exc:  # the store is down or timed out: let the request through
         logger.warning("rate limit store unavailable, allowing request", extra={"error": type(exc).__name__})
-        return True, 0
-    return count <= limit, retry_after
+        return None, 0
+    for (bucket, _identity, limit), count in zip(checks, counts, strict=True):
+        if count > limit:
+            return bucket, retry_after
+    return None, retry_after
 
 
 def rate_limit(scope: str) -> Callable:
@@ -93,11 +135,10 @@ def rate_limit(scope: str) -> Callable:
                 checks = [("participant", _participant_key(request), settings.RATELIMIT_PARTICIPANT)]
                 if scope == "entry":
                     checks.insert(0, ("entry-ip", client_ip(request), settings.RATELIMIT_ENTRY_PER_IP))
-                for bucket, identity, limit in checks:
-                    allowed, retry_after = _hit(bucket, identity, limit)
-                    if not allowed:
-                        logger.warning("rate limited", extra={"bucket": bucket, "path": request.path})
-                        return too_many_requests(request, retry_after=retry_after)
+                bucket, retry_after = _hits(checks)
+                if bucket is not None:
+                    logger.warning("rate limited", extra={"bucket": bucket, "path": request.path})
+                    return too_many_requests(request, retry_after=retry_after)
             return view(request, *args, **kwargs)
 
         return wrapped

@@ -173,6 +173,9 @@ CACHES = {
     )
 }
 
+# Sessions: read from Redis when there is one, the database being the record (see config/sessions.py).
+SESSION_ENGINE = "config.sessions" if REDIS_URL else "django.contrib.sessions.backends.db"
+
 # --- REST API -----------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -248,7 +248,8 @@ def test_participants_keep_rating_when_redis_stops(client, study, settings, redi
     )
     try:
         time.sleep(0.3)
-        settings.CACHES = {
+        settings.REDIS_URL = f"redis://127.0.0.1:{port}/0"  # the rate limiter's store
+        settings.CACHES = {  # the sessions' cache
             "default": {
                 "BACKEND": "django.core.cache.backends.redis.RedisCache",
                 "LOCATION": f"redis://127.0.0.1:{port}/0",

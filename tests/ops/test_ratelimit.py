@@ -117,6 +117,7 @@ def throwaway_redis():
 
 def test_the_rate_limiter_fails_open_when_redis_stops(client, settings, throwaway_redis):
     proc, url = throwaway_redis
+    settings.REDIS_URL = url
     settings.CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
