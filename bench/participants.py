@@ -1,14 +1,19 @@
 """A Prolific launch on this machine: simulated participants through the whole flow, against the production
 shape (gunicorn + PostgreSQL + Redis), and the floor of the same stack measured in the same run.
 
-    .venv/bin/python bench/participants.py [--participants 300] [--arrival-seconds 60] [--think-ms 2500]
+    .venv/bin/python bench/participants.py [--participants 300] [--arrival-seconds 60] [--think-ms 12000]
 
 Prints ONE JSON object (progress goes to stderr). Phases, all against one server:
 
 1. launch: `--participants` arrive at random moments within `--arrival-seconds`; each walks entry → consent
-   → instructions → (TEQ) → 10 rating pages → completion, thinking `--think-ms` (±50 %) per rating page.
-   Latency percentiles per page kind and method; answers acknowledged vs stored; balance.
-2. saturation, alternating in --rounds slices so both see the same background load:
+   → instructions → (TEQ) → 10 rating pages → completion, thinking `--think-ms` (±50 %) per rating page
+   and half that on consent and instructions. Latency percentiles per page kind and method; answers
+   acknowledged vs stored; balance. The default think time is realistic and still hurried: 12 s to read a
+   situation, an utterance and a reply and pick an answer puts a whole visit at about 2.5 minutes, where
+   the seed study's participants took 9–10 (Welivita et al., arXiv 2406.05063).
+2. stress: the same arrival with `--stress-think-ms` (default 2.5 s per rating page, a visit in about 30 s):
+   five times the realistic request rate, to show the headroom. Reported apart; 0 participants skips it.
+3. saturation, alternating in --rounds slices so both see the same background load:
    floor: `--concurrency` clients POST back to back to a view that writes one row (full middleware stack);
    flow: `--concurrency` clients run whole participants back to back with no think time.
 
@@ -36,7 +41,9 @@ from bench.lib.stack import DEFAULT_CORPUS, Stack, log  # noqa: E402
 from bench.lib.study import COMPLETION_CODE, outcomes_check, study_seed  # noqa: E402
 
 
-def launch_phase(stack: Stack, *, slug: str, participants: int, arrival: float, think: float, seed: int):
+def launch_phase(
+    stack: Stack, *, slug: str, participants: int, arrival: float, think: float, seed: int, name: str
+):
     return run_wave(
         base_url=stack.base_url,
         slug=slug,
@@ -44,10 +51,38 @@ def launch_phase(stack: Stack, *, slug: str, participants: int, arrival: float, 
         arrival_seconds=arrival,
         think_seconds=think,
         seed=seed,
-        id_prefix="",
+        id_prefix=f"{name}-",
         completion_marker=COMPLETION_CODE,
-        progress=lambda message: log(f"launch: {message}"),
+        progress=lambda message: log(f"{name}: {message}"),
     )
+
+
+def wave_report(recorder, outcomes, seconds: float, client_cpu: float, check: dict) -> dict:
+    answers_window = (recorder.last or 0) - (recorder.first or 0)
+    server_errors = sum(
+        n for status, n in recorder.statuses.items() if status.startswith("5") or status == "0"
+    )
+    return {
+        "participants_completed": sum(o.completed for o in outcomes),
+        "participants_failed": [{"id": o.external_id, "error": o.error} for o in outcomes if not o.completed][
+            :10
+        ],
+        "seconds": round(seconds, 1),
+        # CPU the simulated browsers themselves used (parsing pages), taken from the same machine's cores.
+        "client_cpu_share_of_one_core": round(client_cpu / seconds, 2),
+        "requests": recorder.requests,
+        "requests_per_s": round(recorder.requests / answers_window, 1) if answers_window else None,
+        "statuses": recorder.statuses,
+        "errors": server_errors,
+        "answers_per_s": round(check["answers_acknowledged"] / answers_window, 2) if answers_window else None,
+        "latency_by_page": recorder.summary(),
+        "rating_page_latency": rating_latency(recorder),
+        **check,
+    }
+
+
+def rating_latency(recorder) -> dict:
+    return percentiles(recorder.samples.get("rating GET", []) + recorder.samples.get("rating POST", []))
 
 
 def _in_window(recorder: Recorder, start: float, stop: float) -> int:
@@ -173,7 +208,9 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument("--participants", type=int, default=300)
     parser.add_argument("--arrival-seconds", type=float, default=60.0)
-    parser.add_argument("--think-ms", type=float, default=2500.0, help="mean think time per rating page")
+    parser.add_argument("--think-ms", type=float, default=12000.0, help="mean think time per rating page")
+    parser.add_argument("--stress-participants", type=int, default=None, help="default: --participants")
+    parser.add_argument("--stress-think-ms", type=float, default=2500.0)
     parser.add_argument("--teq", action="store_true", help="ask the TEQ before rating")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
     parser.add_argument(
@@ -189,24 +226,36 @@ def main(argv: list[str] | None = None) -> dict:
     slug = "launch"
     with Stack(workers=args.workers, redis_url=args.redis_url) as stack:
         stack.django_setup()
-        seeded = study_seed(stack, slug=slug, corpus=args.corpus, ask_teq=args.teq, quota_per_condition=200)
+        seeded = study_seed(stack, slug=slug, corpus=args.corpus, ask_teq=args.teq, quota_per_condition=1000)
         stack.start_server()
 
-        log(
-            f"launch: {args.participants} participants within {args.arrival_seconds:.0f}s, think {args.think_ms:.0f} ms"
+        waves = {}
+        stress_participants = (
+            args.participants if args.stress_participants is None else args.stress_participants
         )
-        client_cpu_start = time.process_time()
-        recorder, outcomes, launch_seconds = launch_phase(
-            stack,
-            slug=slug,
-            participants=args.participants,
-            arrival=args.arrival_seconds,
-            think=args.think_ms / 1000,
-            seed=args.seed,
-        )
-        client_cpu_launch = time.process_time() - client_cpu_start
-        launch_check = outcomes_check(slug=slug, outcomes=outcomes)
-        answers_window = (recorder.last or 0) - (recorder.first or 0)
+        for name, count, think in (
+            ("launch", args.participants, args.think_ms),
+            ("stress", stress_participants, args.stress_think_ms),
+        ):
+            if not count:
+                continue
+            log(f"{name}: {count} participants within {args.arrival_seconds:.0f}s, think {think:.0f} ms")
+            client_cpu_start = time.process_time()
+            recorder, outcomes, seconds = launch_phase(
+                stack,
+                slug=slug,
+                participants=count,
+                arrival=args.arrival_seconds,
+                think=think / 1000,
+                seed=args.seed + len(waves),
+                name=name,
+            )
+            check = outcomes_check(slug=slug, outcomes=outcomes, id_prefix=f"{name}-")
+            waves[name] = (
+                recorder,
+                outcomes,
+                wave_report(recorder, outcomes, seconds, time.process_time() - client_cpu_start, check),
+            )
 
         log(f"floor and flow at saturation: {args.concurrency} clients, {args.saturation_seconds:.0f}s each")
         saturation = saturation_phase(
@@ -217,15 +266,11 @@ def main(argv: list[str] | None = None) -> dict:
             rounds=args.rounds,
             seed=args.seed,
         )
-        final_check = outcomes_check(slug=slug, outcomes=outcomes + saturation["outcomes"])
-        server_errors = sum(
-            n for status, n in recorder.statuses.items() if status.startswith("5") or status == "0"
-        )
+        all_outcomes = [o for _r, outcomes, _w in waves.values() for o in outcomes]
+        final_check = outcomes_check(slug=slug, outcomes=all_outcomes + saturation["outcomes"])
 
-    rating_latency = percentiles(
-        recorder.samples.get("rating GET", []) + recorder.samples.get("rating POST", [])
-    )
-    acknowledged = launch_check["answers_acknowledged"]
+    launch = waves["launch"][2]
+    rating = launch["rating_page_latency"]
     ratio = saturation["ratio"]
     result = {
         "benchmark": "participants",
@@ -233,6 +278,7 @@ def main(argv: list[str] | None = None) -> dict:
             "participants": args.participants,
             "arrival_seconds": args.arrival_seconds,
             "think_ms_mean": args.think_ms,
+            "stress_think_ms_mean": args.stress_think_ms,
             "teq": args.teq,
             "gunicorn_workers": args.workers,
             "concurrency_floor_and_saturation": args.concurrency,
@@ -241,22 +287,8 @@ def main(argv: list[str] | None = None) -> dict:
             "study": seeded,
             "note": "client threads run on the same machine as the server and compete for its CPUs",
         },
-        "launch": {
-            "participants_completed": sum(o.completed for o in outcomes),
-            "participants_failed": [
-                {"id": o.external_id, "error": o.error} for o in outcomes if not o.completed
-            ][:10],
-            "seconds": round(launch_seconds, 1),
-            # CPU the simulated browsers themselves used (parsing pages), taken from the same machine's cores.
-            "client_cpu_share_of_one_core": round(client_cpu_launch / launch_seconds, 2),
-            "requests": recorder.requests,
-            "statuses": recorder.statuses,
-            "errors": server_errors,
-            "answers_per_s": round(acknowledged / answers_window, 2) if answers_window else None,
-            "latency_by_page": recorder.summary(),
-            "rating_page_latency": rating_latency,
-            **launch_check,
-        },
+        "launch": launch,
+        "stress": waves["stress"][2] if "stress" in waves else None,
         "floor": saturation["floor"],
         "flow_at_saturation": saturation["flow"],
         "ratio_to_floor": round(ratio, 3) if ratio else None,
@@ -269,7 +301,7 @@ def main(argv: list[str] | None = None) -> dict:
         ),
         "after_all_phases": final_check,
         "goals": {
-            "rating_page_p99_ms_lt_200": rating_latency.get("p99_ms", 1e9) < 200,
+            "rating_page_p99_ms_lt_200": rating.get("p99_ms", 1e9) < 200,
             "ratio_to_floor_ge_0_5": bool(ratio) and ratio >= 0.5,
             "answers_lost_eq_0": final_check["answers_lost"] == 0,
             "duplicates_eq_0": final_check["duplicates"] == 0,
