@@ -12,7 +12,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from generation import services
+from generation import questionnaire, services
 from generation.models import (
     GeneratedResponse,
     GenerationAttempt,
@@ -218,6 +218,8 @@ class GenerationJobAdmin(admin.ModelAdmin):
             messages.error(request, "You may not run generation.")
             return HttpResponseRedirect(reverse("admin:index"))
         study = get_object_or_404(Study, pk=study_id)
+        if study.kind == Study.Kind.QUESTIONNAIRE:
+            return self._questionnaire_view(request, study)
         if request.method == "POST":
             return self._study_action(request, study)
         progress = services.generation_progress(study=study)
@@ -251,6 +253,27 @@ class GenerationJobAdmin(admin.ModelAdmin):
             + f"?condition__study__id__exact={study.id}&review__exact=flagged",
         }
         return TemplateResponse(request, "admin/generation/study.html", context)
+
+    def _questionnaire_view(self, request, study):
+        """EmotionBench LLM subjects: runs stored per condition, and sending the missing ones to the workers."""
+        if request.method == "POST":
+            try:
+                sent = questionnaire.questionnaire_dispatch(
+                    study=study, condition_name=request.POST.get("condition") or None
+                )
+                messages.success(request, f"Sent {sent} runs to the workers.")
+            except questionnaire.QuestionnaireGenerationError as exc:
+                messages.error(request, f"The runs could not start: {exc}")
+            return HttpResponseRedirect(reverse("admin:generation_study", args=[study.id]))
+        progress = questionnaire.questionnaire_progress(study=study)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"LLM subjects: {study.title}",
+            "study": study,
+            "progress": progress,
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/generation/questionnaire_study.html", context)
 
     def _study_action(self, request, study):
         action = request.POST.get("action")

@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Sum
 from django.utils import timezone
@@ -278,25 +279,9 @@ def questionnaire_generate(
     replies never parse within `max_asks`, or whose provider fails permanently or past the provider's
     max_attempts, is reported as failed and left empty, so a later call retries it.
     """
-    conditions = questionnaire_conditions(study=study, condition_name=condition_name)
-    instrument = study.instrument
-    items = {i.number: i.text for i in instrument.items.all()}
-    slots = questionnaire_slots(study=study)
+    items = _instrument_items(study)
     summary = GenerationSummary()
-    work = []
-    for condition in conditions:
-        config = LLMConditionConfig.objects.select_related("provider").get(condition=condition)
-        done = set(
-            QuestionnaireRun.objects.filter(condition=condition).values_list(
-                "subject_key", "phase", "run_index"
-            )
-        )
-        for slot in slots:
-            summary.planned += 1
-            if (slot.subject_key, slot.phase, slot.run_index) in done:
-                summary.already_done += 1
-            else:
-                work.append((condition, config, slot))
+    work = questionnaire_missing(study=study, condition_name=condition_name, summary=summary)
 
     def run_one(condition, config, slot) -> None:
         try:
@@ -331,6 +316,94 @@ def questionnaire_generate(
             for future in [pool.submit(run_one, *args) for args in work]:
                 future.result()
     return summary
+
+
+def _instrument_items(study: Study) -> dict[int, str]:
+    return {i.number: i.text for i in study.instrument.items.all()}
+
+
+def questionnaire_missing(
+    *, study: Study, condition_name: str | None = None, summary: GenerationSummary | None = None
+) -> list[tuple[Condition, LLMConditionConfig, Slot]]:
+    """The run slots of the study's LLM conditions that have no stored run yet (raises
+    QuestionnaireGenerationError, naming it, for a condition that cannot run)."""
+    conditions = questionnaire_conditions(study=study, condition_name=condition_name)
+    slots = questionnaire_slots(study=study)
+    summary = summary or GenerationSummary()
+    work = []
+    for condition in conditions:
+        config = LLMConditionConfig.objects.select_related("provider").get(condition=condition)
+        done = set(
+            QuestionnaireRun.objects.filter(condition=condition).values_list(
+                "subject_key", "phase", "run_index"
+            )
+        )
+        for slot in slots:
+            summary.planned += 1
+            if (slot.subject_key, slot.phase, slot.run_index) in done:
+                summary.already_done += 1
+            else:
+                work.append((condition, config, slot))
+    return work
+
+
+def questionnaire_dispatch(
+    *, study: Study, condition_name: str | None = None, max_asks: int = DEFAULT_MAX_ASKS
+) -> int:
+    """Hands every missing run slot to the generation workers (Celery, on GENERATION_QUEUE), one task per
+    slot; returns how many were sent. Without a broker (`make run`) the slots run on background threads
+    of this process instead, so a request that starts them returns at once. Safe to call again: stored
+    slots are skipped, and a slot sent twice is stored once."""
+    work = questionnaire_missing(study=study, condition_name=condition_name)
+    messages = [
+        (condition.pk, slot.phase, slot.situation.pk if slot.situation else None, slot.run_index, max_asks)
+        for condition, _config, slot in work
+    ]
+    if not messages:
+        return 0
+    from generation.services import local_executor, tasks_run_in_process
+    from generation.tasks import questionnaire_slot_task
+
+    if tasks_run_in_process():
+        executor = local_executor()
+        for args in messages:
+            executor.submit(questionnaire_slot_task_run, *args)
+        return len(messages)
+    from config.celery import app
+
+    with app.producer_or_acquire() as producer:
+        for args in messages:
+            questionnaire_slot_task.apply_async(args, queue=settings.GENERATION_QUEUE, producer=producer)
+    return len(messages)
+
+
+def questionnaire_slot_task_run(
+    condition_id: int, phase: str, situation_id: int | None, run_index: int, max_asks: int
+) -> str:
+    """One slot by ids (what a worker receives): "" when stored or already there, else why it failed."""
+    try:
+        condition = Condition.objects.select_related("study__instrument").get(pk=condition_id)
+        study = condition.study
+        situation = Situation.objects.get(pk=situation_id) if situation_id is not None else None
+        slot = Slot(phase, situation, run_index)
+        if QuestionnaireRun.objects.filter(
+            condition=condition, subject_key=slot.subject_key, phase=phase, run_index=run_index
+        ).exists():
+            return ""
+        config = LLMConditionConfig.objects.select_related("provider").get(condition=condition)
+        return questionnaire_slot_run(
+            study=study,
+            condition=condition,
+            config=config,
+            slot=slot,
+            items=_instrument_items(study),
+            max_asks=max_asks,
+            backoff_base=settings.GENERATION_BACKOFF_BASE,
+            summary=GenerationSummary(),
+        )
+    finally:
+        if threading.current_thread() is not threading.main_thread():
+            connection.close()  # a background thread's own connection (`make run`)
 
 
 def questionnaire_slot_run(

@@ -376,20 +376,26 @@ def tasks_run_in_process() -> bool:
     return bool(app.conf.task_always_eager)
 
 
+def local_executor() -> ThreadPoolExecutor:
+    """The background threads that run generation in the web process when there is no broker."""
+    global _local_executor
+    with _local_lock:
+        if _local_executor is None:
+            _local_executor = ThreadPoolExecutor(
+                max_workers=settings.GENERATION_LOCAL_THREADS, thread_name_prefix="generation"
+            )
+    return _local_executor
+
+
 def generation_dispatch(*, item_ids: list[int]) -> None:
     """Hand items to the workers (Celery, on GENERATION_QUEUE). Without a broker (`make run`), run them on
     background threads of this process instead, so a request that starts generation returns at once."""
     if not item_ids:
         return
     if tasks_run_in_process():
-        global _local_executor
-        with _local_lock:
-            if _local_executor is None:
-                _local_executor = ThreadPoolExecutor(
-                    max_workers=settings.GENERATION_LOCAL_THREADS, thread_name_prefix="generation"
-                )
+        executor = local_executor()
         for item_id in item_ids:
-            _local_executor.submit(_run_until_settled, item_id)
+            executor.submit(_run_until_settled, item_id)
         return
     from config.celery import app
     from generation.tasks import generate_item

@@ -9,6 +9,7 @@ import time
 from celery import shared_task
 from django.conf import settings
 
+from generation.questionnaire import questionnaire_slot_task_run
 from generation.services import generation_item_run, generation_sweep
 
 
@@ -31,3 +32,13 @@ def generate_item(self, item_id: int) -> str:
 def generation_sweep_task() -> int:
     """Re-dispatch items whose worker died mid-call (run by beat)."""
     return generation_sweep()
+
+
+@shared_task(acks_late=True, ignore_result=True, soft_time_limit=540, time_limit=600)
+def questionnaire_slot_task(
+    condition_id: int, phase: str, situation_id: int | None, run_index: int, max_asks: int
+) -> str:
+    """One EmotionBench run slot of an LLM subject: ask until a reply parses, store the run once (its unique
+    constraint makes a redelivered or duplicated message harmless)."""
+    outcome = questionnaire_slot_task_run(condition_id, phase, situation_id, run_index, max_asks)
+    return outcome or "stored"

@@ -1,6 +1,7 @@
 import json
 import random
 import re
+import time
 
 import pytest
 from django.core.management import call_command
@@ -220,3 +221,93 @@ def test_concurrent_workers_store_every_slot_once(
     assert runs.count() == 2 * (6 + 2 * 3)
     assert runs.values("condition", "subject_key", "phase", "run_index").distinct().count() == runs.count()
     assert all(run.answers.count() == 20 for run in runs)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_llm_subjects_run_on_a_real_celery_worker_and_duplicated_messages_store_each_slot_once(
+    write_json, httpserver, api_key, redis_url, requires_postgres, tmp_path, settings
+):
+    import uuid
+
+    from generation.questionnaire import questionnaire_dispatch, questionnaire_missing
+    from tests.generation.test_celery_worker import _kill, _start_worker, _wait_for
+
+    from .conftest import panas_definition, situations_definition
+
+    call_command("import_instruments", write_json("q.json", [panas_definition()]))
+    call_command("import_situations", write_json("s.json", situations_definition()))
+    provider = make_provider(httpserver)
+    study = Study.objects.create(
+        slug="eb-worker",
+        title="Worker",
+        kind=Study.Kind.QUESTIONNAIRE,
+        instrument=Instrument.objects.get(name="PANAS"),
+        llm_default_runs=4,
+        llm_evoked_runs=2,
+    )
+    StudySituation.objects.bulk_create(
+        [StudySituation(study=study, situation=s) for s in Situation.objects.all()[:2]]
+    )
+    condition = Condition.objects.create(study=study, name="fake-w", kind=Condition.Kind.LLM)
+    LLMConditionConfig.objects.create(condition=condition, provider=provider, model="fake-w", temperature=0.0)
+    handler, calls = _fake_model(random.Random(4), garbage_every=5)
+    httpserver.expect_request("/v1/chat/completions").respond_with_handler(handler)
+
+    queue = f"eb-{uuid.uuid4().hex[:8]}"
+    settings.GENERATION_QUEUE = queue
+    # Sent twice before any worker runs: every slot has two messages waiting (a redelivery, a double click).
+    assert questionnaire_dispatch(study=study) == 4 + 2 * 2
+    assert questionnaire_dispatch(study=study) == 8
+    assert QuestionnaireRun.objects.count() == 0  # nothing runs in this process
+
+    worker = _start_worker(queue, redis_url, tmp_path / "worker.log")
+    try:
+        runs = QuestionnaireRun.objects.filter(study=study)
+        _wait_for(lambda: runs.count() == 8 and calls["n"] >= 8, 90, "8 runs from the worker")
+        time.sleep(1.0)  # let the duplicate messages finish too
+    finally:
+        _kill(worker)
+    assert runs.count() == 8
+    assert runs.values("subject_key", "phase", "run_index").distinct().count() == 8
+    assert all(run.answers.count() == 20 for run in runs)
+    assert questionnaire_missing(study=study) == []
+    assert QuestionnaireExchange.objects.filter(condition=condition, outcome="parsed").count() >= 8
+
+
+@pytest.mark.django_db
+def test_the_admin_shows_llm_subject_progress_and_sends_the_missing_runs_to_the_workers(
+    imported_basics, httpserver, api_key, redis_url, staff_client, settings
+):
+    import redis
+
+    settings.GENERATION_QUEUE = "eb-admin-test"
+    broker = redis.Redis.from_url(redis_url)
+    broker.delete("eb-admin-test")
+    provider = make_provider(httpserver)
+    study = Study.objects.create(
+        slug="eb-admin",
+        title="Admin",
+        kind=Study.Kind.QUESTIONNAIRE,
+        instrument=Instrument.objects.get(name="PANAS"),
+        llm_default_runs=3,
+        llm_evoked_runs=1,
+    )
+    StudySituation.objects.bulk_create(
+        [StudySituation(study=study, situation=s) for s in Situation.objects.all()[:2]]
+    )
+    configured = Condition.objects.create(study=study, name="configured", kind=Condition.Kind.LLM)
+    LLMConditionConfig.objects.create(condition=configured, provider=provider, model="m")
+    Condition.objects.create(study=study, name="unconfigured", kind=Condition.Kind.LLM, position=1)
+    url = f"/admin/generation/generationjob/study/{study.pk}/"
+
+    page = staff_client.get(url).content.decode()
+    assert "configured" in page and "0 / 5" in page
+
+    response = staff_client.post(url, {"condition": "configured"}, follow=True)
+    assert "Sent 5 runs to the workers." in response.content.decode()
+    assert broker.llen("eb-admin-test") == 5  # five task messages wait on the generation queue
+    response = staff_client.post(url, {}, follow=True)
+    assert "LLM conditions without a model configuration: unconfigured" in response.content.decode()
+    assert broker.llen("eb-admin-test") == 5  # nothing more sent
+    broker.delete("eb-admin-test")

@@ -2,6 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from generation.questionnaire import (
     QuestionnaireGenerationError,
+    questionnaire_dispatch,
     questionnaire_generate,
     questionnaire_progress,
 )
@@ -23,8 +24,14 @@ class Command(BaseCommand):
         )
         parser.add_argument("--threads", type=int, default=4, help="Concurrent provider calls (default 4).")
         parser.add_argument("--progress", action="store_true", help="Only show progress and cost.")
+        parser.add_argument(
+            "--on-workers",
+            action="store_true",
+            help="Send the missing runs to the Celery workers and return (follow them with --progress); "
+            "without a broker they run on background threads of this process.",
+        )
 
-    def handle(self, *args, study_slug, condition, max_asks, threads, progress, **options):
+    def handle(self, *args, study_slug, condition, max_asks, threads, progress, on_workers, **options):
         study = Study.objects.filter(slug=study_slug).select_related("instrument").first()
         if study is None:
             raise CommandError(f"no study {study_slug!r}")
@@ -32,12 +39,16 @@ class Command(BaseCommand):
             if max_asks < 1:
                 raise CommandError("--max-asks must be at least 1")
             try:
-                summary = questionnaire_generate(
-                    study=study, condition_name=condition, max_asks=max_asks, threads=max(1, threads)
-                )
+                if on_workers:
+                    sent = questionnaire_dispatch(study=study, condition_name=condition, max_asks=max_asks)
+                    self.stdout.write(f"{sent} runs sent to the workers")
+                else:
+                    summary = questionnaire_generate(
+                        study=study, condition_name=condition, max_asks=max_asks, threads=max(1, threads)
+                    )
+                    self.stdout.write("\n".join(summary.lines()))
             except QuestionnaireGenerationError as exc:
                 raise CommandError(str(exc)) from None
-            self.stdout.write("\n".join(summary.lines()))
         for row in questionnaire_progress(study=study):
             self.stdout.write(
                 f"{row['condition']}: {row['stored']}/{row['planned']} runs, {row['exchanges']} exchanges "
