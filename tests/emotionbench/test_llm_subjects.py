@@ -191,31 +191,40 @@ def test_the_full_llm_protocol_runs_against_a_loopback_model_and_is_analysed(
     assert calls["n"] == before and runs.count() == 20
 
 
-@pytest.mark.django_db(transaction=True)
-def test_concurrent_workers_store_every_slot_once(
-    write_json, httpserver, api_key, redis_url, requires_postgres
-):
+def _llm_study(write_json, httpserver, *, slug, default_runs, evoked_runs, models, situations=2, seed=2):
+    """A questionnaire study on freshly imported PANAS and situations, with LLM conditions named `models`
+    answered by the loopback fake model (every 5th first ask is garbage). Returns (study, calls)."""
     from .conftest import panas_definition, situations_definition
 
     call_command("import_instruments", write_json("q.json", [panas_definition()]))
     call_command("import_situations", write_json("s.json", situations_definition()))
     provider = make_provider(httpserver)
     study = Study.objects.create(
-        slug="eb-threads",
-        title="Threads",
+        slug=slug,
+        title=slug,
         kind=Study.Kind.QUESTIONNAIRE,
         instrument=Instrument.objects.get(name="PANAS"),
-        llm_default_runs=6,
-        llm_evoked_runs=3,
+        llm_default_runs=default_runs,
+        llm_evoked_runs=evoked_runs,
     )
     StudySituation.objects.bulk_create(
-        [StudySituation(study=study, situation=s) for s in Situation.objects.all()[:2]]
+        [StudySituation(study=study, situation=s) for s in Situation.objects.all()[:situations]]
     )
-    for name in ("fake-a", "fake-b"):
+    for name in models:
         condition = Condition.objects.create(study=study, name=name, kind=Condition.Kind.LLM)
         LLMConditionConfig.objects.create(condition=condition, provider=provider, model=name, temperature=0.0)
-    handler, calls = _fake_model(random.Random(2), garbage_every=5)
+    handler, calls = _fake_model(random.Random(seed), garbage_every=5)
     httpserver.expect_request("/v1/chat/completions").respond_with_handler(handler)
+    return study, calls
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_workers_store_every_slot_once(
+    write_json, httpserver, api_key, redis_url, requires_postgres
+):
+    study, _calls = _llm_study(
+        write_json, httpserver, slug="eb-threads", default_runs=6, evoked_runs=3, models=["fake-a", "fake-b"]
+    )
     call_command("generate_questionnaire", "eb-threads", "--threads", "6")
     runs = QuestionnaireRun.objects.filter(study=study)
     assert runs.count() == 2 * (6 + 2 * 3)
@@ -233,26 +242,10 @@ def test_llm_subjects_run_on_a_real_celery_worker_and_duplicated_messages_store_
     from generation.questionnaire import questionnaire_dispatch, questionnaire_missing
     from tests.generation.test_celery_worker import _kill, _start_worker, _wait_for
 
-    from .conftest import panas_definition, situations_definition
-
-    call_command("import_instruments", write_json("q.json", [panas_definition()]))
-    call_command("import_situations", write_json("s.json", situations_definition()))
-    provider = make_provider(httpserver)
-    study = Study.objects.create(
-        slug="eb-worker",
-        title="Worker",
-        kind=Study.Kind.QUESTIONNAIRE,
-        instrument=Instrument.objects.get(name="PANAS"),
-        llm_default_runs=4,
-        llm_evoked_runs=2,
+    study, calls = _llm_study(
+        write_json, httpserver, slug="eb-worker", default_runs=4, evoked_runs=2, models=["fake-w"], seed=4
     )
-    StudySituation.objects.bulk_create(
-        [StudySituation(study=study, situation=s) for s in Situation.objects.all()[:2]]
-    )
-    condition = Condition.objects.create(study=study, name="fake-w", kind=Condition.Kind.LLM)
-    LLMConditionConfig.objects.create(condition=condition, provider=provider, model="fake-w", temperature=0.0)
-    handler, calls = _fake_model(random.Random(4), garbage_every=5)
-    httpserver.expect_request("/v1/chat/completions").respond_with_handler(handler)
+    condition = study.conditions.get()
 
     queue = f"eb-{uuid.uuid4().hex[:8]}"
     settings.GENERATION_QUEUE = queue
