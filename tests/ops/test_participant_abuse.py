@@ -169,7 +169,8 @@ def test_every_participant_post_needs_the_csrf_token(study):
     enter(browser, study, "csrf00001")
     token = browser.cookies["csrftoken"].value
     step = f"/s/{study.slug}/step/"
-    assert browser.post(step, {"step": "consent", "decision": "agree"}).status_code == 403
+    refused = browser.post(step, {"step": "consent", "decision": "agree"})
+    assert refused.status_code == 403 and "This page has expired" in refused.content.decode()
     assert Participant.objects.get(external_id="csrf00001").step == "consent"
     assert (
         browser.post(step, {"step": "consent", "decision": "agree", "csrfmiddlewaretoken": token}).status_code
@@ -301,3 +302,20 @@ def test_a_participant_never_sees_another_participants_external_id(study):
     pages.append(first.get(f"/s/{study.slug}/step/").content.decode())
     assert "Thank you" in pages[-1]
     assert not any("aaaabbbbccccddddeeeeffff" in page for page in pages)
+
+
+# --- error pages -------------------------------------------------------------------------------------------
+
+
+def test_a_missing_page_tells_participants_how_to_get_back(client):
+    response = client.get("/s/no-such-study/step/")
+    assert response.status_code == 404
+    assert "open the study link again" in response.content.decode()
+
+
+@pytest.mark.urls("tests.ops.urls")
+def test_a_server_error_shows_a_page_that_says_the_answers_are_saved(client):
+    client.raise_request_exception = False
+    response = client.get("/boom/")
+    assert response.status_code == 500
+    assert "Your answers so far are saved" in response.content.decode()

@@ -32,7 +32,12 @@ def form(request):
     )
 
 
+def boom(request):
+    raise RuntimeError("a bug")
+
+
 urlpatterns = [
+    path("boom/", boom),
     path("entry/", entry),
     path("page/", page),
     path("form/", form),
