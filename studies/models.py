@@ -458,6 +458,9 @@ class StudySituation(models.Model):
             models.UniqueConstraint(fields=["study", "situation"], name="study_situation_unique"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.study} · {self.situation}"
+
 
 class QuestionnaireRun(models.Model):
     """One complete answering of the study's instrument, by a participant or by a model.
@@ -506,6 +509,9 @@ class QuestionnaireRun(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.subject_key} {self.phase} #{self.run_index}"
+
 
 class QuestionnaireAnswer(models.Model):
     run = models.ForeignKey(QuestionnaireRun, on_delete=models.CASCADE, related_name="answers")
@@ -517,3 +523,6 @@ class QuestionnaireAnswer(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "item_number"], name="questionnaire_answer_unique_item"),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.run}: item {self.item_number} = {self.value}"

@@ -1,4 +1,5 @@
-"""The live demo study `demo` and an admin login, for `make run` on a fresh checkout."""
+"""The live demo study `demo`, a sample of published ratings to analyse, and an admin login, for `make run`
+on a fresh checkout."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from studies.importers import corpus_import
+from studies.importers import corpus_import, ratings_import
 from studies.models import AttentionCheck, Study
 from studies.services import study_launch
 
 DEMO_SLUG = "demo"
 DEMO_CORPUS = Path(__file__).resolve().parent / "prompts.csv"
+PUBLISHED_SLUG = "published-sample"
+PUBLISHED_RATINGS = Path(__file__).resolve().parent / "published_ratings.csv"
 ADMIN_USERNAME = "admin"
 PASSWORD_FILE_NAME = "demo-admin-password"
 
@@ -111,6 +114,8 @@ class DemoInfo:
     admin_password: str | None
     participant_link: str
     admin_link: str
+    published: Study
+    analysis_link: str
 
 
 def _password_file() -> Path:
@@ -155,14 +160,29 @@ def _ensure_study() -> tuple[Study, bool]:
     return study, True
 
 
+def _ensure_published() -> Study:
+    """The published ratings of 30 of the seed study's batches, as a closed study the analysis can open."""
+    study = Study.objects.filter(slug=PUBLISHED_SLUG).first()
+    if study is None:
+        study = ratings_import(
+            study_slug=PUBLISHED_SLUG,
+            data=PUBLISHED_RATINGS.read_bytes(),
+            title="Published ratings: a sample of Welivita & Pu (2024)",
+        ).study
+    return study
+
+
 def demo_seed(*, base_url: str) -> DemoInfo:
     """Create, if missing, the live `demo` study (64 prompts, conditions human / chatgpt / chatgpt_empathy,
-    consent, instructions with 3 worked examples, the TEQ, one attention check) and the superuser `admin`.
+    consent, instructions with 3 worked examples, the TEQ, one attention check), the closed study
+    `published-sample` (the published ratings of 30 of the seed study's batches of 10: 90 raters, 900
+    ratings, for the analysis dashboard) and the superuser `admin`.
 
     Idempotent: an existing demo study or admin user is left exactly as it is. The admin's password is
     generated once and kept in VAR_DIR/demo-admin-password, so every run reports the same one.
     """
     study, study_created = _ensure_study()
+    published = _ensure_published()
     admin_created, password = _ensure_admin()
     pid = f"demo-{secrets.token_hex(4)}"
     session = secrets.token_hex(8)
@@ -173,4 +193,6 @@ def demo_seed(*, base_url: str) -> DemoInfo:
         admin_password=password,
         participant_link=f"{base_url}/s/{study.slug}/?PROLIFIC_PID={pid}&STUDY_ID={study.slug}&SESSION_ID={session}",
         admin_link=f"{base_url}/admin/",
+        published=published,
+        analysis_link=f"{base_url}/analysis/{published.slug}/",
     )

@@ -61,6 +61,12 @@ def test_seed_demo_creates_a_live_demo_study_and_an_admin_and_a_second_run_chang
     assert admin.is_superuser and admin.check_password(password)
     assert LINK.search(first)
 
+    published = Study.objects.get(slug="published-sample")
+    assert published.state == Study.State.CLOSED and published.prompts.count() == 300
+    raters = published.participants.annotate(n=Count("assignments__rating")).values_list("n", flat=True)
+    assert len(raters) == 90 and set(raters) == {10}
+    assert "/analysis/published-sample/" in first
+
     counts = row_counts()
     second = seed()
     assert row_counts() == counts
@@ -101,6 +107,15 @@ def test_make_runs_setup_migrates_and_seeds_a_fresh_sqlite_file(tmp_path):
     assert ADMIN.search(first).group(2) == ADMIN.search(second).group(2)
     with sqlite3.connect(tmp_path / "db.sqlite3") as db:
         assert db.execute("select state from studies_study where slug = 'demo'").fetchall() == [("live",)]
-        assert db.execute("select count(*) from studies_prompt").fetchone() == (64,)
-        assert db.execute("select count(*) from studies_response").fetchone() == (192,)
+        demo = "(select id from studies_study where slug = 'demo')"
+        assert db.execute(f"select count(*) from studies_prompt where study_id = {demo}").fetchone() == (64,)
+        assert db.execute(
+            f"select count(*) from studies_response r join studies_prompt p on p.id = r.prompt_id "
+            f"where p.study_id = {demo}"
+        ).fetchone() == (192,)
+        assert db.execute(
+            "select s.state, count(*) from studies_rating r join studies_assignment a on a.id = r.assignment_id "
+            "join studies_participant pt on pt.id = a.participant_id join studies_study s on s.id = pt.study_id "
+            "where s.slug = 'published-sample' group by s.state"
+        ).fetchall() == [("closed", 900)]
         assert db.execute("select count(*) from auth_user where username = 'admin'").fetchone() == (1,)

@@ -26,5 +26,8 @@ class Command(BaseCommand):
             f"conditions {', '.join(study.conditions.values_list('name', flat=True))}."
         )
         self.stdout.write(f"Participant link: {info.participant_link}")
+        self.stdout.write(
+            f"Analysis of published ratings (90 raters, 900 ratings, sign in as admin): {info.analysis_link}"
+        )
         password = info.admin_password or "(unchanged: set it with `manage.py changepassword admin`)"
         self.stdout.write(f"Admin: {info.admin_link}  user {ADMIN_USERNAME}  password {password}")
