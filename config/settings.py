@@ -145,6 +145,8 @@ CELERY_BEAT_SCHEDULE = {
     "release-stale-participants": {"task": "ratings.tasks.release_stale_participants", "schedule": 60.0},
     # Re-dispatches generation items whose worker died mid-call (generation/tasks.py).
     "generation-sweep": {"task": "generation.tasks.generation_sweep_task", "schedule": 120.0},
+    # Collects finished OpenAI Batch API batches (generation/batches.py).
+    "generation-batches-poll": {"task": "generation.tasks.generation_batches_poll_task", "schedule": 60.0},
 }
 
 # --- Generation (generation/) ---------------------------------------------------------------------------

@@ -12,10 +12,11 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from generation import questionnaire, services
+from generation import batches, questionnaire, services
 from generation.models import (
     GeneratedResponse,
     GenerationAttempt,
+    GenerationBatch,
     GenerationItem,
     GenerationJob,
     LLMConditionConfig,
@@ -248,6 +249,7 @@ class GenerationJobAdmin(admin.ModelAdmin):
             "examples": examples,
             "lengths": services.response_length_stats(study=study),
             "busy": busy,
+            "batches": GenerationBatch.objects.filter(condition__study=study).select_related("condition"),
             "opts": self.model._meta,
             "review_url": reverse("admin:generation_generatedresponse_changelist")
             + f"?condition__study__id__exact={study.id}&review__exact=flagged",
@@ -292,6 +294,21 @@ class GenerationJobAdmin(admin.ModelAdmin):
             elif action == "cancel":
                 count = services.generation_cancel(conditions=conditions)
                 messages.success(request, f"Cancelled {count} pending items (calls in flight still finish).")
+            elif action == "batch_submit":
+                submitted = batches.batch_submit(
+                    study=study, conditions=conditions, started_by=request.user.get_username(), via="admin"
+                )
+                messages.success(
+                    request,
+                    f"Submitted {sum(b.items_total for b in submitted)} items in {len(submitted)} batches "
+                    "(results within 24 hours, at half price).",
+                )
+            elif action == "batch_poll":
+                for batch in GenerationBatch.objects.filter(
+                    condition__in=conditions, status=GenerationBatch.Status.SUBMITTED
+                ):
+                    batches.batch_poll(batch=batch)
+                messages.success(request, "Checked the open batches.")
             elif action == "retry_failed":
                 ids = services.generation_retry_failed(
                     conditions=conditions, started_by=request.user.get_username(), via="admin"

@@ -163,6 +163,53 @@ class GenerationJob(models.Model):
         return f"{self.condition} ({self.status}, {self.created_at:%Y-%m-%d %H:%M})"
 
 
+class GenerationBatch(models.Model):
+    """One submission of a condition's pending items to OpenAI's Batch API (results within 24 h, half price).
+
+    While a batch is open its items are held by it (running, claimed until the batch window ends), so no
+    worker calls them one by one; when the batch ends each item is stored, failed with its reason, or given
+    back to the ordinary generation."""
+
+    class Status(models.TextChoices):
+        PREPARING = "preparing", "Preparing"
+        SUBMITTED = "submitted", "Submitted"
+        COMPLETED = "completed", "Completed"
+        FAILED = "failed", "Failed"
+
+    condition = models.ForeignKey(Condition, on_delete=models.CASCADE, related_name="generation_batches")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PREPARING)
+    provider_status = models.CharField(max_length=32, blank=True, help_text="The provider's own status.")
+    provider_batch_id = models.CharField(max_length=200, blank=True)
+    input_file_id = models.CharField(max_length=200, blank=True)
+    output_file_id = models.CharField(max_length=200, blank=True)
+    error_file_id = models.CharField(max_length=200, blank=True)
+    items_total = models.PositiveIntegerField(default=0)
+    items_stored = models.PositiveIntegerField(default=0)
+    items_failed = models.PositiveIntegerField(default=0)
+    items_returned = models.PositiveIntegerField(
+        default=0, help_text="Given back to ordinary generation (transient errors, missing from the output)."
+    )
+    cost = models.DecimalField(
+        max_digits=14, decimal_places=8, default=0, help_text="USD, at the batch price."
+    )
+    error = models.TextField(blank=True)
+    started_by = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    checked_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.condition} batch {self.provider_batch_id or self.pk} ({self.status})"
+
+    @property
+    def claim_token(self) -> str:
+        return f"batch-{self.pk}"
+
+
 class GenerationItem(models.Model):
     """One (prompt, condition, sample) to generate. Claimed with a conditional UPDATE (status + claim token)."""
 
@@ -191,6 +238,9 @@ class GenerationItem(models.Model):
     error_kind = models.CharField(max_length=32, blank=True)
     response = models.OneToOneField(
         Response, null=True, blank=True, on_delete=models.SET_NULL, related_name="generation_item"
+    )
+    batch = models.ForeignKey(
+        GenerationBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="items"
     )
     cost = models.DecimalField(
         max_digits=14, decimal_places=8, default=0, help_text="Spend on this item, USD."

@@ -42,3 +42,11 @@ def questionnaire_slot_task(
     constraint makes a redelivered or duplicated message harmless)."""
     outcome = questionnaire_slot_task_run(condition_id, phase, situation_id, run_index, max_asks)
     return outcome or "stored"
+
+
+@shared_task(acks_late=True, ignore_result=True, soft_time_limit=100, time_limit=120)
+def generation_batches_poll_task() -> int:
+    """Collect finished Batch API batches (run by beat)."""
+    from generation.batches import batches_poll_open
+
+    return batches_poll_open()

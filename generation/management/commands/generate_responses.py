@@ -3,6 +3,7 @@
     python manage.py generate_responses <study-slug> [--condition NAME] [--dry-run]
     python manage.py generate_responses <study-slug> --cancel | --retry-failed | --stats
     python manage.py generate_responses <study-slug> --export-provenance provenance.csv
+    python manage.py generate_responses <study-slug> --batch | --batch-poll   (OpenAI's Batch API, half price)
 
 Starting is idempotent: run it again after a crash or a cancel and it resumes where the database says it is.
 With a broker (REDIS_URL) the work goes to the Celery workers and this command shows their progress; without one
@@ -49,6 +50,14 @@ class Command(BaseCommand):
             "--no-wait", action="store_true", help="Dispatch to the workers and return at once."
         )
         parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
+        parser.add_argument(
+            "--batch",
+            action="store_true",
+            help="Submit the pending items to OpenAI's Batch API (results within 24 h, half price).",
+        )
+        parser.add_argument(
+            "--batch-poll", action="store_true", help="Collect the study's finished batches now."
+        )
 
     def handle(self, *args, **options):
         study = Study.objects.filter(slug=options["study"]).first()
@@ -76,6 +85,9 @@ class Command(BaseCommand):
             return
         if options["dry_run"]:
             self._dry_run(conditions)
+            return
+        if options["batch"] or options["batch_poll"]:
+            self._batches(study, conditions, submit=options["batch"])
             return
 
         in_process = options["in_process"] or services.tasks_run_in_process()
@@ -235,4 +247,31 @@ class Command(BaseCommand):
             marker = " (baseline)" if row["baseline"] else ""
             self.stdout.write(
                 f"  {row['condition']}{marker}: n={row['n']} mean={row['mean']} median={row['median']} sd={row['sd']}"
+            )
+
+    def _batches(self, study, conditions, *, submit: bool) -> None:
+        from generation import batches
+        from generation.models import GenerationBatch
+
+        if submit:
+            try:
+                submitted = batches.batch_submit(study=study, conditions=conditions, via="command")
+            except services.GenerationSetupError as exc:
+                raise CommandError(str(exc)) from None
+            for batch in submitted:
+                self.stdout.write(
+                    f"{batch.condition.name}: {batch.items_total} items submitted as batch {batch.provider_batch_id}"
+                )
+            if not submitted:
+                self.stdout.write("No pending items to submit.")
+        for batch in GenerationBatch.objects.filter(condition__in=conditions).select_related(
+            "condition__llm_config__provider"
+        ):
+            if not submit:
+                batch = batches.batch_poll(batch=batch)
+            self.stdout.write(
+                f"{batch.condition.name} batch {batch.provider_batch_id or batch.pk}: {batch.status} "
+                f"({batch.provider_status or '-'}), {batch.items_total} items, {batch.items_stored} stored, "
+                f"{batch.items_failed} failed, {batch.items_returned} given back, cost {batch.cost:.4f}"
+                + (f" - {batch.error}" if batch.error else "")
             )
