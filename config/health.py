@@ -1,4 +1,9 @@
-"""/healthz: can this web process reach the database and the broker? For load balancers and compose."""
+"""/healthz: can this web process reach the database and the broker? For load balancers, compose and alerts.
+
+A participant page needs only the database (sessions fall back to it, the rate limiter fails open), so the
+plain check answers 200 while the database answers — "degraded" when the broker is down, so a Redis outage is
+visible without taking every web process out of rotation. `?strict=1` answers 503 when either is down: for
+monitoring and alerting."""
 
 from __future__ import annotations
 
@@ -41,10 +46,16 @@ def _check_broker() -> dict:
 @never_cache
 @require_safe
 def healthz(request):
-    """200 with {"status": "ok", ...} when the database and the broker answer, else 503 naming which failed.
-    Says nothing about versions or hosts: it is public."""
+    """{"status": "ok" | "degraded" | "unavailable", "checks": {...}}: 200 while the database answers (503
+    when it does not); with ?strict=1, 503 unless the broker answers too. Names the failing check; says
+    nothing about versions or hosts: it is public."""
     checks = {"database": _check_database(), "broker": _check_broker()}
-    healthy = all(check["ok"] for check in checks.values())
-    return JsonResponse(
-        {"status": "ok" if healthy else "unavailable", "checks": checks}, status=200 if healthy else 503
-    )
+    if all(check["ok"] for check in checks.values()):
+        status = "ok"
+    elif checks["database"]["ok"]:
+        status = "degraded"
+    else:
+        status = "unavailable"
+    strict = request.GET.get("strict", "").lower() in {"1", "true", "yes"}
+    serving = status == "ok" or (status == "degraded" and not strict)
+    return JsonResponse({"status": status, "checks": checks}, status=200 if serving else 503)

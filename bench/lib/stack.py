@@ -169,7 +169,7 @@ class Stack:
         def timed() -> float:
             started = time.monotonic()
             try:
-                urllib.request.urlopen(f"{self.base_url}/healthz", timeout=60).read()
+                urllib.request.urlopen(f"{self.base_url}/healthz?strict=1", timeout=60).read()
             except OSError:
                 return 60.0
             return time.monotonic() - started
@@ -188,7 +188,7 @@ class Stack:
             if self.gunicorn is not None and self.gunicorn.poll() is not None:
                 raise RuntimeError(f"gunicorn exited:\n{self.log_path.read_text()[-3000:]}")
             try:
-                with urllib.request.urlopen(f"{self.base_url}/healthz", timeout=5) as response:
+                with urllib.request.urlopen(f"{self.base_url}/healthz?strict=1", timeout=5) as response:
                     if response.status == 200:
                         return time.monotonic() - started
             except urllib.error.HTTPError as exc:
