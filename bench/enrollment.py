@@ -1,7 +1,9 @@
 """The cost of enrollment (count, choose the condition and the items, insert) for a full-size rating study.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/empathy_bench .venv/bin/python bench/enrollment.py \
-        [--prompts 2000] [--conditions 3] [--participants 600] [--threads 8]
+    .venv/bin/python bench/enrollment.py [--prompts 2000] [--conditions 3] [--participants 600] [--threads 8]
+
+PostgreSQL: DATABASE_URL when set, else this machine's server (BENCH_POSTGRES_URL, default
+postgres://postgres@127.0.0.1:5432) with the name empathy_bench.
 
 Builds a throw-away PostgreSQL database (test_<name>, dropped at the end) with one live study of `--prompts`
 prompts × `--conditions` conditions (10 items per participant), then measures:
@@ -28,6 +30,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault(
+    "DATABASE_URL", os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432") + "/empathy_bench"
+)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("DJANGO_ENV", "test")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
