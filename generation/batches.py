@@ -20,6 +20,7 @@ database transaction: the upload and the downloads happen before the rows are wr
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass
@@ -32,11 +33,12 @@ from django.utils import timezone
 
 from generation.models import GenerationAttempt, GenerationBatch, GenerationItem, Provider
 from generation.providers import (
-    Completion,
     PermanentProviderError,
+    ProviderError,
+    TransientProviderError,
     _client,
     _parse_openai,
-    cost_compute,
+    completion_checked,
     provider_api_key,
     provider_request_build,
 )
@@ -272,27 +274,27 @@ def _collect(batch: GenerationBatch, text: str) -> BatchCollected:
         body = response.get("body")
         if status_code == 200 and isinstance(body, dict):
             try:
-                text_, finish, model_returned, fingerprint, response_id, usage_in, usage_out = _parse_openai(
-                    body
-                )
-            except (KeyError, IndexError, TypeError, AttributeError):
-                text_, finish = "", "malformed body"
-            if text_.strip() and finish not in {"content_filter", "refusal"}:
-                completion = Completion(
-                    text=text_,
-                    finish_reason=finish,
-                    model_returned=model_returned,
-                    system_fingerprint=fingerprint,
-                    response_id=response_id,
-                    usage_in=usage_in,
-                    usage_out=usage_out,
+                try:
+                    parsed = _parse_openai(body)
+                except (KeyError, IndexError, TypeError, AttributeError) as exc:
+                    raise TransientProviderError(
+                        "malformed", f"malformed body ({exc})", http_status=200
+                    ) from None
+                completion = completion_checked(
+                    provider=provider,
+                    parsed=parsed,
                     request={**_request_body(config, item), "_batch": batch.provider_batch_id},
                     raw_response=body,
                     latency_ms=turnaround_ms,
                     http_status=200,
-                    cost=cost_compute(provider=provider, usage_in=usage_in, usage_out=usage_out)
-                    * BATCH_PRICE_FACTOR,
                 )
+            except (
+                ProviderError
+            ) as exc:  # empty text, filtered or refused, malformed: as for a synchronous call
+                reason = str(exc)
+                permanent = isinstance(exc, PermanentProviderError)
+            else:
+                completion = dataclasses.replace(completion, cost=completion.cost * BATCH_PRICE_FACTOR)
                 outcome = _store(
                     item=item,
                     token=batch.claim_token,
@@ -303,8 +305,6 @@ def _collect(batch: GenerationBatch, text: str) -> BatchCollected:
                 result.stored += outcome.status == "done"
                 result.cost += completion.cost
                 continue
-            reason = f"finish reason {finish or 'none'}, no usable text"
-            permanent = finish in {"content_filter", "refusal"}
         else:
             error = record.get("error") or (body.get("error") if isinstance(body, dict) else None)
             message = error.get("message", "") if isinstance(error, dict) else str(error or "")

@@ -339,6 +339,59 @@ def _send(client, provider, body: dict):
     return http.status_code, http.text, http.headers
 
 
+def completion_checked(
+    *,
+    provider,
+    parsed: tuple,
+    request: dict,
+    raw_response: dict,
+    latency_ms: int,
+    http_status: int,
+    headers=None,
+) -> Completion:
+    """The Completion of a parsed reply (`_parse_openai` / `_parse_anthropic`), or the classified error when its
+    text is empty (transient) or the provider filtered or refused it (permanent). Cost at the provider's prices.
+    Used for synchronous calls and for the lines of a Batch API output alike."""
+    reply_text, finish, model_returned, fingerprint, response_id, usage_in, usage_out = parsed
+    if not reply_text.strip():
+        if finish in {"content_filter", "refusal"}:
+            raise PermanentProviderError(
+                "content_filter",
+                f"the provider filtered the reply (finish reason {finish})",
+                http_status=http_status,
+            )
+        raise TransientProviderError(
+            "empty", f"the reply has no text (finish reason {finish or 'none'})", http_status=http_status
+        )
+    if finish in {"content_filter", "refusal"}:
+        raise PermanentProviderError(
+            "content_filter",
+            f"the provider stopped the reply (finish reason {finish})",
+            http_status=http_status,
+        )
+    kept_headers = {
+        k: v
+        for k, v in (headers or {}).items()
+        if k.lower()
+        in {"x-request-id", "request-id", "openai-model", "openai-processing-ms", "anthropic-model"}
+    }
+    return Completion(
+        text=reply_text,
+        finish_reason=finish,
+        model_returned=model_returned,
+        system_fingerprint=fingerprint,
+        response_id=response_id,
+        usage_in=usage_in,
+        usage_out=usage_out,
+        request=request,
+        raw_response=raw_response,
+        latency_ms=latency_ms,
+        http_status=http_status,
+        cost=cost_compute(provider=provider, usage_in=usage_in, usage_out=usage_out),
+        headers=kept_headers,
+    )
+
+
 def provider_complete(
     *,
     provider,
@@ -384,55 +437,28 @@ def provider_complete(
                 f"the reply is not a valid completion ({exc}): {text[:300]!r}",
                 http_status=status,
             ) from None
-        reply_text, finish, model_returned, fingerprint, response_id, usage_in, usage_out = parsed
+        usage_in, usage_out = parsed[5], parsed[6]
         if usage_in is not None or usage_out is not None:
             actual_tokens = int(usage_in or 0) + int(usage_out or 0)
-        if not reply_text.strip():
-            if finish in {"content_filter", "refusal"}:
-                raise PermanentProviderError(
-                    "content_filter",
-                    f"the provider filtered the reply (finish reason {finish})",
-                    http_status=status,
-                )
-            raise TransientProviderError(
-                "empty", f"the reply has no text (finish reason {finish or 'none'})", http_status=status
-            )
-        if finish in {"content_filter", "refusal"}:
-            raise PermanentProviderError(
-                "content_filter",
-                f"the provider stopped the reply (finish reason {finish})",
-                http_status=status,
-            )
+        completion = completion_checked(
+            provider=provider,
+            parsed=parsed,
+            request=body,
+            raw_response=data,
+            latency_ms=latency_ms,
+            http_status=status,
+            headers=headers,
+        )
         logger.info(
             "provider call ok",
             extra={
                 "provider": provider.name,
                 "model": model,
                 "latency_ms": latency_ms,
-                "finish_reason": finish,
+                "finish_reason": completion.finish_reason,
             },
         )
-        kept_headers = {
-            k: v
-            for k, v in headers.items()
-            if k.lower()
-            in {"x-request-id", "request-id", "openai-model", "openai-processing-ms", "anthropic-model"}
-        }
-        return Completion(
-            text=reply_text,
-            finish_reason=finish,
-            model_returned=model_returned,
-            system_fingerprint=fingerprint,
-            response_id=response_id,
-            usage_in=usage_in,
-            usage_out=usage_out,
-            request=body,
-            raw_response=data,
-            latency_ms=latency_ms,
-            http_status=status,
-            cost=cost_compute(provider=provider, usage_in=usage_in, usage_out=usage_out),
-            headers=kept_headers,
-        )
+        return completion
     except ProviderError as exc:
         logger.warning(
             "provider call failed",
