@@ -30,7 +30,12 @@ from django.db.models import Count, Sum
 from django.utils import timezone
 
 from generation.models import LLMConditionConfig
-from generation.providers import PermanentProviderError, TransientProviderError, provider_complete
+from generation.providers import (
+    PermanentProviderError,
+    TransientProviderError,
+    provider_api_key,
+    provider_complete,
+)
 from generation.questionnaire_models import QuestionnaireExchange
 from studies.models import (
     Condition,
@@ -248,6 +253,13 @@ def questionnaire_conditions(*, study: Study, condition_name: str | None = None)
         raise QuestionnaireGenerationError(
             f"LLM conditions without a model configuration: {', '.join(missing)}"
         )
+    for condition in conditions:
+        try:
+            provider_api_key(
+                LLMConditionConfig.objects.select_related("provider").get(condition=condition).provider
+            )
+        except PermanentProviderError as exc:
+            raise QuestionnaireGenerationError(f"{condition.name}: {exc.message}") from None
     return conditions
 
 

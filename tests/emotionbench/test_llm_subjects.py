@@ -304,3 +304,23 @@ def test_the_admin_shows_llm_subject_progress_and_sends_the_missing_runs_to_the_
     assert "LLM conditions without a model configuration: unconfigured" in response.content.decode()
     assert broker.llen("eb-admin-test") == 5  # nothing more sent
     broker.delete("eb-admin-test")
+
+
+@pytest.mark.django_db
+def test_a_missing_api_key_is_named_before_anything_is_sent(imported_basics, httpserver, monkeypatch):
+    from django.core.management.base import CommandError
+
+    monkeypatch.delenv("EB_TEST_API_KEY", raising=False)
+    provider = make_provider(httpserver)
+    study = Study.objects.create(
+        slug="eb-nokey",
+        title="No key",
+        kind=Study.Kind.QUESTIONNAIRE,
+        instrument=Instrument.objects.get(name="PANAS"),
+    )
+    condition = Condition.objects.create(study=study, name="keyless", kind=Condition.Kind.LLM)
+    LLMConditionConfig.objects.create(condition=condition, provider=provider, model="m")
+    for extra in ([], ["--on-workers"]):
+        with pytest.raises(CommandError, match="keyless: .*EB_TEST_API_KEY.* is not set"):
+            call_command("generate_questionnaire", "eb-nokey", *extra)
+    assert QuestionnaireExchange.objects.count() == 0 and QuestionnaireRun.objects.count() == 0
