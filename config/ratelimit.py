@@ -66,6 +66,11 @@ def _participant_key(request) -> str:
 _redis_clients: dict[str, object] = {}
 
 
+def _now() -> float:
+    """The limiter's clock (tests pin it, so that a minute's window cannot end in the middle of a test)."""
+    return time.time()
+
+
 def _redis():
     """A Redis client on REDIS_URL (one connection pool per process and address), or None without Redis."""
     url = settings.REDIS_URL
@@ -102,7 +107,7 @@ def _counts(keys: list[str]) -> list[int]:
 def _hits(checks: list[tuple[str, str, int]]) -> tuple[str | None, int]:
     """Counts one request against each (bucket, identity, limit); returns (the first bucket over its
     limit or None, seconds until the window ends). Fails open."""
-    now = time.time()
+    now = _now()
     window = int(now // WINDOW_SECONDS)
     retry_after = int(WINDOW_SECONDS - now % WINDOW_SECONDS) + 1
     keys = [

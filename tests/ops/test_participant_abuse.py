@@ -22,6 +22,14 @@ SCRIPT = "<script>alert('pwned')</script>"
 
 
 @pytest.fixture(autouse=True)
+def _one_window(monkeypatch):
+    """Every request of a test falls in the same one-minute window (the middle of one)."""
+    from config import ratelimit
+
+    monkeypatch.setattr(ratelimit, "_now", lambda: 1_700_000_010.0)
+
+
+@pytest.fixture(autouse=True)
 def _limits(settings):
     settings.RATELIMIT_ENABLED = True
     settings.RATELIMIT_ENTRY_PER_IP = 1000

@@ -15,6 +15,14 @@ pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.ops.urls")]
 
 
 @pytest.fixture(autouse=True)
+def _one_window(monkeypatch):
+    """Every request of a test falls in the same one-minute window (the middle of one)."""
+    from config import ratelimit
+
+    monkeypatch.setattr(ratelimit, "_now", lambda: 1_700_000_010.0)
+
+
+@pytest.fixture(autouse=True)
 def _fresh_limits(settings, redis_url):
     settings.RATELIMIT_ENABLED = True
     settings.RATELIMIT_ENTRY_PER_IP = 5
