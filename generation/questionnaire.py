@@ -236,28 +236,31 @@ class GenerationSummary:
 
 
 def questionnaire_conditions(*, study: Study, condition_name: str | None = None) -> list[Condition]:
-    """The LLM conditions to run, each with a configuration; refuses what cannot run, naming it."""
+    """The LLM conditions to run, each with its configuration and provider loaded (`condition.llm_config`);
+    refuses what cannot run, naming it."""
     if study.kind != Study.Kind.QUESTIONNAIRE or study.instrument is None:
         raise QuestionnaireGenerationError(
             f"study {study.slug!r} is not a questionnaire study with an instrument"
         )
-    conditions = list(study.conditions.filter(kind=Condition.Kind.LLM).order_by("position", "name"))
+    conditions = list(
+        study.conditions.filter(kind=Condition.Kind.LLM)
+        .select_related("llm_config__provider")
+        .order_by("position", "name")
+    )
     if condition_name is not None:
         conditions = [c for c in conditions if c.name == condition_name]
         if not conditions:
             raise QuestionnaireGenerationError(
                 f"study {study.slug!r} has no LLM condition {condition_name!r}"
             )
-    missing = [c.name for c in conditions if not LLMConditionConfig.objects.filter(condition=c).exists()]
+    missing = [c.name for c in conditions if getattr(c, "llm_config", None) is None]
     if missing:
         raise QuestionnaireGenerationError(
             f"LLM conditions without a model configuration: {', '.join(missing)}"
         )
     for condition in conditions:
         try:
-            provider_api_key(
-                LLMConditionConfig.objects.select_related("provider").get(condition=condition).provider
-            )
+            provider_api_key(condition.llm_config.provider)
         except PermanentProviderError as exc:
             raise QuestionnaireGenerationError(f"{condition.name}: {exc.message}") from None
     return conditions
@@ -344,7 +347,7 @@ def questionnaire_missing(
     summary = summary or GenerationSummary()
     work = []
     for condition in conditions:
-        config = LLMConditionConfig.objects.select_related("provider").get(condition=condition)
+        config = condition.llm_config
         done = set(
             QuestionnaireRun.objects.filter(condition=condition).values_list(
                 "subject_key", "phase", "run_index"
@@ -371,21 +374,10 @@ def questionnaire_dispatch(
         (condition.pk, slot.phase, slot.situation.pk if slot.situation else None, slot.run_index, max_asks)
         for condition, _config, slot in work
     ]
-    if not messages:
-        return 0
-    from generation.services import local_executor, tasks_run_in_process
+    from generation.services import tasks_dispatch
     from generation.tasks import questionnaire_slot_task
 
-    if tasks_run_in_process():
-        executor = local_executor()
-        for args in messages:
-            executor.submit(questionnaire_slot_task_run, *args)
-        return len(messages)
-    from config.celery import app
-
-    with app.producer_or_acquire() as producer:
-        for args in messages:
-            questionnaire_slot_task.apply_async(args, queue=settings.GENERATION_QUEUE, producer=producer)
+    tasks_dispatch(task=questionnaire_slot_task, run_here=questionnaire_slot_task_run, arg_lists=messages)
     return len(messages)
 
 
@@ -394,7 +386,9 @@ def questionnaire_slot_task_run(
 ) -> str:
     """One slot by ids (what a worker receives): "" when stored or already there, else why it failed."""
     try:
-        condition = Condition.objects.select_related("study__instrument").get(pk=condition_id)
+        condition = Condition.objects.select_related("study__instrument", "llm_config__provider").get(
+            pk=condition_id
+        )
         study = condition.study
         situation = Situation.objects.get(pk=situation_id) if situation_id is not None else None
         slot = Slot(phase, situation, run_index)
@@ -402,11 +396,10 @@ def questionnaire_slot_task_run(
             condition=condition, subject_key=slot.subject_key, phase=phase, run_index=run_index
         ).exists():
             return ""
-        config = LLMConditionConfig.objects.select_related("provider").get(condition=condition)
         return questionnaire_slot_run(
             study=study,
             condition=condition,
-            config=config,
+            config=condition.llm_config,
             slot=slot,
             items=_instrument_items(study),
             max_asks=max_asks,

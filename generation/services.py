@@ -387,22 +387,31 @@ def local_executor() -> ThreadPoolExecutor:
     return _local_executor
 
 
-def generation_dispatch(*, item_ids: list[int]) -> None:
-    """Hand items to the workers (Celery, on GENERATION_QUEUE). Without a broker (`make run`), run them on
-    background threads of this process instead, so a request that starts generation returns at once."""
-    if not item_ids:
+def tasks_dispatch(*, task, run_here, arg_lists: list[tuple]) -> None:
+    """Send `task` once per argument tuple to the generation workers (Celery, on GENERATION_QUEUE, one broker
+    connection for the batch). Without a broker (`make run`), call `run_here(*args)` on background threads of
+    this process instead, so a request that starts the work returns at once."""
+    if not arg_lists:
         return
     if tasks_run_in_process():
         executor = local_executor()
-        for item_id in item_ids:
-            executor.submit(_run_until_settled, item_id)
+        for args in arg_lists:
+            executor.submit(run_here, *args)
         return
     from config.celery import app
+
+    with app.producer_or_acquire() as producer:
+        for args in arg_lists:
+            task.apply_async(args, queue=settings.GENERATION_QUEUE, producer=producer)
+
+
+def generation_dispatch(*, item_ids: list[int]) -> None:
+    """Hand items to the workers, or to background threads without a broker (see `tasks_dispatch`)."""
     from generation.tasks import generate_item
 
-    with app.producer_or_acquire() as producer:  # one broker connection for the whole batch
-        for item_id in item_ids:
-            generate_item.apply_async((item_id,), queue=settings.GENERATION_QUEUE, producer=producer)
+    tasks_dispatch(
+        task=generate_item, run_here=_run_until_settled, arg_lists=[(item_id,) for item_id in item_ids]
+    )
 
 
 def _run_until_settled(item_id: int, *, own_thread: bool = True) -> None:
