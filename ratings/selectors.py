@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, OuterRef, Q, Subquery
 
-from studies.models import Assignment, Participant, Study
+from studies.models import Assignment, Participant
 
 
 def participant_get_for_session(*, session, slug: str) -> Participant | None:
@@ -19,8 +19,7 @@ def participant_get_for_session(*, session, slug: str) -> Participant | None:
     return Participant.objects.select_related("study").filter(pk=participant_id, study__slug=slug).first()
 
 
-def session_key(study_or_slug: Study | str) -> str:
-    slug = study_or_slug.slug if isinstance(study_or_slug, Study) else study_or_slug
+def session_key(slug: str) -> str:
     return f"ratings:participant:{slug}"
 
 

@@ -67,7 +67,7 @@ def _to_step(study: Study) -> HttpResponse:
 def _remember(
     request: HttpRequest, study: Study, participant: Participant, *, turk_submit_to: str = ""
 ) -> None:
-    request.session[session_key(study)] = participant.pk
+    request.session[session_key(study.slug)] = participant.pk
     if turk_submit_to:
         request.session[TURK_SUBMIT_SESSION_KEY.format(study_id=study.pk)] = turk_submit_to
 
