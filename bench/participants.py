@@ -13,12 +13,16 @@ Prints ONE JSON object (progress goes to stderr). Phases, all against one server
    the seed study's participants took 9–10 (Welivita et al., arXiv 2406.05063).
 2. stress: the same arrival with `--stress-think-ms` (default 2.5 s per rating page, a visit in about 30 s):
    five times the realistic request rate, to show the headroom. Reported apart; 0 participants skips it.
-3. saturation, alternating in --rounds slices so both see the same background load:
+3. saturation, alternating in --rounds slices so all see the same background load:
    floor: `--concurrency` clients POST back to back to a view that writes one row (full middleware stack);
+   page ceiling: the same clients GET a view doing everything a rating page does except the study's
+   own work — session read, rate limiter, honeypot, CSRF token, the item template — with no query;
    flow: `--concurrency` clients run whole participants back to back with no think time.
 
 ratio_to_floor = flow requests/s ÷ floor requests/s at the same concurrency on the same server: the
 share of the stack's raw capacity (one HTTP request + one INSERT) the participant flow keeps per request.
+page_ceiling_ratio_to_floor is the same for the page ceiling: how much of that capacity a participant
+page has left before it reads or writes anything of the study (the bound on ratio_to_floor).
 Everything is torn down at the end: gunicorn killed, the database dropped.
 """
 
@@ -109,6 +113,25 @@ def floor_slice(stack: Stack, *, recorder: Recorder, concurrency: int, seconds: 
     return _in_window(recorder, start, stop_at), seconds
 
 
+def ceiling_slice(stack: Stack, *, recorder: Recorder, concurrency: int, seconds: float) -> tuple[int, float]:
+    """`concurrency` clients GET the page-ceiling view back to back, each with a session of its own (the
+    first request stores it; the others read it from Redis as participant pages do)."""
+    start = time.monotonic()
+    stop_at = start + seconds
+
+    def hammer(worker: int) -> None:
+        browser = Browser(stack.base_url, client_ip=f"10.254.0.{worker}", record=recorder, retry_seconds=0)
+        while time.monotonic() < stop_at:
+            browser.request("ceiling", "GET", "/bench/page/")
+
+    threads = [threading.Thread(target=hammer, args=(w,), daemon=True) for w in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return _in_window(recorder, start, stop_at), seconds
+
+
 def flow_slice(
     stack: Stack,
     *,
@@ -156,17 +179,21 @@ def flow_slice(
 def saturation_phase(
     stack: Stack, *, slug: str, concurrency: int, seconds: float, rounds: int, seed: int
 ) -> dict:
-    """The floor and the flow at the same concurrency, alternated in `rounds` slices each so that both
-    see the same background load of the machine (which other processes may share)."""
-    floor_recorder, flow_recorder = Recorder(), Recorder()
+    """The floor, the page ceiling and the flow at the same concurrency, alternated in `rounds` slices each
+    so that all see the same background load of the machine (which other processes may share)."""
+    floor_recorder, ceiling_recorder, flow_recorder = Recorder(), Recorder(), Recorder()
     outcomes: list = []
-    floor_done = flow_done = 0
-    floor_seconds = flow_seconds = 0.0
+    floor_done = ceiling_done = flow_done = 0
+    floor_seconds = ceiling_seconds = flow_seconds = 0.0
     for r in range(rounds):
         done, spent = floor_slice(
             stack, recorder=floor_recorder, concurrency=concurrency, seconds=seconds / rounds
         )
         floor_done, floor_seconds = floor_done + done, floor_seconds + spent
+        done, spent = ceiling_slice(
+            stack, recorder=ceiling_recorder, concurrency=concurrency, seconds=seconds / rounds
+        )
+        ceiling_done, ceiling_seconds = ceiling_done + done, ceiling_seconds + spent
         done, spent = flow_slice(
             stack,
             recorder=flow_recorder,
@@ -178,7 +205,8 @@ def saturation_phase(
         )
         flow_done, flow_seconds = flow_done + done, flow_seconds + spent
         log(
-            f"saturation round {r + 1}/{rounds}: floor {floor_done / floor_seconds:.0f} req/s, flow {flow_done / flow_seconds:.0f} req/s"
+            f"saturation round {r + 1}/{rounds}: floor {floor_done / floor_seconds:.0f} req/s, "
+            f"page ceiling {ceiling_done / ceiling_seconds:.0f} req/s, flow {flow_done / flow_seconds:.0f} req/s"
         )
     return {
         "floor": {
@@ -187,6 +215,13 @@ def saturation_phase(
             "requests_per_s": round(floor_done / floor_seconds, 1),
             "latency": percentiles(floor_recorder.samples.get("floor POST", [])),
             "statuses": floor_recorder.statuses,
+        },
+        "ceiling": {
+            "requests_in_window": ceiling_done,
+            "seconds": round(ceiling_seconds, 1),
+            "requests_per_s": round(ceiling_done / ceiling_seconds, 1),
+            "latency": percentiles(ceiling_recorder.samples.get("ceiling GET", [])),
+            "statuses": ceiling_recorder.statuses,
         },
         "flow": {
             "requests_in_window": flow_done,
@@ -199,6 +234,9 @@ def saturation_phase(
         },
         "outcomes": outcomes,
         "ratio": flow_done / flow_seconds / (floor_done / floor_seconds) if floor_done else None,
+        "ceiling_ratio": ceiling_done / ceiling_seconds / (floor_done / floor_seconds)
+        if floor_done
+        else None,
     }
 
 
@@ -290,14 +328,23 @@ def main(argv: list[str] | None = None) -> dict:
         "launch": launch,
         "stress": waves["stress"][2] if "stress" in waves else None,
         "floor": saturation["floor"],
+        "page_ceiling": saturation["ceiling"],
         "flow_at_saturation": saturation["flow"],
         "ratio_to_floor": round(ratio, 3) if ratio else None,
+        "page_ceiling_ratio_to_floor": round(saturation["ceiling_ratio"], 3)
+        if saturation["ceiling_ratio"]
+        else None,
         "ratio_definition": (
             "requests/s of the participant flow (every GET and POST: entry, consent, instructions, rating and "
             "completion pages; redirects followed as separate requests) with --concurrency clients and no think "
             "time, divided by requests/s of the one-row-write floor view (POST, full middleware stack, one INSERT) "
             "with the same --concurrency clients, same server, same run; the two alternate in --rounds slices "
             "so both see the same background load; only requests finishing inside a slice are counted"
+        ),
+        "page_ceiling_definition": (
+            "requests/s of /bench/page/ over the floor's: a GET doing what every participant page does that is "
+            "not the study's own work (session read from Redis, rate limiter, honeypot, CSRF token, the item "
+            "template rendered) with no database query; the best ratio_to_floor any participant page could reach"
         ),
         "after_all_phases": final_check,
         "goals": {

@@ -165,7 +165,7 @@ GENERATION_LOCAL_THREADS = env_int("GENERATION_LOCAL_THREADS", 4)
 CACHES = {
     "default": (
         {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "config.cache.RedisCache",
             "LOCATION": REDIS_URL,
             # Short timeouts: a hung Redis must not stall participant pages (the rate limiter fails open).
             "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},

@@ -1,12 +1,17 @@
-"""Permission-checked reads for participant pages: a participant only ever reaches their own rows."""
+"""Permission-checked reads for participant pages: a participant only ever reaches their own rows.
+
+Both run on every participant request, so they are hand-written SQL read into model instances
+(`studies.rows`: the ORM's per-call query compile cost more than the queries here)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
-from django.db.models import Count, OuterRef, Q, Subquery
+from django.db import connection
 
-from studies.models import Assignment, Participant
+from studies import rows
+from studies.models import Assignment, AttentionCheck, Emotion, Participant, Prompt, Response, Study
 
 
 def participant_get_for_session(*, session, slug: str) -> Participant | None:
@@ -16,7 +21,22 @@ def participant_get_for_session(*, session, slug: str) -> Participant | None:
     participant_id = session.get(session_key(slug))
     if participant_id is None:
         return None
-    return Participant.objects.select_related("study").filter(pk=participant_id, study__slug=slug).first()
+    row = rows.fetchone(_participant_sql(connection.vendor), [participant_id, slug])
+    if row is None:
+        return None
+    participant, end = rows.instance(Participant, row)
+    participant.study, _ = rows.instance(Study, row, end)
+    return participant
+
+
+@cache
+def _participant_sql(vendor: str) -> str:
+    return (
+        f"SELECT {rows.columns(Participant, 'p')}, {rows.columns(Study, 's')}"
+        f" FROM {rows.table(Participant)} p JOIN {rows.table(Study)} s"
+        f" ON {rows.column(Study, 'id', 's')} = {rows.column(Participant, 'study', 'p')}"
+        f" WHERE {rows.column(Participant, 'id', 'p')} = %s AND {rows.column(Study, 'slug', 's')} = %s"
+    )
 
 
 def session_key(slug: str) -> str:
@@ -25,9 +45,15 @@ def session_key(slug: str) -> str:
 
 @dataclass(frozen=True)
 class CurrentItem:
+    """The page of the participant's current item: the assignment and what it shows."""
+
     assignment: Assignment
     number: int  # 1-based, for "item 3 of 10"
     total: int
+    emotion: str
+    situation: str
+    utterance: str
+    response: str
 
     @property
     def answered(self) -> int:
@@ -37,19 +63,47 @@ class CurrentItem:
 def assignment_current_for_participant(*, participant: Participant) -> CurrentItem | None:
     """The participant's first unanswered assignment (with what the page shows, and where it stands among
     their items), or None when all are done. One query."""
-    counts = (
-        Assignment.objects.filter(participant=OuterRef("participant"))
-        .order_by()
-        .values("participant")
-        .annotate(total=Count("pk"), answered=Count("pk", filter=Q(answered_at__isnull=False)))
-    )
-    current = (
-        Assignment.objects.filter(participant=participant, answered_at__isnull=True)
-        .select_related("response__prompt__emotion", "attention_check", "situation")
-        .annotate(total=Subquery(counts.values("total")), answered=Subquery(counts.values("answered")))
-        .order_by("position")
-        .first()
-    )
-    if current is None:
+    row = rows.fetchone(_current_sql(connection.vendor), [Assignment.Kind.ATTENTION] * 4 + [participant.pk])
+    if row is None:
         return None
-    return CurrentItem(assignment=current, number=current.answered + 1, total=current.total)
+    assignment, end = rows.instance(Assignment, row)
+    emotion, situation, utterance, response, total, answered = row[end:]
+    return CurrentItem(
+        assignment=assignment,
+        number=answered + 1,
+        total=total,
+        emotion=emotion or "",
+        situation=situation or "",
+        utterance=utterance or "",
+        response=response or "",
+    )
+
+
+@cache
+def _current_sql(vendor: str) -> str:
+    a = lambda name: rows.column(Assignment, name, "a")  # noqa: E731
+    x = lambda name: rows.column(Assignment, name, "x")  # noqa: E731
+    kind = a("kind")
+    shown = [
+        (rows.column(Emotion, "name", "e"), rows.column(AttentionCheck, "emotion_label", "c")),
+        (rows.column(Prompt, "situation", "p"), rows.column(AttentionCheck, "situation", "c")),
+        (
+            rows.column(Prompt, "speaker_utterance", "p"),
+            rows.column(AttentionCheck, "speaker_utterance", "c"),
+        ),
+        (rows.column(Response, "text", "r"), rows.column(AttentionCheck, "response_text", "c")),
+    ]
+    cases = ", ".join(f"CASE WHEN {kind} = %s THEN {check} ELSE {shown} END" for shown, check in shown)
+    mine = f"FROM {rows.table(Assignment)} x WHERE {x('participant')} = {a('participant')}"
+    return (
+        f"SELECT {rows.columns(Assignment, 'a')}, {cases},"
+        f" (SELECT COUNT(*) {mine}),"
+        f" (SELECT COUNT(*) {mine} AND {x('answered_at')} IS NOT NULL)"
+        f" FROM {rows.table(Assignment)} a"
+        f" LEFT JOIN {rows.table(Response)} r ON {rows.column(Response, 'id', 'r')} = {a('response')}"
+        f" LEFT JOIN {rows.table(Prompt)} p ON {rows.column(Prompt, 'id', 'p')} = {rows.column(Response, 'prompt', 'r')}"
+        f" LEFT JOIN {rows.table(Emotion)} e ON {rows.column(Emotion, 'id', 'e')} = {rows.column(Prompt, 'emotion', 'p')}"
+        f" LEFT JOIN {rows.table(AttentionCheck)} c ON {rows.column(AttentionCheck, 'id', 'c')} = {a('attention_check')}"
+        f" WHERE {a('participant')} = %s AND {a('answered_at')} IS NULL"
+        f" ORDER BY {a('position')} LIMIT 1"
+    )

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from studies import rows
 from studies.assignment import TOUCH_INTERVAL
-from studies.models import Assignment, Participant, Rating
+from studies.models import Assignment, AttentionCheck, Participant, Rating
 
 from . import flow, teq
 
@@ -65,10 +67,74 @@ class RatingSubmitted:
 def _locked(participant: Participant) -> Participant:
     # The participant's row only, without a join: locking the study's row too would serialise every
     # answer of the study (and every arrival, which locks it to enrol). The study comes from the
-    # participant already in hand.
-    locked = Participant.objects.select_for_update().get(pk=participant.pk)
+    # participant already in hand. Hand-written (studies.rows): it runs on every answer.
+    row = rows.fetchone(_locked_sql(connection.vendor), [participant.pk])
+    if row is None:
+        raise Participant.DoesNotExist(f"Participant {participant.pk} does not exist.")
+    locked, _ = rows.instance(Participant, row)
     locked.study = participant.study
     return locked
+
+
+@cache
+def _locked_sql(vendor: str) -> str:
+    return (
+        f"SELECT {rows.columns(Participant, 'p')} FROM {rows.table(Participant)} p"
+        f" WHERE {rows.column(Participant, 'id', 'p')} = %s{rows.for_update()}"
+    )
+
+
+@dataclass(frozen=True)
+class _Item:
+    assignment: Assignment
+    expected_value: int | None  # an attention check's expected answer
+    rating: Rating | None  # the stored answer, if any
+
+
+def _items_of(participant: Participant) -> list[_Item]:
+    """All of the participant's items in position order, each with its attention check's expected value
+    and its stored rating (one query: ten or so rows)."""
+    items = []
+    for row in rows.fetchall(_items_sql(connection.vendor), [participant.pk]):
+        assignment, end = rows.instance(Assignment, row)
+        rating = rows.instance(Rating, row, end + 1)[0] if row[end + 1] is not None else None
+        items.append(_Item(assignment=assignment, expected_value=row[end], rating=rating))
+    return items
+
+
+@cache
+def _items_sql(vendor: str) -> str:
+    a = lambda name: rows.column(Assignment, name, "a")  # noqa: E731
+    return (
+        f"SELECT {rows.columns(Assignment, 'a')}, {rows.column(AttentionCheck, 'expected_value', 'c')},"
+        f" {rows.columns(Rating, 'r')}"
+        f" FROM {rows.table(Assignment)} a"
+        f" LEFT JOIN {rows.table(AttentionCheck)} c"
+        f" ON {rows.column(AttentionCheck, 'id', 'c')} = {a('attention_check')}"
+        f" LEFT JOIN {rows.table(Rating)} r ON {rows.column(Rating, 'assignment', 'r')} = {a('id')}"
+        f" WHERE {a('participant')} = %s ORDER BY {a('position')}"
+    )
+
+
+def _assignment_times_set(assignment_id: int, *, answered_at: datetime | None, shown_at: datetime) -> None:
+    """Sets shown_at (and answered_at, when given) of one assignment; shown_at only where it is not set
+    yet (the first showing counts). Hand-written: it runs on every item page and every answer."""
+    adapt = connection.ops.adapt_datetimefield_value
+    table = rows.table(Assignment)
+    shown = connection.ops.quote_name(Assignment._meta.get_field("shown_at").column)
+    answered = connection.ops.quote_name(Assignment._meta.get_field("answered_at").column)
+    pk = connection.ops.quote_name(Assignment._meta.pk.column)
+    with connection.cursor() as cursor:
+        if answered_at is None:
+            cursor.execute(
+                f"UPDATE {table} SET {shown} = %s WHERE {pk} = %s AND {shown} IS NULL",
+                [adapt(shown_at), assignment_id],
+            )
+        else:
+            cursor.execute(
+                f"UPDATE {table} SET {answered} = %s, {shown} = COALESCE({shown}, %s) WHERE {pk} = %s",
+                [adapt(answered_at), adapt(shown_at), assignment_id],
+            )
 
 
 def _copy_state(target: Participant, source: Participant) -> None:
@@ -216,51 +282,40 @@ def rating_submit(
     try:
         with transaction.atomic():
             locked = _locked(participant)
-            # All of the participant's items in one read (ten or so rows): the one answered, whether it
-            # already has a rating, which item is current and whether this answer is the last.
-            mine = list(
-                Assignment.objects.filter(participant=locked)
-                .select_related("attention_check", "rating")
-                .order_by("position")
-            )
-            assignment = next((a for a in mine if a.position == position), None)
-            if assignment is None:
+            mine = _items_of(locked)
+            item = next((i for i in mine if i.assignment.position == position), None)
+            if item is None:
                 raise NotYourItem(f"There is no item at position {position} for this participant.")
-            stored = _rating_of(assignment)
-            if stored is not None:
+            if item.rating is not None:
                 return RatingSubmitted(
-                    rating=stored, created=False, completed=locked.status != Participant.Status.ACTIVE
+                    rating=item.rating, created=False, completed=locked.status != Participant.Status.ACTIVE
                 )
             if locked.status != Participant.Status.ACTIVE or locked.step != Participant.Step.ITEMS:
                 raise ParticipantNotActive(f"The participant is {locked.status} on step {locked.step}.")
-            unanswered = [a.position for a in mine if a.answered_at is None]
+            unanswered = [i.assignment.position for i in mine if i.assignment.answered_at is None]
             current = unanswered[0] if unanswered else None
             if current != position:
                 raise NotCurrentItem(f"Item {position} is not the current item ({current}).")
             study = locked.study
             if value not in study.scale_values:
                 raise InvalidValue(f"{value!r} is not on this study's scale {study.scale_values}.")
+            assignment = item.assignment
             if response_time_ms is None and assignment.shown_at is not None:
                 response_time_ms = max(0, int((now - assignment.shown_at).total_seconds() * 1000))
             rating = Rating.objects.create(
                 assignment=assignment, value=value, response_time_ms=response_time_ms
             )
-            Assignment.objects.filter(pk=assignment.pk).update(
-                answered_at=now, shown_at=assignment.shown_at or now
-            )
+            _assignment_times_set(assignment.pk, answered_at=now, shown_at=now)
 
             fields = []
             if locked.last_seen_at is None or now - locked.last_seen_at >= TOUCH_INTERVAL:
                 locked.last_seen_at = now
                 fields.append("last_seen_at")
-            if (
-                assignment.kind == Assignment.Kind.ATTENTION
-                and value != assignment.attention_check.expected_value
-            ):
+            if assignment.kind == Assignment.Kind.ATTENTION and value != item.expected_value:
                 locked.attention_failures += 1
                 fields.append("attention_failures")
                 if locked.attention_failures > study.attention_check_max_failures:
-                    checks = sum(1 for a in mine if a.kind == Assignment.Kind.ATTENTION)
+                    checks = sum(1 for i in mine if i.assignment.kind == Assignment.Kind.ATTENTION)
                     reasons = [
                         r for r in locked.exclusion_reasons if not r.startswith(ATTENTION_REASON_PREFIX)
                     ]
@@ -283,16 +338,9 @@ def rating_submit(
     return RatingSubmitted(rating=rating, created=True, completed=completed)
 
 
-def _rating_of(assignment: Assignment) -> Rating | None:
-    try:
-        return assignment.rating
-    except Rating.DoesNotExist:
-        return None
-
-
 def assignment_mark_shown(*, assignment: Assignment, now: datetime | None = None) -> None:
     """Records when an item was first shown (later views keep the first time)."""
     now = now or timezone.now()
     if assignment.shown_at is None:
-        Assignment.objects.filter(pk=assignment.pk, shown_at__isnull=True).update(shown_at=now)
+        _assignment_times_set(assignment.pk, answered_at=None, shown_at=now)
         assignment.shown_at = now

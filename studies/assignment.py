@@ -125,6 +125,7 @@ def condition_counts(*, study: Study, now: datetime | None = None) -> dict[int, 
     rows = (
         Participant.objects.filter(study=study, is_preview=False, condition__isnull=False)
         .filter(_counted_participants(study, now))
+        .order_by()  # the default ordering would join the study for nothing
         .values("condition")
         .annotate(n=Count("id"))
     )
@@ -145,9 +146,14 @@ def response_live_counts(*, condition: Condition, now: datetime | None = None) -
     study = condition.study
     # No ORDER BY: the models' default ordering would join study and prompt for 2,000 ids nobody sorts.
     counts = dict.fromkeys(_eligible_responses(condition).order_by().values_list("id", flat=True), 0)
+    # Through the participants of the condition (an index on participant_id finds their few pages each),
+    # not through the responses' condition (which joins every assignment of the study to its response).
+    # The same rows: a condition's responses are only ever assigned to that condition's participants, and
+    # a response id outside `counts` is skipped below anyway.
     rows = (
-        Assignment.objects.filter(response__condition=condition, kind=Assignment.Kind.RESPONSE)
+        Assignment.objects.filter(participant__condition=condition, kind=Assignment.Kind.RESPONSE)
         .filter(_live_assignments(study, now))
+        .order_by()
         .values("response")
         .annotate(n=Count("id"))
     )
@@ -166,6 +172,7 @@ def _situation_live_counts(study: Study, now: datetime) -> dict[int, int]:
             participant__study=study, kind=Assignment.Kind.SITUATION, situation__in=list(counts)
         )
         .filter(_live_assignments(study, now))
+        .order_by()
         .values("situation")
         .annotate(n=Count("id"))
     )

@@ -128,3 +128,16 @@ def test_floor_view_is_404_unless_enabled(client, settings):
     settings.BENCH_FLOOR_ENABLED = True
     assert client.post("/bench/floor/").status_code == 200
     assert FloorWrite.objects.count() == 1
+
+
+def test_page_ceiling_is_404_unless_enabled_and_renders_an_item_page_from_the_session(client, settings):
+    settings.BENCH_FLOOR_ENABLED = False
+    assert client.get("/bench/page/").status_code == 404
+    settings.BENCH_FLOOR_ENABLED = True
+    first = client.get("/bench/page/")
+    assert first.status_code == 200
+    page = first.content.decode()
+    assert "Item 3 of 10" in page and 'name="csrfmiddlewaretoken"' in page and "contact_me_by_fax_only" in page
+    assert client.session.get("ratings:participant:bench") == 0  # stored once, read from then on
+    assert client.get("/bench/page/").status_code == 200
+    assert client.post("/bench/page/").status_code == 405

@@ -92,6 +92,22 @@ def test_the_item_page_shows_emotion_situation_both_speakers_and_progress(client
     assert "Item 2 of 3" in client.get(step_url(study)).content.decode()
 
 
+def test_an_attention_check_page_shows_the_check_in_place_of_a_conversation(client, study):
+    check = AttentionCheckFactory(study=study, after_item=1, emotion_label="careful <reader>")
+    enter(client, study, "PID1")
+    consent_and_instructions(client, study)
+    answer_current(client, study, 1)
+    page = client.get(step_url(study)).content.decode()
+    for text in (check.emotion_label, check.situation, check.speaker_utterance, check.response_text):
+        assert escape(text) in page
+    assert "Item 2 of 4" in page  # three responses and the check
+    assert 'name="position" value="1"' in page
+    shown = Participant.objects.get().assignments.get(kind=Assignment.Kind.ATTENTION).shown_at
+    assert shown is not None
+    client.get(step_url(study))  # a reload keeps the first time it was shown
+    assert Participant.objects.get().assignments.get(kind=Assignment.Kind.ATTENTION).shown_at == shown
+
+
 @pytest.mark.parametrize(
     ("answer", "flagged", "code"), [(2, False, "C0MPLETE"), (1, True, "FAILEDCK")], ids=["passed", "failed"]
 )

@@ -1,0 +1,84 @@
+"""Hand-written SQL for the participant hot path, read into ordinary model instances.
+
+Django's ORM compiles a queryset into SQL anew on every call, column by column. On the pages each
+participant requests twenty-odd times (find the session's participant, show the current item, store the
+answer) that compile cost more CPU than the queries themselves: ~60 % of a gunicorn worker's time at
+saturation (bench/participants.py, py-spy). Those few queries are written out here instead — their column
+lists taken from the models' metadata, so they follow migrations — and their rows are turned into model
+instances exactly as the ORM would (`Model.from_db`, after the same value converters), so callers get
+the same objects and the rest of the code does not know the difference.
+
+Portable: runs on PostgreSQL and on the SQLite of `make run` (no LATERAL, identifiers double-quoted;
+`for_update()` is empty where the database has no row locks).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from django.db import connection
+from django.db.models import Model
+
+
+def table(model: type[Model]) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def column(model: type[Model], name: str, alias: str) -> str:
+    """`alias."column"` for the field `name` of `model` (its attname, e.g. "study_id", or field name)."""
+    field = model._meta.get_field(name)
+    return f"{alias}.{connection.ops.quote_name(field.column)}"
+
+
+@cache
+def _select_list(model: type[Model], alias: str, vendor: str) -> str:
+    quote = connection.ops.quote_name
+    return ", ".join(f"{alias}.{quote(field.column)}" for field in model._meta.concrete_fields)
+
+
+def columns(model: type[Model], alias: str) -> str:
+    """Every concrete column of `model`, in field order, as `alias."column", ...` (what `instance` reads)."""
+    return _select_list(model, alias, connection.vendor)
+
+
+@cache
+def _converters(model: type[Model], vendor: str) -> tuple[list[str], list[tuple[int, list, object]]]:
+    fields = model._meta.concrete_fields
+    converters = []
+    for index, field in enumerate(fields):
+        expression = field.get_col(model._meta.db_table)
+        found = connection.ops.get_db_converters(expression) + field.get_db_converters(connection)
+        if found:
+            converters.append((index, found, expression))
+    return [field.attname for field in fields], converters
+
+
+def instance(model: type[Model], row, start: int = 0) -> tuple[Model, int]:
+    """The `model` instance whose columns (as `columns(model, ...)` lists them) start at `row[start]`,
+    with the value conversions the ORM applies; returns it and the index just past its columns."""
+    attnames, converters = _converters(model, connection.vendor)
+    end = start + len(attnames)
+    values = list(row[start:end])
+    for index, functions, expression in converters:
+        value = values[index]
+        for function in functions:
+            value = function(value, expression, connection)
+        values[index] = value
+    return model.from_db(connection.alias, attnames, values), end
+
+
+def for_update() -> str:
+    """` FOR UPDATE` where the database locks rows (PostgreSQL); SQLite serialises writers itself."""
+    return " FOR UPDATE" if connection.features.has_select_for_update else ""
+
+
+def fetchone(sql: str, params) -> tuple | None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()
+
+
+def fetchall(sql: str, params) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
