@@ -127,11 +127,14 @@ def run_participant(
     )
     try:
         page = _get_following(browser, "entry", entry_path)
+        page_forms = None  # the forms of `page`, when already parsed (each page is parsed once)
         for _ in range(60):
             if completion_marker in page.body:
                 outcome.completed = True
                 break
-            forms = [f for f in parse_forms(page.body) if f.method == "post" and _hidden(f, "step")]
+            if page_forms is None:
+                page_forms = parse_forms(page.body)
+            forms = [f for f in page_forms if f.method == "post" and _hidden(f, "step")]
             if page.status != 200 or not forms:
                 outcome.error = f"stuck at {page.path} (HTTP {page.status}): {_text_of(page.body)[:160]}"
                 break
@@ -148,10 +151,12 @@ def run_participant(
                 following = _get_following(browser, None, Browser.path_of(posted.location, action))
             else:
                 following = _Page(action, posted.status, posted.body)
+            page_forms = None
             if kind == "rating" and 300 <= posted.status < 400:
                 position = _hidden(form, "position")
+                page_forms = parse_forms(following.body)
                 moved_on = page_kind(following.status, following.body) != "rating" or position != next(
-                    (_hidden(f, "position") for f in parse_forms(following.body) if _hidden(f, "step")), None
+                    (_hidden(f, "position") for f in page_forms if _hidden(f, "step")), None
                 )
                 if moved_on:
                     outcome.acknowledged.append(
