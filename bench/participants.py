@@ -98,33 +98,39 @@ def _in_window(recorder: Recorder, start: float, stop: float) -> int:
     )
 
 
-def floor_slice(stack: Stack, *, recorder: Recorder, concurrency: int, seconds: float) -> tuple[int, float]:
-    """`concurrency` clients POST to the one-row-write view back to back; returns (requests done, seconds)."""
+def _clients(*, recorder: Recorder, concurrency: int, seconds: float, client) -> int:
+    """Runs `client(worker, stop_at)` on `concurrency` threads for `seconds`; returns the requests the server
+    answered inside that window (see `_in_window`)."""
     start = time.monotonic()
     stop_at = start + seconds
-
-    def hammer() -> None:
-        browser = Browser(stack.base_url, client_ip="10.255.0.1", record=recorder, retry_seconds=0)
-        while time.monotonic() < stop_at:
-            browser.request("floor", "POST", "/bench/floor/", {})
-
-    threads = [threading.Thread(target=hammer, daemon=True) for _ in range(concurrency)]
+    threads = [
+        threading.Thread(target=client, args=(worker, stop_at), daemon=True) for worker in range(concurrency)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    return _in_window(recorder, start, stop_at), seconds
+    return _in_window(recorder, start, stop_at)
 
 
-def ceiling_slice(stack: Stack, *, recorder: Recorder, concurrency: int, seconds: float) -> tuple[int, float]:
+def floor_slice(stack: Stack, *, recorder: Recorder, concurrency: int, seconds: float) -> int:
+    """`concurrency` clients POST to the one-row-write view back to back."""
+
+    def hammer(_worker: int, stop_at: float) -> None:
+        browser = Browser(stack.base_url, client_ip="10.255.0.1", record=recorder, retry_seconds=0)
+        while time.monotonic() < stop_at:
+            browser.request("floor", "POST", "/bench/floor/", {})
+
+    return _clients(recorder=recorder, concurrency=concurrency, seconds=seconds, client=hammer)
+
+
+def ceiling_slice(stack: Stack, *, recorder: Recorder, concurrency: int, seconds: float) -> int:
     """`concurrency` clients GET the page-ceiling view back to back, each with a session of its own (the
     first request stores it; the others read it from Redis as participant pages do). Each client starts
     a new session from a new address every 50 requests, as new participants would: the production rate
     limits stay on, and no client reaches them (60 requests a minute per participant)."""
-    start = time.monotonic()
-    stop_at = start + seconds
 
-    def hammer(worker: int) -> None:
+    def hammer(worker: int, stop_at: float) -> None:
         n = 0
         while time.monotonic() < stop_at:
             n += 1
@@ -139,12 +145,7 @@ def ceiling_slice(stack: Stack, *, recorder: Recorder, concurrency: int, seconds
                     break
                 browser.request("ceiling", "GET", "/bench/page/")
 
-    threads = [threading.Thread(target=hammer, args=(w,), daemon=True) for w in range(concurrency)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return _in_window(recorder, start, stop_at), seconds
+    return _clients(recorder=recorder, concurrency=concurrency, seconds=seconds, client=hammer)
 
 
 def flow_slice(
@@ -156,15 +157,13 @@ def flow_slice(
     concurrency: int,
     seconds: float,
     seed: int,
-) -> tuple[int, float]:
+) -> int:
     """`concurrency` clients run whole participants back to back with no think time. Requests finishing
     inside the window are counted; participants under way at its end are finished (not counted), so
     nobody is left half-way to upset the balance figures."""
-    start = time.monotonic()
-    stop_at = start + seconds
     lock = threading.Lock()
 
-    def loop(worker: int) -> None:
+    def loop(worker: int, stop_at: float) -> None:
         rng = random.Random(seed * 1000 + worker)
         n = 0
         while time.monotonic() < stop_at:
@@ -183,75 +182,61 @@ def flow_slice(
             with lock:
                 outcomes.append(outcome)
 
-    threads = [threading.Thread(target=loop, args=(w,), daemon=True) for w in range(concurrency)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return _in_window(recorder, start, stop_at), seconds
+    return _clients(recorder=recorder, concurrency=concurrency, seconds=seconds, client=loop)
 
 
 def saturation_phase(
     stack: Stack, *, slug: str, concurrency: int, seconds: float, rounds: int, seed: int
 ) -> dict:
     """The floor, the page ceiling and the flow at the same concurrency, alternated in `rounds` slices each
-    so that all see the same background load of the machine (which other processes may share)."""
-    floor_recorder, ceiling_recorder, flow_recorder = Recorder(), Recorder(), Recorder()
+    so that all see the same background load of the machine (which other processes may share). Each gets
+    `seconds` in all, so their request counts compare directly."""
+    recorders = {"floor": Recorder(), "ceiling": Recorder(), "flow": Recorder()}
+    done = dict.fromkeys(recorders, 0)
     outcomes: list = []
-    floor_done = ceiling_done = flow_done = 0
-    floor_seconds = ceiling_seconds = flow_seconds = 0.0
+    per_slice = seconds / rounds
     for r in range(rounds):
-        done, spent = floor_slice(
-            stack, recorder=floor_recorder, concurrency=concurrency, seconds=seconds / rounds
-        )
-        floor_done, floor_seconds = floor_done + done, floor_seconds + spent
-        done, spent = ceiling_slice(
-            stack, recorder=ceiling_recorder, concurrency=concurrency, seconds=seconds / rounds
-        )
-        ceiling_done, ceiling_seconds = ceiling_done + done, ceiling_seconds + spent
-        done, spent = flow_slice(
+        for name, target in (("floor", floor_slice), ("ceiling", ceiling_slice)):
+            done[name] += target(stack, recorder=recorders[name], concurrency=concurrency, seconds=per_slice)
+        done["flow"] += flow_slice(
             stack,
-            recorder=flow_recorder,
+            recorder=recorders["flow"],
             outcomes=outcomes,
             slug=slug,
             concurrency=concurrency,
-            seconds=seconds / rounds,
+            seconds=per_slice,
             seed=seed * 10 + r,
         )
-        flow_done, flow_seconds = flow_done + done, flow_seconds + spent
+        elapsed = per_slice * (r + 1)
         log(
-            f"saturation round {r + 1}/{rounds}: floor {floor_done / floor_seconds:.0f} req/s, "
-            f"page ceiling {ceiling_done / ceiling_seconds:.0f} req/s, flow {flow_done / flow_seconds:.0f} req/s"
+            f"saturation round {r + 1}/{rounds}: floor {done['floor'] / elapsed:.0f} req/s, "
+            f"page ceiling {done['ceiling'] / elapsed:.0f} req/s, flow {done['flow'] / elapsed:.0f} req/s"
         )
+
+    def throughput(name: str, **details) -> dict:
+        return {
+            "requests_in_window": done[name],
+            "seconds": round(seconds, 1),
+            "requests_per_s": round(done[name] / seconds, 1),
+            **details,
+            "statuses": recorders[name].statuses,
+        }
+
     return {
-        "floor": {
-            "requests_in_window": floor_done,
-            "seconds": round(floor_seconds, 1),
-            "requests_per_s": round(floor_done / floor_seconds, 1),
-            "latency": percentiles(floor_recorder.samples.get("floor POST", [])),
-            "statuses": floor_recorder.statuses,
-        },
-        "ceiling": {
-            "requests_in_window": ceiling_done,
-            "seconds": round(ceiling_seconds, 1),
-            "requests_per_s": round(ceiling_done / ceiling_seconds, 1),
-            "latency": percentiles(ceiling_recorder.samples.get("ceiling GET", [])),
-            "statuses": ceiling_recorder.statuses,
-        },
-        "flow": {
-            "requests_in_window": flow_done,
-            "seconds": round(flow_seconds, 1),
-            "requests_per_s": round(flow_done / flow_seconds, 1),
-            "participants_completed": sum(o.completed for o in outcomes),
-            "answers_acknowledged": sum(len(o.acknowledged) for o in outcomes),
-            "latency_by_page": flow_recorder.summary(),
-            "statuses": flow_recorder.statuses,
-        },
+        "floor": throughput("floor", latency=percentiles(recorders["floor"].samples.get("floor POST", []))),
+        "ceiling": throughput(
+            "ceiling", latency=percentiles(recorders["ceiling"].samples.get("ceiling GET", []))
+        ),
+        "flow": throughput(
+            "flow",
+            participants_completed=sum(o.completed for o in outcomes),
+            answers_acknowledged=sum(len(o.acknowledged) for o in outcomes),
+            latency_by_page=recorders["flow"].summary(),
+        ),
         "outcomes": outcomes,
-        "ratio": flow_done / flow_seconds / (floor_done / floor_seconds) if floor_done else None,
-        "ceiling_ratio": ceiling_done / ceiling_seconds / (floor_done / floor_seconds)
-        if floor_done
-        else None,
+        # Same seconds for all three: the ratios of their request counts are the ratios of their rates.
+        "ratio": done["flow"] / done["floor"] if done["floor"] else None,
+        "ceiling_ratio": done["ceiling"] / done["floor"] if done["floor"] else None,
     }
 
 
