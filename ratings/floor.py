@@ -34,7 +34,7 @@ _ITEM = SimpleNamespace(
     utterance="The house is so quiet now. I don't know what to do with myself.",
     response="That sounds really hard. I'm glad you told me; how are you holding up?",
 )
-_PAGE = SimpleNamespace(kind="response", position=2)
+_PAGE = SimpleNamespace(position=2)
 
 
 def _enabled() -> None:

@@ -120,21 +120,21 @@ def _assignment_times_set(assignment_id: int, *, answered_at: datetime | None, s
     """Sets shown_at (and answered_at, when given) of one assignment; shown_at only where it is not set
     yet (the first showing counts). Hand-written: it runs on every item page and every answer."""
     adapt = connection.ops.adapt_datetimefield_value
-    table = rows.table(Assignment)
-    shown = connection.ops.quote_name(Assignment._meta.get_field("shown_at").column)
-    answered = connection.ops.quote_name(Assignment._meta.get_field("answered_at").column)
-    pk = connection.ops.quote_name(Assignment._meta.pk.column)
+    answering = answered_at is not None
+    params = [adapt(answered_at), adapt(shown_at)] if answering else [adapt(shown_at)]
     with connection.cursor() as cursor:
-        if answered_at is None:
-            cursor.execute(
-                f"UPDATE {table} SET {shown} = %s WHERE {pk} = %s AND {shown} IS NULL",
-                [adapt(shown_at), assignment_id],
-            )
-        else:
-            cursor.execute(
-                f"UPDATE {table} SET {answered} = %s, {shown} = COALESCE({shown}, %s) WHERE {pk} = %s",
-                [adapt(answered_at), adapt(shown_at), assignment_id],
-            )
+        cursor.execute(_times_sql(connection.vendor, answering), [*params, assignment_id])
+
+
+@cache
+def _times_sql(vendor: str, answering: bool) -> str:
+    quote = connection.ops.quote_name
+    shown, answered, pk = (
+        quote(Assignment._meta.get_field(f).column) for f in ("shown_at", "answered_at", "id")
+    )
+    if answering:
+        return f"UPDATE {rows.table(Assignment)} SET {answered} = %s, {shown} = COALESCE({shown}, %s) WHERE {pk} = %s"
+    return f"UPDATE {rows.table(Assignment)} SET {shown} = %s WHERE {pk} = %s AND {shown} IS NULL"
 
 
 def _copy_state(target: Participant, source: Participant) -> None:
