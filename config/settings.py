@@ -235,5 +235,9 @@ RATELIMIT_TRUSTED_PROXIES = env_int("RATELIMIT_TRUSTED_PROXIES", 0)
 # Request bodies (without uploaded files) above this are refused with 400: participant forms are a few
 # hundred bytes and admin forms a few KB, so a multi-megabyte body is a mistake or an attack.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 512 * 1024)
-# The one-row-write view bench/participants.py measures the floor with; never on in a real deployment.
-BENCH_FLOOR_ENABLED = env_bool("BENCH_FLOOR_ENABLED", False)
+# Installs the benchmark targets (bench/targets/: the one-row-write floor and the page ceiling that
+# bench/participants.py measures against) and routes /bench/. Never on in a real deployment; on by default
+# in the test suite, which tests them.
+BENCH_FLOOR_ENABLED = env_bool("BENCH_FLOOR_ENABLED", DJANGO_ENV == "test")
+if BENCH_FLOOR_ENABLED:
+    INSTALLED_APPS.append("bench.targets")

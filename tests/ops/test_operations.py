@@ -120,24 +120,74 @@ def test_error_reporting_is_off_without_a_dsn_and_sends_events_to_the_dsn_when_s
     assert b"ops test" in gzip.decompress(httpserver.log[0][0].get_data())
 
 
-def test_floor_view_is_404_unless_enabled(client, settings):
-    from ratings.models import FloorWrite
+def test_the_floor_view_writes_one_row_per_request(client):
+    from bench.targets.models import FloorWrite
 
-    settings.BENCH_FLOOR_ENABLED = False
-    assert client.post("/bench/floor/").status_code == 404
-    settings.BENCH_FLOOR_ENABLED = True
     assert client.post("/bench/floor/").status_code == 200
+    assert client.get("/bench/floor/").status_code == 405
     assert FloorWrite.objects.count() == 1
 
 
-def test_page_ceiling_is_404_unless_enabled_and_renders_an_item_page_from_the_session(client, settings):
-    settings.BENCH_FLOOR_ENABLED = False
-    assert client.get("/bench/page/").status_code == 404
-    settings.BENCH_FLOOR_ENABLED = True
+def test_page_ceiling_renders_an_item_page_from_the_session(client):
     first = client.get("/bench/page/")
     assert first.status_code == 200
     page = first.content.decode()
-    assert "Item 3 of 10" in page and 'name="csrfmiddlewaretoken"' in page and "contact_me_by_fax_only" in page
+    assert (
+        "Item 3 of 10" in page and 'name="csrfmiddlewaretoken"' in page and "contact_me_by_fax_only" in page
+    )
     assert client.session.get("ratings:participant:bench") == 0  # stored once, read from then on
     assert client.get("/bench/page/").status_code == 200
     assert client.post("/bench/page/").status_code == 405
+
+
+_BENCH_TARGETS_PROBE = """
+import sys
+import django
+django.setup()
+from django.apps import apps
+from django.urls import Resolver404, resolve
+try:
+    routed = [resolve(path).url_name for path in ("/bench/floor/", "/bench/page/")]
+except Resolver404:
+    routed = []
+loaded = sorted(name for name in sys.modules if name == "bench" or name.startswith("bench."))
+print(apps.is_installed("bench.targets"), routed, loaded)
+"""
+
+
+@pytest.mark.parametrize(
+    ("enabled", "expected"),
+    [
+        (None, "False [] []"),
+        ("0", "False [] []"),
+        (
+            "1",
+            "True ['bench-floor', 'bench-page'] "
+            "['bench', 'bench.targets', 'bench.targets.apps', 'bench.targets.models', 'bench.targets.urls', "
+            "'bench.targets.views']",
+        ),
+    ],
+)
+def test_production_installs_and_routes_the_benchmark_targets_only_when_the_benchmark_setting_is_on(
+    enabled, expected
+):
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "DJANGO_ENV": "production",
+        "SECRET_KEY": "s" * 60,
+        "ALLOWED_HOSTS": "example.org",
+        "VAR_DIR": str(settings.VAR_DIR),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+    }
+    if enabled is not None:
+        env["BENCH_FLOOR_ENABLED"] = enabled
+    done = subprocess.run(
+        [sys.executable, "-c", _BENCH_TARGETS_PROBE],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=settings.BASE_DIR,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == expected

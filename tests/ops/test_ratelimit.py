@@ -8,8 +8,8 @@ import time
 import pytest
 from django.core.cache import caches
 
+from bench.targets.models import FloorWrite
 from config.ratelimit import HONEYPOT_FIELD
-from ratings.models import FloorWrite
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.ops.urls")]
 

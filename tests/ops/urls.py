@@ -5,8 +5,8 @@ from django.http import HttpResponse
 from django.urls import include, path
 from django.views.decorators.csrf import csrf_exempt
 
+from bench.targets.models import FloorWrite
 from config.ratelimit import honeypot, rate_limit
-from ratings.models import FloorWrite
 
 STORED: list[str] = []
 

@@ -1,4 +1,5 @@
-"""Benchmark targets, off (404) unless BENCH_FLOOR_ENABLED=1 (the floor takes unauthenticated writes).
+"""Benchmark targets, routed only while BENCH_FLOOR_ENABLED=1 installs this app (the floor takes
+unauthenticated writes; production never installs it, so both URLs are 404 there).
 
 * `/bench/floor/` — the floor: a view that writes one row and answers, through the full middleware stack.
   `bench/participants.py` hammers it at the same concurrency as the participant flow, so the flow's
@@ -11,17 +12,16 @@
 
 from types import SimpleNamespace
 
-from django.conf import settings
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from config.ratelimit import honeypot, rate_limit
+from ratings.selectors import session_key
 
 from .models import FloorWrite
-from .selectors import session_key
 
 _SCALE = [{"value": 1, "label": "Good"}, {"value": 2, "label": "Okay"}, {"value": 3, "label": "Bad"}]
 _STUDY = SimpleNamespace(slug="bench", title="Benchmark page", scale_question="How empathetic is the reply?")
@@ -37,15 +37,9 @@ _ITEM = SimpleNamespace(
 _PAGE = SimpleNamespace(position=2)
 
 
-def _enabled() -> None:
-    if not settings.BENCH_FLOOR_ENABLED:
-        raise Http404
-
-
 @csrf_exempt  # a benchmark target with no form; it exists only while BENCH_FLOOR_ENABLED=1
 @require_POST
 def floor_write(request):
-    _enabled()
     row = FloorWrite.objects.create()
     return HttpResponse(str(row.pk), content_type="text/plain")
 
@@ -55,7 +49,6 @@ def floor_write(request):
 @rate_limit("participant")
 @honeypot
 def page_ceiling(request):
-    _enabled()
     # A participant page reads the session (from Redis) on every request: so does this one, after its
     # first visit has stored it.
     if request.session.get(session_key(_STUDY.slug)) is None:
