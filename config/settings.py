@@ -196,10 +196,6 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
 }
 
-# --- Participants -------------------------------------------------------------------------------------
-# An active participant not seen for this long no longer holds a condition slot (unless the study says otherwise).
-PARTICIPANT_STALE_MINUTES = env_int("PARTICIPANT_STALE_MINUTES", 60)
-
 # --- Security -----------------------------------------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False
