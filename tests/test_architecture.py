@@ -1,0 +1,399 @@
+"""The architecture as a test (docs/architecture.md draws it).
+
+Builds the import graph of the apps by parsing every module with `ast`: imports at module level and inside
+functions, `import x.y`, `from x import y`, relative imports; migrations and tests are left out. A `from x
+import y` points at module `x.y` when there is one, else at `x`; an import points at the module it names, not
+at the packages above it. Imports made by name at run time (`include("...")`, `import_module("...")`,
+INSTALLED_APPS) are wiring, not arrows, and are not seen.
+
+It fails on
+(a) an import cycle between modules (a strongly connected component of the module graph, reported as one
+    concrete cycle with the line of each import);
+(b) an arrow the architecture forbids (FORBIDDEN, less the DECLARED_EXCEPTIONS, each with its reason);
+(c) an app module over MAX_MODULE_LINES lines.
+
+KNOWN_VIOLATIONS lists the violations the code had when this test was written, so it passes while they are
+being fixed; every entry must still be a violation (test_every_known_violation_still_exists), so the list can
+only shrink. It is meant to be empty.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PRODUCTION_APPS = ("studies", "ratings", "generation", "analysis", "config")
+BENCH_APP = "bench.targets"  # installed only while BENCH_FLOOR_ENABLED=1 (config/settings.py)
+APPS = (*PRODUCTION_APPS, BENCH_APP)
+MAX_MODULE_LINES = 500
+
+# What each app must not import: a name is forbidden when it is one of these or inside one. `bench` covers
+# the bench app and the benchmark scripts, `tests` the suite. config wires the apps (by name in settings and
+# URLs) and may import any production app; the bench app may import anything.
+FORBIDDEN = {
+    "studies": ("ratings", "generation", "analysis", "bench", "tests"),
+    "ratings": ("generation", "analysis", "bench", "tests"),
+    "generation": ("ratings", "analysis", "bench", "tests"),
+    "analysis": ("ratings", "generation", "bench", "tests"),
+    "config": ("bench", "tests"),
+}
+
+# The declared exceptions to FORBIDDEN, (importing app, imported module or package) -> why. Keep it short:
+# each one is also drawn in docs/architecture.md, and each must be in use (an unused one is a violation).
+DECLARED_EXCEPTIONS = {
+    ("analysis", "generation.selectors"): (
+        "the responses export carries each response's provenance (model, settings, tokens, cost), which "
+        "generation owns; analysis reads it through generation's read-only selectors, never its services"
+    ),
+}
+
+# Today's violations, key -> what fixes it. Emptied when the fixes land.
+KNOWN_VIOLATIONS = {
+    "cycle among generation.batches, generation.questionnaire, generation.services, generation.tasks": (
+        "generation/services.py becomes a package by responsibility, with no cycle"
+    ),
+    "arrow analysis.exports -> generation.services": "analysis reads provenance through generation.selectors",
+    "unused exception analysis -> generation.selectors": "the selector arrives with the generation restructuring",
+    "long analysis.emotionbench": "split by responsibility",
+    "long analysis.stats": "split by responsibility",
+    "long generation.questionnaire": "split by responsibility",
+    "long generation.services": "generation/services.py becomes a package",
+    "long studies.admin": "split by responsibility",
+    "long studies.emotionbench": "split by responsibility",
+    "long studies.importers": "split by responsibility",
+    "long studies.models": "split by responsibility",
+}
+
+
+# --- the graph ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Import:
+    importer: str
+    imported: str  # a module of the apps, or a dotted name under `outside` (bench scripts, tests)
+    line: int
+
+
+@dataclass(frozen=True)
+class Graph:
+    modules: dict[str, Path]
+    imports: tuple[Import, ...]
+
+    def edges(self) -> set[tuple[str, str]]:
+        return {(i.importer, i.imported) for i in self.imports}
+
+
+@dataclass(frozen=True)
+class Violation:
+    key: str  # stable: what KNOWN_VIOLATIONS names
+    detail: str  # for the failure message (lines, paths)
+
+
+def _is_left_out(relative: Path) -> bool:
+    return any(part in {"migrations", "tests", "__pycache__"} for part in relative.parts[:-1]) or (
+        relative.name == "tests.py" or relative.name.startswith("test_")
+    )
+
+
+def modules_find(root: Path, apps: tuple[str, ...]) -> dict[str, Path]:
+    """Every module of the apps (dotted name -> file), migrations and tests left out."""
+    modules = {}
+    for app in apps:
+        for path in sorted((root / app.replace(".", "/")).rglob("*.py")):
+            relative = path.relative_to(root)
+            if _is_left_out(relative):
+                continue
+            parts = list(relative.with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            modules[".".join(parts)] = path
+    return modules
+
+
+def _resolve(name: str, modules: dict[str, Path], outside: tuple[str, ...]) -> str | None:
+    """The module of the apps a dotted name lives in (its longest prefix that is one), the name itself when it
+    is under `outside`, else None (the standard library, third-party packages)."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:end])
+        if prefix in modules:
+            return prefix
+    return name if parts[0] in outside else None
+
+
+def imports_find(module: str, path: Path, modules: dict[str, Path], outside: tuple[str, ...]) -> list[Import]:
+    """Every import in one module that points into the apps or `outside`, wherever it stands in the file."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [_resolve(alias.name, modules, outside) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = package[: len(package) - (node.level - 1)]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            targets = [
+                f"{base}.{alias.name}"
+                if f"{base}.{alias.name}" in modules
+                else _resolve(base, modules, outside)
+                for alias in node.names
+            ]
+        else:
+            continue
+        found += [Import(module, target, node.lineno) for target in targets if target and target != module]
+    return found
+
+
+def graph_build(root: Path, apps: tuple[str, ...], outside: tuple[str, ...] = ("bench", "tests")) -> Graph:
+    modules = modules_find(root, apps)
+    first: dict[tuple[str, str], Import] = {}
+    for module, path in modules.items():
+        for found in imports_find(module, path, modules, outside):
+            first.setdefault((found.importer, found.imported), found)
+    return Graph(
+        modules=modules, imports=tuple(sorted(first.values(), key=lambda i: (i.importer, i.imported)))
+    )
+
+
+def _owner(name: str, prefixes) -> str | None:
+    """The longest prefix (an app, a package) that `name` is or is inside."""
+    matches = [p for p in prefixes if name == p or name.startswith(p + ".")]
+    return max(matches, key=len) if matches else None
+
+
+# --- the rules ---------------------------------------------------------------------------------------------
+def cycles_find(graph: Graph) -> list[Violation]:
+    """Each strongly connected component of more than one module, shown as one shortest cycle through it."""
+    names = sorted(graph.modules)
+    index = {name: i for i, name in enumerate(names)}
+    pairs = [(index[a], index[b]) for a, b in graph.edges() if b in index]
+    if not pairs:
+        return []
+    rows, cols = zip(*pairs, strict=True)
+    matrix = coo_matrix((np.ones(len(pairs)), (rows, cols)), shape=(len(names), len(names)))
+    _, labels = connected_components(matrix, directed=True, connection="strong")
+    lines = {(i.importer, i.imported): i.line for i in graph.imports}
+    violations = []
+    for label in sorted(set(labels)):
+        members = sorted(names[i] for i in np.flatnonzero(labels == label))
+        if len(members) < 2:
+            continue
+        cycle = _shortest_cycle(members[0], set(members), graph.edges())
+        shown = " -> ".join(
+            f"{a} (line {lines[a, b]})" for a, b in zip(cycle, cycle[1:] + cycle[:1], strict=True)
+        )
+        violations.append(Violation(f"cycle among {', '.join(members)}", f"{shown} -> {cycle[0]}"))
+    return violations
+
+
+def _shortest_cycle(start: str, members: set[str], edges: set[tuple[str, str]]) -> list[str]:
+    following: dict[str, list[str]] = {}
+    for a, b in sorted(edges):
+        if a in members and b in members:
+            following.setdefault(a, []).append(b)
+    came_from: dict[str, str] = {}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        for after in following.get(node, []):
+            if after == start:
+                path = [node]
+                while path[-1] != start:
+                    path.append(came_from[path[-1]])
+                return path[::-1]
+            if after not in came_from:
+                came_from[after] = node
+                queue.append(after)
+    raise AssertionError(f"{start} is in a strongly connected component but on no cycle")
+
+
+def arrows_forbidden(graph: Graph, forbidden: dict, exceptions: dict) -> list[Violation]:
+    """Imports FORBIDDEN names (less the declared exceptions), then the declared exceptions nothing uses."""
+    violations, used = [], set()
+    for found in graph.imports:
+        app = _owner(found.importer, forbidden)
+        if app is None or _owner(found.imported, forbidden[app]) is None:
+            continue
+        excused = [(a, m) for a, m in exceptions if a == app and _owner(found.imported, [m])]
+        if excused:
+            used.update(excused)
+            continue
+        violations.append(
+            Violation(
+                f"arrow {found.importer} -> {found.imported}",
+                f"{graph.modules[found.importer]}:{found.line} imports {found.imported}",
+            )
+        )
+    violations += [
+        Violation(f"unused exception {app} -> {module}", "declared but imported nowhere")
+        for app, module in exceptions
+        if (app, module) not in used
+    ]
+    return violations
+
+
+def modules_too_long(graph: Graph, limit: int) -> list[Violation]:
+    violations = []
+    for module, path in sorted(graph.modules.items()):
+        lines = len(path.read_text().splitlines())
+        if lines > limit:
+            violations.append(Violation(f"long {module}", f"{path}: {lines} lines"))
+    return violations
+
+
+def unexpected(violations: list[Violation], known: dict[str, str]) -> list[str]:
+    return [f"{v.key}: {v.detail}" for v in violations if v.key not in known]
+
+
+# --- the apps ----------------------------------------------------------------------------------------------
+_GRAPH = graph_build(ROOT, APPS)
+
+
+def test_the_graph_sees_every_app_and_their_imports():
+    apps_seen = {_owner(module, APPS) for module in _GRAPH.modules}
+    assert apps_seen == set(APPS)
+    edges = _GRAPH.edges()
+    assert ("config.urls", "config.health") in edges
+    assert ("bench.targets.views", "bench.targets.models") in edges  # a relative import
+    assert any(_owner(a, ["ratings"]) and _owner(b, ["studies"]) for a, b in edges)
+
+
+def test_no_import_cycle_between_modules():
+    found = unexpected(cycles_find(_GRAPH), KNOWN_VIOLATIONS)
+    assert not found, "import cycles:\n" + "\n".join(found)
+
+
+def test_no_app_imports_what_the_architecture_forbids():
+    found = unexpected(arrows_forbidden(_GRAPH, FORBIDDEN, DECLARED_EXCEPTIONS), KNOWN_VIOLATIONS)
+    assert not found, "forbidden arrows:\n" + "\n".join(found)
+
+
+def test_no_app_module_is_over_the_line_limit():
+    found = unexpected(modules_too_long(_GRAPH, MAX_MODULE_LINES), KNOWN_VIOLATIONS)
+    assert not found, f"modules over {MAX_MODULE_LINES} lines:\n" + "\n".join(found)
+
+
+def test_every_known_violation_still_exists():
+    current = {
+        v.key
+        for v in cycles_find(_GRAPH)
+        + arrows_forbidden(_GRAPH, FORBIDDEN, DECLARED_EXCEPTIONS)
+        + modules_too_long(_GRAPH, MAX_MODULE_LINES)
+    }
+    fixed = sorted(set(KNOWN_VIOLATIONS) - current)
+    assert not fixed, "fixed (or renamed): remove from KNOWN_VIOLATIONS:\n" + "\n".join(fixed)
+
+
+# --- the rules on a small package that breaks each of them -------------------------------------------------
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+SYNTHETIC = {
+    "low/__init__.py": "",
+    "low/models.py": "import os\nfrom django.db import models\n",
+    "low/store.py": "from low import models\nfrom . import models as again\n",
+    "high/__init__.py": "",
+    "high/a.py": """\
+        from low.models import Thing
+
+
+        def later():
+            from . import b  # inside a function: still an arrow
+            return b
+        """,
+    "high/b.py": "import high.a\n",
+    "high/sub/__init__.py": "from .d import helper\n",
+    "high/sub/d.py": "from ..a import later\nfrom . import e\n\n\ndef helper():\n    import bench.lib.stack\n",
+    "high/sub/e.py": "x = 1\n",
+    "high/migrations/0001_initial.py": "import side.c\n",
+    "high/tests/test_a.py": "import side.c\n",
+    "side/__init__.py": "",
+    "side/c.py": "from high.a import later\nfrom high.sub import helper\n" + "\n" * 12,
+}
+SYNTHETIC_FORBIDDEN = {"low": ("high", "side", "bench"), "high": ("side", "bench"), "side": ("high", "bench")}
+
+
+def test_the_graph_follows_module_function_relative_and_from_imports(tmp_path):
+    _write(tmp_path, SYNTHETIC)
+    graph = graph_build(tmp_path, ("low", "high", "side"))
+    assert "high.migrations.0001_initial" not in graph.modules and "high.tests.test_a" not in graph.modules
+    assert graph.edges() == {
+        ("low.store", "low.models"),  # `from low import models` names the module, not the package
+        ("high.a", "low.models"),
+        ("high.a", "high.b"),  # inside a function
+        ("high.b", "high.a"),
+        ("high.sub", "high.sub.d"),
+        ("high.sub.d", "high.a"),  # two levels up
+        ("high.sub.d", "high.sub.e"),
+        ("high.sub.d", "bench.lib.stack"),  # outside the apps, kept for the rules
+        ("side.c", "high.a"),
+        ("side.c", "high.sub"),
+    }
+
+
+def test_a_cycle_is_found_and_shown_with_its_lines(tmp_path):
+    _write(tmp_path, SYNTHETIC)
+    [cycle] = cycles_find(graph_build(tmp_path, ("low", "high", "side")))
+    assert cycle.key == "cycle among high.a, high.b"
+    assert cycle.detail == "high.a (line 5) -> high.b (line 1) -> high.a"
+
+
+def test_a_three_module_cycle_is_one_violation(tmp_path):
+    _write(
+        tmp_path,
+        {
+            "p/__init__.py": "",
+            "p/x.py": "from p import y\n",
+            "p/y.py": "import p.z\n",
+            "p/z.py": "from .x import f\n",
+        },
+    )
+    [cycle] = cycles_find(graph_build(tmp_path, ("p",)))
+    assert cycle.key == "cycle among p.x, p.y, p.z"
+    assert cycle.detail == "p.x (line 1) -> p.y (line 1) -> p.z (line 1) -> p.x"
+
+
+def test_forbidden_arrows_are_found_and_declared_exceptions_excuse_them(tmp_path):
+    _write(tmp_path, SYNTHETIC)
+    graph = graph_build(tmp_path, ("low", "high", "side"))
+    keys = [v.key for v in arrows_forbidden(graph, SYNTHETIC_FORBIDDEN, {})]
+    assert keys == [
+        "arrow high.sub.d -> bench.lib.stack",
+        "arrow side.c -> high.a",
+        "arrow side.c -> high.sub",
+    ]
+    excused = arrows_forbidden(
+        graph, SYNTHETIC_FORBIDDEN, {("side", "high.sub"): "why", ("low", "side"): "why"}
+    )
+    assert [v.key for v in excused] == [
+        "arrow high.sub.d -> bench.lib.stack",
+        "arrow side.c -> high.a",
+        "unused exception low -> side",
+    ]
+
+
+def test_a_long_module_is_found(tmp_path):
+    _write(tmp_path, SYNTHETIC)
+    [long] = modules_too_long(graph_build(tmp_path, ("low", "high", "side")), limit=10)
+    assert long.key == "long side.c"
+    assert long.detail.endswith("14 lines")
+
+
+def test_known_violations_hide_only_themselves():
+    violations = [Violation("long a", "600 lines"), Violation("long b", "700 lines")]
+    assert unexpected(violations, {"long a": "being split"}) == ["long b: 700 lines"]
