@@ -179,7 +179,8 @@ def ppi_share_table(
                 ppi = ppi_mean(y, f_labelled[value].to_numpy(), unlabelled[value].to_numpy(), level=level)
             estimates[(condition, label)] = (classical, ppi)
             share_lines.append({**line, **_columns("human", classical), **_columns("ppi", ppi)})
-            share_lines[-1]["width_ratio"] = ppi.width / classical.width if ppi and classical else np.nan
+            usable = ppi and classical and classical.width > 0
+            share_lines[-1]["width_ratio"] = ppi.width / classical.width if usable else np.nan
     diff_lines = []
     for (condition, label), (classical, ppi) in estimates.items():
         if condition == baseline or (baseline, label) not in estimates:
