@@ -40,7 +40,7 @@ Verdict: the judge may screen models for this study when ALL of these hold (any 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import krippendorff
 import numpy as np
@@ -297,6 +297,9 @@ class Calibration:
     may_screen: bool
     reasons: list[str]
     verdict: str
+    # Per scale value: Pearson ρ of [person chose it] with [judge chose it] over the pairs, what PPI's variance
+    # reduction (1 − ρ²·N/(N+n)) and analysis.power's `judge_correlation` take.
+    indicator_correlations: dict[int, float] = field(default_factory=dict)
 
 
 def _check(human: pd.DataFrame, judge: pd.DataFrame) -> None:
@@ -391,8 +394,18 @@ def calibrate(
         reasons=[],
         verdict="",
     )
+    result.indicator_correlations = indicator_correlations(pairs, scale)
     _verdict(result)
     return result
+
+
+def indicator_correlations(pairs: pd.DataFrame, scale: list[int]) -> dict[int, float]:
+    """ρ(1[human = v], 1[judge = v]) for each scale value v (NaN when either never or always chose v)."""
+    out = {}
+    for v in scale:
+        y, f = (pairs["human"] == v).to_numpy(float), (pairs["judge"] == v).to_numpy(float)
+        out[v] = float(np.corrcoef(y, f)[0, 1]) if y.std() > 0 and f.std() > 0 else float("nan")
+    return out
 
 
 def _verdict(c: Calibration) -> None:

@@ -8,7 +8,7 @@ from scipy import stats as sps
 from statsmodels.stats.inter_rater import cohens_kappa
 from statsmodels.stats.multitest import multipletests
 
-from analysis import alt_test, calibration, stats
+from analysis import alt_test, calibration, power, stats
 
 SCALE = [1, 2, 3]
 EMOTIONS = [("sad", "negative"), ("joyful", "positive"), ("proud", "positive")]
@@ -180,3 +180,20 @@ def test_bad_frames_are_refused_with_a_reason(mutate, message):
     human, judge = mutate(*crowd(responses=60))
     with pytest.raises(ValueError, match=message):
         calibration.calibrate(human=human, judge=judge, scale=SCALE, b=50)
+
+
+def test_the_judges_indicator_correlations_feed_the_ppi_power_figures():
+    human, judge = crowd(responses=240, judge_agreement=0.9, seed=8)
+    result = calibration.calibrate(human=human, judge=judge, scale=SCALE, b=50)
+    pairs = calibration.pairs_frame(human, judge)
+    for v in SCALE:
+        expected = np.corrcoef(pairs["human"] == v, pairs["judge"] == v)[0, 1]
+        assert result.indicator_correlations[v] == pytest.approx(expected)
+    rho = {i: result.indicator_correlations[v] for i, v in enumerate(SCALE)}
+    lines = power.power_plan(
+        baseline="human", shares={"human": (0.2, 0.3, 0.5), "gpt4": (0.1, 0.3, 0.6)}, judge_correlation=rho
+    )
+    yates = next(line for line in lines if line.test == power.TEST_2X2_YATES)
+    assert yates.ppi_ratings_per_condition == pytest.approx(
+        yates.ratings_per_condition * (1 - rho[2] ** 2), abs=1
+    )
