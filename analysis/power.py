@@ -45,6 +45,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 from scipy.optimize import brentq
+from statsmodels.stats.gof import chisquare_effectsize
 from statsmodels.stats.power import GofChisquarePower, NormalIndPower
 from statsmodels.stats.proportion import proportion_effectsize
 
@@ -84,8 +85,6 @@ def shares_check(shares: Sequence[float], *, name: str = "shares") -> np.ndarray
 
 def cohens_w(baseline: Sequence[float], condition: Sequence[float]) -> float:
     """Cohen's w of the (condition, baseline) × categories table with equal group sizes (statsmodels)."""
-    from statsmodels.stats.gof import chisquare_effectsize
-
     base, cond = np.asarray(baseline, float), np.asarray(condition, float)
     joint = np.concatenate([cond, base]) / 2
     independent = np.concatenate([(cond + base) / 4, (cond + base) / 4])
