@@ -1,13 +1,9 @@
 """The published ratings (shared/data/llm-empathy-evaluation) as the plain frames the judge statistics take."""
 
-import os
-
 import pandas as pd
 
-from tests.studies.helpers import DATASET as CHECKOUT_DATASET
+from tests.studies.helpers import DATASET
 
-# The checkout's shared/ sibling, as in CI; LLM_EMPATHY_DATASET points elsewhere (e.g. from a git worktree).
-DATASET = os.environ.get("LLM_EMPATHY_DATASET", CHECKOUT_DATASET)
 CONDITIONS = ("human", "chatgpt", "chatgpt_empathy")
 
 
