@@ -1,0 +1,140 @@
+"""Power before launch for a stored study: its conditions, items per participant and expected shares, fed to
+`analysis.power.power_plan`. Only reads.
+
+Expected shares, per condition (each overridable):
+* the baseline: its observed Bad/Okay/Good shares when it has at least `MIN_OBSERVED_RATINGS` counted ratings
+  after the default exclusion rules; otherwise the seed study's published human shares;
+* every other condition: the seed study's published GPT-4 shares (`chatgpt_empathy`), i.e. "an effect as large
+  as the seed study found". A study of another scale has no published shares: give them explicitly.
+α: the rating analysis's default, 0.05 (the seed study's); `Study.significance_level` belongs to the
+questionnaire kind and is not used here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+
+from analysis import power, selectors, stats
+from analysis.services import AnalysisError, baseline_choose
+from studies.models import Study
+
+MIN_OBSERVED_RATINGS = 30
+
+
+class StudyPowerError(ValueError):
+    """The study cannot be planned as asked."""
+
+
+@dataclass
+class StudyPower:
+    study: str
+    baseline: str
+    scale: list[str]
+    alpha: float
+    comparisons: int
+    items_per_participant: int
+    design_effect: float
+    shares: dict[str, list[float]]
+    share_sources: dict[str, str]
+    judge_correlation: float | None
+    judge_ratio: float | None
+    lines: list[power.PowerLine] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        out = asdict(self)
+        out["lines"] = power.plan_as_dicts(self.lines)
+        return out
+
+
+def _observed_shares(study: Study, scale: stats.Scale) -> dict[str, tuple[list[float], int]]:
+    rows = selectors.rating_rows_frame(study=study)
+    if rows.empty:
+        return {}
+    kept, _, _ = stats.exclusions_apply(rows, stats.ExclusionRules())
+    counts = stats.counts_table(kept, scale, ["condition"])
+    return {
+        str(name): ((row / row.sum()).tolist(), int(row.sum()))
+        for name, row in counts.iterrows()
+        if row.sum()
+    }
+
+
+def study_power_plan(
+    *,
+    study: Study,
+    alpha: float | None = None,
+    powers: Sequence[float] = power.DEFAULT_POWERS,
+    items_per_participant: int | None = None,
+    design_effect: float = 1.0,
+    shares: Mapping[str, Sequence[float]] | None = None,
+    alternative_shares: Sequence[float] | None = None,
+    judge_correlation: float | None = None,
+    judge_ratio: float | None = None,
+) -> StudyPower:
+    """Participants per condition for the planned tests of `study` (module doc for the defaults).
+
+    shares: explicit expected shares by condition name (ascending scale), taking precedence over everything;
+    alternative_shares: the expected shares of every non-baseline condition without explicit ones."""
+    if study.kind != Study.Kind.RATING:
+        raise StudyPowerError(
+            f"study {study.slug!r} is a {study.kind} study: power is planned for rating studies"
+        )
+    infos = selectors.condition_list(study=study)
+    try:
+        baseline = baseline_choose(conditions=infos, requested=None)
+    except AnalysisError as exc:  # no conditions
+        raise StudyPowerError(str(exc)) from None
+    names = [c.name for c in infos]
+    explicit = dict(shares or {})
+    unknown = sorted(set(explicit) - set(names))
+    if unknown:
+        raise StudyPowerError(f"shares given for {unknown}, which are not conditions of this study ({names})")
+    scale = stats.Scale.from_study_scale(study.scale)
+    seeded = len(scale.values) == len(power.SEED_SHARES[power.SEED_BASELINE])
+    observed = _observed_shares(study, scale) if baseline not in explicit else {}
+    chosen: dict[str, list[float]] = {}
+    sources: dict[str, str] = {}
+    for name in names:
+        if name in explicit:
+            chosen[name], sources[name] = list(explicit[name]), "given"
+        elif name == baseline and observed.get(name, ([], 0))[1] >= MIN_OBSERVED_RATINGS:
+            chosen[name] = observed[name][0]
+            sources[name] = f"observed ({observed[name][1]} ratings)"
+        elif name != baseline and alternative_shares is not None:
+            chosen[name], sources[name] = list(alternative_shares), "given (all conditions)"
+        elif seeded:
+            seed_name = power.SEED_BASELINE if name == baseline else power.SEED_ALTERNATIVE
+            chosen[name] = list(power.SEED_SHARES[seed_name])
+            sources[name] = f"seed study ({seed_name})"
+        else:
+            raise StudyPowerError(
+                f"no expected shares for {name!r}: the study's scale has {len(scale.values)} values and the "
+                "seed study's published shares have 3; give them explicitly"
+            )
+    items = study.items_per_participant if items_per_participant is None else items_per_participant
+    alpha = power.DEFAULT_ALPHA if alpha is None else alpha
+    lines = power.power_plan(
+        baseline=baseline,
+        shares=chosen,
+        alpha=alpha,
+        powers=powers,
+        items_per_participant=items,
+        design_effect=design_effect,
+        judge_correlation=judge_correlation,
+        judge_ratio=judge_ratio,
+    )
+    return StudyPower(
+        study=study.slug,
+        baseline=baseline,
+        scale=list(scale.labels),
+        alpha=alpha,
+        comparisons=len(names) - 1,
+        items_per_participant=items,
+        design_effect=design_effect,
+        shares=chosen,
+        share_sources=sources,
+        judge_correlation=judge_correlation,
+        judge_ratio=judge_ratio,
+        lines=lines,
+    )
