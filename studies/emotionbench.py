@@ -24,6 +24,7 @@ from pathlib import Path
 from django.db import connection, transaction
 from django.utils import timezone
 
+from studies.kinds.questionnaire import QUESTIONNAIRE
 from studies.models import (
     Condition,
     Instrument,
@@ -31,6 +32,7 @@ from studies.models import (
     InstrumentItem,
     QuestionnaireAnswer,
     QuestionnaireRun,
+    QuestionnaireSettings,
     Situation,
     Study,
     StudySituation,
@@ -1023,22 +1025,24 @@ def _note_missing_runs(subjects: list[ParsedSubject]) -> None:
 def _study_for_results(*, slug: str, title: str, instrument: Instrument) -> Study:
     study = Study.objects.filter(slug=slug).first()
     if study is None:
-        return Study.objects.create(
+        study = Study.objects.create(
             slug=slug,
             title=title,
-            kind=Study.Kind.QUESTIONNAIRE,
-            instrument=instrument,
+            kind=QUESTIONNAIRE.name,
             platform=Study.Platform.NONE,
             description="Published EmotionBench answers (Huang et al., NeurIPS 2024), imported as a reference.",
         )
-    if study.kind != Study.Kind.QUESTIONNAIRE:
+        QuestionnaireSettings.objects.create(study=study, instrument=instrument)
+        return study
+    if study.kind != QUESTIONNAIRE.name:
         raise EmotionBenchImportError(f"study {slug!r} is a {study.kind} study, not a questionnaire study")
-    if study.instrument_id is None:
-        study.instrument = instrument
-        study.save(update_fields=["instrument"])
-    elif study.instrument_id != instrument.pk:
+    settings = QUESTIONNAIRE.settings(study)
+    if settings.instrument_id is None:
+        settings.instrument = instrument
+        settings.save(update_fields=["instrument"])
+    elif settings.instrument_id != instrument.pk:
         raise EmotionBenchImportError(
-            f"study {slug!r} uses instrument {study.instrument.name!r}, not {instrument.name!r}"
+            f"study {slug!r} uses instrument {settings.instrument.name!r}, not {instrument.name!r}"
         )
     return study
 

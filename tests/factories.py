@@ -105,3 +105,24 @@ def rating_study_build(
         for arm in arms:
             ResponseFactory(prompt=prompt, condition=arm)
     return study
+
+
+QUESTIONNAIRE_SETTINGS = (
+    "instrument",
+    "ask_demographics",
+    "randomise_item_order",
+    "llm_default_runs",
+    "llm_evoked_runs",
+    "significance_level",
+)
+
+
+def questionnaire_study_create(**fields) -> models.Study:
+    """A questionnaire study: the Study row from the study's fields, its QuestionnaireSettings from the kind's
+    own (instrument, ask_demographics, randomise_item_order, llm_default_runs, llm_evoked_runs,
+    significance_level)."""
+    own = {name: fields.pop(name) for name in QUESTIONNAIRE_SETTINGS if name in fields}
+    fields.setdefault("kind", models.Study.Kind.QUESTIONNAIRE)
+    study = models.Study.objects.create(**fields)
+    models.QuestionnaireSettings.objects.create(study=study, **own)
+    return study
