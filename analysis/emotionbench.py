@@ -27,7 +27,7 @@ import pandas as pd
 # per-call argument checking: the published data alone needs ~7,000 of them).
 from scipy import special
 
-from studies.emotionbench import EMOTIONS
+from studies.emotionbench.data import EMOTIONS
 from studies.kinds.questionnaire import QUESTIONNAIRE
 from studies.models import Condition, Instrument, QuestionnaireAnswer, QuestionnaireRun, Study
 
