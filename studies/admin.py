@@ -21,7 +21,7 @@ from django.utils.module_loading import import_string
 from django.utils.text import Truncator
 
 from .importers import CorpusImportError, corpus_import
-from .kinds import kind_of
+from .kinds import kind_of, registered_kinds
 from .models import (
     Assignment,
     AttentionCheck,
@@ -126,11 +126,8 @@ class StudyAdmin(admin.ModelAdmin):
     save_on_top = True
     fieldsets = [
         (None, {"fields": ["title", "slug", "kind", "state", "description", "participant_preview"]}),
-        (
-            "What participants read",
-            {"fields": ["consent_text", "instructions_text", "worked_examples", "ask_teq"]},
-        ),
-        ("Rating scale", {"fields": ["scale_question", "scale"]}),
+        ("What participants read", {"fields": ["consent_text", "instructions_text"]}),
+        # Then the study kind's own fieldsets (`StudyKind.admin_fieldsets`, see get_fieldsets).
         (
             "Design",
             {
@@ -161,6 +158,13 @@ class StudyAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request):
         return study_list_with_counts()
+
+    def get_fieldsets(self, request, obj=None):
+        """The spine's fieldsets with the study kind's own after "What participants read" (every registered
+        kind's on the add page, where the kind is still to be chosen)."""
+        kinds = [kind_of(obj)] if obj is not None else list(registered_kinds())
+        own = [fieldset for kind in kinds for fieldset in kind.admin_fieldsets]
+        return [*self.fieldsets[:2], *own, *self.fieldsets[2:]]
 
     def get_inlines(self, request, obj):
         """The spine's inlines, then those the study's kind declares (`StudyKind.admin_inlines`)."""

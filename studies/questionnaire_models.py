@@ -15,10 +15,18 @@ class QuestionnaireSettings(models.Model):
     )
     ask_demographics = models.BooleanField(default=False)
     randomise_item_order = models.BooleanField(default=True)
-    llm_default_runs = models.PositiveIntegerField(default=50)
-    llm_evoked_runs = models.PositiveIntegerField(default=10)
+    llm_default_runs = models.PositiveIntegerField(
+        default=50,
+        verbose_name="LLM default runs",
+        help_text="Runs of each LLM condition without a situation.",
+    )
+    llm_evoked_runs = models.PositiveIntegerField(
+        default=10, verbose_name="LLM evoked runs", help_text="Runs of each LLM condition per situation."
+    )
     significance_level = models.FloatField(
-        default=0.01, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+        default=0.01,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="α of the analysis' change tests.",
     )
 
     class Meta:
@@ -26,7 +34,7 @@ class QuestionnaireSettings(models.Model):
         verbose_name_plural = "questionnaire settings"
 
     def __str__(self) -> str:
-        return f"questionnaire settings of {self.study_id}"
+        return "questionnaire settings"
 
 
 class Instrument(models.Model):

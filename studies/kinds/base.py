@@ -14,8 +14,8 @@ entry and consent pages, recruiting-platform handling and exactly-once answers. 
   the `study_status` command);
 * **analysis entry** — `analysis`: the dotted path of an object with `url_name`, `analyze(study, options)`
   and `report_write(study, options, out_dir)` (see analysis/entries.py);
-* **admin pieces** — `settings_model` (the kind's own settings, one-to-one with Study), `admin_inlines` (shown
-  on the study's admin page) and `generation_admin_view` (the kind's page under Generation, when its models
+* **admin pieces** — `settings_model` (the kind's own settings, one-to-one with Study), `admin_fieldsets` (the
+  Study fields only this kind reads) and `admin_inlines` (shown on the study's admin page) and `generation_admin_view` (the kind's page under Generation, when its models
   answer in their own way), as dotted paths resolved by the admin.
 
 A new kind is one subclass and one `registry.register(...)` call; nothing else branches on `study.kind`.
@@ -51,6 +51,7 @@ class StudyKind:
     # (key, table header) of the per-condition numbers `status_counts` returns, in table order.
     status_columns: ClassVar[list[tuple[str, str]]] = []
     analysis: ClassVar[str | None] = None
+    admin_fieldsets: ClassVar[list[tuple[str, dict]]] = []  # the kind's own fields of Study, in the admin
     admin_inlines: ClassVar[list[str]] = []
     generation_admin_view: ClassVar[str | None] = None  # (model_admin, request, study) -> HttpResponse
 

@@ -92,6 +92,9 @@ class RatingKind(StudyKind):
         ("ratings_per_response.mean", "mean/resp"),
     ]
     analysis = "analysis.entries.RATING_ANALYSIS"
+    admin_fieldsets = [
+        ("Rating study", {"fields": ["worked_examples", "ask_teq", "scale_question", "scale"]}),
+    ]
 
     def steps(self, study: Study) -> list[str]:
         return [INSTRUCTIONS, *([TEQ] if study.ask_teq else []), ITEMS]

@@ -48,6 +48,10 @@ def kind_of(study: Study) -> StudyKind:
     return kind_named(study.kind)
 
 
+def registered_kinds() -> list[StudyKind]:
+    return list(KINDS.values())
+
+
 def kind_choices() -> list[tuple[str, str]]:
     """Choices of Study.kind: every registered kind."""
     return [(kind.name, kind.label) for kind in KINDS.values()]

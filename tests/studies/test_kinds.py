@@ -82,3 +82,15 @@ def test_the_admin_shows_a_kinds_own_settings_only_on_its_studies(staff_client):
     rating = StudyFactory(kind=Study.Kind.RATING)
     page = staff_client.get(reverse("admin:studies_study_change", args=[rating.pk])).content.decode()
     assert "questionnaire_settings" not in page
+
+
+@pytest.mark.django_db
+def test_the_rating_fields_show_on_rating_studies_only(staff_client):
+    rating = StudyFactory(kind=Study.Kind.RATING)
+    page = staff_client.get(reverse("admin:studies_study_change", args=[rating.pk])).content.decode()
+    assert 'name="scale_question"' in page and 'name="ask_teq"' in page
+    questionnaire = questionnaire_study_create(slug="q2", title="q2")
+    page = staff_client.get(reverse("admin:studies_study_change", args=[questionnaire.pk])).content.decode()
+    assert 'name="scale_question"' not in page and 'name="consent_text"' in page
+    page = staff_client.get(reverse("admin:studies_study_add")).content.decode()
+    assert 'name="scale_question"' in page  # the kind is chosen on this page: every kind's fields
