@@ -162,10 +162,14 @@ def participant_mark_completed(locked: Participant, now: datetime) -> list[str]:
 def participant_complete(*, participant: Participant, now: datetime | None = None) -> bool:
     """Finishes an active participant (see `participant_mark_completed`). Returns False and changes nothing
     unless the participant was active. Locks the participant's row."""
-    now = now or timezone.now()
+    return _complete(participant, now or timezone.now(), on_step=None)
+
+
+def _complete(participant: Participant, now: datetime, *, on_step: str | None) -> bool:
+    """Completes the participant under their row lock if they are active (and on `on_step`, when given)."""
     with transaction.atomic():
         locked = participant_lock(participant)
-        if locked.status != Participant.Status.ACTIVE:
+        if locked.status != Participant.Status.ACTIVE or (on_step is not None and locked.step != on_step):
             return False
         fields = participant_mark_completed(locked, now)
         locked.last_seen_at = now
@@ -185,15 +189,7 @@ def participant_advance(*, participant: Participant, from_step: str, now: dateti
     now = now or timezone.now()
     next_step = step_after(participant.study, from_step)
     if next_step == DONE:
-        with transaction.atomic():
-            locked = participant_lock(participant)
-            if not is_on_step(locked, from_step):
-                return False
-            fields = participant_mark_completed(locked, now)
-            locked.last_seen_at = now
-            locked.save(update_fields=[*fields, "last_seen_at"])
-        participant_state_copy(participant, locked)
-        return True
+        return _complete(participant, now, on_step=from_step)
     moved = Participant.objects.filter(
         pk=participant.pk, status=Participant.Status.ACTIVE, step=from_step
     ).update(step=next_step, last_seen_at=now)
