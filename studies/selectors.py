@@ -56,7 +56,7 @@ def study_status(*, study: Study) -> dict[str, Any]:
     for counts in participants.values():
         for status, n in counts.items():
             totals[status] += n
-    return {
+    status = {
         "study": study.slug,
         "title": study.title,
         "kind": study.kind,
@@ -69,6 +69,8 @@ def study_status(*, study: Study) -> dict[str, Any]:
         "participants_without_condition": unassigned,
         "totals": {"participants": totals, **kind.status_totals(study, own)},
     }
+    status["summary"] = kind.status_summary(study, status)
+    return status
 
 
 def status_cell(row: dict, key: str) -> str:

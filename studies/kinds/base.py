@@ -10,8 +10,8 @@ entry and consent pages, recruiting-platform handling and exactly-once answers. 
 * **assignment policy** — `conditions_enrollable` (which conditions can take a newcomer at all) and
   `assignments_create` (the pages a new participant gets, balanced by live counts, see studies/balancing.py);
 * **launch checks** — `launch_problems`;
-* **status counts** — `status_columns` and `status_counts` (per-condition numbers for the live status page and
-  the `study_status` command);
+* **status counts** — `status_columns`, `status_counts`, `status_totals` and `status_summary` (per-condition
+  numbers and a design summary for the live status page and the `study_status` command);
 * **analysis entry** — `analysis`: the dotted path of an object with `url_name`, `analyze(study, options)`
   and `report_write(study, options, out_dir)` (see analysis/entries.py);
 * **admin pieces** — `settings_model` (the kind's own settings, one-to-one with Study), `admin_fieldsets` (the
@@ -87,6 +87,10 @@ class StudyKind:
     def status_totals(self, study: Study, per_condition: dict[int, dict]) -> dict:
         """Study-wide totals of the kind's numbers (shown under the table)."""
         return {}
+
+    def status_summary(self, study: Study, status: dict) -> list[str]:
+        """Short phrases describing the study's design, shown above the status table."""
+        return []
 
     # --- settings ------------------------------------------------------------------------------------
 

@@ -111,5 +111,13 @@ class QuestionnaireKind(StudyKind):
     def status_totals(self, study: Study, per_condition: dict[int, dict]) -> dict:
         return {"questionnaire_runs": sum(row["questionnaire_runs"] for row in per_condition.values())}
 
+    def status_summary(self, study: Study, status: dict) -> list[str]:
+        instrument = self.settings(study).instrument
+        situations = study.study_situations.count()
+        return [
+            f"instrument {instrument.name if instrument else '(none yet)'}",
+            f"{situations} situation{'' if situations == 1 else 's'}",
+        ]
+
 
 QUESTIONNAIRE = register(QuestionnaireKind())

@@ -204,5 +204,13 @@ class RatingKind(StudyKind):
     def status_totals(self, study: Study, per_condition: dict[int, dict]) -> dict:
         return {"ratings": sum(row.get("ratings", 0) for row in per_condition.values())}
 
+    def status_summary(self, study: Study, status: dict) -> list[str]:
+        target = study.target_ratings_per_response
+        return [
+            f"{status['prompts']} prompts",
+            f"{study.items_per_participant} items per participant",
+            f"target {target} rating{'' if target == 1 else 's'} per response",
+        ]
+
 
 RATING = register(RatingKind())

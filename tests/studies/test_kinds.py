@@ -94,3 +94,12 @@ def test_the_rating_fields_show_on_rating_studies_only(staff_client):
     assert 'name="scale_question"' not in page and 'name="consent_text"' in page
     page = staff_client.get(reverse("admin:studies_study_add")).content.decode()
     assert 'name="scale_question"' in page  # the kind is chosen on this page: every kind's fields
+
+
+@pytest.mark.django_db
+def test_the_status_summary_is_the_kinds(staff_client):
+    questionnaire = questionnaire_study_create(
+        slug="q3", title="q3", instrument=Instrument.objects.create(name="PANAS-s")
+    )
+    page = staff_client.get(reverse("admin:studies_study_status", args=[questionnaire.pk])).content.decode()
+    assert "instrument PANAS-s · 0 situations" in page and "prompts" not in page

@@ -10,8 +10,13 @@ from studies.selectors import STATUSES, status_cell, study_status
 
 def render_table(status: dict) -> str:
     lines = [
-        f"{status['title']} ({status['study']}): {status['state']}, {status['kind']} study, "
-        f"{status['prompts']} prompts, {status['items_per_participant']} items per participant",
+        ", ".join(
+            [
+                f"{status['title']} ({status['study']}): {status['state']}",
+                f"{status['kind']} study",
+                *status["summary"],
+            ]
+        ),
         "",
     ]
     own = [(column["key"], column["header"]) for column in status["columns"]]
