@@ -27,7 +27,8 @@ import pandas as pd
 # per-call argument checking: the published data alone needs ~7,000 of them).
 from scipy import special
 
-from studies.emotionbench import EMOTIONS
+from studies.emotionbench.data import EMOTIONS
+from studies.kinds.questionnaire import QUESTIONNAIRE
 from studies.models import Condition, Instrument, QuestionnaireAnswer, QuestionnaireRun, Study
 
 UP, DOWN, SAME = "↑", "↓", "−"
@@ -62,7 +63,7 @@ def questionnaire_scores(*, study: Study) -> pd.DataFrame:
     run_index, source, situation_id, situation_code, emotion, factor_index, factor_name, then one column per
     category of the study's instrument.
     """
-    instrument = study.instrument
+    instrument = QUESTIONNAIRE.settings(study).instrument
     if instrument is None:
         raise ValueError(f"study {study.slug!r} has no instrument")
     runs = pd.DataFrame.from_records(
@@ -301,9 +302,10 @@ def emotionbench_analyse(
 ) -> EmotionBenchAnalysis:
     """Default and evoked mean ± SD of every category, overall, per emotion, per factor and per situation, for
     every condition, with the change tests (module docstring). α defaults to the study's significance level."""
-    alpha = study.significance_level if alpha is None else alpha
+    settings = QUESTIONNAIRE.settings(study)
+    alpha = settings.significance_level if alpha is None else alpha
     scores = questionnaire_scores(study=study) if scores is None else scores
-    categories = list(study.instrument.categories.values_list("name", flat=True))
+    categories = list(settings.instrument.categories.values_list("name", flat=True))
     conditions = [
         (c.name, c.label or c.name, c.kind)
         for c in Condition.objects.filter(study=study).order_by("kind", "position", "name")

@@ -14,6 +14,7 @@ from analysis.emotionbench import (
     emotionbench_situation_agreement,
 )
 from analysis.permissions import analyst_required
+from studies.kinds.questionnaire import QUESTIONNAIRE
 from studies.models import Study
 
 TABLES = ("table", "groups", "situation_agreement")
@@ -21,9 +22,11 @@ TABLES = ("table", "groups", "situation_agreement")
 
 def _study(slug: str) -> Study:
     study = (
-        Study.objects.filter(slug=slug, kind=Study.Kind.QUESTIONNAIRE).select_related("instrument").first()
+        Study.objects.filter(slug=slug, kind=QUESTIONNAIRE.name)
+        .select_related("questionnaire_settings__instrument")
+        .first()
     )
-    if study is None or study.instrument is None:
+    if study is None or QUESTIONNAIRE.settings(study).instrument is None:
         raise Http404("No questionnaire study with an instrument here.")
     return study
 

@@ -1,4 +1,4 @@
-"""The analysis of a study: one entry point per study kind, dispatched on `study.kind`.
+"""The analysis of a study: one entry point per study kind (named by the kind, see analysis/entries.py).
 
 `study_analyze` is what the dashboard, the `analyze` command, the report and the API all call, so they never
 disagree. It only reads (through `analysis.selectors`).
@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from django.core.cache import cache
+from django.utils.module_loading import import_string
 
 from analysis import selectors, stats
+from studies.kinds import kind_of
 from studies.models import Study
 
 logger = logging.getLogger(__name__)
@@ -162,18 +164,17 @@ def baseline_choose(*, conditions: list[selectors.ConditionInfo], requested: str
     return names[0]
 
 
+def analysis_entry(*, study: Study):
+    """The analysis entry point of the study's kind (`StudyKind.analysis`, see analysis/entries.py)."""
+    path = kind_of(study).analysis
+    if path is None:
+        raise AnalysisError(f"no analysis for studies of kind {study.kind!r} yet")
+    return import_string(path)
+
+
 def study_analyze(*, study: Study, options: AnalysisOptions | None = None) -> Any:
-    """Analyse a study of any kind. The one dispatch point on `study.kind`: each kind has its own analysis."""
-    options = options or AnalysisOptions()
-    if study.kind == Study.Kind.RATING:
-        return rating_study_analyze(study=study, options=options)
-    if study.kind == Study.Kind.QUESTIONNAIRE:
-        # The questionnaire (EmotionBench) kind has its own analysis (analysis.emotionbench), its own page
-        # (/analysis/<slug>/emotionbench/) and its own branch in the analyze command.
-        raise AnalysisError(
-            f"study {study.slug!r} is a questionnaire study: its analysis is at /analysis/{study.slug}/emotionbench/"
-        )
-    raise AnalysisError(f"no analysis for studies of kind {study.kind!r} yet")
+    """Analyse a study of any kind, through its kind's analysis entry point."""
+    return analysis_entry(study=study).analyze(study, options or AnalysisOptions())
 
 
 CACHE_SECONDS = 600

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET
 
 from analysis import exports, figures, reports, selectors, stats
 from analysis.permissions import analyst_required
-from analysis.services import AnalysisError, AnalysisOptions, study_analyze_cached
+from analysis.services import AnalysisError, AnalysisOptions, analysis_entry, study_analyze_cached
 from studies.models import Study
 
 
@@ -49,9 +49,13 @@ def index(request: HttpRequest) -> HttpResponse:
 @analyst_required
 def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(slug)
-    if study.kind == Study.Kind.QUESTIONNAIRE:
-        # Questionnaire (EmotionBench) studies have their own page; the study list links every study here.
-        return redirect("analysis:emotionbench", slug=study.slug)
+    try:
+        entry = analysis_entry(study=study)
+    except AnalysisError as exc:
+        raise Http404(str(exc)) from None
+    if entry.url_name != "analysis:dashboard":
+        # A kind with its own analysts' page (the questionnaire kind); the study list links every study here.
+        return redirect(entry.url_name, slug=study.slug)
     analysis = _analysis(study, request)
     context = reports.report_context(analysis, inline_figures=True)
     context.update(

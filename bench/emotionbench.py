@@ -72,14 +72,9 @@ def main() -> None:
     from django.db import connection, transaction
 
     from analysis.emotionbench import emotionbench_analyse, questionnaire_scores
-    from studies.emotionbench import (
-        answers_insert,
-        crowd_results_parse_xlsx,
-        instruments_import,
-        llm_results_parse_csv,
-        published_results_import,
-        situations_import,
-    )
+    from studies.emotionbench.instruments import instruments_import, situations_import
+    from studies.emotionbench.results import answers_insert, published_results_import
+    from studies.emotionbench.results_parse import crowd_results_parse_xlsx, llm_results_parse_csv
     from studies.models import Instrument, QuestionnaireAnswer
 
     try:

@@ -43,8 +43,8 @@ django.setup()
 
 from django.db import connection, connections, transaction  # noqa: E402
 
-from studies.assignment import participant_enroll  # noqa: E402
 from studies.models import Assignment, Condition, Emotion, Participant, Prompt, Response, Study  # noqa: E402
+from studies.participants import participant_enroll  # noqa: E402
 
 
 def percentiles(samples: list[float]) -> dict:

@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.module_loading import import_string
 
 from generation import batches, questionnaire, services
 from generation.models import (
@@ -24,6 +25,7 @@ from generation.models import (
     ResponseEdit,
     ResponseProvenance,
 )
+from studies.kinds import kind_of
 from studies.models import Condition, Study
 
 
@@ -219,8 +221,9 @@ class GenerationJobAdmin(admin.ModelAdmin):
             messages.error(request, "You may not run generation.")
             return HttpResponseRedirect(reverse("admin:index"))
         study = get_object_or_404(Study, pk=study_id)
-        if study.kind == Study.Kind.QUESTIONNAIRE:
-            return self._questionnaire_view(request, study)
+        own_view = kind_of(study).generation_admin_view  # a kind whose models answer in their own way
+        if own_view is not None:
+            return import_string(own_view)(self, request, study)
         if request.method == "POST":
             return self._study_action(request, study)
         progress = services.generation_progress(study=study)
@@ -446,3 +449,9 @@ class GeneratedResponseAdmin(admin.ModelAdmin):
             messages.success(
                 request, f"Regenerating {done} responses; the new text replaces the old when it arrives."
             )
+
+
+def questionnaire_generation_view(model_admin: GenerationJobAdmin, request, study):
+    """The questionnaire kind's generation page (named by studies/kinds/questionnaire.py): its LLM conditions
+    answer the study's instrument instead of writing responses."""
+    return model_admin._questionnaire_view(request, study)

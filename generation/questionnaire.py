@@ -1,7 +1,7 @@
 """EmotionBench LLM subjects: each LLM condition answers the study's instrument by default and after situations.
 
-For each LLM condition of a questionnaire study: `study.llm_default_runs` default runs and `study.llm_evoked_runs`
-evoked runs per selected situation (StudySituation; all situations when none is selected). One run slot is
+For each LLM condition of a questionnaire study: `llm_default_runs` default runs and `llm_evoked_runs`
+(its QuestionnaireSettings) evoked runs per selected situation (StudySituation; all situations when none is selected). One run slot is
 (condition, phase, situation, run_index), stored as a QuestionnaireRun whose unique constraint makes a slot
 exactly-once: a slot that exists is skipped, and two workers racing on one slot store it once.
 
@@ -37,6 +37,7 @@ from generation.providers import (
     provider_complete,
 )
 from generation.questionnaire_models import QuestionnaireExchange
+from studies.kinds.questionnaire import QUESTIONNAIRE
 from studies.models import (
     Condition,
     Instrument,
@@ -238,7 +239,7 @@ class GenerationSummary:
 def questionnaire_conditions(*, study: Study, condition_name: str | None = None) -> list[Condition]:
     """The LLM conditions to run, each with its configuration and provider loaded (`condition.llm_config`);
     refuses what cannot run, naming it."""
-    if study.kind != Study.Kind.QUESTIONNAIRE or study.instrument is None:
+    if study.kind != QUESTIONNAIRE.name or QUESTIONNAIRE.settings(study).instrument is None:
         raise QuestionnaireGenerationError(
             f"study {study.slug!r} is not a questionnaire study with an instrument"
         )
@@ -273,9 +274,10 @@ def questionnaire_slots(*, study: Study) -> list[Slot]:
     )
     if not situations:
         situations = list(Situation.objects.order_by("emotion", "factor_index", "index"))
-    slots = [Slot(QuestionnaireRun.Phase.DEFAULT, None, i) for i in range(study.llm_default_runs)]
+    own = QUESTIONNAIRE.settings(study)
+    slots = [Slot(QuestionnaireRun.Phase.DEFAULT, None, i) for i in range(own.llm_default_runs)]
     for situation in situations:
-        slots += [Slot(QuestionnaireRun.Phase.EVOKED, situation, i) for i in range(study.llm_evoked_runs)]
+        slots += [Slot(QuestionnaireRun.Phase.EVOKED, situation, i) for i in range(own.llm_evoked_runs)]
     return slots
 
 
@@ -334,7 +336,7 @@ def questionnaire_generate(
 
 
 def _instrument_items(study: Study) -> dict[int, str]:
-    return {i.number: i.text for i in study.instrument.items.all()}
+    return {i.number: i.text for i in study.questionnaire_settings.instrument.items.all()}
 
 
 def questionnaire_missing(
@@ -386,9 +388,9 @@ def questionnaire_slot_task_run(
 ) -> str:
     """One slot by ids (what a worker receives): "" when stored or already there, else why it failed."""
     try:
-        condition = Condition.objects.select_related("study__instrument", "llm_config__provider").get(
-            pk=condition_id
-        )
+        condition = Condition.objects.select_related(
+            "study__questionnaire_settings__instrument", "llm_config__provider"
+        ).get(pk=condition_id)
         study = condition.study
         situation = Situation.objects.get(pk=situation_id) if situation_id is not None else None
         slot = Slot(phase, situation, run_index)
@@ -423,7 +425,7 @@ def questionnaire_slot_run(
     summary: GenerationSummary,
 ) -> str:
     """Ask for one slot until a reply parses; store the run. Returns "" on success, else why it failed."""
-    instrument = study.instrument
+    instrument = study.questionnaire_settings.instrument
     order = item_order_for(study=study, condition=condition, slot=slot, item_numbers=sorted(items))
     labels = [items[number] for number in order]
     messages = [

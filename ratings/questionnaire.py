@@ -1,9 +1,10 @@
-"""The questionnaire (EmotionBench) kind's participant pages, plugged into the shared flow (see ratings/flow.py).
+"""The questionnaire kind's participant pages (named by studies/kinds/questionnaire.py, see ratings/flow.py).
 
 Sequence: consent → demographics (when the study asks) → the instrument "as you feel now" (default) → the
 assigned situation to imagine → the instrument again (evoked) → done (completion code).
 
-Exactly-once: an instrument page is stored by `questionnaire_submit`, which locks the participant row, checks the
+Exactly-once: an instrument page is stored by `questionnaire_submit`, which locks the participant row
+(`studies.participants.participant_lock`, like every answer of every kind), checks the
 participant is still on that page's step, writes the QuestionnaireRun and its answers, and moves the step on in
 the same transaction; QuestionnaireRun's unique constraint (study, condition, subject, phase, run) backs it. A
 re-posted page (back button, double click, second tab) finds the participant elsewhere and stores nothing.
@@ -27,22 +28,29 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
-from studies.models import Assignment, Instrument, Participant, QuestionnaireAnswer, QuestionnaireRun, Study
+from studies.kinds.questionnaire import QUESTIONNAIRE
+from studies.models import (
+    Assignment,
+    Instrument,
+    Participant,
+    QuestionnaireAnswer,
+    QuestionnaireRun,
+    QuestionnaireSettings,
+    Study,
+)
+from studies.participants import is_on_step, participant_advance, participant_lock, participant_state_copy
 
-from . import flow, services
+from . import flow
 
-STEP_DEFAULT = "q_default"
-STEP_SITUATION = "q_situation"
-STEP_EVOKED = "q_evoked"
+STEP_DEFAULT = Participant.Step.Q_DEFAULT
+STEP_SITUATION = Participant.Step.Q_SITUATION
+STEP_EVOKED = Participant.Step.Q_EVOKED
 PHASE_FOR_STEP = {STEP_DEFAULT: QuestionnaireRun.Phase.DEFAULT, STEP_EVOKED: QuestionnaireRun.Phase.EVOKED}
 CHECK_FIELD = "check"
 
 
-def questionnaire_steps(study: Study) -> list[str]:
-    steps = [Participant.Step.CONSENT]
-    if study.ask_demographics:
-        steps.append(Participant.Step.DEMOGRAPHICS)
-    return [*steps, STEP_DEFAULT, STEP_SITUATION, STEP_EVOKED, Participant.Step.DONE]
+def _settings(study: Study) -> QuestionnaireSettings:
+    return QUESTIONNAIRE.settings(study)
 
 
 # --- Services ---------------------------------------------------------------------------------------------
@@ -54,15 +62,16 @@ class QuestionnaireAnswerRejected(Exception):
 
 def questionnaire_item_order(*, participant: Participant, phase: str) -> list[int]:
     """The order the participant sees the items in for a phase: the published order, or a seeded shuffle."""
-    numbers = list(participant.study.instrument.items.values_list("number", flat=True).order_by("number"))
-    if participant.study.randomise_item_order:
+    settings = _settings(participant.study)
+    numbers = list(settings.instrument.items.values_list("number", flat=True).order_by("number"))
+    if settings.randomise_item_order:
         random.Random(f"{participant.seed}:{phase}").shuffle(numbers)
     return numbers
 
 
 def questionnaire_check_value(*, participant: Participant, phase: str) -> int:
     """The value the attention-check row asks for on a phase's page (seeded, so a reload asks the same)."""
-    instrument = participant.study.instrument
+    instrument = _settings(participant.study).instrument
     return random.Random(f"{participant.seed}:{phase}:check").randint(
         instrument.scale_min, instrument.scale_max
     )
@@ -74,23 +83,6 @@ def situation_assignment_for(*, participant: Participant) -> Assignment | None:
         .select_related("situation")
         .order_by("position")
         .first()
-    )
-
-
-def _lock(participant: Participant) -> Participant:
-    """Lock the participant's row (only that row: the study is read separately)."""
-    locked = Participant.objects.select_for_update().get(pk=participant.pk)
-    locked.study = participant.study
-    return locked
-
-
-def _advance(locked: Participant, step: str, now: datetime) -> None:
-    next_step = flow.step_after(locked.study, step)
-    if next_step == Participant.Step.DONE:
-        services.participant_complete(participant=locked, now=now)
-        return
-    Participant.objects.filter(pk=locked.pk, status=Participant.Status.ACTIVE, step=step).update(
-        step=next_step, last_seen_at=now
     )
 
 
@@ -111,10 +103,10 @@ def questionnaire_submit(
     now = now or timezone.now()
     phase = PHASE_FOR_STEP[step]
     with transaction.atomic():
-        locked = _lock(participant)
-        if locked.status != Participant.Status.ACTIVE or locked.step != step:
+        locked = participant_lock(participant)
+        if not is_on_step(locked, step):
             return False
-        instrument: Instrument = locked.study.instrument
+        instrument: Instrument = _settings(locked.study).instrument
         order = questionnaire_item_order(participant=locked, phase=phase)
         if sorted(answers) != sorted(order):
             raise QuestionnaireAnswerRejected("every item needs one answer")
@@ -152,8 +144,8 @@ def questionnaire_submit(
                 reasons.append(f"attention check failed on the {phase} questionnaire")
             locked.exclusion_reasons = reasons
             locked.save(update_fields=["attention_failures", "flagged_for_exclusion", "exclusion_reasons"])
-        _advance(locked, step, now)
-    participant.refresh_from_db()
+        participant_advance(participant=locked, from_step=step, now=now)
+    participant_state_copy(participant, locked)
     return True
 
 
@@ -161,14 +153,14 @@ def situation_acknowledge(*, participant: Participant, now: datetime | None = No
     """The participant has read and imagined the situation: mark it answered and move on (once)."""
     now = now or timezone.now()
     with transaction.atomic():
-        locked = _lock(participant)
-        if locked.status != Participant.Status.ACTIVE or locked.step != STEP_SITUATION:
+        locked = participant_lock(participant)
+        if not is_on_step(locked, STEP_SITUATION):
             return False
         Assignment.objects.filter(
             participant=locked, kind=Assignment.Kind.SITUATION, answered_at__isnull=True
         ).update(answered_at=now)
-        _advance(locked, STEP_SITUATION, now)
-    participant.refresh_from_db()
+        participant_advance(participant=locked, from_step=STEP_SITUATION, now=now)
+    participant_state_copy(participant, locked)
     return True
 
 
@@ -176,13 +168,13 @@ def demographics_submit(*, participant: Participant, data: dict, now: datetime |
     """Store the optional demographics and move on (once)."""
     now = now or timezone.now()
     with transaction.atomic():
-        locked = _lock(participant)
-        if locked.status != Participant.Status.ACTIVE or locked.step != Participant.Step.DEMOGRAPHICS:
+        locked = participant_lock(participant)
+        if not is_on_step(locked, Participant.Step.DEMOGRAPHICS):
             return False
         locked.demographics = {k: v for k, v in data.items() if v not in (None, "")}
         locked.save(update_fields=["demographics"])
-        _advance(locked, Participant.Step.DEMOGRAPHICS, now)
-    participant.refresh_from_db()
+        participant_advance(participant=locked, from_step=Participant.Step.DEMOGRAPHICS, now=now)
+    participant_state_copy(participant, locked)
     return True
 
 
@@ -244,8 +236,7 @@ def _scale(instrument: Instrument) -> list[tuple[int, str]]:
 def instrument_get(
     request: HttpRequest, participant: Participant, *, posted=None, status: int = 200
 ) -> HttpResponse:
-    study = participant.study
-    instrument = study.instrument
+    instrument = _settings(participant.study).instrument
     phase = PHASE_FOR_STEP[participant.step]
     order = questionnaire_item_order(participant=participant, phase=phase)
     texts = dict(instrument.items.values_list("number", "text"))
@@ -288,7 +279,7 @@ def instrument_get(
 
 
 def instrument_post(request: HttpRequest, participant: Participant) -> HttpResponse:
-    instrument = participant.study.instrument
+    instrument = _settings(participant.study).instrument
     phase = PHASE_FOR_STEP[participant.step]
     order = questionnaire_item_order(participant=participant, phase=phase)
     posted: dict[str, int] = {}
@@ -351,8 +342,7 @@ def demographics_post(request: HttpRequest, participant: Participant) -> HttpRes
     return redirect("ratings:step", slug=participant.study.slug)
 
 
-flow.register_flow(Study.Kind.QUESTIONNAIRE, questionnaire_steps)
-flow.register_step(Participant.Step.DEMOGRAPHICS, get=demographics_get, post=demographics_post)
-flow.register_step(STEP_DEFAULT, get=instrument_get, post=instrument_post)
-flow.register_step(STEP_SITUATION, get=situation_get, post=situation_post)
-flow.register_step(STEP_EVOKED, get=instrument_get, post=instrument_post)
+# The pages named by studies/kinds/questionnaire.py.
+DEMOGRAPHICS_PAGE = flow.StepPage(get=demographics_get, post=demographics_post)
+INSTRUMENT_PAGE = flow.StepPage(get=instrument_get, post=instrument_post)
+SITUATION_PAGE = flow.StepPage(get=situation_get, post=situation_post)

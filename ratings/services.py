@@ -1,9 +1,10 @@
 """What a participant's answers do: consent, the TEQ, ratings, and finishing.
 
-Every change of a Participant happens with the participant's row locked (`SELECT ... FOR UPDATE` inside
-`transaction.atomic()`) or through a conditional UPDATE that names the state it expects, so two tabs, a
-double click or a replayed form can never move a participant twice or store an answer twice. The
-OneToOne key of Rating → Assignment is the last line of defence: the database refuses a second rating.
+The participant's lifecycle (its row lock, `participant_advance`, completing, screening out) is
+studies/participants.py; these services store the rating kind's answers with the participant's row locked
+there, and move the step in the same transaction, so two tabs, a double click or a replayed form can never
+move a participant twice or store an answer twice. The OneToOne key of Rating → Assignment is the last line
+of defence: the database refuses a second rating.
 """
 
 from __future__ import annotations
@@ -16,10 +17,17 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from studies import rows
-from studies.assignment import TOUCH_INTERVAL
 from studies.models import Assignment, AttentionCheck, Participant, Rating
+from studies.participants import (
+    TOUCH_INTERVAL,
+    participant_advance,
+    participant_lock,
+    participant_mark_completed,
+    participant_screen_out,
+    participant_state_copy,
+)
 
-from . import flow, teq
+from . import teq
 
 ATTENTION_REASON_PREFIX = "attention checks failed"
 
@@ -62,26 +70,6 @@ class RatingSubmitted:
     rating: Rating
     created: bool  # False: this item was already answered and the stored rating is returned unchanged
     completed: bool  # True: the participant is finished (now or before)
-
-
-def _locked(participant: Participant) -> Participant:
-    # The participant's row only, without a join: locking the study's row too would serialise every
-    # answer of the study (and every arrival, which locks it to enrol). The study comes from the
-    # participant already in hand. Hand-written (studies.rows): it runs on every answer.
-    row = rows.fetchone(_locked_sql(connection.vendor), [participant.pk])
-    if row is None:
-        raise Participant.DoesNotExist(f"Participant {participant.pk} does not exist.")
-    locked, _ = rows.instance(Participant, row)
-    locked.study = participant.study
-    return locked
-
-
-@cache
-def _locked_sql(vendor: str) -> str:
-    return (
-        f"SELECT {rows.columns(Participant, 'p')} FROM {rows.table(Participant)} p"
-        f" WHERE {rows.column(Participant, 'id', 'p')} = %s{rows.for_update()}"
-    )
 
 
 @dataclass(frozen=True)
@@ -137,98 +125,14 @@ def _times_sql(vendor: str, answering: bool) -> str:
     return f"UPDATE {rows.table(Assignment)} SET {shown} = %s WHERE {pk} = %s AND {shown} IS NULL"
 
 
-def _copy_state(target: Participant, source: Participant) -> None:
-    for field in (
-        "status",
-        "step",
-        "attention_failures",
-        "flagged_for_exclusion",
-        "exclusion_reasons",
-        "completion_code",
-        "finished_at",
-        "last_seen_at",
-        "teq_answers",
-        "teq_score",
-    ):
-        setattr(target, field, getattr(source, field))
-
-
-def _completion_code(participant: Participant) -> str:
-    study = participant.study
-    if participant.flagged_for_exclusion:
-        return study.failed_checks_code or study.completion_code
-    return study.completion_code
-
-
-def _complete(locked: Participant, now: datetime) -> None:
-    locked.status = Participant.Status.COMPLETED
-    locked.step = Participant.Step.DONE
-    locked.finished_at = now
-    locked.completion_code = _completion_code(locked)
-
-
-def participant_complete(*, participant: Participant, now: datetime | None = None) -> bool:
-    """Finishes an active participant: status completed, step done, finished_at, and the completion code
-    their outcome earns (the failed-checks code when flagged for exclusion, falling back to the completion
-    code). Returns False and changes nothing unless the participant was active. For study kinds whose last
-    step is not a rating (the questionnaire kind calls this after its last page)."""
-    now = now or timezone.now()
-    with transaction.atomic():
-        locked = _locked(participant)
-        if locked.status != Participant.Status.ACTIVE:
-            return False
-        _complete(locked, now)
-        locked.last_seen_at = now
-        locked.save(update_fields=["status", "step", "finished_at", "completion_code", "last_seen_at"])
-    _copy_state(participant, locked)
-    return True
-
-
-def participant_step_advance(
-    *, participant: Participant, from_step: str, now: datetime | None = None
-) -> bool:
-    """Moves an active participant from `from_step` to the next step of their study's flow. A conditional
-    UPDATE: when the participant is no longer on `from_step` (a resubmitted page) nothing happens and False
-    is returned. Reaching `done` completes the participant (see `participant_complete`)."""
-    now = now or timezone.now()
-    next_step = flow.step_after(participant.study, from_step)
-    if next_step == Participant.Step.DONE:
-        with transaction.atomic():
-            locked = _locked(participant)
-            if locked.status != Participant.Status.ACTIVE or locked.step != from_step:
-                return False
-            return participant_complete(participant=participant, now=now)
-    moved = Participant.objects.filter(
-        pk=participant.pk, status=Participant.Status.ACTIVE, step=from_step
-    ).update(step=next_step, last_seen_at=now)
-    if moved:
-        participant.step = next_step
-        participant.last_seen_at = now
-    return bool(moved)
-
-
 def consent_accept(*, participant: Participant, now: datetime | None = None) -> bool:
     """The participant agrees: they move on from the consent step. Idempotent (False when already past it)."""
-    return participant_step_advance(participant=participant, from_step=Participant.Step.CONSENT, now=now)
+    return participant_advance(participant=participant, from_step=Participant.Step.CONSENT, now=now)
 
 
 def consent_decline(*, participant: Participant, now: datetime | None = None) -> bool:
-    """The participant does not agree: status screened_out with the study's screened-out code; their
-    unanswered items go back to the pool. Only from the consent step; otherwise nothing happens (False)."""
-    now = now or timezone.now()
-    with transaction.atomic():
-        locked = _locked(participant)
-        if locked.status != Participant.Status.ACTIVE or locked.step != Participant.Step.CONSENT:
-            return False
-        locked.status = Participant.Status.SCREENED_OUT
-        locked.step = Participant.Step.DONE
-        locked.finished_at = now
-        locked.last_seen_at = now
-        locked.completion_code = locked.study.screened_out_code
-        locked.save(update_fields=["status", "step", "finished_at", "last_seen_at", "completion_code"])
-        Assignment.objects.filter(participant=locked, answered_at__isnull=True).delete()
-    _copy_state(participant, locked)
-    return True
+    """The participant does not agree: screened out (see `studies.participants.participant_screen_out`)."""
+    return participant_screen_out(participant=participant, now=now)
 
 
 def teq_submit(*, participant: Participant, answers: dict[int, str], now: datetime | None = None) -> bool:
@@ -243,14 +147,14 @@ def teq_submit(*, participant: Participant, answers: dict[int, str], now: dateti
     if errors:
         raise InvalidAnswers(errors)
     with transaction.atomic():
-        locked = _locked(participant)
+        locked = participant_lock(participant)
         if locked.status != Participant.Status.ACTIVE or locked.step != Participant.Step.TEQ:
             return False
         locked.teq_answers = {str(n): answers[n] for n in sorted(teq.ITEMS)}
         locked.teq_score = teq.teq_score(answers)
         locked.save(update_fields=["teq_answers", "teq_score"])
-        participant_step_advance(participant=locked, from_step=Participant.Step.TEQ, now=now)
-    _copy_state(participant, locked)
+        participant_advance(participant=locked, from_step=Participant.Step.TEQ, now=now)
+    participant_state_copy(participant, locked)
     return True
 
 
@@ -281,7 +185,7 @@ def rating_submit(
     now = now or timezone.now()
     try:
         with transaction.atomic():
-            locked = _locked(participant)
+            locked = participant_lock(participant)
             mine = _items_of(locked)
             item = next((i for i in mine if i.assignment.position == position), None)
             if item is None:
@@ -325,8 +229,7 @@ def rating_submit(
                     fields += ["flagged_for_exclusion", "exclusion_reasons"]
             completed = unanswered == [position]
             if completed:
-                _complete(locked, now)
-                fields += ["status", "step", "finished_at", "completion_code"]
+                fields += participant_mark_completed(locked, now)
             if fields:
                 locked.save(update_fields=fields)
     except IntegrityError:
@@ -334,7 +237,7 @@ def rating_submit(
         # transaction above is rolled back); kept as the constraint's contract.
         stored = Rating.objects.get(assignment__participant=participant, assignment__position=position)
         return RatingSubmitted(rating=stored, created=False, completed=False)
-    _copy_state(participant, locked)
+    participant_state_copy(participant, locked)
     return RatingSubmitted(rating=rating, created=True, completed=completed)
 
 

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from studies.assignment import participants_release_stale
+from studies.participants import participants_release_stale
 
 
 @shared_task(acks_late=True, time_limit=120, soft_time_limit=100)

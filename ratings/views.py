@@ -1,4 +1,4 @@
-"""The participant flow: thin doors into `studies.assignment` and `ratings.services`.
+"""The participant flow: thin doors into `studies.participants` and `ratings.services`.
 
 URLs (see ratings/urls.py):
 
@@ -28,16 +28,18 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from config.ratelimit import honeypot, rate_limit
-from studies.assignment import (
+from studies.models import Participant, Study
+from studies.participants import (
     InvalidExternalId,
     ParticipantCannotRestart,
     StudyFull,
     StudyNotOpen,
+    participant_advance,
+    participant_complete,
     participant_enroll,
     participant_return,
     participant_touch,
 )
-from studies.models import Participant, Study
 
 from . import flow, services, teq
 from .forms import DEFAULT_TURK_SUBMIT_TO, ConsentForm, EntryForm, ItemAnswerForm, TeqForm
@@ -214,7 +216,7 @@ def study_step(request: HttpRequest, slug: str) -> HttpResponse:
     participant = participant_touch(participant=participant)
     if participant.status != Participant.Status.ACTIVE:
         return _to_step(study) if request.method == "POST" else _outcome_page(request, participant)
-    handler = flow.handler_for(participant.step)
+    handler = flow.page_of(participant)
     if request.method == "POST":
         if request.POST.get("step") != participant.step:
             return _to_step(study)  # a page from an earlier step (back button, second tab): nothing stored
@@ -240,7 +242,7 @@ def study_return(request: HttpRequest, slug: str) -> HttpResponse:
     return _page(request, study, "return_confirm.html", participant=participant)
 
 
-# --- the rating kind's steps ---------------------------------------------------------------------------
+# --- consent (every kind) and the rating kind's steps -------------------------------------------------
 
 
 def consent_get(request, participant: Participant) -> HttpResponse:
@@ -279,7 +281,7 @@ def _as_int(value) -> int | None:
 
 
 def instructions_post(request, participant: Participant) -> HttpResponse:
-    services.participant_step_advance(participant=participant, from_step=Participant.Step.INSTRUCTIONS)
+    participant_advance(participant=participant, from_step=Participant.Step.INSTRUCTIONS)
     return _to_step(participant.study)
 
 
@@ -312,7 +314,7 @@ def teq_post(request, participant: Participant) -> HttpResponse:
 def item_get(request, participant: Participant) -> HttpResponse:
     current = assignment_current_for_participant(participant=participant)
     if current is None:  # every item answered but not completed: cannot normally happen; finish them
-        services.participant_complete(participant=participant)
+        participant_complete(participant=participant)
         return _to_step(participant.study)
     services.assignment_mark_shown(assignment=current.assignment)
     study = participant.study
@@ -345,7 +347,8 @@ def item_post(request, participant: Participant) -> HttpResponse:
     return _to_step(participant.study)
 
 
-flow.register_step(Participant.Step.CONSENT, get=consent_get, post=consent_post)
-flow.register_step(Participant.Step.INSTRUCTIONS, get=instructions_get, post=instructions_post)
-flow.register_step(Participant.Step.TEQ, get=teq_get, post=teq_post)
-flow.register_step(Participant.Step.ITEMS, get=item_get, post=item_post)
+# The pages named by studies/kinds/ (the spine's consent page, the rating kind's steps).
+CONSENT_PAGE = flow.StepPage(get=consent_get, post=consent_post)
+INSTRUCTIONS_PAGE = flow.StepPage(get=instructions_get, post=instructions_post)
+TEQ_PAGE = flow.StepPage(get=teq_get, post=teq_post)
+ITEMS_PAGE = flow.StepPage(get=item_get, post=item_post)

@@ -17,25 +17,22 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
+from django.utils.module_loading import import_string
 from django.utils.text import Truncator
 
 from .importers import CorpusImportError, corpus_import
+from .kinds import kind_of, registered_kinds
 from .models import (
     Assignment,
     AttentionCheck,
     Condition,
     Emotion,
-    Instrument,
-    InstrumentCategory,
-    InstrumentItem,
     Participant,
     Prompt,
     Response,
-    Situation,
     Study,
-    StudySituation,
 )
-from .selectors import STATUSES, study_list_with_counts, study_status
+from .selectors import STATUSES, status_cell, study_list_with_counts, study_status
 from .services import (
     StudyLaunchError,
     StudyStateError,
@@ -71,19 +68,6 @@ class AttentionCheckInline(admin.StackedInline):
         "speaker_utterance",
         "response_text",
     ]
-
-
-class StudySituationInline(admin.TabularInline):
-    """The situations a questionnaire study uses."""
-
-    model = StudySituation
-    extra = 0
-    autocomplete_fields = ["situation"]
-    verbose_name = "situation (questionnaire studies)"
-    verbose_name_plural = "situations (questionnaire studies)"
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).select_related("situation")
 
 
 class ImportCorpusForm(forms.Form):
@@ -137,16 +121,13 @@ class StudyAdmin(admin.ModelAdmin):
     search_fields = ["slug", "title"]
     prepopulated_fields = {"slug": ["title"]}
     readonly_fields = ["state", "created_at", "launched_at", "closed_at", "participant_preview"]
-    inlines = [ConditionInline, AttentionCheckInline, StudySituationInline]
+    inlines = [ConditionInline, AttentionCheckInline]  # every kind's; `get_inlines` adds the study kind's
     actions = ["launch_selected", "pause_selected", "resume_selected", "close_selected"]
     save_on_top = True
     fieldsets = [
         (None, {"fields": ["title", "slug", "kind", "state", "description", "participant_preview"]}),
-        (
-            "What participants read",
-            {"fields": ["consent_text", "instructions_text", "worked_examples", "ask_teq"]},
-        ),
-        ("Rating scale", {"fields": ["scale_question", "scale"]}),
+        ("What participants read", {"fields": ["consent_text", "instructions_text"]}),
+        # Then the study kind's own fieldsets (`StudyKind.admin_fieldsets`, see get_fieldsets).
         (
             "Design",
             {
@@ -172,25 +153,23 @@ class StudyAdmin(admin.ModelAdmin):
                 ]
             },
         ),
-        (
-            "Questionnaire studies",
-            {
-                "classes": ["collapse"],
-                "fields": [
-                    "instrument",
-                    "ask_demographics",
-                    "randomise_item_order",
-                    "llm_default_runs",
-                    "llm_evoked_runs",
-                    "significance_level",
-                ],
-            },
-        ),
         ("Dates", {"fields": ["created_at", "launched_at", "closed_at"]}),
     ]
 
     def get_queryset(self, request):
         return study_list_with_counts()
+
+    def get_fieldsets(self, request, obj=None):
+        """The spine's fieldsets with the study kind's own after "What participants read" (every registered
+        kind's on the add page, where the kind is still to be chosen)."""
+        kinds = [kind_of(obj)] if obj is not None else list(registered_kinds())
+        own = [fieldset for kind in kinds for fieldset in kind.admin_fieldsets]
+        return [*self.fieldsets[:2], *own, *self.fieldsets[2:]]
+
+    def get_inlines(self, request, obj):
+        """The spine's inlines, then those the study's kind declares (`StudyKind.admin_inlines`)."""
+        own = [import_string(path) for path in kind_of(obj).admin_inlines] if obj is not None else []
+        return [*self.inlines, *own]
 
     @admin.display(description="kind", ordering="kind")
     def kind_short(self, study: Study) -> str:
@@ -330,8 +309,10 @@ class StudyAdmin(admin.ModelAdmin):
         if not self.has_view_permission(request, study):
             raise PermissionDenied
         status = study_status(study=study)
+        keys = [column["key"] for column in status["columns"]]
         for condition in status["conditions"]:
-            hist = condition["ratings_per_response"]["histogram"]
+            condition["kind_cells"] = [status_cell(condition, key) for key in keys]
+            hist = condition.get("ratings_per_response", {}).get("histogram", {})
             top = max(hist.values(), default=0)
             condition["histogram_rows"] = [
                 {"ratings": k, "responses": v, "width": round(100 * v / top) if top else 0}
@@ -347,6 +328,10 @@ class StudyAdmin(admin.ModelAdmin):
             "statuses": [Participant.Status(s).label for s in STATUSES],
             "totals": [status["totals"]["participants"][s] for s in STATUSES],
             "unassigned": [status["participants_without_condition"][s] for s in STATUSES],
+            "kind_totals": [
+                status_cell(status["totals"], key) if key in status["totals"] else "" for key in keys
+            ],
+            "show_spread": any("ratings_per_response" in c for c in status["conditions"]),
             "refresh_seconds": STATUS_REFRESH_SECONDS,
             "preview_url": preview_url(study),
         }
@@ -534,45 +519,5 @@ class ParticipantAdmin(ReadMostlyAdmin):
         return participant.ratings_count
 
 
-# --- Questionnaire instruments and situations (written by their imports; browsable here) -----------------------
-
-
-class InstrumentItemInline(admin.TabularInline):
-    model = InstrumentItem
-    extra = 0
-    fields = ["number", "text", "reverse_scored"]
-
-
-class InstrumentCategoryInline(admin.TabularInline):
-    model = InstrumentCategory
-    extra = 0
-    fields = ["name", "item_numbers"]
-
-
-@admin.register(Instrument)
-class InstrumentAdmin(admin.ModelAdmin):
-    list_display = ["name", "title", "scale_min", "scale_max", "compute_mode", "n_items"]
-    search_fields = ["name", "title"]
-    inlines = [InstrumentItemInline, InstrumentCategoryInline]
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).annotate(items_count=Count("items"))
-
-    @admin.display(description="items", ordering="items_count")
-    def n_items(self, instrument: Instrument) -> int:
-        return instrument.items_count
-
-
-@admin.register(Situation)
-class SituationAdmin(ReadMostlyAdmin):
-    list_display = ["code", "emotion", "factor_name", "text_short"]
-    list_filter = ["emotion"]
-    search_fields = ["text", "factor_name", "emotion"]
-
-    @admin.display(description="situation", ordering="emotion")
-    def code(self, situation: Situation) -> str:
-        return situation.code
-
-    @admin.display(description="text")
-    def text_short(self, situation: Situation) -> str:
-        return Truncator(situation.text).chars(100)
+# The study kinds' own admin pieces (their settings, instruments, situations) register beside these.
+from . import admin_kinds  # noqa: E402,F401

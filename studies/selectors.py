@@ -5,42 +5,24 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from django.db.models import Avg, Count, IntegerField, Max, Min, OuterRef, Q, Subquery
+from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
-from .models import Condition, Participant, Prompt, QuestionnaireRun, Rating, Response, Study
+from .kinds import kind_of
+from .models import Condition, Participant, Prompt, Study
 
 STATUSES = [status.value for status in Participant.Status]
 
 
-def _ratings_per_response(study: Study):
-    """Responses of the study annotated with ``n``: their ratings by counted (non-preview) participants."""
-    counted = (
-        Rating.objects.filter(assignment__response=OuterRef("pk"), assignment__participant__is_preview=False)
-        .order_by()
-        .values("assignment__response")
-        .annotate(n=Count("id"))
-        .values("n")
-    )
-    return Response.objects.filter(condition__study=study).annotate(
-        n=Coalesce(Subquery(counted, output_field=IntegerField()), 0)
-    )
-
-
 def study_status(*, study: Study) -> dict[str, Any]:
-    """Counts per condition: responses, participants by status (staff previews never counted), ratings,
-    completed questionnaire runs (questionnaire studies; models' runs included), and the spread of ratings
-    per response (min / max / mean and how many responses have each count).
+    """Counts per condition: participants by status (staff previews never counted) and those flagged for
+    exclusion, then the study kind's own numbers (`StudyKind.status_counts`, named by `status_columns`: e.g.
+    responses, ratings and ratings per response of a rating study, completed runs of a questionnaire study).
 
     A fixed number of grouped queries, whatever the size of the study.
     """
+    kind = kind_of(study)
     conditions = list(study.conditions.order_by("position", "name"))
-    responses = dict(
-        Response.objects.filter(condition__study=study)
-        .values("condition")
-        .annotate(n=Count("id"))
-        .values_list("condition", "n")
-    )
     participants: dict[int | None, dict[str, int]] = defaultdict(lambda: dict.fromkeys(STATUSES, 0))
     flagged: dict[int | None, int] = defaultdict(int)
     for row in (
@@ -50,34 +32,11 @@ def study_status(*, study: Study) -> dict[str, Any]:
     ):
         participants[row["condition"]][row["status"]] = row["n"]
         flagged[row["condition"]] += row["flagged"]
-    ratings = dict(
-        Rating.objects.filter(assignment__participant__study=study, assignment__participant__is_preview=False)
-        .values("assignment__participant__condition")
-        .annotate(n=Count("id"))
-        .values_list("assignment__participant__condition", "n")
-    )
-    runs = dict(
-        QuestionnaireRun.objects.filter(study=study, completed_at__isnull=False)
-        .exclude(participant__is_preview=True)
-        .values("condition")
-        .annotate(n=Count("id"))
-        .values_list("condition", "n")
-    )
-    per_response = _ratings_per_response(study)
-    spread = {
-        row["condition"]: row
-        for row in per_response.values("condition").annotate(min=Min("n"), max=Max("n"), mean=Avg("n"))
-    }
-    histogram: dict[int, dict[str, int]] = defaultdict(dict)
-    for row in (
-        per_response.values("condition", "n").annotate(responses=Count("id")).order_by("condition", "n")
-    ):
-        histogram[row["condition"]][str(row["n"])] = row["responses"]
+    own = kind.status_counts(study, conditions)
 
     result_conditions = []
     for condition in conditions:
         by_status = dict(participants[condition.pk])
-        row = spread.get(condition.pk)
         result_conditions.append(
             {
                 "name": condition.name,
@@ -86,18 +45,10 @@ def study_status(*, study: Study) -> dict[str, Any]:
                 "is_baseline": condition.is_baseline,
                 "enrolling": condition.enrolling,
                 "quota": condition.quota if condition.quota is not None else study.quota_per_condition,
-                "responses": responses.get(condition.pk, 0),
                 "participants": by_status,
                 "participants_total": sum(by_status.values()),
                 "flagged_for_exclusion": flagged[condition.pk],
-                "ratings": ratings.get(condition.pk, 0),
-                "questionnaire_runs": runs.get(condition.pk, 0),
-                "ratings_per_response": {
-                    "min": row["min"] if row else None,
-                    "max": row["max"] if row else None,
-                    "mean": round(float(row["mean"]), 3) if row and row["mean"] is not None else None,
-                    "histogram": histogram.get(condition.pk, {}),
-                },
+                **own.get(condition.pk, {}),
             }
         )
     unassigned = dict(participants[None]) if None in participants else dict.fromkeys(STATUSES, 0)
@@ -105,7 +56,7 @@ def study_status(*, study: Study) -> dict[str, Any]:
     for counts in participants.values():
         for status, n in counts.items():
             totals[status] += n
-    return {
+    status = {
         "study": study.slug,
         "title": study.title,
         "kind": study.kind,
@@ -113,10 +64,24 @@ def study_status(*, study: Study) -> dict[str, Any]:
         "prompts": study.prompts.count(),
         "items_per_participant": study.items_per_participant,
         "target_ratings_per_response": study.target_ratings_per_response,
+        "columns": [{"key": key, "header": header} for key, header in kind.status_columns],
         "conditions": result_conditions,
         "participants_without_condition": unassigned,
-        "totals": {"participants": totals, "ratings": sum(ratings.values())},
+        "totals": {"participants": totals, **kind.status_totals(study, own)},
     }
+    status["summary"] = kind.status_summary(study, status)
+    return status
+
+
+def status_cell(row: dict, key: str) -> str:
+    """One cell of the status table: `key` (dotted for nested numbers) of a condition's row or of the totals,
+    as text ("-" when there is no number)."""
+    value: Any = row
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    if value is None:
+        return "-"
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
 def _count_of(model, **filters):

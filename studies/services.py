@@ -10,7 +10,8 @@ from __future__ import annotations
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from .models import Response, Study
+from .kinds import kind_of
+from .models import Study
 
 State = Study.State
 
@@ -30,9 +31,9 @@ class StudyLaunchError(Exception):
 def study_launch_problems(*, study: Study) -> list[str]:
     """Everything that stops ``study`` from being launched (empty: it can be launched).
 
-    Rating studies: at least one enrolling condition; every condition has a response (sample 0) for every
-    prompt; no response flagged for review; at least items_per_participant prompts; a completion code.
-    Questionnaire studies: an instrument and at least one situation instead of prompts and responses.
+    Every kind: at least one enrolling condition and a completion code; then the kind's own checks
+    (`StudyKind.launch_problems`: e.g. responses for every prompt of a rating study, an instrument and
+    situations for a questionnaire study).
     """
     problems: list[str] = []
     conditions = list(
@@ -44,38 +45,7 @@ def study_launch_problems(*, study: Study) -> list[str]:
         problems.append("no condition is enrolling participants: add one or switch one on")
     if not study.completion_code.strip():
         problems.append("the completion code is not set")
-    if study.kind == Study.Kind.QUESTIONNAIRE:
-        if study.instrument_id is None:
-            problems.append("a questionnaire study needs an instrument")
-        if not study.study_situations.exists():
-            problems.append("a questionnaire study needs at least one situation")
-        return problems
-
-    prompts = study.prompts.count()
-    if prompts < study.items_per_participant:
-        problems.append(
-            f"the study has {prompts} prompts but each participant rates {study.items_per_participant}: "
-            "import a corpus or lower items per participant"
-        )
-    for condition in conditions:
-        missing = prompts - condition.with_response
-        if missing:
-            problems.append(
-                f"condition '{condition.name}' has no response for {missing} of {prompts} prompts "
-                "(generate or import them)"
-            )
-    flagged = (
-        Response.objects.filter(condition__study=study, review=Response.Review.FLAGGED)
-        .values("condition__name")
-        .annotate(n=Count("id"))
-        .order_by("condition__name")
-    )
-    for row in flagged:
-        problems.append(
-            f"condition '{row['condition__name']}' has {row['n']} responses flagged for review: "
-            "approve, edit or replace them"
-        )
-    return problems
+    return problems + kind_of(study).launch_problems(study, conditions)
 
 
 def _transition(*, study: Study, allowed_from: set[str], to: str, verb: str, **fields) -> Study:

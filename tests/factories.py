@@ -105,3 +105,18 @@ def rating_study_build(
         for arm in arms:
             ResponseFactory(prompt=prompt, condition=arm)
     return study
+
+
+QUESTIONNAIRE_SETTINGS = [
+    f.name for f in models.QuestionnaireSettings._meta.concrete_fields if f.name not in ("id", "study")
+]
+
+
+def questionnaire_study_create(**fields) -> models.Study:
+    """A questionnaire study: the Study row from the study's fields, its QuestionnaireSettings from the kind's
+    own (QUESTIONNAIRE_SETTINGS: instrument, ask_demographics, randomise_item_order, ...)."""
+    own = {name: fields.pop(name) for name in QUESTIONNAIRE_SETTINGS if name in fields}
+    fields.setdefault("kind", models.Study.Kind.QUESTIONNAIRE)
+    study = models.Study.objects.create(**fields)
+    models.QuestionnaireSettings.objects.create(study=study, **own)
+    return study

@@ -14,6 +14,7 @@ from generation.questionnaire import ReplyParseError, reply_parse
 from generation.questionnaire_models import QuestionnaireExchange
 from generation.ratelimit import limit_spec_for, limiter_reset
 from studies.models import Condition, Instrument, QuestionnaireRun, Situation, Study, StudySituation
+from tests.factories import questionnaire_study_create
 
 from .conftest import PA, PANAS_ITEMS
 
@@ -120,7 +121,7 @@ def test_the_full_llm_protocol_runs_against_a_loopback_model_and_is_analysed(
     imported_basics, httpserver, api_key, capsys, redis_url, tmp_path, staff_client
 ):
     provider = make_provider(httpserver)
-    study = Study.objects.create(
+    study = questionnaire_study_create(
         slug="eb-llm",
         title="EmotionBench on a loopback model",
         kind=Study.Kind.QUESTIONNAIRE,
@@ -199,7 +200,7 @@ def _llm_study(write_json, httpserver, *, slug, default_runs, evoked_runs, model
     call_command("import_instruments", write_json("q.json", [panas_definition()]))
     call_command("import_situations", write_json("s.json", situations_definition()))
     provider = make_provider(httpserver)
-    study = Study.objects.create(
+    study = questionnaire_study_create(
         slug=slug,
         title=slug,
         kind=Study.Kind.QUESTIONNAIRE,
@@ -278,7 +279,7 @@ def test_the_admin_shows_llm_subject_progress_and_sends_the_missing_runs_to_the_
     broker = redis.Redis.from_url(redis_url)
     broker.delete("eb-admin-test")
     provider = make_provider(httpserver)
-    study = Study.objects.create(
+    study = questionnaire_study_create(
         slug="eb-admin",
         title="Admin",
         kind=Study.Kind.QUESTIONNAIRE,
@@ -312,7 +313,7 @@ def test_a_missing_api_key_is_named_before_anything_is_sent(imported_basics, htt
 
     monkeypatch.delenv("EB_TEST_API_KEY", raising=False)
     provider = make_provider(httpserver)
-    study = Study.objects.create(
+    study = questionnaire_study_create(
         slug="eb-nokey",
         title="No key",
         kind=Study.Kind.QUESTIONNAIRE,

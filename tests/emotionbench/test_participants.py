@@ -15,6 +15,7 @@ from studies.models import (
     Study,
     StudySituation,
 )
+from tests.factories import questionnaire_study_create
 
 from .conftest import panas_definition, situations_definition
 
@@ -40,7 +41,7 @@ def _questionnaire_study(write_json, **overrides) -> Study:
         seed=9,
     )
     options.update(overrides)
-    study = Study.objects.create(**options)
+    study = questionnaire_study_create(**options)
     Condition.objects.create(study=study, name="human", kind=Condition.Kind.HUMAN, is_baseline=True)
     StudySituation.objects.bulk_create(
         [StudySituation(study=study, situation=s) for s in Situation.objects.filter(emotion="Anger")[:3]]
@@ -166,7 +167,7 @@ def test_two_simultaneous_posts_of_the_same_page_store_one_run(write_json, requi
     from django.db import connection
 
     from ratings.questionnaire import questionnaire_submit
-    from studies.assignment import participant_enroll
+    from studies.participants import participant_enroll
 
     study = _questionnaire_study(write_json)
     participant = participant_enroll(study=study, external_id="RACER")

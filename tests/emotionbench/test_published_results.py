@@ -82,7 +82,7 @@ def test_it_imports_published_answers_and_reports_what_it_skipped(imported_basic
     call_command("import_emotionbench_results", "eb", str(tmp_path))
     out = capsys.readouterr().out
     study = Study.objects.get(slug="eb")
-    assert study.kind == Study.Kind.QUESTIONNAIRE and study.instrument.name == "PANAS"
+    assert study.kind == Study.Kind.QUESTIONNAIRE and study.questionnaire_settings.instrument.name == "PANAS"
     assert set(study.conditions.values_list("name", "kind")) == {
         ("model-a", "llm"),
         ("model-b_1", "llm"),
@@ -304,7 +304,7 @@ def test_challenging_bench_files_become_one_study_per_instrument(imported_basics
     pd.DataFrame(columns).to_csv(folder / "gpt-x-MINI-testing.csv", index=False)
     call_command("import_emotionbench_results", "eb", str(tmp_path), "--challenging")
     study = Study.objects.get(slug="eb-mini")
-    assert study.instrument.name == "MINI"
+    assert study.questionnaire_settings.instrument.name == "MINI"
     assert study.questionnaire_runs.filter(phase="evoked", situation__index=3).count() == 3
     analysis = emotionbench_analyse(study=study)
     assert {r.category for r in analysis.results} == {"Overall", "Anxiety", "Mood"}

@@ -6,7 +6,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from studies.assignment import (
+from studies.kinds.rating import response_live_counts
+from studies.models import Assignment, Participant, Rating, Response, Study, StudySituation
+from studies.participants import (
     TOUCH_INTERVAL,
     ParticipantCannotRestart,
     StudyFull,
@@ -15,9 +17,7 @@ from studies.assignment import (
     participant_return,
     participant_touch,
     participants_release_stale,
-    response_live_counts,
 )
-from studies.models import Assignment, Participant, Rating, Response, Study, StudySituation
 from tests.factories import (
     AttentionCheckFactory,
     ResponseFactory,

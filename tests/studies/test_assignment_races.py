@@ -6,8 +6,9 @@ from collections import Counter
 import pytest
 from django.db import connections
 
-from studies.assignment import StudyFull, participant_enroll, response_live_counts
+from studies.kinds.rating import response_live_counts
 from studies.models import Participant
+from studies.participants import StudyFull, participant_enroll
 from tests.factories import rating_study_build
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -84,7 +85,7 @@ def test_overlapping_releases_time_each_stale_participant_out_once(requires_post
 
     from django.utils import timezone
 
-    from studies.assignment import participants_release_stale
+    from studies.participants import participants_release_stale
 
     study = rating_study_build(conditions=2, prompts=10, quota_per_condition=100)
     for i in range(20):

@@ -124,7 +124,7 @@ def test_an_approved_response_does_not_block_launch():
 
 
 def test_a_questionnaire_study_needs_an_instrument_and_a_situation_not_prompts():
-    from studies.models import Instrument
+    from studies.models import Instrument, QuestionnaireSettings
 
     study = StudyFactory(kind=Study.Kind.QUESTIONNAIRE, items_per_participant=1)
     ConditionFactory(study=study, name="human")
@@ -132,8 +132,7 @@ def test_a_questionnaire_study_needs_an_instrument_and_a_situation_not_prompts()
         "a questionnaire study needs an instrument",
         "a questionnaire study needs at least one situation",
     ]
-    study.instrument = Instrument.objects.create(name="PANAS-test")
-    study.save(update_fields=["instrument"])
+    QuestionnaireSettings.objects.create(study=study, instrument=Instrument.objects.create(name="PANAS-test"))
     StudySituation.objects.create(study=study, situation=SituationFactory())
     study_launch(study=study)
     assert study.state == "live"

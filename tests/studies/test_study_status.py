@@ -93,7 +93,8 @@ def test_the_command_prints_a_table(known_study):
     text = out.getvalue()
     assert "Known (known): live" in text or "Known (known): draft" in text
     human_line = next(line for line in text.splitlines() if line.startswith("human"))
-    assert human_line.split() == ["human", "*", "3", "1", "2", "1", "0", "0", "0", "3", "0", "2", "1.00"]
+    # condition, participants by status, then the rating kind's columns: responses, ratings, min/max/mean per response
+    assert human_line.split() == ["human", "*", "1", "2", "1", "0", "0", "0", "3", "3", "0", "2", "1.00"]
 
 
 def test_the_command_prints_json(known_study):
@@ -114,6 +115,8 @@ def test_completed_questionnaire_runs_are_counted_without_previews(known_study):
 
     from studies.models import QuestionnaireRun
 
+    known_study.kind = "questionnaire"  # runs are the questionnaire kind's numbers
+    known_study.save(update_fields=["kind"])
     human, gpt = known_study.conditions.order_by("position")
     done = Participant.objects.filter(study=known_study, condition=human, status="completed").first()
     preview = Participant.objects.get(study=known_study, is_preview=True)

@@ -4,8 +4,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from analysis import reports, selectors, stats
-from analysis.services import DEFAULT_BOOTSTRAP_SAMPLES, AnalysisError, AnalysisOptions, study_analyze
+from analysis import selectors, stats
+from analysis.services import DEFAULT_BOOTSTRAP_SAMPLES, AnalysisError, AnalysisOptions, analysis_entry
 from studies.models import Study
 
 
@@ -58,9 +58,6 @@ class Command(BaseCommand):
             study = selectors.study_get_by_slug(slug=study_slug)
         except Study.DoesNotExist:
             raise CommandError(f"no study with slug {study_slug!r}") from None
-        if study.kind == Study.Kind.QUESTIONNAIRE:
-            self._questionnaire(study, Path(out))
-            return
         if bootstrap < 1:
             raise CommandError("--bootstrap must be at least 1")
         if opts["no_exclusions"]:
@@ -73,26 +70,9 @@ class Command(BaseCommand):
             )
         options = AnalysisOptions(rules=rules, baseline=baseline, bootstrap_samples=bootstrap, seed=seed)
         try:
-            analysis = study_analyze(study=study, options=options)
+            # The study kind's analysis entry (analysis/entries.py) writes its tables, figures and report.
+            lines = analysis_entry(study=study).report_write(study, options, Path(out))
         except AnalysisError as exc:
             raise CommandError(str(exc)) from None
-        written = reports.report_write(analysis=analysis, out_dir=Path(out))
-        for note in analysis.notes:
-            self.stderr.write(f"note: {note}")
-        self.stdout.write(f"{study.slug}: {analysis.n_rows} ratings analysed; {len(written)} files in {out}")
-        self.stdout.write(f"report: {Path(out) / 'report.html'}")
-
-    def _questionnaire(self, study: Study, out: Path) -> None:
-        """The questionnaire (EmotionBench) kind: its own analysis, tables and figure (analysis.emotionbench)."""
-        from analysis.emotionbench import (
-            emotionbench_analyse,
-            emotionbench_report_text,
-            emotionbench_report_write,
-        )
-
-        if study.instrument is None:
-            raise CommandError(f"study {study.slug!r} has no instrument")
-        analysis = emotionbench_analyse(study=study)
-        written = emotionbench_report_write(analysis=analysis, out_dir=out)
-        self.stdout.write(emotionbench_report_text(analysis=analysis))
-        self.stdout.write(f"\n{study.slug}: {len(written)} files in {out}")
+        for line in lines:
+            (self.stderr if line.startswith("note: ") else self.stdout).write(line)

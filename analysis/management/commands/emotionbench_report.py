@@ -3,6 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from analysis.emotionbench import emotionbench_analyse, emotionbench_report_text
+from studies.kinds.questionnaire import QUESTIONNAIRE
 from studies.models import Study
 
 
@@ -22,10 +23,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, study_slug: str, alpha: float | None, csv: Path | None, **options):
-        study = Study.objects.filter(slug=study_slug).select_related("instrument").first()
+        study = Study.objects.filter(slug=study_slug).first()
         if study is None:
             raise CommandError(f"no study {study_slug!r}")
-        if study.kind != Study.Kind.QUESTIONNAIRE or study.instrument is None:
+        if study.kind != QUESTIONNAIRE.name or QUESTIONNAIRE.settings(study).instrument is None:
             raise CommandError(f"study {study_slug!r} is not a questionnaire study with an instrument")
         if alpha is not None and not 0 < alpha < 1:
             raise CommandError("--alpha must be between 0 and 1")

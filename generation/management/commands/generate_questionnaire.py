@@ -12,7 +12,7 @@ from studies.models import Study
 class Command(BaseCommand):
     help = (
         "EmotionBench LLM subjects: each LLM condition of a questionnaire study answers the instrument "
-        "(study.llm_default_runs default runs, study.llm_evoked_runs per selected situation). Idempotent: "
+        "(llm_default_runs default runs, llm_evoked_runs per selected situation, from its settings). Idempotent: "
         "stored runs are skipped, so re-running finishes what is missing."
     )
 
@@ -32,7 +32,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, study_slug, condition, max_asks, threads, progress, on_workers, **options):
-        study = Study.objects.filter(slug=study_slug).select_related("instrument").first()
+        study = (
+            Study.objects.filter(slug=study_slug).select_related("questionnaire_settings__instrument").first()
+        )
         if study is None:
             raise CommandError(f"no study {study_slug!r}")
         if not progress:

@@ -2,7 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from studies.emotionbench import EmotionBenchImportError, instruments_import
+from studies.emotionbench.data import EmotionBenchImportError
+from studies.emotionbench.instruments import instruments_import
 
 
 class Command(BaseCommand):

@@ -2,7 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from studies.emotionbench import EmotionBenchImportError, situations_import
+from studies.emotionbench.data import EmotionBenchImportError
+from studies.emotionbench.instruments import situations_import
 
 
 class Command(BaseCommand):

@@ -5,40 +5,42 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from studies.models import Study
-from studies.selectors import STATUSES, study_status
+from studies.selectors import STATUSES, status_cell, study_status
 
 
 def render_table(status: dict) -> str:
     lines = [
-        f"{status['title']} ({status['study']}): {status['state']}, {status['kind']} study, "
-        f"{status['prompts']} prompts, {status['items_per_participant']} items per participant",
+        ", ".join(
+            [
+                f"{status['title']} ({status['study']}): {status['state']}",
+                f"{status['kind']} study",
+                *status["summary"],
+            ]
+        ),
         "",
     ]
-    questionnaire = status["kind"] == "questionnaire"
-    columns = ["condition", "responses", *STATUSES, "ratings", "min/resp", "max/resp", "mean/resp"]
-    if questionnaire:
-        columns.append("runs")
+    own = [(column["key"], column["header"]) for column in status["columns"]]
+    columns = ["condition", *STATUSES, *(header for _key, header in own)]
     rows = []
     for c in status["conditions"]:
-        spread = c["ratings_per_response"]
         rows.append(
             [
                 c["name"] + (" *" if c["is_baseline"] else ""),
-                c["responses"],
                 *(c["participants"][s] for s in STATUSES),
-                c["ratings"],
-                "-" if spread["min"] is None else spread["min"],
-                "-" if spread["max"] is None else spread["max"],
-                "-" if spread["mean"] is None else f"{spread['mean']:.2f}",
-                *([c["questionnaire_runs"]] if questionnaire else []),
+                *(status_cell(c, key) for key, _header in own),
             ]
         )
-    padding = [""] * (4 if questionnaire else 3)
     unassigned = status["participants_without_condition"]
     if any(unassigned.values()):
-        rows.append(["(no condition)", "", *(unassigned[s] for s in STATUSES), "", *padding])
+        rows.append(["(no condition)", *(unassigned[s] for s in STATUSES), *([""] * len(own))])
     totals = status["totals"]
-    rows.append(["total", "", *(totals["participants"][s] for s in STATUSES), totals["ratings"], *padding])
+    rows.append(
+        [
+            "total",
+            *(totals["participants"][s] for s in STATUSES),
+            *(status_cell(totals, key) if key in totals else "" for key, _header in own),
+        ]
+    )
     cells = [columns, *[[str(v) for v in row] for row in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     for index, row in enumerate(cells):
@@ -50,9 +52,7 @@ def render_table(status: dict) -> str:
         if index == 0 or index == len(cells) - 2:
             lines.append("  ".join("-" * w for w in widths))
     lines.append("")
-    lines.append("* baseline condition; /resp: ratings per response (staff previews never counted)")
-    if questionnaire:
-        lines.append("runs: completed questionnaire runs (participants' and models')")
+    lines.append("* baseline condition; staff previews are never counted")
     return "\n".join(lines)
 
 

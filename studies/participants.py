@@ -1,19 +1,25 @@
-"""Who gets which condition and which items: enrollment, balancing, and giving back abandoned work.
+"""The participant's state machine, in one place: enrol → the kind's steps → complete / return / time out /
+screen out.
 
-The rules (issue 2, "assignment that holds during a Prolific launch"):
+States (`Participant.status`): active → completed | returned | timed_out | screened_out (and `excluded`, set by
+researchers). While active, `Participant.step` walks the study's sequence: consent, the kind's steps
+(studies/kinds/), done. Every transition here is either
 
-* An arriving participant joins the *enrolling* condition of the study with the fewest participants
-  counted as **completed + active-and-not-stale** ("stale": not seen for `study.time_limit_minutes`),
-  never beyond `condition.effective_quota`. A full study writes nothing and raises `StudyFull`.
-* Within the condition the participant gets `study.items_per_participant` different responses
-  (sample 0, not flagged in review), taken among those with the fewest *live* assignments so that every
-  response approaches `study.target_ratings_per_response` evenly. An assignment is live when it is
-  answered, or when its participant is completed or active-and-not-stale. Ties are broken, and the order
-  is drawn, by a random generator seeded with the participant's stored `seed`.
-* The study's attention checks are inserted after `after_item` regular items.
-* A questionnaire study gives each participant one of its situations instead, balanced the same way.
-* A participant who times out or returns gives back the slot (they stop being counted) and the items
-  (their unanswered assignments are deleted).
+* a conditional UPDATE naming the state it expects (`participant_advance`, `participant_return`,
+  `participant_touch`), so a replayed form, a double click or a second tab finds the participant elsewhere
+  and changes nothing; or
+* a check-then-write under the participant's row lock (`participant_lock`: one hand-written
+  `SELECT ... FOR UPDATE` of that row only, studies/rows.py — it runs on every answer), for transitions that
+  must read the participant before writing (completing, screening out, and the kinds' answer services,
+  which write their answer and move the step in the same transaction).
+
+Enrolment rules (the balancing of studies/balancing.py; what a participant is shown is the kind's policy):
+
+* An arriving participant joins the enrolling condition of the study with the fewest participants counted as
+  completed + active-and-not-stale, never beyond `condition.effective_quota`. A full study writes nothing
+  and raises `StudyFull`.
+* A participant who times out or returns gives back the slot (they stop being counted) and the items (their
+  unanswered assignments are deleted).
 * Staff previews (`is_preview=True`) are never counted, take no slot and do not move the item balance.
 
 Two arrivals at the same instant are serialised by a row lock on the Study (see `participant_enroll`);
@@ -25,31 +31,38 @@ from __future__ import annotations
 import hashlib
 import random
 import secrets
-from collections.abc import Iterable
 from datetime import datetime, timedelta
+from functools import cache
 
-from django.db import IntegrityError, transaction
-from django.db.models import Count, Q
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from .models import Assignment, Condition, Participant, Response, Study, StudySituation
-
-__all__ = [
-    "EnrollmentError",
-    "StudyNotOpen",
-    "StudyFull",
-    "ParticipantCannotRestart",
-    "InvalidExternalId",
-    "participant_enroll",
-    "participant_return",
-    "participant_touch",
-    "TOUCH_INTERVAL",
-    "participants_release_stale",
-    "condition_counts",
-    "response_live_counts",
-]
+from . import rows
+from .balancing import condition_counts, fewest_first, stale_cutoff
+from .kinds import DONE, kind_of, step_after
+from .models import Assignment, Condition, Participant, Study
 
 EXTERNAL_ID_MAX_LENGTH = 128
+
+# How fresh `last_seen_at` must already be for a request to skip writing it again. Staleness is judged in
+# minutes (the study's time limit), so a few seconds' imprecision changes nothing, while a write on every
+# page view of a launch is a row update per request. Answers write `last_seen_at` themselves.
+TOUCH_INTERVAL = timedelta(seconds=20)
+
+# The fields a transition may change, copied back onto the caller's instance after a locked write.
+STATE_FIELDS = (
+    "status",
+    "step",
+    "attention_failures",
+    "flagged_for_exclusion",
+    "exclusion_reasons",
+    "completion_code",
+    "finished_at",
+    "last_seen_at",
+    "teq_answers",
+    "teq_score",
+    "demographics",
+)
 
 
 class EnrollmentError(Exception):
@@ -91,104 +104,122 @@ class ParticipantCannotRestart(EnrollmentError):
         )
 
 
-# --- Counting --------------------------------------------------------------------------------------------
+# --- The participant's row --------------------------------------------------------------------------------
 
 
-def _stale_cutoff(study: Study, now: datetime) -> datetime:
-    return now - timedelta(minutes=study.time_limit_minutes)
+def participant_lock(participant: Participant) -> Participant:
+    """The participant's row, locked (`FOR UPDATE`) until the surrounding transaction ends; call inside
+    `transaction.atomic()`. Only that row, without a join: locking the study's row too would serialise every
+    answer of the study (and every arrival, which locks it to enrol). The study comes from the participant
+    already in hand. Hand-written (studies.rows): it runs on every answer."""
+    row = rows.fetchone(_lock_sql(connection.vendor), [participant.pk])
+    if row is None:
+        raise Participant.DoesNotExist(f"Participant {participant.pk} does not exist.")
+    locked, _ = rows.instance(Participant, row)
+    locked.study = participant.study
+    return locked
 
 
-def _counted_participants(study: Study, now: datetime) -> Q:
-    """Participants who hold a slot: completed, or active and seen within the study's time limit."""
-    return Q(status=Participant.Status.COMPLETED) | Q(
-        status=Participant.Status.ACTIVE, last_seen_at__gte=_stale_cutoff(study, now)
+@cache
+def _lock_sql(vendor: str) -> str:
+    return (
+        f"SELECT {rows.columns(Participant, 'p')} FROM {rows.table(Participant)} p"
+        f" WHERE {rows.column(Participant, 'id', 'p')} = %s{rows.for_update()}"
     )
 
 
-def _live_assignments(study: Study, now: datetime) -> Q:
-    """Assignments that count towards an item's balance: answered ones always; the others while their
-    participant is completed or active-and-not-stale. Previews never count."""
-    return Q(participant__is_preview=False) & (
-        Q(answered_at__isnull=False)
-        | Q(participant__status=Participant.Status.COMPLETED)
-        | Q(
-            participant__status=Participant.Status.ACTIVE,
-            participant__last_seen_at__gte=_stale_cutoff(study, now),
-        )
-    )
+def participant_state_copy(target: Participant, source: Participant) -> None:
+    """Copies the lifecycle fields of `source` (a locked, written row) onto `target` (the caller's instance)."""
+    for field in STATE_FIELDS:
+        setattr(target, field, getattr(source, field))
 
 
-def condition_counts(*, study: Study, now: datetime | None = None) -> dict[int, int]:
-    """Participants holding a slot, per condition id (every condition of the study, zeros included)."""
+def is_on_step(locked: Participant, step: str) -> bool:
+    return locked.status == Participant.Status.ACTIVE and locked.step == step
+
+
+# --- Steps and finishing -------------------------------------------------------------------------------
+
+
+def _completion_code(participant: Participant) -> str:
+    study = participant.study
+    if participant.flagged_for_exclusion:
+        return study.failed_checks_code or study.completion_code
+    return study.completion_code
+
+
+def participant_mark_completed(locked: Participant, now: datetime) -> list[str]:
+    """Sets a locked, active participant's fields to completed (status, step done, finished_at and the code
+    their outcome earns: the failed-checks code when flagged for exclusion, else the completion code).
+    Returns the changed fields; the caller saves them in its transaction (with its own answer)."""
+    locked.status = Participant.Status.COMPLETED
+    locked.step = DONE
+    locked.finished_at = now
+    locked.completion_code = _completion_code(locked)
+    return ["status", "step", "finished_at", "completion_code"]
+
+
+def participant_complete(*, participant: Participant, now: datetime | None = None) -> bool:
+    """Finishes an active participant (see `participant_mark_completed`). Returns False and changes nothing
+    unless the participant was active. Locks the participant's row."""
+    return _complete(participant, now or timezone.now(), on_step=None)
+
+
+def _complete(participant: Participant, now: datetime, *, on_step: str | None) -> bool:
+    """Completes the participant under their row lock if they are active (and on `on_step`, when given)."""
+    with transaction.atomic():
+        locked = participant_lock(participant)
+        if locked.status != Participant.Status.ACTIVE or (on_step is not None and locked.step != on_step):
+            return False
+        fields = participant_mark_completed(locked, now)
+        locked.last_seen_at = now
+        locked.save(update_fields=[*fields, "last_seen_at"])
+    participant_state_copy(participant, locked)
+    return True
+
+
+def participant_advance(*, participant: Participant, from_step: str, now: datetime | None = None) -> bool:
+    """Moves an active participant from `from_step` to the next step of their study's sequence; the one way a
+    step is left. Returns False and changes nothing when the participant is no longer active on `from_step`
+    (a resubmitted page).
+
+    A conditional UPDATE naming the expected status and step; reaching `done` completes the participant under
+    the row lock (their code depends on their exclusion flag). Callable inside a transaction that already
+    holds the row lock (the answer services write their answer, then advance, in one transaction)."""
     now = now or timezone.now()
-    counts = dict.fromkeys(Condition.objects.filter(study=study).values_list("id", flat=True), 0)
-    rows = (
-        Participant.objects.filter(study=study, is_preview=False, condition__isnull=False)
-        .filter(_counted_participants(study, now))
-        .order_by()  # the default ordering would join the study for nothing
-        .values("condition")
-        .annotate(n=Count("id"))
-    )
-    for row in rows:
-        counts[row["condition"]] = row["n"]
-    return counts
+    next_step = step_after(participant.study, from_step)
+    if next_step == DONE:
+        return _complete(participant, now, on_step=from_step)
+    moved = Participant.objects.filter(
+        pk=participant.pk, status=Participant.Status.ACTIVE, step=from_step
+    ).update(step=next_step, last_seen_at=now)
+    if moved:
+        participant.step = next_step
+        participant.last_seen_at = now
+    return bool(moved)
 
 
-def _eligible_responses(condition: Condition):
-    return Response.objects.filter(condition=condition, sample_index=0).exclude(
-        review=Response.Review.FLAGGED
-    )
-
-
-def response_live_counts(*, condition: Condition, now: datetime | None = None) -> dict[int, int]:
-    """Live assignments per eligible response id of the condition (zeros included)."""
+def participant_screen_out(*, participant: Participant, now: datetime | None = None) -> bool:
+    """The participant does not agree to take part: status screened_out with the study's screened-out code;
+    their unanswered items go back to the pool. Only from the consent step; otherwise nothing happens (False).
+    Locks the participant's row."""
     now = now or timezone.now()
-    study = condition.study
-    # No ORDER BY: the models' default ordering would join study and prompt for 2,000 ids nobody sorts.
-    counts = dict.fromkeys(_eligible_responses(condition).order_by().values_list("id", flat=True), 0)
-    # Through the participants of the condition (an index on participant_id finds their few pages each),
-    # not through the responses' condition (which joins every assignment of the study to its response).
-    # The same rows: a condition's responses are only ever assigned to that condition's participants, and
-    # a response id outside `counts` is skipped below anyway.
-    rows = (
-        Assignment.objects.filter(participant__condition=condition, kind=Assignment.Kind.RESPONSE)
-        .filter(_live_assignments(study, now))
-        .order_by()
-        .values("response")
-        .annotate(n=Count("id"))
-    )
-    for row in rows:
-        if row["response"] in counts:  # not a response flagged since it was assigned
-            counts[row["response"]] = row["n"]
-    return counts
+    with transaction.atomic():
+        locked = participant_lock(participant)
+        if not is_on_step(locked, Participant.Step.CONSENT):
+            return False
+        locked.status = Participant.Status.SCREENED_OUT
+        locked.step = DONE
+        locked.finished_at = now
+        locked.last_seen_at = now
+        locked.completion_code = locked.study.screened_out_code
+        locked.save(update_fields=["status", "step", "finished_at", "last_seen_at", "completion_code"])
+        _release([locked.pk])
+    participant_state_copy(participant, locked)
+    return True
 
 
-def _situation_live_counts(study: Study, now: datetime) -> dict[int, int]:
-    counts = dict.fromkeys(
-        StudySituation.objects.filter(study=study).values_list("situation_id", flat=True), 0
-    )
-    rows = (
-        Assignment.objects.filter(
-            participant__study=study, kind=Assignment.Kind.SITUATION, situation__in=list(counts)
-        )
-        .filter(_live_assignments(study, now))
-        .order_by()
-        .values("situation")
-        .annotate(n=Count("id"))
-    )
-    for row in rows:
-        counts[row["situation"]] = row["n"]
-    return counts
-
-
-def _fewest_first(counts: dict[int, int], rng: random.Random) -> list[int]:
-    """Keys ordered by count, ties in random order."""
-    keys = sorted(counts)  # a fixed starting order, so the draw depends only on the seed and the counts
-    rng.shuffle(keys)
-    return sorted(keys, key=lambda key: counts[key])  # stable sort keeps the random order within ties
-
-
-# --- Enrollment -----------------------------------------------------------------------------------------
+# --- Enrolment -----------------------------------------------------------------------------------------
 
 
 def _participant_seed(study: Study) -> int:
@@ -238,7 +269,8 @@ def participant_enroll(
       active-and-not-stale), never one at its quota; ties go to a random one. When every condition is at
       its quota, `StudyFull` is raised and nothing is written. A study that is not live raises
       `StudyNotOpen` (staff previews work in any state).
-    * The participant's assignments are created in the same transaction (see `_assignments_create`).
+    * The participant's assignments are created in the same transaction, by the study kind's policy
+      (`StudyKind.assignments_create`).
     * Staff previews (`is_preview=True`) take no slot and are not counted anywhere.
 
     Locking: the Study row is locked (`SELECT ... FOR UPDATE`) for the count-choose-insert sequence, so
@@ -290,7 +322,7 @@ def participant_enroll(
                 status=Participant.Status.ACTIVE,
                 step=Participant.Step.CONSENT,
             )
-            _assignments_create(participant, rng=rng, now=now)
+            kind_of(locked).assignments_create(participant, rng=rng, now=now)
             return participant
     except IntegrityError:
         existing = Participant.objects.filter(study=study, external_id=external_id).first()
@@ -303,11 +335,7 @@ def _condition_choose(study: Study, *, rng: random.Random, is_preview: bool, now
     conditions = {
         c.id: c for c in Condition.objects.filter(study=study, enrolling=True).select_related("study")
     }
-    if study.kind == Study.Kind.RATING:
-        # A condition with nothing to rate cannot take anyone (one indexed EXISTS per condition).
-        conditions = {cid: c for cid, c in conditions.items() if _eligible_responses(c).exists()}
-    elif not StudySituation.objects.filter(study=study).exists():
-        conditions = {}
+    conditions = kind_of(study).conditions_enrollable(study, conditions)
     if not conditions:
         raise StudyFull(study)
     counts = condition_counts(study=study, now=now)
@@ -317,46 +345,8 @@ def _condition_choose(study: Study, *, rng: random.Random, is_preview: bool, now
         open_ids = [cid for cid, c in conditions.items() if counts.get(cid, 0) < c.effective_quota]
     if not open_ids:
         raise StudyFull(study)
-    ordered = _fewest_first({cid: counts.get(cid, 0) for cid in open_ids}, rng)
+    ordered = fewest_first({cid: counts.get(cid, 0) for cid in open_ids}, rng)
     return conditions[ordered[0]]
-
-
-def _assignments_create(participant: Participant, *, rng: random.Random, now: datetime) -> list[Assignment]:
-    """Creates the participant's pages, positions 0..n-1.
-
-    Rating study: `items_per_participant` different responses of the condition, fewest live assignments
-    first (random among ties), shown in an order shuffled by the participant's seed, with the study's
-    attention checks inserted after `after_item` regular items (checks past the end go last).
-    Questionnaire study: one situation of the study, the least used first (random among ties).
-    """
-    study = participant.study
-    if study.kind == Study.Kind.QUESTIONNAIRE:
-        counts = _situation_live_counts(study, now)
-        situation_id = _fewest_first(counts, rng)[0]
-        return [
-            Assignment.objects.create(
-                participant=participant, position=0, kind=Assignment.Kind.SITUATION, situation_id=situation_id
-            )
-        ]
-
-    counts = response_live_counts(condition=participant.condition, now=now)
-    chosen = _fewest_first(counts, rng)[: study.items_per_participant]
-    rng.shuffle(chosen)
-    checks = list(study.attention_checks.order_by("after_item", "id"))
-    pages: list[Assignment] = []
-
-    def add_checks(selected: Iterable) -> None:
-        for check in selected:
-            pages.append(Assignment(kind=Assignment.Kind.ATTENTION, attention_check=check))
-
-    for index, response_id in enumerate(chosen):
-        add_checks(c for c in checks if c.after_item == index)
-        pages.append(Assignment(kind=Assignment.Kind.RESPONSE, response_id=response_id))
-    add_checks(c for c in checks if c.after_item >= len(chosen))
-    for position, page in enumerate(pages):
-        page.participant = participant
-        page.position = position
-    return Assignment.objects.bulk_create(pages)
 
 
 # --- Leaving ----------------------------------------------------------------------------------------------
@@ -371,8 +361,9 @@ def participants_release_stale(*, now: datetime | None = None, study: Study | No
     """Marks active participants not seen within their study's time limit as timed out and deletes their
     unanswered assignments, giving the slot and the items back. Returns how many were released.
 
-    Safe to run concurrently with answers: the candidates are locked (`FOR UPDATE`) and re-checked after
-    the lock, so a participant whose answer commits first (and refreshes `last_seen_at`) is not released.
+    Safe to run concurrently with answers: the candidates are locked (`FOR UPDATE`, a set of rows found by
+    a filter, not one participant's row: the ORM's select_for_update) and re-checked after the lock, so a
+    participant whose answer commits first (and refreshes `last_seen_at`) is not released.
     Idempotent: a second run finds nothing to do.
     """
     now = now or timezone.now()
@@ -382,7 +373,7 @@ def participants_release_stale(*, now: datetime | None = None, study: Study | No
         studies = Study.objects.filter(participants__status=Participant.Status.ACTIVE).distinct()
     released = 0
     for each in studies:
-        cutoff = _stale_cutoff(each, now)
+        cutoff = stale_cutoff(each, now)
         with transaction.atomic():
             # Locked in id order, so two overlapping runs (the beat task and a lazy release) cannot deadlock.
             ids = list(
@@ -403,7 +394,7 @@ def participants_release_stale(*, now: datetime | None = None, study: Study | No
 
 def participant_return(*, participant: Participant, now: datetime | None = None) -> bool:
     """The participant chooses to stop: status `returned`, slot and unanswered items given back.
-    Returns False (and changes nothing) unless the participant was active."""
+    Returns False (and changes nothing) unless the participant was active. A conditional UPDATE."""
     now = now or timezone.now()
     with transaction.atomic():
         changed = Participant.objects.filter(pk=participant.pk, status=Participant.Status.ACTIVE).update(
@@ -417,15 +408,9 @@ def participant_return(*, participant: Participant, now: datetime | None = None)
     return bool(changed)
 
 
-# How fresh `last_seen_at` must already be for a request to skip writing it again. Staleness is judged in
-# minutes (the study's time limit), so a few seconds' imprecision changes nothing, while a write on every
-# page view of a launch is a row update per request. Answers write `last_seen_at` themselves.
-TOUCH_INTERVAL = timedelta(seconds=20)
-
-
 def participant_touch(*, participant: Participant, now: datetime | None = None) -> Participant:
     """Records that an active participant is still here (`last_seen_at`); called on every request, it
-    writes at most once per TOUCH_INTERVAL.
+    writes at most once per TOUCH_INTERVAL (a conditional UPDATE).
 
     A participant already past the time limit is timed out instead of revived: counting stopped holding
     their slot the moment they went stale, so someone else may have it. Returns the participant with its
@@ -433,7 +418,7 @@ def participant_touch(*, participant: Participant, now: datetime | None = None) 
     now = now or timezone.now()
     if participant.status != Participant.Status.ACTIVE:
         return participant
-    cutoff = _stale_cutoff(participant.study, now)
+    cutoff = stale_cutoff(participant.study, now)
     seen = participant.last_seen_at
     if seen is not None and seen >= cutoff and now - seen < TOUCH_INTERVAL:
         return participant

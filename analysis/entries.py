@@ -1,0 +1,61 @@
+"""Each study kind's analysis entry point, named by the kind (`StudyKind.analysis`, studies/kinds/).
+
+An entry has `url_name` (the analysts' page of a study of that kind, taking the slug), `analyze(study, options)`
+(the analysis behind the dashboard, the API and the cache) and `report_write(study, options, out_dir)` (what
+`manage.py analyze --out DIR` writes; returns the lines the command prints).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from studies.kinds import kind_of
+from studies.models import Study
+
+from . import reports
+from .emotionbench import emotionbench_analyse, emotionbench_report_text, emotionbench_report_write
+from .services import AnalysisError, AnalysisOptions, rating_study_analyze
+
+
+class RatingAnalysisEntry:
+    """Bad/Okay/Good per condition, the tests against the baseline, the ordinal model (analysis.services)."""
+
+    url_name = "analysis:dashboard"
+
+    def analyze(self, study: Study, options: AnalysisOptions):
+        return rating_study_analyze(study=study, options=options)
+
+    def report_write(self, study: Study, options: AnalysisOptions, out_dir: Path) -> list[str]:
+        analysis = self.analyze(study, options)
+        written = reports.report_write(analysis=analysis, out_dir=out_dir)
+        return [
+            *(f"note: {note}" for note in analysis.notes),
+            f"{study.slug}: {analysis.n_rows} ratings analysed; {len(written)} files in {out_dir}",
+            f"report: {out_dir / 'report.html'}",
+        ]
+
+
+class QuestionnaireAnalysisEntry:
+    """The EmotionBench paper's table: default PA/NA and their change per emotion (analysis.emotionbench)."""
+
+    url_name = "analysis:emotionbench"
+
+    def analyze(self, study: Study, options: AnalysisOptions):
+        # The rating dashboard, API and cache speak of ratings; this kind has its own page and command output.
+        raise AnalysisError(
+            f"study {study.slug!r} is a questionnaire study: its analysis is at /analysis/{study.slug}/emotionbench/"
+        )
+
+    def report_write(self, study: Study, options: AnalysisOptions, out_dir: Path) -> list[str]:
+        if kind_of(study).settings(study).instrument is None:
+            raise AnalysisError(f"study {study.slug!r} has no instrument")
+        analysis = emotionbench_analyse(study=study)
+        written = emotionbench_report_write(analysis=analysis, out_dir=out_dir)
+        return [
+            emotionbench_report_text(analysis=analysis),
+            f"\n{study.slug}: {len(written)} files in {out_dir}",
+        ]
+
+
+RATING_ANALYSIS = RatingAnalysisEntry()
+QUESTIONNAIRE_ANALYSIS = QuestionnaireAnalysisEntry()

@@ -1,0 +1,112 @@
+"""What a study kind provides: the one declared interface every kind implements (see registry.py).
+
+The spine (studies/) owns what every kind shares: the study and its lifecycle, conditions, participants and
+their lifecycle (enrol → steps → complete / return / time out / screen out, studies/participants.py), the
+entry and consent pages, recruiting-platform handling and exactly-once answers. A kind supplies the rest:
+
+* **participant steps** — `steps(study)`: the kind's steps between consent and done, in order, and `pages`:
+  for each step, the dotted path of the page that shows and answers it (a `ratings.flow.StepPage`, resolved
+  when first needed, so studies/ never imports the app that serves pages);
+* **assignment policy** — `conditions_enrollable` (which conditions can take a newcomer at all) and
+  `assignments_create` (the pages a new participant gets, balanced by live counts, see studies/balancing.py);
+* **launch checks** — `launch_problems`;
+* **status counts** — `status_columns`, `status_counts`, `status_totals` and `status_summary` (per-condition
+  numbers and a design summary for the live status page and the `study_status` command);
+* **analysis entry** — `analysis`: the dotted path of an object with `url_name`, `analyze(study, options)`
+  and `report_write(study, options, out_dir)` (see analysis/entries.py);
+* **admin pieces** — `settings_model` (the kind's own settings, one-to-one with Study), `admin_fieldsets` (the
+  Study fields only this kind reads) and `admin_inlines` (shown on the study's admin page) and `generation_admin_view` (the kind's page under Generation, when its models
+  answer in their own way), as dotted paths resolved by the admin.
+
+A new kind is one subclass and one `registry.register(...)` call; nothing else branches on `study.kind`.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from studies.models import Assignment, Condition, Participant, Study
+
+CONSENT = "consent"
+DONE = "done"
+# The spine's own pages: shared by every kind (entry, outcome and return pages need no step).
+SPINE_PAGES = {CONSENT: "ratings.views.CONSENT_PAGE"}
+SPINE_STEP_LABELS = {CONSENT: "Consent", DONE: "Done"}
+
+
+class StudyKind:
+    """One kind of study. Subclass, fill in the class attributes, implement the methods, register once."""
+
+    name: ClassVar[str]  # the value stored in Study.kind, and the kind's one name in code
+    label: ClassVar[str]  # shown in the admin's kind menu
+    # Every step this kind can put a participant on (its own, not consent/done), with a label for the admin.
+    step_labels: ClassVar[dict[str, str]] = {}
+    # step -> dotted path of the page object (get/post) that serves it.
+    pages: ClassVar[dict[str, str]] = {}
+    # "app_label.ModelName" of the kind's settings (one-to-one with Study, related name `<name>_settings`).
+    settings_model: ClassVar[str | None] = None
+    # (key, table header) of the per-condition numbers `status_counts` returns, in table order.
+    status_columns: ClassVar[list[tuple[str, str]]] = []
+    analysis: ClassVar[str | None] = None
+    admin_fieldsets: ClassVar[list[tuple[str, dict]]] = []  # the kind's own fields of Study, in the admin
+    admin_inlines: ClassVar[list[str]] = []
+    generation_admin_view: ClassVar[str | None] = None  # (model_admin, request, study) -> HttpResponse
+
+    # --- participant steps ---------------------------------------------------------------------------
+
+    def steps(self, study: Study) -> list[str]:
+        """The kind's steps between consent and done, in order, for this study's settings."""
+        raise NotImplementedError
+
+    # --- assignment policy ---------------------------------------------------------------------------
+
+    def conditions_enrollable(self, study: Study, conditions: dict[int, Condition]) -> dict[int, Condition]:
+        """The conditions (among the enrolling ones) that have something to show a newcomer."""
+        return conditions
+
+    def assignments_create(
+        self, participant: Participant, *, rng: random.Random, now: datetime
+    ) -> list[Assignment]:
+        """Creates the new participant's pages (in the enrolment's transaction, the study's row locked)."""
+        raise NotImplementedError
+
+    # --- launch, status ------------------------------------------------------------------------------
+
+    def launch_problems(self, study: Study, conditions: list[Condition]) -> list[str]:
+        """What stops this study from launching, beyond the spine's checks (empty: nothing)."""
+        return []
+
+    def status_counts(self, study: Study, conditions: list[Condition]) -> dict[int, dict]:
+        """Per condition id (every one of `conditions`), the numbers named by `status_columns`; a fixed
+        number of queries."""
+        return {}
+
+    def status_totals(self, study: Study, per_condition: dict[int, dict]) -> dict:
+        """Study-wide totals of the kind's numbers (shown under the table)."""
+        return {}
+
+    def status_summary(self, study: Study, status: dict) -> list[str]:
+        """Short phrases describing the study's design, shown above the status table."""
+        return []
+
+    # --- settings ------------------------------------------------------------------------------------
+
+    def settings(self, study: Study):
+        """The study's settings of this kind; a study that has none yet reads the defaults (an unsaved row:
+        reading never writes). None for a kind without settings."""
+        if self.settings_model is None:
+            return None
+        from django.apps import apps
+
+        model = apps.get_model(self.settings_model)
+        related = model._meta.get_field("study").remote_field.get_accessor_name()
+        try:
+            return getattr(study, related)
+        except model.DoesNotExist:
+            return model(study=study)
+
+    def __repr__(self) -> str:
+        return f"<study kind {self.name!r}>"

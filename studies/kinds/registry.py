@@ -1,0 +1,91 @@
+"""The one place that maps `Study.kind` to its StudyKind (see base.py). Register a kind once, at import of the
+module that defines it (the built-in ones: studies/kinds/rating.py and questionnaire.py, imported by
+StudiesConfig.ready)."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import TYPE_CHECKING
+
+from django.utils.module_loading import import_string
+
+from .base import CONSENT, DONE, SPINE_PAGES, SPINE_STEP_LABELS, StudyKind
+
+if TYPE_CHECKING:
+    from studies.models import Study
+
+KINDS: dict[str, StudyKind] = {}
+
+
+class UnknownStudyKind(LookupError):
+    pass
+
+
+def register(kind: StudyKind) -> StudyKind:
+    """Adds `kind` (an instance) under `kind.name`. Registering the same class again is a no-op; another class
+    under a taken name is a bug."""
+    existing = KINDS.get(kind.name)
+    if existing is not None and type(existing) is not type(kind):
+        raise ValueError(f"study kind {kind.name!r} is already registered by {type(existing).__name__}")
+    KINDS[kind.name] = kind
+    return kind
+
+
+def unregister(name: str) -> None:
+    """For tests that define a kind of their own."""
+    KINDS.pop(name, None)
+    _page.cache_clear()
+
+
+def kind_named(name: str) -> StudyKind:
+    try:
+        return KINDS[name]
+    except KeyError:
+        raise UnknownStudyKind(f"no study kind {name!r} is registered (known: {sorted(KINDS)})") from None
+
+
+def kind_of(study: Study) -> StudyKind:
+    return kind_named(study.kind)
+
+
+def registered_kinds() -> list[StudyKind]:
+    return list(KINDS.values())
+
+
+def kind_choices() -> list[tuple[str, str]]:
+    """Choices of Study.kind: every registered kind."""
+    return [(kind.name, kind.label) for kind in KINDS.values()]
+
+
+def step_choices() -> list[tuple[str, str]]:
+    """Choices of Participant.step: every step of every registered kind, and the spine's consent and done."""
+    labels = {name: label for name, label in SPINE_STEP_LABELS.items() if name != DONE}
+    for kind in KINDS.values():
+        labels.update(kind.step_labels)
+    labels[DONE] = SPINE_STEP_LABELS[DONE]
+    return list(labels.items())
+
+
+def participant_steps(study: Study) -> list[str]:
+    """The study's whole participant sequence: consent, the kind's steps, done."""
+    return [CONSENT, *kind_of(study).steps(study), DONE]
+
+
+def step_after(study: Study, step: str) -> str:
+    """The step that follows `step` in the study's sequence (`done` after the last one)."""
+    steps = participant_steps(study)
+    index = steps.index(step)
+    return steps[index + 1] if index + 1 < len(steps) else DONE
+
+
+def page_for(study: Study, step: str):
+    """The page object serving `step` for this study's kind (a kind's own page, or the spine's)."""
+    path = kind_of(study).pages.get(step) or SPINE_PAGES.get(step)
+    if path is None:
+        raise LookupError(f"No page handles the participant step {step!r} of a {study.kind} study.")
+    return _page(path)
+
+
+@cache
+def _page(path: str):
+    return import_string(path)
