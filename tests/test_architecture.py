@@ -68,9 +68,7 @@ KNOWN_VIOLATIONS = {
     "long generation.questionnaire": "split by responsibility",
     "long generation.services": "generation/services.py becomes a package",
     "long studies.admin": "split by responsibility",
-    "long studies.emotionbench": "split by responsibility",
     "long studies.importers": "split by responsibility",
-    "long studies.models": "split by responsibility",
 }
 
 
@@ -80,6 +78,7 @@ class Import:
     importer: str
     imported: str  # a module of the apps, or a dotted name under `outside` (bench scripts, tests)
     line: int
+    type_only: bool = False  # under `if TYPE_CHECKING:`: never executed, so it closes no runtime cycle
 
 
 @dataclass(frozen=True)
@@ -87,8 +86,8 @@ class Graph:
     modules: dict[str, Path]
     imports: tuple[Import, ...]
 
-    def edges(self) -> set[tuple[str, str]]:
-        return {(i.importer, i.imported) for i in self.imports}
+    def edges(self, *, runtime_only: bool = False) -> set[tuple[str, str]]:
+        return {(i.importer, i.imported) for i in self.imports if not (runtime_only and i.type_only)}
 
 
 @dataclass(frozen=True)
@@ -133,6 +132,13 @@ def imports_find(module: str, path: Path, modules: dict[str, Path], outside: tup
     """Every import in one module that points into the apps or `outside`, wherever it stands in the file."""
     tree = ast.parse(path.read_text(), filename=str(path))
     package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    type_only = {
+        id(inner)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and ast.unparse(block.test) in {"TYPE_CHECKING", "typing.TYPE_CHECKING"}
+        for statement in block.body
+        for inner in ast.walk(statement)
+    }
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -151,7 +157,11 @@ def imports_find(module: str, path: Path, modules: dict[str, Path], outside: tup
             ]
         else:
             continue
-        found += [Import(module, target, node.lineno) for target in targets if target and target != module]
+        found += [
+            Import(module, target, node.lineno, type_only=id(node) in type_only)
+            for target in targets
+            if target and target != module
+        ]
     return found
 
 
@@ -160,7 +170,9 @@ def graph_build(root: Path, apps: tuple[str, ...], outside: tuple[str, ...] = ("
     first: dict[tuple[str, str], Import] = {}
     for module, path in modules.items():
         for found in imports_find(module, path, modules, outside):
-            first.setdefault((found.importer, found.imported), found)
+            known = first.get((found.importer, found.imported))
+            if known is None or (known.type_only and not found.type_only):
+                first[found.importer, found.imported] = found
     return Graph(
         modules=modules, imports=tuple(sorted(first.values(), key=lambda i: (i.importer, i.imported)))
     )
@@ -177,7 +189,8 @@ def cycles_find(graph: Graph) -> list[Violation]:
     """Each strongly connected component of more than one module, shown as one shortest cycle through it."""
     names = sorted(graph.modules)
     index = {name: i for i, name in enumerate(names)}
-    pairs = [(index[a], index[b]) for a, b in graph.edges() if b in index]
+    runtime = graph.edges(runtime_only=True)
+    pairs = [(index[a], index[b]) for a, b in runtime if b in index]
     if not pairs:
         return []
     rows, cols = zip(*pairs, strict=True)
@@ -189,7 +202,7 @@ def cycles_find(graph: Graph) -> list[Violation]:
         members = sorted(names[i] for i in np.flatnonzero(labels == label))
         if len(members) < 2:
             continue
-        cycle = _shortest_cycle(members[0], set(members), graph.edges())
+        cycle = _shortest_cycle(members[0], set(members), runtime)
         shown = " -> ".join(
             f"{a} (line {lines[a, b]})" for a, b in zip(cycle, cycle[1:] + cycle[:1], strict=True)
         )
@@ -351,6 +364,20 @@ def test_a_cycle_is_found_and_shown_with_its_lines(tmp_path):
     [cycle] = cycles_find(graph_build(tmp_path, ("low", "high", "side")))
     assert cycle.key == "cycle among high.a, high.b"
     assert cycle.detail == "high.a (line 5) -> high.b (line 1) -> high.a"
+
+
+def test_an_import_only_for_type_checking_closes_no_cycle(tmp_path):
+    files = {
+        "p/__init__.py": "",
+        "p/x.py": "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from p.y import Y\n",
+        "p/y.py": "from p import x\n",
+    }
+    _write(tmp_path, files)
+    assert cycles_find(graph_build(tmp_path, ("p",))) == []
+    # The same import executed (inside a function) is a cycle.
+    _write(tmp_path, {**files, "p/x.py": files["p/x.py"] + "\n\ndef f():\n    from p.y import Y\n"})
+    [cycle] = cycles_find(graph_build(tmp_path, ("p",)))
+    assert cycle.key == "cycle among p.x, p.y"
 
 
 def test_a_three_module_cycle_is_one_violation(tmp_path):
