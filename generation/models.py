@@ -18,6 +18,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from generation.keys import key_env_problem
 from studies.models import Condition, Prompt, Response
 
 #: The fields of a prompt a template may use.
@@ -57,11 +58,10 @@ def template_validate(template: str) -> None:
 
 
 def env_var_name_validate(value: str) -> None:
-    if not value.replace("_", "a").isalnum() or value[0].isdigit():
-        raise ValidationError(
-            "Give the NAME of an environment variable (letters, digits, underscores), e.g. OPENAI_API_KEY — "
-            "never the key itself."
-        )
+    """A provider's key variable: an API-key-like name, never one of the site's secrets (generation.keys)."""
+    problem = key_env_problem(value)
+    if problem:
+        raise ValidationError(problem)
 
 
 class Provider(models.Model):

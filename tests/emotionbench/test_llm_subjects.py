@@ -10,7 +10,7 @@ from werkzeug import Response as WResponse
 
 from analysis.emotionbench import emotionbench_analyse
 from generation.models import LLMConditionConfig, Provider
-from generation.questionnaire import ReplyParseError, reply_parse
+from generation.questionnaire_replies import ReplyParseError, reply_parse
 from generation.questionnaire_models import QuestionnaireExchange
 from generation.ratelimit import limit_spec_for, limiter_reset
 from studies.models import Condition, Instrument, QuestionnaireRun, Situation, Study, StudySituation
