@@ -33,10 +33,10 @@ from django.db.models import F
 from django.utils import timezone
 
 from generation.models import GenerationBatch, GenerationItem
-from generation.providers import ProviderError, adapter_batch_api, provider_api_key, provider_request_build
+from generation.providers import ProviderError, adapter_batch_api, provider_api_key
 from generation.providers.base import BatchAPI, completion_checked
 from generation.services.dispatch import generation_dispatch, generation_start
-from generation.services.prompts import GenerationSetupError, config_params, config_render
+from generation.services.prompts import GenerationSetupError, config_request
 from generation.services.running import item_attempt_failed, response_store
 from studies.models import Condition, Study
 
@@ -109,22 +109,11 @@ def _held(batch: GenerationBatch):
     return GenerationItem.objects.filter(batch=batch, claim_token=batch.claim_token, status=Status.RUNNING)
 
 
-def _request_body(config, item: GenerationItem) -> dict:
-    system, messages = config_render(config=config, prompt=item.prompt)
-    return provider_request_build(
-        provider=config.provider,
-        model=config.model,
-        system=system,
-        messages=messages,
-        params=config_params(config),
-    )
-
-
 def _batch_send(batch: GenerationBatch) -> None:
     config = batch.condition.llm_config
     provider = config.provider
     items = list(_held(batch).select_related("prompt__emotion"))
-    requests = [(f"item-{item.id}", _request_body(config, item)) for item in items]
+    requests = [(f"item-{item.id}", config_request(config=config, prompt=item.prompt)) for item in items]
     try:
         submitted = _batch_api(provider).batch_submit(
             provider=provider,
@@ -242,7 +231,10 @@ def _collect(batch: GenerationBatch, lines, *, price_factor: Decimal) -> BatchCo
             completion = completion_checked(
                 provider=provider,
                 reply=reply,
-                request={**_request_body(config, item), "_batch": batch.provider_batch_id},
+                request={
+                    **config_request(config=config, prompt=item.prompt),
+                    "_batch": batch.provider_batch_id,
+                },
                 raw_response=data,
                 latency_ms=turnaround_ms,
                 http_status=200,

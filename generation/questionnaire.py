@@ -363,12 +363,7 @@ def questionnaire_slot_run(
             **base,
             request=completion.request,
             reply_text=completion.text,
-            raw_response=completion.raw_response,
-            model_returned=completion.model_returned,
-            input_tokens=completion.usage_in,
-            output_tokens=completion.usage_out,
-            cost=completion.cost,
-            latency_ms=completion.latency_ms,
+            **completion.record_fields(),
         )
         try:
             values = reply_parse(

@@ -93,6 +93,17 @@ class Completion:
     cost: Decimal = Decimal(0)
     headers: dict = field(default_factory=dict)
 
+    def record_fields(self) -> dict:
+        """The columns every stored record of a call shares (ResponseProvenance, QuestionnaireExchange)."""
+        return {
+            "raw_response": self.raw_response,
+            "model_returned": self.model_returned,
+            "input_tokens": self.usage_in,
+            "output_tokens": self.usage_out,
+            "cost": self.cost,
+            "latency_ms": self.latency_ms,
+        }
+
     @property
     def truncated(self) -> bool:
         """The model stopped because it hit max_tokens (OpenAI "length", Anthropic "max_tokens")."""

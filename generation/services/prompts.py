@@ -119,19 +119,25 @@ def generation_problems(*, conditions: list[Condition]) -> list[str]:
 # --- estimates and examples ---------------------------------------------------------------------------------
 
 
-def generation_example(*, config: LLMConditionConfig, prompt: Prompt | None = None) -> dict:
-    """What would be sent for one prompt (the study's first, unless given): the exact request body."""
-    prompt = prompt or Prompt.objects.filter(study=config.condition.study).select_related("emotion").first()
-    if prompt is None:
-        return {"prompt": None, "system": config.system_prompt, "user": "", "request": None}
+def config_request(*, config: LLMConditionConfig, prompt: Prompt) -> dict:
+    """The exact request body a condition sends for a prompt (as its provider's adapter builds it)."""
     system, messages = config_render(config=config, prompt=prompt)
-    request = provider_request_build(
+    return provider_request_build(
         provider=config.provider,
         model=config.model,
         system=system,
         messages=messages,
         params=config_params(config),
     )
+
+
+def generation_example(*, config: LLMConditionConfig, prompt: Prompt | None = None) -> dict:
+    """What would be sent for one prompt (the study's first, unless given): the exact request body."""
+    prompt = prompt or Prompt.objects.filter(study=config.condition.study).select_related("emotion").first()
+    if prompt is None:
+        return {"prompt": None, "system": config.system_prompt, "user": "", "request": None}
+    system, messages = config_render(config=config, prompt=prompt)
+    request = config_request(config=config, prompt=prompt)
     return {"prompt": prompt, "system": system, "user": messages[0]["content"], "request": request}
 
 
