@@ -19,6 +19,7 @@ from django.db import models
 from django.db.models import Q
 
 from generation.keys import key_env_problem
+from generation.providers.registry import adapter_choices
 from studies.models import Condition, Prompt, Response
 
 #: The fields of a prompt a template may use.
@@ -65,12 +66,9 @@ def env_var_name_validate(value: str) -> None:
 
 
 class Provider(models.Model):
-    class Kind(models.TextChoices):
-        OPENAI = "openai", "OpenAI-compatible (OpenAI, vLLM, TGI, Ollama, llama.cpp, Together, Gemini)"
-        ANTHROPIC = "anthropic", "Anthropic"
-
     name = models.SlugField(max_length=64, unique=True)
-    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.OPENAI)
+    # The wire format: one choice per registered adapter (generation.providers.registry).
+    kind = models.CharField(max_length=16, choices=adapter_choices, default="openai")
     base_url = models.URLField(
         max_length=300,
         blank=True,

@@ -12,6 +12,7 @@ from generation.providers.sdk import SDKAdapter
 
 class AnthropicAdapter(SDKAdapter):
     kind = "anthropic"
+    label = "Anthropic"
     sdk = anthropic
     client_class = "Anthropic"
 

@@ -268,7 +268,8 @@ class ProviderAdapter(ABC):
     """One wire format. Subclasses implement the three abstract methods and are registered once
     (generation.providers.registry.adapter_register) under the Provider.kind they serve."""
 
-    kind: ClassVar[str]
+    kind: ClassVar[str]  # Provider.kind it serves
+    label: ClassVar[str]  # what the admin's form calls it
 
     @abstractmethod
     def request_build(self, *, model: str, system: str, messages: list[dict], params: dict) -> dict:

@@ -19,6 +19,7 @@ OPEN_STATES = frozenset({"validating", "in_progress", "finalizing", "cancelling"
 
 class OpenAICompatAdapter(SDKAdapter, BatchAPI):
     kind = "openai"
+    label = "OpenAI-compatible (OpenAI, vLLM, TGI, Ollama, llama.cpp, Together, Gemini)"
     sdk = openai
     client_class = "OpenAI"
     price_factor = Decimal("0.5")  # OpenAI bills Batch API tokens at half the synchronous price

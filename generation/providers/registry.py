@@ -20,6 +20,11 @@ def adapter_unregister(kind: str) -> None:
     _ADAPTERS.pop(kind, None)
 
 
+def adapter_choices() -> list[tuple[str, str]]:
+    """Provider.kind's choices: one per registered adapter (a callable, so a new one needs no migration)."""
+    return [(kind, adapter.label) for kind, adapter in _ADAPTERS.items()]
+
+
 def adapter_for(provider) -> ProviderAdapter:
     """The adapter of `provider.kind`; PermanentProviderError naming the kinds there are otherwise."""
     adapter = _ADAPTERS.get(provider.kind)

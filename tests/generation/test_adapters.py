@@ -8,6 +8,7 @@ import urllib.request
 from decimal import Decimal
 
 import pytest
+from django.urls import reverse
 
 from generation import batches
 from generation.models import GenerationItem, ResponseProvenance
@@ -118,6 +119,7 @@ class ToyAdapter(ProviderAdapter):
     """A made-up wire format: POST {base}/generate {"model", "prompt", "limit"} → {"output", "why", "n_in", "n_out"}."""
 
     kind = "toy"
+    label = "Toy wire format"
 
     def request_build(self, *, model, system, messages, params):
         prompt = "\n".join([system, *(m["content"] for m in messages)]).strip()
@@ -158,6 +160,7 @@ def test_a_third_wire_format_is_one_class_and_one_registration(httpserver, api_k
     httpserver.expect_request("/toy/generate", method="POST").respond_with_handler(toy_server)
     provider = make_provider(httpserver, kind="openai", name="toy-box")
     provider.kind, provider.base_url = "toy", httpserver.url_for("/toy")
+    provider.full_clean()  # the registration is also the admin's choice of kind
     provider.save(update_fields=["kind", "base_url"])
     study = make_study(provider=provider, n_prompts=2, system_prompt="Be warm.")
     conditions = generation_conditions(study=study)
@@ -190,3 +193,8 @@ def test_a_kind_no_adapter_speaks_fails_permanently_without_sending(httpserver, 
     with pytest.raises(PermanentProviderError, match="no adapter speaks"):
         provider_complete(provider=openai_provider, model="m", messages=[{"role": "user", "content": "hi"}])
     assert len(httpserver.log) == 0
+
+
+def test_the_admin_offers_one_kind_per_registered_adapter(staff_client, toy_adapter):
+    page = staff_client.get(reverse("admin:generation_provider_add")).content.decode()
+    assert 'value="openai"' in page and 'value="anthropic"' in page and ">Toy wire format<" in page
