@@ -315,91 +315,102 @@ def questionnaire_slot_run(
     settled by the shared policy (`retry_decision`, counting provider failures against the provider's
     max_attempts, backoff from `backoff_base`, Retry-After honoured); an unparseable reply is re-asked at once
     in the same conversation, up to `max_asks` asks."""
-    instrument = study.instrument
-    order = item_order_for(study=study, condition=condition, slot=slot, item_numbers=sorted(items))
-    labels = [items[number] for number in order]
-    prompt = questionnaire_prompt(instrument=instrument, situation=slot.situation, items=labels)
-    state = {"messages": [{"role": "user", "content": prompt}], "attempt": 0, "asks": 0, "failures": 0}
-    params = config_params(config)
+    asker = _SlotAsker(study, condition, config, slot, items, max_asks, backoff_base, summary)
+    outcome = run_until_settled(asker.exchange)
+    return "" if outcome.status == "done" else outcome.message
 
-    def exchange() -> RunOutcome:
-        state["attempt"] += 1
-        messages = state["messages"]
+
+class _SlotAsker:
+    """One slot's conversation: each `exchange` asks once, records the exchange and says how it settled."""
+
+    def __init__(self, study, condition, config, slot, items, max_asks, backoff_base, summary):
+        self.study, self.condition, self.config, self.slot = study, condition, config, slot
+        self.max_asks, self.backoff_base, self.summary = max_asks, backoff_base, summary
+        self.instrument = study.instrument
+        self.order = item_order_for(study=study, condition=condition, slot=slot, item_numbers=sorted(items))
+        self.labels = [items[number] for number in self.order]
+        prompt = questionnaire_prompt(instrument=self.instrument, situation=slot.situation, items=self.labels)
+        self.messages = [{"role": "user", "content": prompt}]
+        self.params = config_params(config)
+        self.attempt = self.asks = self.failures = 0
+
+    def exchange(self) -> RunOutcome:
+        self.attempt += 1
         base = dict(
-            condition=condition,
-            phase=slot.phase,
-            situation=slot.situation,
-            run_index=slot.run_index,
-            attempt=state["attempt"],
-            item_order=order,
+            condition=self.condition,
+            phase=self.slot.phase,
+            situation=self.slot.situation,
+            run_index=self.slot.run_index,
+            attempt=self.attempt,
+            item_order=self.order,
         )
         try:
             completion = provider_complete(
-                provider=config.provider,
-                model=config.model,
-                system=instrument.llm_system_prompt,
-                messages=messages,
-                params=params,
+                provider=self.config.provider,
+                model=self.config.model,
+                system=self.instrument.llm_system_prompt,
+                messages=self.messages,
+                params=self.params,
             )
         except ProviderError as exc:
-            summary.add(exchanges=1)
-            QuestionnaireExchange.objects.create(
-                **base,
-                request={"messages": messages, "params": params},
-                outcome=QuestionnaireExchange.Outcome.PROVIDER_ERROR,
-                error=str(exc),
-            )
-            state["failures"] += 1
-            decided = retry_decision(
-                error=exc,
-                attempt=state["failures"],
-                max_attempts=config.provider.max_attempts,
-                base=backoff_base,
-            )
-            return RunOutcome(decided.status, decided.countdown, f"provider error: {decided.message}")
-        summary.add(exchanges=1, cost=completion.cost)
-        state["asks"] += 1
-        exchange_fields = dict(
-            **base,
-            request=completion.request,
-            reply_text=completion.text,
-            **completion.record_fields(),
+            return self._provider_failed(exc, base)
+        self.summary.add(exchanges=1, cost=completion.cost)
+        self.asks += 1
+        fields = dict(
+            **base, request=completion.request, reply_text=completion.text, **completion.record_fields()
         )
         try:
             values = reply_parse(
                 text=completion.text,
-                labels=labels,
-                scale_min=instrument.scale_min,
-                scale_max=instrument.scale_max,
+                labels=self.labels,
+                scale_min=self.instrument.scale_min,
+                scale_max=self.instrument.scale_max,
             )
         except ReplyParseError as problem:
-            QuestionnaireExchange.objects.create(
-                **exchange_fields, outcome=QuestionnaireExchange.Outcome.UNPARSEABLE, error=str(problem)
-            )
-            if state["asks"] >= max_asks:
-                return RunOutcome(
-                    "failed", message=f"no parseable reply after {state['asks']} asks (last: {problem})"
-                )
-            summary.add(reasks=1)
-            state["messages"] = [
-                *messages,
-                {"role": "assistant", "content": completion.text},
-                {"role": "user", "content": _reask_message(instrument, len(labels), str(problem))},
-            ]
-            return RunOutcome("retry", countdown=0.0, message="re-ask")
+            return self._unparseable(completion.text, problem, fields)
         _run_store(
-            study=study,
-            condition=condition,
-            slot=slot,
-            order=order,
+            study=self.study,
+            condition=self.condition,
+            slot=self.slot,
+            order=self.order,
             values=values,
-            exchange_fields=exchange_fields,
+            exchange_fields=fields,
         )
-        summary.add(stored=1)
+        self.summary.add(stored=1)
         return RunOutcome("done")
 
-    outcome = run_until_settled(exchange)
-    return "" if outcome.status == "done" else outcome.message
+    def _provider_failed(self, exc: ProviderError, base: dict) -> RunOutcome:
+        self.summary.add(exchanges=1)
+        QuestionnaireExchange.objects.create(
+            **base,
+            request={"messages": self.messages, "params": self.params},
+            outcome=QuestionnaireExchange.Outcome.PROVIDER_ERROR,
+            error=str(exc),
+        )
+        self.failures += 1
+        decided = retry_decision(
+            error=exc,
+            attempt=self.failures,
+            max_attempts=self.config.provider.max_attempts,
+            base=self.backoff_base,
+        )
+        return RunOutcome(decided.status, decided.countdown, f"provider error: {decided.message}")
+
+    def _unparseable(self, text: str, problem: ReplyParseError, fields: dict) -> RunOutcome:
+        QuestionnaireExchange.objects.create(
+            **fields, outcome=QuestionnaireExchange.Outcome.UNPARSEABLE, error=str(problem)
+        )
+        if self.asks >= self.max_asks:
+            return RunOutcome(
+                "failed", message=f"no parseable reply after {self.asks} asks (last: {problem})"
+            )
+        self.summary.add(reasks=1)
+        self.messages = [
+            *self.messages,
+            {"role": "assistant", "content": text},
+            {"role": "user", "content": _reask_message(self.instrument, len(self.labels), str(problem))},
+        ]
+        return RunOutcome("retry", countdown=0.0, message="re-ask")
 
 
 def _run_store(*, study, condition, slot, order, values, exchange_fields) -> None:
