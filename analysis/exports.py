@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 
 from analysis import selectors, stats
+from generation.selectors import provenance_rows
 from studies.models import Study
 
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
@@ -133,7 +134,8 @@ def participant_export_records(*, study: Study) -> Iterator[tuple]:
 
 # --- Responses (with generation provenance) -------------------------------------------------------------
 
-# The generation app owns provenance and exposes it through `generation.services.provenance_rows(study=...)`
+# The generation app owns provenance and exposes it through its read-only selector
+# `generation.selectors.provenance_rows(study=...)` — the one arrow from analysis into generation
 # (one dict per generated response, current provenance only). The responses export joins its columns by response
 # id, leaving out the bulky request/response bodies (those are in the generation app's own provenance export).
 # The join map holds one small dict per GENERATED response: memory grows with the stimuli, never with the ratings.
@@ -144,24 +146,14 @@ PROVENANCE_COLUMNS = [
 ]  # fmt: skip
 
 
-def _provenance_source() -> Callable[..., Iterable[dict]] | None:
-    try:
-        from generation.services import provenance_rows
-    except ImportError:  # a deployment without the generation app: responses without provenance
-        return None
-    return provenance_rows
-
-
 def response_export_header() -> list[str]:
     return [*selectors.RESPONSE_EXPORT_FIELDS, *PROVENANCE_COLUMNS]
 
 
 def response_export_records(*, study: Study) -> Iterator[list]:
-    source = _provenance_source()
     provenance: dict[int, dict] = {}
-    if source is not None:
-        for row in source(study=study):
-            provenance[int(row["response_id"])] = {c: row.get(c) for c in PROVENANCE_COLUMNS}
+    for row in provenance_rows(study=study):
+        provenance[int(row["response_id"])] = {c: row.get(c) for c in PROVENANCE_COLUMNS}
     for r in selectors.response_export_rows(study=study):
         found = provenance.get(r[0])
         yield [*r, *((found or {}).get(c) for c in PROVENANCE_COLUMNS)]

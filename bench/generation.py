@@ -195,7 +195,8 @@ def main():
         from django.db.models import Count
 
         from generation.models import GenerationItem, LLMConditionConfig, Provider
-        from generation.services import generation_conditions, generation_start
+        from generation.services.dispatch import generation_start
+        from generation.services.prompts import generation_conditions
         from studies.models import Condition, Emotion, Prompt, Response, Study
 
         baseline_fraction = limiter_baseline(args.rpm)

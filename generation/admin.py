@@ -1,6 +1,7 @@
 """Admin: providers, LLM condition configurations (with a rendered example before anything is sent), a per-study
 generation page (start, cancel, retry failed, live progress, spend, length statistics) and the review queue of
-generated responses (approve, edit with an audit trail, regenerate). Every action calls generation.services."""
+generated responses (approve, edit with an audit trail, regenerate). Every action calls a generation service
+(generation.services.*) or selector."""
 
 import os
 
@@ -13,7 +14,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.module_loading import import_string
 
-from generation import batches, questionnaire, services
+from generation import batches, questionnaire, selectors
 from generation.models import (
     GeneratedResponse,
     GenerationAttempt,
@@ -25,6 +26,7 @@ from generation.models import (
     ResponseEdit,
     ResponseProvenance,
 )
+from generation.services import dispatch, prompts, review
 from studies.kinds import kind_of
 from studies.models import Condition, Study
 
@@ -98,7 +100,7 @@ class LLMConditionConfigAdmin(admin.ModelAdmin):
         if not obj or not obj.pk:
             return "Save to see the prompt rendered with the study's first prompt."
         try:
-            example = services.generation_example(config=obj)
+            example = prompts.generation_example(config=obj)
         except ValidationError as exc:
             return format_html('<p class="errornote">{}</p>', " ".join(exc.messages))
         if example["prompt"] is None:
@@ -121,7 +123,7 @@ class LLMConditionConfigAdmin(admin.ModelAdmin):
         if not obj or not obj.pk:
             return "-"
         try:
-            rows = services.generation_estimate(conditions=[obj.condition])
+            rows = prompts.generation_estimate(conditions=[obj.condition])
         except ValidationError as exc:
             return " ".join(exc.messages)
         if not rows:
@@ -226,18 +228,18 @@ class GenerationJobAdmin(admin.ModelAdmin):
             return import_string(own_view)(self, request, study)
         if request.method == "POST":
             return self._study_action(request, study)
-        progress = services.generation_progress(study=study)
+        progress = selectors.generation_progress(study=study)
         conditions = [row["condition"] for row in progress]
         examples = []
         for row in progress:
             if row["config"] is None:
                 continue
             try:
-                examples.append((row["name"], services.generation_example(config=row["config"])))
+                examples.append((row["name"], prompts.generation_example(config=row["config"])))
             except ValidationError as exc:
                 examples.append((row["name"], {"error": " ".join(exc.messages)}))
         try:
-            estimate = services.generation_estimate(conditions=conditions)
+            estimate = prompts.generation_estimate(conditions=conditions)
         except ValidationError:
             estimate = []
         busy = any(row["pending"] or row["running"] for row in progress)
@@ -246,11 +248,11 @@ class GenerationJobAdmin(admin.ModelAdmin):
             "title": f"Generation: {study.title}",
             "study": study,
             "progress": progress,
-            "problems": services.generation_problems(conditions=conditions) if conditions else [],
+            "problems": prompts.generation_problems(conditions=conditions) if conditions else [],
             "estimate": estimate,
             "estimate_total": sum((row["cost_max"] for row in estimate), start=0),
             "examples": examples,
-            "lengths": services.response_length_stats(study=study),
+            "lengths": selectors.response_length_stats(study=study),
             "busy": busy,
             "batches": GenerationBatch.objects.filter(condition__study=study).select_related("condition"),
             "opts": self.model._meta,
@@ -285,9 +287,9 @@ class GenerationJobAdmin(admin.ModelAdmin):
         name = request.POST.get("condition") or None
         back = HttpResponseRedirect(reverse("admin:generation_study", args=[study.id]))
         try:
-            conditions = services.generation_conditions(study=study, condition_name=name)
+            conditions = prompts.generation_conditions(study=study, condition_name=name)
             if action == "start":
-                result = services.generation_start(
+                result = dispatch.generation_start(
                     study=study, conditions=conditions, started_by=request.user.get_username(), via="admin"
                 )
                 messages.success(
@@ -295,7 +297,7 @@ class GenerationJobAdmin(admin.ModelAdmin):
                     f"Started: {result.created} new items, {result.dispatched} sent to the workers.",
                 )
             elif action == "cancel":
-                count = services.generation_cancel(conditions=conditions)
+                count = dispatch.generation_cancel(conditions=conditions)
                 messages.success(request, f"Cancelled {count} pending items (calls in flight still finish).")
             elif action == "batch_submit":
                 submitted = batches.batch_submit(
@@ -313,13 +315,13 @@ class GenerationJobAdmin(admin.ModelAdmin):
                     batches.batch_poll(batch=batch)
                 messages.success(request, "Checked the open batches.")
             elif action == "retry_failed":
-                ids = services.generation_retry_failed(
+                ids = dispatch.generation_retry_failed(
                     conditions=conditions, started_by=request.user.get_username(), via="admin"
                 )
                 messages.success(request, f"Retrying {len(ids)} failed items.")
             else:
                 messages.error(request, f"Unknown action {action!r}.")
-        except services.GenerationSetupError as exc:
+        except prompts.GenerationSetupError as exc:
             messages.error(request, f"Generation could not start: {exc}")
         return back
 
@@ -395,7 +397,7 @@ class GeneratedResponseAdmin(admin.ModelAdmin):
 
     @admin.display(description="Words")
     def words(self, obj):
-        return services.words_count(obj.text)
+        return selectors.words_count(obj.text)
 
     @admin.display(description="Flags")
     def flags(self, obj):
@@ -426,14 +428,14 @@ class GeneratedResponseAdmin(admin.ModelAdmin):
         # Through the service, so the audit trail cannot be skipped; never a plain save of the text.
         if change and "text" in form.changed_data:
             try:
-                services.response_edit(response=obj, text=form.cleaned_data["text"], user=request.user)
+                review.response_edit(response=obj, text=form.cleaned_data["text"], user=request.user)
             except ValidationError as exc:
                 messages.error(request, " ".join(exc.messages))
 
     @admin.action(description="Approve the selected responses")
     def approve(self, request, queryset):
         for response in queryset:
-            services.response_approve(response=response)
+            review.response_approve(response=response)
         messages.success(request, f"Approved {queryset.count()} responses.")
 
     @admin.action(description="Regenerate the selected responses (ask the model again)")
@@ -441,7 +443,7 @@ class GeneratedResponseAdmin(admin.ModelAdmin):
         done = 0
         for response in queryset:
             try:
-                services.response_regenerate(response=response)
+                review.response_regenerate(response=response)
                 done += 1
             except ValidationError as exc:
                 messages.error(request, " ".join(exc.messages))

@@ -4,16 +4,18 @@
     python manage.py generate_responses <study-slug> --batch-poll   # collect finished batches now
 
 Celery beat collects finished batches every minute (`generation_batches_poll_task`); the admin's generation
-page submits and collects too. Where it fits: OpenAI-kind providers whose endpoint offers `/v1/files` and
-`/v1/batches` (OpenAI itself and some compatible hosts), for a large run that can wait up to a day. Anthropic's
-providers and servers without the Batch API use ordinary generation.
+page submits and collects too. Where it fits: providers whose adapter has the Batch API capability
+(generation.providers.base.BatchAPI; today the OpenAI-compatible adapter, for endpoints that offer `/v1/files`
+and `/v1/batches`), for a large run that can wait up to a day. Other providers use ordinary generation. This
+module speaks no wire format: building lines, uploading, polling and reading result lines are the adapter's.
 
 Exactly once, as for ordinary generation: submitting claims the condition's pending items for the batch (a
 conditional UPDATE: status running, the batch's claim token, held until the 24-hour window has passed), so no
 worker calls them one by one meanwhile. Collecting stores each answered item through the same path as a
-worker (`services._store`: response, provenance with the exact request and raw body, cost at the batch
-price), fails items the provider refused (4xx) with the reason, and gives everything else back to ordinary
-generation (transient errors, lines missing from the output, a failed or expired batch). A batch is
+worker (`running.response_store`: response, provenance with the exact request and raw body, cost at the batch
+price), settles a line's error by the one retry policy (`running.item_attempt_failed`: a refusal fails the item
+with the reason, a transient error sends it back to ordinary generation), and gives everything else back too
+(lines missing from the output, a failed or expired batch). A batch is
 collected once: under a lock on its row, and only while it is submitted. No provider call is made inside a
 database transaction: the upload and the downloads happen before the rows are written.
 """
@@ -21,7 +23,6 @@ database transaction: the upload and the downloads happen before the rows are wr
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
@@ -31,45 +32,34 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from generation.models import GenerationAttempt, GenerationBatch, GenerationItem, Provider
-from generation.providers import (
-    PermanentProviderError,
-    ProviderError,
-    TransientProviderError,
-    _client,
-    _parse_openai,
-    completion_checked,
-    provider_api_key,
-    provider_request_build,
-)
-from generation.services import (
-    GenerationSetupError,
-    _record_attempt,
-    _store,
-    config_params,
-    config_render,
-    generation_dispatch,
-    generation_start,
-)
+from generation.models import GenerationBatch, GenerationItem
+from generation.providers import ProviderError, adapter_batch_api, provider_api_key
+from generation.providers.base import BatchAPI, completion_checked
+from generation.services.dispatch import generation_dispatch, generation_start
+from generation.services.prompts import GenerationSetupError, config_request
+from generation.services.running import item_attempt_failed, response_store
 from studies.models import Condition, Study
 
 logger = logging.getLogger(__name__)
 
 Status = GenerationItem.Status
-BATCH_PRICE_FACTOR = Decimal("0.5")  # OpenAI bills Batch API tokens at half the synchronous price
-COMPLETION_WINDOW = "24h"
-HOLD = timedelta(hours=25)  # the provider's window plus an hour to finalise
-ENDPOINT = "/v1/chat/completions"
-OPEN_STATES = {"validating", "in_progress", "finalizing", "cancelling"}
+HOLD = timedelta(hours=25)  # the provider's window (a day) plus an hour to finalise
 
 
 @dataclass
 class BatchCollected:
     stored: int = 0
     failed: int = 0
-    returned: int = 0
     unreadable_lines: int = 0
     cost: Decimal = Decimal(0)
+    retried: list[int] = dataclasses.field(default_factory=list)
+
+
+def _batch_api(provider) -> BatchAPI | None:
+    try:
+        return adapter_batch_api(provider)
+    except ProviderError:
+        return None
 
 
 def batch_submit(
@@ -77,13 +67,13 @@ def batch_submit(
 ) -> list[GenerationBatch]:
     """Creates the conditions' missing items (as `generation_start` does, without dispatching them) and submits
     each condition's pending items as one batch. Raises GenerationSetupError, naming it, for a condition whose
-    provider cannot take batches, and when the upload or the batch is refused (its items are given back)."""
+    provider's adapter has no Batch API, and when the upload or the batch is refused (its items are given back)."""
     for condition in conditions:
         provider = condition.llm_config.provider
-        if provider.kind != Provider.Kind.OPENAI:
+        if _batch_api(provider) is None:
             raise GenerationSetupError(
-                f"{condition.name}: provider {provider.name} is {provider.get_kind_display()}; the Batch API "
-                "is only used with OpenAI-kind providers. Use ordinary generation for it."
+                f"{condition.name}: provider {provider.name} is {provider.get_kind_display()}, whose wire format "
+                "has no Batch API here. Use ordinary generation for it."
             )
     generation_start(study=study, conditions=conditions, started_by=started_by, via=via, dispatch=False)
     batches = []
@@ -119,55 +109,32 @@ def _held(batch: GenerationBatch):
     return GenerationItem.objects.filter(batch=batch, claim_token=batch.claim_token, status=Status.RUNNING)
 
 
-def _request_body(config, item: GenerationItem) -> dict:
-    system, messages = config_render(config=config, prompt=item.prompt)
-    return provider_request_build(
-        kind=config.provider.kind,
-        model=config.model,
-        system=system,
-        messages=messages,
-        params=config_params(config),
-    )
-
-
 def _batch_send(batch: GenerationBatch) -> None:
     config = batch.condition.llm_config
     provider = config.provider
     items = list(_held(batch).select_related("prompt__emotion"))
-    lines = [
-        json.dumps(
-            {
-                "custom_id": f"item-{item.id}",
-                "method": "POST",
-                "url": ENDPOINT,
-                "body": _request_body(config, item),
-            }
-        )
-        for item in items
-    ]
+    requests = [(f"item-{item.id}", config_request(config=config, prompt=item.prompt)) for item in items]
     try:
-        client = _client(provider, provider_api_key(provider))
-        uploaded = client.files.create(file=("requests.jsonl", "\n".join(lines).encode()), purpose="batch")
-        created = client.batches.create(
-            input_file_id=uploaded.id,
-            endpoint=ENDPOINT,
-            completion_window=COMPLETION_WINDOW,
+        submitted = _batch_api(provider).batch_submit(
+            provider=provider,
+            api_key=provider_api_key(provider),
+            requests=requests,
             metadata={"platform_batch": str(batch.pk), "condition": batch.condition.name},
         )
-    except Exception as exc:  # the SDK's API and connection errors, a missing key: nothing was submitted
-        reason = exc.reason if isinstance(exc, PermanentProviderError) else f"{type(exc).__name__}: {exc}"
-        _batch_release(batch, error=f"submitting the batch failed: {reason}")
-        raise GenerationSetupError(f"{batch.condition.name}: submitting the batch failed: {reason}") from None
+    except ProviderError as exc:  # refused, unreachable, key missing or not allowed: nothing was submitted
+        _batch_release(batch, error=f"submitting the batch failed: {exc}")
+        raise GenerationSetupError(f"{batch.condition.name}: submitting the batch failed: {exc}") from None
     GenerationBatch.objects.filter(pk=batch.pk).update(
         status=GenerationBatch.Status.SUBMITTED,
-        provider_batch_id=created.id,
-        provider_status=created.status or "",
-        input_file_id=uploaded.id,
+        provider_batch_id=submitted.batch_id,
+        provider_status=submitted.status,
+        input_file_id=submitted.input_file_id,
         submitted_at=timezone.now(),
     )
     batch.refresh_from_db()
     logger.info(
-        "batch submitted", extra={"condition": batch.condition.name, "items": len(items), "batch": created.id}
+        "batch submitted",
+        extra={"condition": batch.condition.name, "items": len(items), "batch": submitted.batch_id},
     )
 
 
@@ -199,44 +166,34 @@ def batch_poll(*, batch: GenerationBatch) -> GenerationBatch:
     if batch.status != GenerationBatch.Status.SUBMITTED:
         return batch
     provider = batch.condition.llm_config.provider
-    client = _client(provider, provider_api_key(provider))
-    remote = client.batches.retrieve(batch.provider_batch_id)
+    api, api_key = _batch_api(provider), provider_api_key(provider)
+    state = api.batch_state(provider=provider, api_key=api_key, batch_id=batch.provider_batch_id)
     now = timezone.now()
-    if remote.status in OPEN_STATES:
-        GenerationBatch.objects.filter(pk=batch.pk).update(provider_status=remote.status, checked_at=now)
+    if not state.ended:
+        GenerationBatch.objects.filter(pk=batch.pk).update(provider_status=state.status, checked_at=now)
         batch.refresh_from_db()
         return batch
-    texts = [
-        client.files.content(file_id).text
-        for file_id in (remote.output_file_id, remote.error_file_id)
-        if file_id
-    ]
-    returned: list[int] = []
+    lines = api.batch_results(provider=provider, api_key=api_key, state=state)
     with transaction.atomic():
         locked = GenerationBatch.objects.select_for_update().get(pk=batch.pk)
         if locked.status != GenerationBatch.Status.SUBMITTED:
             return locked  # another poller collected it meanwhile
-        collected = _collect(locked, "\n".join(texts))
-        returned = list(_held(locked).values_list("id", flat=True))
+        collected = _collect(locked, lines, price_factor=api.price_factor)
+        returned = [*collected.retried, *_held(locked).values_list("id", flat=True)]
         _held(locked).update(
             status=Status.PENDING, claim_token="", claimed_at=None, next_attempt_at=None, updated_at=now
         )
-        errors = getattr(getattr(remote, "errors", None), "data", None) or []
-        locked.status = (
-            GenerationBatch.Status.COMPLETED
-            if remote.status == "completed"
-            else GenerationBatch.Status.FAILED
-        )
-        locked.provider_status = remote.status
-        locked.output_file_id = remote.output_file_id or ""
-        locked.error_file_id = remote.error_file_id or ""
+        locked.status = GenerationBatch.Status.COMPLETED if state.completed else GenerationBatch.Status.FAILED
+        locked.provider_status = state.status
+        locked.output_file_id = state.output_file_id
+        locked.error_file_id = state.error_file_id
         locked.items_stored = collected.stored
         locked.items_failed = collected.failed
         locked.items_returned = len(returned)
         locked.cost = collected.cost
         locked.error = "; ".join(
-            [f"the batch ended {remote.status}"] * (remote.status != "completed")
-            + [f"{getattr(e, 'code', '')}: {getattr(e, 'message', e)}" for e in errors]
+            [f"the batch ended {state.status}"] * (not state.completed)
+            + state.errors
             + [f"{collected.unreadable_lines} unreadable output lines"] * bool(collected.unreadable_lines)
         )
         locked.checked_at = locked.completed_at = now
@@ -246,97 +203,66 @@ def batch_poll(*, batch: GenerationBatch) -> GenerationBatch:
     return locked
 
 
-def _collect(batch: GenerationBatch, text: str) -> BatchCollected:
+def _collect(batch: GenerationBatch, lines, *, price_factor: Decimal) -> BatchCollected:
+    """Store, fail or send back each answered item the batch holds (inside the caller's transaction)."""
     config = batch.condition.llm_config
     provider = config.provider
+    api = _batch_api(provider)
     items = {
         item.id: item
         for item in _held(batch).select_related("prompt__emotion", "condition__llm_config__provider")
     }
-    turnaround_ms = (
-        int((timezone.now() - batch.submitted_at).total_seconds() * 1000) if batch.submitted_at else 0
-    )
+    started = batch.submitted_at or timezone.now()
+    turnaround_ms = int((timezone.now() - started).total_seconds() * 1000)
     result = BatchCollected()
-    for line in text.splitlines():
-        if not line.strip():
-            continue
+    for line in lines:
         try:
-            record = json.loads(line)
-            item_id = int(str(record["custom_id"]).removeprefix("item-"))
-        except (ValueError, KeyError, TypeError):
+            item_id = int(line.custom_id.removeprefix("item-"))
+        except ValueError:
             result.unreadable_lines += 1
             continue
         item = items.pop(item_id, None)
         if item is None:
             continue  # not ours, or seen already
-        response = record.get("response") or {}
-        status_code = response.get("status_code")
-        body = response.get("body")
-        if status_code == 200 and isinstance(body, dict):
-            try:
-                try:
-                    parsed = _parse_openai(body)
-                except (KeyError, IndexError, TypeError, AttributeError) as exc:
-                    raise TransientProviderError(
-                        "malformed", f"malformed body ({exc})", http_status=200
-                    ) from None
-                completion = completion_checked(
-                    provider=provider,
-                    parsed=parsed,
-                    request={**_request_body(config, item), "_batch": batch.provider_batch_id},
-                    raw_response=body,
-                    latency_ms=turnaround_ms,
-                    http_status=200,
-                )
-            except (
-                ProviderError
-            ) as exc:  # empty text, filtered or refused, malformed: as for a synchronous call
-                reason = str(exc)
-                permanent = isinstance(exc, PermanentProviderError)
+        try:
+            if line.error is not None:
+                raise line.error
+            data, reply = api.body_read(line.body, http_status=200)
+            completion = completion_checked(
+                provider=provider,
+                reply=reply,
+                request={
+                    **config_request(config=config, prompt=item.prompt),
+                    "_batch": batch.provider_batch_id,
+                },
+                raw_response=data,
+                latency_ms=turnaround_ms,
+                http_status=200,
+            )
+        except ProviderError as exc:  # refused, empty, filtered, malformed: settled as for a synchronous call
+            outcome = item_attempt_failed(
+                item=item,
+                token=batch.claim_token,
+                error=exc,
+                max_attempts=provider.max_attempts,
+                started=started,
+            )
+            if outcome.status == "failed":
+                result.failed += 1
             else:
-                completion = dataclasses.replace(completion, cost=completion.cost * BATCH_PRICE_FACTOR)
-                outcome = _store(
-                    item=item,
-                    token=batch.claim_token,
-                    completion=completion,
-                    config=config,
-                    started=batch.submitted_at,
-                )
-                result.stored += outcome.status == "done"
-                result.cost += completion.cost
-                continue
-        else:
-            error = record.get("error") or (body.get("error") if isinstance(body, dict) else None)
-            message = error.get("message", "") if isinstance(error, dict) else str(error or "")
-            reason = f"HTTP {status_code}: {message}"
-            permanent = (
-                isinstance(status_code, int)
-                and 400 <= status_code < 500
-                and status_code not in {408, 409, 429}
-            )
-        outcome = GenerationAttempt.Outcome.PERMANENT if permanent else GenerationAttempt.Outcome.TRANSIENT
-        error = _BatchLineError(reason, http_status=status_code if isinstance(status_code, int) else None)
-        _record_attempt(item.id, item.attempts, outcome, batch.submitted_at or timezone.now(), error=error)
-        if permanent:
-            GenerationItem.objects.filter(
-                id=item.id, claim_token=batch.claim_token, status=Status.RUNNING
-            ).update(status=Status.FAILED, error_kind="batch", last_error=f"batch: {reason}", claim_token="")
-            result.failed += 1
-        else:
-            GenerationItem.objects.filter(id=item.id).update(
-                last_error=f"batch: {reason}", error_kind="batch"
-            )
+                result.retried.append(item.id)
+            continue
+        completion = dataclasses.replace(completion, cost=completion.cost * price_factor)
+        outcome = response_store(
+            item=item,
+            token=batch.claim_token,
+            completion=completion,
+            config=config,
+            started=batch.submitted_at,
+        )
+        result.stored += outcome.status == "done"
+        result.cost += completion.cost
     return result
-
-
-class _BatchLineError(Exception):
-    """What `_record_attempt` records for a line the batch answered with an error."""
-
-    kind = "batch"
-
-    def __init__(self, message: str, *, http_status: int | None):
-        super().__init__(message)
-        self.http_status = http_status
 
 
 def batches_poll_open() -> int:

@@ -18,6 +18,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from generation.keys import key_env_problem
+from generation.providers.registry import adapter_choices
 from studies.models import Condition, Prompt, Response
 
 #: The fields of a prompt a template may use.
@@ -57,20 +59,16 @@ def template_validate(template: str) -> None:
 
 
 def env_var_name_validate(value: str) -> None:
-    if not value.replace("_", "a").isalnum() or value[0].isdigit():
-        raise ValidationError(
-            "Give the NAME of an environment variable (letters, digits, underscores), e.g. OPENAI_API_KEY — "
-            "never the key itself."
-        )
+    """A provider's key variable: an API-key-like name, never one of the site's secrets (generation.keys)."""
+    problem = key_env_problem(value)
+    if problem:
+        raise ValidationError(problem)
 
 
 class Provider(models.Model):
-    class Kind(models.TextChoices):
-        OPENAI = "openai", "OpenAI-compatible (OpenAI, vLLM, TGI, Ollama, llama.cpp, Together, Gemini)"
-        ANTHROPIC = "anthropic", "Anthropic"
-
     name = models.SlugField(max_length=64, unique=True)
-    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.OPENAI)
+    # The wire format: one choice per registered adapter (generation.providers.registry).
+    kind = models.CharField(max_length=16, choices=adapter_choices, default="openai")
     base_url = models.URLField(
         max_length=300,
         blank=True,

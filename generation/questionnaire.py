@@ -7,19 +7,16 @@ exactly-once: a slot that exists is skipped, and two workers racing on one slot 
 
 Per query the item order is shuffled (seeded by study seed, condition, phase, situation and run index), the model
 sees the items numbered 1..n in that order, and its answers are mapped back to the instrument's item numbers.
-Replies are parsed by `reply_parse` (one in-range number per item, in any reasonable layout; ambiguity rejected);
-an unparseable reply is re-asked in the same conversation up to `max_asks` times. Every exchange, parsed or not,
+Replies are parsed by `questionnaire_replies.reply_parse` (one in-range number per item, in any reasonable
+layout; ambiguity rejected); an unparseable reply is re-asked in the same conversation up to `max_asks` times. Every exchange, parsed or not,
 is stored as a QuestionnaireExchange with the exact request, the reply and its cost. Provider calls go through
 generation.providers (rate limits across workers, classified errors) and are made outside any transaction.
 """
 
 from __future__ import annotations
 
-import json
 import random
-import re
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -30,13 +27,12 @@ from django.db.models import Count, Sum
 from django.utils import timezone
 
 from generation.models import LLMConditionConfig
-from generation.providers import (
-    PermanentProviderError,
-    TransientProviderError,
-    provider_api_key,
-    provider_complete,
-)
+from generation.providers import PermanentProviderError, ProviderError, provider_api_key, provider_complete
 from generation.questionnaire_models import QuestionnaireExchange
+from generation.questionnaire_replies import ReplyParseError, reply_parse
+from generation.services.dispatch import tasks_dispatch
+from generation.services.prompts import config_params
+from generation.services.running import RunOutcome, retry_decision, run_until_settled
 from studies.kinds.questionnaire import QUESTIONNAIRE
 from studies.models import (
     Condition,
@@ -49,119 +45,11 @@ from studies.models import (
 
 SITUATION_PREAMBLE = 'Imagine you are the protagonist in the scenario: "{text}"'
 DEFAULT_MAX_ASKS = 3
+QUESTIONNAIRE_SLOT_TASK = "generation.tasks.questionnaire_slot_task"  # registered by generation/tasks.py
 
 
 class QuestionnaireGenerationError(Exception):
     """Generation cannot start; the message says what to fix. Nothing was written."""
-
-
-class ReplyParseError(ValueError):
-    """A reply that does not give exactly one in-range number per item."""
-
-
-# --- Parsing replies ------------------------------------------------------------------------------------
-
-_NUMBER = r"-?\d+(?:\.\d+)?"
-
-
-def _as_int(token: str, lo: int, hi: int, where: str) -> int:
-    value = float(token)
-    if not value.is_integer():
-        raise ReplyParseError(f"{where}: {token} is not a whole number")
-    value = int(value)
-    if not lo <= value <= hi:
-        raise ReplyParseError(f"{where}: {value} is outside {lo}..{hi}")
-    return value
-
-
-def _label_position(label: str, labels: list[str]) -> int | None:
-    label = re.sub(r"[^a-z ]", "", label.casefold()).strip()
-    for position, candidate in enumerate(labels, start=1):
-        if label and label == re.sub(r"[^a-z ]", "", candidate.casefold()).strip():
-            return position
-    return None
-
-
-def _collect(pairs: list[tuple[int, int]], n: int) -> list[int]:
-    by_position: dict[int, int] = {}
-    for position, value in pairs:
-        if not 1 <= position <= n:
-            raise ReplyParseError(f"item {position} does not exist (1..{n})")
-        if position in by_position and by_position[position] != value:
-            raise ReplyParseError(f"item {position} has two answers ({by_position[position]} and {value})")
-        by_position[position] = value
-    missing = [p for p in range(1, n + 1) if p not in by_position]
-    if missing:
-        raise ReplyParseError(f"no answer for items {missing}")
-    return [by_position[p] for p in range(1, n + 1)]
-
-
-def _parse_json(text: str, labels: list[str], lo: int, hi: int) -> list[int] | None:
-    match = re.search(r"(\{.*\}|\[.*\])", text, re.DOTALL)
-    if not match:
-        return None
-    try:
-        data = json.loads(match.group(1))
-    except json.JSONDecodeError:
-        return None
-    n = len(labels)
-    if isinstance(data, list):
-        if len(data) != n or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in data):
-            raise ReplyParseError(f"a JSON list of {len(data)} values for {n} items")
-        return [_as_int(str(v), lo, hi, f"item {i + 1}") for i, v in enumerate(data)]
-    if isinstance(data, dict):
-        pairs = []
-        for key, value in data.items():
-            key_text = str(key).strip()
-            position = int(key_text) if key_text.isdigit() else _label_position(key_text, labels)
-            if position is None:
-                raise ReplyParseError(f"JSON key {key!r} is neither an item number nor an item")
-            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-                raise ReplyParseError(f"JSON value for {key!r} is not a number")
-            pairs.append((position, _as_int(str(value).strip(), lo, hi, f"item {key}")))
-        return _collect(pairs, n)
-    return None
-
-
-def reply_parse(*, text: str, labels: list[str], scale_min: int, scale_max: int) -> list[int]:
-    """The answers of a reply, by the position the items were shown in (labels in that order).
-
-    Accepts: a JSON object (keys = positions or item labels) or list; lines like "1. 3", "1) 3", "1: 3",
-    "1. Interested: 3", "Interested - 3", "1. Interested (3)"; or exactly n numbers in a row ("3, 4, 1, ...").
-    Rejects (ReplyParseError, with the reason): a missing item, two different answers to one item, a value out
-    of range or not whole, and anything else that does not give exactly one number per item.
-    """
-    n, lo, hi = len(labels), scale_min, scale_max
-    parsed = _parse_json(text, labels, lo, hi)
-    if parsed is not None:
-        return parsed
-    pairs: list[tuple[int, int]] = []
-    numbered = re.compile(r"^\s*[-*•]?\s*(?:item\s*)?(\d+)\s*[.):\]-]\s*(.*)$", re.IGNORECASE)
-    for raw_line in text.splitlines():
-        line = raw_line.strip().strip("*").strip()
-        if not line:
-            continue
-        match = numbered.match(line)
-        if match:
-            position, rest = int(match.group(1)), match.group(2)
-            numbers = re.findall(_NUMBER, rest)
-            if len(numbers) == 1:
-                pairs.append((position, _as_int(numbers[0], lo, hi, f"item {position}")))
-                continue
-            if len(numbers) > 1:
-                raise ReplyParseError(f"line {line!r} gives more than one number for item {position}")
-            continue
-        labelled = re.match(rf"^\s*([A-Za-z][A-Za-z \-]*?)\s*[:=\-(]\s*({_NUMBER})\s*\)?\s*$", line)
-        if labelled:
-            position = _label_position(labelled.group(1), labels)
-            if position is not None:
-                pairs.append((position, _as_int(labelled.group(2), lo, hi, labelled.group(1))))
-    if pairs:
-        return _collect(pairs, n)
-    numbers = re.findall(_NUMBER, text)
-    if len(numbers) == n:
-        return [_as_int(v, lo, hi, f"item {i + 1}") for i, v in enumerate(numbers)]
-    raise ReplyParseError(f"found {len(numbers)} numbers and no item-by-item answers for {n} items")
 
 
 # --- Prompts ----------------------------------------------------------------------------------------------
@@ -376,10 +264,9 @@ def questionnaire_dispatch(
         (condition.pk, slot.phase, slot.situation.pk if slot.situation else None, slot.run_index, max_asks)
         for condition, _config, slot in work
     ]
-    from generation.services import tasks_dispatch
-    from generation.tasks import questionnaire_slot_task
-
-    tasks_dispatch(task=questionnaire_slot_task, run_here=questionnaire_slot_task_run, arg_lists=messages)
+    tasks_dispatch(
+        task_name=QUESTIONNAIRE_SLOT_TASK, run_here=questionnaire_slot_task_run, arg_lists=messages
+    )
     return len(messages)
 
 
@@ -424,106 +311,108 @@ def questionnaire_slot_run(
     backoff_base: float,
     summary: GenerationSummary,
 ) -> str:
-    """Ask for one slot until a reply parses; store the run. Returns "" on success, else why it failed."""
-    instrument = study.questionnaire_settings.instrument
-    order = item_order_for(study=study, condition=condition, slot=slot, item_numbers=sorted(items))
-    labels = [items[number] for number in order]
-    messages = [
-        {
-            "role": "user",
-            "content": questionnaire_prompt(instrument=instrument, situation=slot.situation, items=labels),
-        }
-    ]
-    params = {
-        "temperature": config.temperature,
-        "top_p": config.top_p,
-        "max_tokens": config.max_tokens,
-        "seed": config.seed,
-    }
-    provider = config.provider
-    attempt = 0
-    asks = 0
-    provider_failures = 0
-    while True:
-        attempt += 1
+    """Ask for one slot until a reply parses; store the run. Returns "" on success, else why it failed.
+
+    Each exchange is one step of the shared retry loop (services.running.run_until_settled): a provider error is
+    settled by the shared policy (`retry_decision`, counting provider failures against the provider's
+    max_attempts, backoff from `backoff_base`, Retry-After honoured); an unparseable reply is re-asked at once
+    in the same conversation, up to `max_asks` asks."""
+    asker = _SlotAsker(study, condition, config, slot, items, max_asks, backoff_base, summary)
+    outcome = run_until_settled(asker.exchange)
+    return "" if outcome.status == "done" else outcome.message
+
+
+class _SlotAsker:
+    """One slot's conversation: each `exchange` asks once, records the exchange and says how it settled."""
+
+    def __init__(self, study, condition, config, slot, items, max_asks, backoff_base, summary):
+        self.study, self.condition, self.config, self.slot = study, condition, config, slot
+        self.max_asks, self.backoff_base, self.summary = max_asks, backoff_base, summary
+        self.instrument = study.questionnaire_settings.instrument
+        self.order = item_order_for(study=study, condition=condition, slot=slot, item_numbers=sorted(items))
+        self.labels = [items[number] for number in self.order]
+        prompt = questionnaire_prompt(instrument=self.instrument, situation=slot.situation, items=self.labels)
+        self.messages = [{"role": "user", "content": prompt}]
+        self.params = config_params(config)
+        self.attempt = self.asks = self.failures = 0
+
+    def exchange(self) -> RunOutcome:
+        self.attempt += 1
         base = dict(
-            condition=condition,
-            phase=slot.phase,
-            situation=slot.situation,
-            run_index=slot.run_index,
-            attempt=attempt,
-            item_order=order,
+            condition=self.condition,
+            phase=self.slot.phase,
+            situation=self.slot.situation,
+            run_index=self.slot.run_index,
+            attempt=self.attempt,
+            item_order=self.order,
         )
         try:
             completion = provider_complete(
-                provider=provider,
-                model=config.model,
-                system=instrument.llm_system_prompt,
-                messages=messages,
-                params=params,
+                provider=self.config.provider,
+                model=self.config.model,
+                system=self.instrument.llm_system_prompt,
+                messages=self.messages,
+                params=self.params,
             )
-        except (TransientProviderError, PermanentProviderError) as exc:
-            summary.add(exchanges=1)
-            QuestionnaireExchange.objects.create(
-                **base,
-                request={"messages": messages, "params": params},
-                outcome=QuestionnaireExchange.Outcome.PROVIDER_ERROR,
-                error=str(exc),
-            )
-            provider_failures += 1
-            if isinstance(exc, PermanentProviderError) or provider_failures >= provider.max_attempts:
-                return f"provider error: {exc}"
-            retry_after = getattr(exc, "retry_after", None)
-            time.sleep(
-                min(
-                    retry_after if retry_after is not None else backoff_base * 2 ** (provider_failures - 1),
-                    30,
-                )
-            )
-            continue
-        summary.add(exchanges=1, cost=completion.cost)
-        asks += 1
-        exchange_fields = dict(
-            **base,
-            request=completion.request,
-            reply_text=completion.text,
-            raw_response=completion.raw_response,
-            model_returned=completion.model_returned,
-            input_tokens=completion.usage_in,
-            output_tokens=completion.usage_out,
-            cost=completion.cost,
-            latency_ms=completion.latency_ms,
+        except ProviderError as exc:
+            return self._provider_failed(exc, base)
+        self.summary.add(exchanges=1, cost=completion.cost)
+        self.asks += 1
+        fields = dict(
+            **base, request=completion.request, reply_text=completion.text, **completion.record_fields()
         )
         try:
             values = reply_parse(
                 text=completion.text,
-                labels=labels,
-                scale_min=instrument.scale_min,
-                scale_max=instrument.scale_max,
+                labels=self.labels,
+                scale_min=self.instrument.scale_min,
+                scale_max=self.instrument.scale_max,
             )
         except ReplyParseError as problem:
-            QuestionnaireExchange.objects.create(
-                **exchange_fields, outcome=QuestionnaireExchange.Outcome.UNPARSEABLE, error=str(problem)
-            )
-            if asks >= max_asks:
-                return f"no parseable reply after {asks} asks (last: {problem})"
-            summary.add(reasks=1)
-            messages = [
-                *messages,
-                {"role": "assistant", "content": completion.text},
-                {"role": "user", "content": _reask_message(instrument, len(labels), str(problem))},
-            ]
-            continue
+            return self._unparseable(completion.text, problem, fields)
         _run_store(
-            study=study,
-            condition=condition,
-            slot=slot,
-            order=order,
+            study=self.study,
+            condition=self.condition,
+            slot=self.slot,
+            order=self.order,
             values=values,
-            exchange_fields=exchange_fields,
+            exchange_fields=fields,
         )
-        summary.add(stored=1)
-        return ""
+        self.summary.add(stored=1)
+        return RunOutcome("done")
+
+    def _provider_failed(self, exc: ProviderError, base: dict) -> RunOutcome:
+        self.summary.add(exchanges=1)
+        QuestionnaireExchange.objects.create(
+            **base,
+            request={"messages": self.messages, "params": self.params},
+            outcome=QuestionnaireExchange.Outcome.PROVIDER_ERROR,
+            error=str(exc),
+        )
+        self.failures += 1
+        decided = retry_decision(
+            error=exc,
+            attempt=self.failures,
+            max_attempts=self.config.provider.max_attempts,
+            base=self.backoff_base,
+        )
+        return RunOutcome(decided.status, decided.countdown, f"provider error: {decided.message}")
+
+    def _unparseable(self, text: str, problem: ReplyParseError, fields: dict) -> RunOutcome:
+        QuestionnaireExchange.objects.create(
+            **fields, outcome=QuestionnaireExchange.Outcome.UNPARSEABLE, error=str(problem)
+        )
+        if self.asks >= self.max_asks:
+            return RunOutcome(
+                "failed", message=f"no parseable reply after {self.asks} asks (last: {problem})"
+            )
+        self.summary.add(reasks=1)
+        self.messages = [
+            *self.messages,
+            {"role": "assistant", "content": text},
+            {"role": "user", "content": _reask_message(self.instrument, len(self.labels), str(problem))},
+        ]
+        return RunOutcome("retry", countdown=0.0, message="re-ask")
 
 
 def _run_store(*, study, condition, slot, order, values, exchange_fields) -> None:

@@ -1,5 +1,9 @@
-"""Celery tasks: thin doors into generation.services. They take ids and are idempotent (the item's status in the
+"""Celery tasks: thin doors into generation's services. They take ids and are idempotent (the item's status in the
 database says whether the work is done; claiming is a conditional UPDATE).
+
+This module sits on top: it imports the services, and nothing in generation imports it. Services send work here
+by task name (services.dispatch.GENERATE_ITEM, questionnaire.QUESTIONNAIRE_SLOT_TASK); the names below are
+pinned so they match even if this module moves.
 
 Time limits stay well below the broker's visibility timeout (settings.CELERY_BROKER_TRANSPORT_OPTIONS) and below
 GENERATION_LEASE_SECONDS, so a live task is never taken over or redelivered while it still runs."""
@@ -9,23 +13,27 @@ import time
 from celery import shared_task
 from django.conf import settings
 
-from generation.questionnaire import questionnaire_slot_task_run
-from generation.services import generation_item_run, generation_sweep
+from generation.batches import batches_poll_open
+from generation.questionnaire import QUESTIONNAIRE_SLOT_TASK, questionnaire_slot_task_run
+from generation.services.dispatch import GENERATE_ITEM, generation_sweep
+from generation.services.running import generation_item_run, run_until_settled
 
 
-@shared_task(bind=True, acks_late=True, ignore_result=True, soft_time_limit=210, time_limit=240)
+@shared_task(
+    bind=True, name=GENERATE_ITEM, acks_late=True, ignore_result=True, soft_time_limit=210, time_limit=240
+)
 def generate_item(self, item_id: int) -> str:
     """Generate one (prompt, condition, sample). A transient failure re-queues the item with its backoff."""
-    while True:
-        outcome = generation_item_run(item_id=item_id)
-        if outcome.status != "retry":
-            return outcome.status
+
+    def wait(countdown: float) -> bool:
         if self.request.is_eager:
-            time.sleep(outcome.countdown)
-            continue
+            time.sleep(countdown)
+            return True
         # A fresh message rather than self.retry(): the attempt count lives in the database, not the message.
-        generate_item.apply_async((item_id,), countdown=outcome.countdown, queue=settings.GENERATION_QUEUE)
-        return "retry"
+        generate_item.apply_async((item_id,), countdown=countdown, queue=settings.GENERATION_QUEUE)
+        return False
+
+    return run_until_settled(lambda: generation_item_run(item_id=item_id), wait=wait).status
 
 
 @shared_task(acks_late=True, ignore_result=True, soft_time_limit=50, time_limit=60)
@@ -34,7 +42,9 @@ def generation_sweep_task() -> int:
     return generation_sweep()
 
 
-@shared_task(acks_late=True, ignore_result=True, soft_time_limit=540, time_limit=600)
+@shared_task(
+    name=QUESTIONNAIRE_SLOT_TASK, acks_late=True, ignore_result=True, soft_time_limit=540, time_limit=600
+)
 def questionnaire_slot_task(
     condition_id: int, phase: str, situation_id: int | None, run_index: int, max_asks: int
 ) -> str:
@@ -47,6 +57,4 @@ def questionnaire_slot_task(
 @shared_task(acks_late=True, ignore_result=True, soft_time_limit=100, time_limit=120)
 def generation_batches_poll_task() -> int:
     """Collect finished Batch API batches (run by beat)."""
-    from generation.batches import batches_poll_open
-
     return batches_poll_open()

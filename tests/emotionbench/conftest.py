@@ -125,3 +125,10 @@ def write_results_folder(root, *, models: dict[str, dict], rng: random.Random):
                 ] + [str(v) for v in values]
         pd.DataFrame(columns).to_csv(folder / f"{model}-PANAS-testing.csv", index=False)
     return folder
+
+
+@pytest.fixture
+def api_key(monkeypatch):
+    """The key of the loopback LLM subjects' provider (test_llm_subjects.make_provider)."""
+    monkeypatch.setenv("EB_TEST_API_KEY", "sk-test-emotionbench")
+    return "sk-test-emotionbench"

@@ -10,8 +10,8 @@ from werkzeug import Response as WResponse
 
 from analysis.emotionbench import emotionbench_analyse
 from generation.models import LLMConditionConfig, Provider
-from generation.questionnaire import ReplyParseError, reply_parse
 from generation.questionnaire_models import QuestionnaireExchange
+from generation.questionnaire_replies import ReplyParseError, reply_parse
 from generation.ratelimit import limit_spec_for, limiter_reset
 from studies.models import Condition, Instrument, QuestionnaireRun, Situation, Study, StudySituation
 from tests.factories import questionnaire_study_create
@@ -19,12 +19,6 @@ from tests.factories import questionnaire_study_create
 from .conftest import PA, PANAS_ITEMS
 
 LABELS = ["Interested", "Distressed", "Excited"]
-
-
-@pytest.fixture
-def api_key(monkeypatch):
-    monkeypatch.setenv("EB_TEST_API_KEY", "sk-test-emotionbench")
-    return "sk-test-emotionbench"
 
 
 def make_provider(httpserver) -> Provider:

@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from generation.models import GenerationItem, LLMConditionConfig, ResponseEdit, ResponseProvenance
-from generation.services import generation_run_in_process
+from generation.services.dispatch import generation_run_in_process
 from studies.models import Condition, Response
 
 from .conftest import TEST_KEY, make_study, openai_body

@@ -13,7 +13,7 @@ from werkzeug import Response as WResponse
 
 from generation import batches
 from generation.models import GenerationBatch, GenerationItem, ResponseProvenance
-from generation.services import GenerationSetupError, generation_conditions
+from generation.services.prompts import GenerationSetupError, generation_conditions
 from studies.models import Response
 
 from .conftest import json_response, make_provider, make_study, openai_body
@@ -189,7 +189,7 @@ def test_an_expired_batch_gives_its_items_back_and_anthropic_providers_are_refus
     anthropic = make_provider(httpserver, kind="anthropic", name="claude")
     conditions[0].llm_config.provider = anthropic
     conditions[0].llm_config.save()
-    with pytest.raises(GenerationSetupError, match="only used with OpenAI-kind providers"):
+    with pytest.raises(GenerationSetupError, match="has no Batch API here"):
         batches.batch_submit(study=study, conditions=generation_conditions(study=study))
 
 

@@ -13,7 +13,8 @@ from django.db import connection
 
 from generation.models import GenerationAttempt, GenerationItem
 from generation.ratelimit import _shape
-from generation.services import generation_item_run, generation_start
+from generation.services.dispatch import generation_start
+from generation.services.running import generation_item_run
 from studies.models import Response
 
 from .conftest import json_response, make_provider, make_study, openai_body
@@ -92,13 +93,13 @@ import django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup()
 from generation.models import Provider
-from generation.providers import _client, provider_complete, TransientProviderError
+from generation.providers import adapter_for, provider_complete, TransientProviderError
 
 provider = Provider(pk=int(sys.argv[1]), name="shared", kind="openai", base_url=sys.argv[2],
                     api_key_env="TEST_GEN_API_KEY", max_concurrency=50, requests_per_minute=int(sys.argv[3]),
                     tokens_per_minute=10_000_000, timeout_seconds=5, price_input_per_million=0,
                     price_output_per_million=0)
-_client(provider, os.environ["TEST_GEN_API_KEY"])  # build the SDK client before the clock starts
+adapter_for(provider).client(provider, os.environ["TEST_GEN_API_KEY"])  # build the SDK client before the clock starts
 print("ready", flush=True)
 sys.stdin.readline()  # the test says go once every process is ready
 stop_at = time.time() + float(sys.argv[4])

@@ -256,7 +256,7 @@ def test_cancel_then_start_resumes_only_the_cancelled_items(httpserver, openai_p
     study = make_study(provider=openai_provider, n_prompts=3, conditions=("gpt", "other"))
     httpserver.expect_request(CHAT).respond_with_json(openai_body())
     run(study.slug, "--condition", "gpt")
-    from generation.services import generation_start
+    from generation.services.dispatch import generation_start
 
     generation_start(study=study, conditions=list(study.conditions.filter(name="other")), dispatch=False)
     out = StringIO()

@@ -17,8 +17,9 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from generation import services
-from generation.models import LLMConditionConfig
+from generation import batches, selectors
+from generation.models import GenerationBatch, LLMConditionConfig
+from generation.services import dispatch, prompts
 from studies.models import Study
 
 
@@ -64,12 +65,12 @@ class Command(BaseCommand):
         if study is None:
             raise CommandError(f"No study with slug {options['study']!r}.")
         try:
-            conditions = services.generation_conditions(study=study, condition_name=options["condition"])
-        except services.GenerationSetupError as exc:
+            conditions = prompts.generation_conditions(study=study, condition_name=options["condition"])
+        except prompts.GenerationSetupError as exc:
             raise CommandError(str(exc)) from None
 
         if options["export_provenance"]:
-            count = services.provenance_export(
+            count = selectors.provenance_export(
                 study=study,
                 path=options["export_provenance"],
                 include_superseded=options["include_superseded"],
@@ -80,7 +81,7 @@ class Command(BaseCommand):
             self._summary(study)
             return
         if options["cancel"]:
-            count = services.generation_cancel(conditions=conditions)
+            count = dispatch.generation_cancel(conditions=conditions)
             self.stdout.write(f"Cancelled {count} pending items (calls already in flight still finish).")
             return
         if options["dry_run"]:
@@ -90,19 +91,19 @@ class Command(BaseCommand):
             self._batches(study, conditions, submit=options["batch"])
             return
 
-        in_process = options["in_process"] or services.tasks_run_in_process()
-        problems = services.generation_problems(conditions=conditions)
+        in_process = options["in_process"] or dispatch.tasks_run_in_process()
+        problems = prompts.generation_problems(conditions=conditions)
         if problems:
             raise CommandError("Generation could not start: " + " ".join(problems))
         self._estimate(conditions)
         try:
             if options["retry_failed"]:
-                item_ids = services.generation_retry_failed(
+                item_ids = dispatch.generation_retry_failed(
                     conditions=conditions, via="command", dispatch=not in_process
                 )
                 self.stdout.write(f"Retrying {len(item_ids)} failed items.")
             else:
-                result = services.generation_start(
+                result = dispatch.generation_start(
                     study=study, conditions=conditions, via="command", dispatch=not in_process
                 )
                 item_ids = result.item_ids
@@ -111,7 +112,7 @@ class Command(BaseCommand):
                     + ("" if in_process else " (sent to the workers)")
                     + "."
                 )
-        except services.GenerationSetupError as exc:
+        except prompts.GenerationSetupError as exc:
             raise CommandError(str(exc)) from None
 
         runner = None
@@ -125,7 +126,7 @@ class Command(BaseCommand):
                 self._summary(study, conditions=conditions)
                 return
             runner = threading.Thread(
-                target=services.generation_run_in_process,
+                target=dispatch.generation_run_in_process,
                 kwargs={"item_ids": item_ids, "threads": threads},
                 daemon=True,
             )
@@ -149,7 +150,7 @@ class Command(BaseCommand):
         from tqdm import tqdm
 
         with tqdm(total=len(item_ids), unit="item", file=sys.stderr, disable=not progress) as bar:
-            services.generation_run_in_process(item_ids=item_ids, threads=1, on_settled=lambda: bar.update(1))
+            dispatch.generation_run_in_process(item_ids=item_ids, threads=1, on_settled=lambda: bar.update(1))
 
     def _watch(self, study, conditions, runner, *, progress: bool):
         from tqdm import tqdm
@@ -157,7 +158,7 @@ class Command(BaseCommand):
         names = {c.name for c in conditions}
 
         def snapshot():
-            rows = [r for r in services.generation_progress(study=study) if r["name"] in names]
+            rows = [r for r in selectors.generation_progress(study=study) if r["name"] in names]
             settled = sum(r["done"] + r["failed"] + r["cancelled"] for r in rows)
             total = sum(r["slots"] for r in rows)
             spend = sum(r["spend"] for r in rows)
@@ -176,7 +177,7 @@ class Command(BaseCommand):
         )
         try:
             while True:
-                unsettled = services.generation_unsettled(conditions=conditions)
+                unsettled = selectors.generation_unsettled(conditions=conditions)
                 settled, total, spend, failed = snapshot()
                 bar.update(settled - bar.n)
                 bar.set_postfix(failed=failed, spend=f"${spend:.4f}", refresh=False)
@@ -187,7 +188,7 @@ class Command(BaseCommand):
                     break
                 elif time.monotonic() >= next_sweep:
                     # A worker killed mid-call leaves its items running until their lease expires: hand them on.
-                    swept = services.generation_sweep(conditions=conditions)
+                    swept = dispatch.generation_sweep(conditions=conditions)
                     if swept:
                         bar.write(f"Re-dispatched {swept} items whose worker stopped answering.")
                     next_sweep = time.monotonic() + settings.GENERATION_LEASE_SECONDS
@@ -198,7 +199,7 @@ class Command(BaseCommand):
             runner.join()
 
     def _estimate(self, conditions):
-        rows = services.generation_estimate(conditions=conditions)
+        rows = prompts.generation_estimate(conditions=conditions)
         self.stdout.write("Cost estimate (upper bound: every reply at max_tokens):")
         for row in rows:
             self.stdout.write(
@@ -210,14 +211,14 @@ class Command(BaseCommand):
         self.stdout.write(f"  total ≤ ${total:.4f}")
 
     def _dry_run(self, conditions):
-        problems = services.generation_problems(conditions=conditions)
+        problems = prompts.generation_problems(conditions=conditions)
         self._estimate([c for c in conditions if LLMConditionConfig.objects.filter(condition=c).exists()])
         for condition in conditions:
             config = LLMConditionConfig.objects.filter(condition=condition).select_related("provider").first()
             if config is None:
                 continue
             try:
-                example = services.generation_example(config=config)
+                example = prompts.generation_example(config=config)
             except Exception as exc:  # a broken template is reported below with the other problems
                 self.stdout.write(f"\n[{condition.name}] cannot render an example: {exc}")
                 continue
@@ -232,7 +233,7 @@ class Command(BaseCommand):
     def _summary(self, study, conditions=None):
         names = {c.name for c in conditions} if conditions else None
         self.stdout.write("\nProgress:")
-        for row in services.generation_progress(study=study):
+        for row in selectors.generation_progress(study=study):
             if names and row["name"] not in names:
                 continue
             self.stdout.write(
@@ -243,20 +244,17 @@ class Command(BaseCommand):
             for message, count in row["errors"]:
                 self.stdout.write(f"    failed ×{count}: {message}")
         self.stdout.write("Response length in words (n, mean, median, SD):")
-        for row in services.response_length_stats(study=study):
+        for row in selectors.response_length_stats(study=study):
             marker = " (baseline)" if row["baseline"] else ""
             self.stdout.write(
                 f"  {row['condition']}{marker}: n={row['n']} mean={row['mean']} median={row['median']} sd={row['sd']}"
             )
 
     def _batches(self, study, conditions, *, submit: bool) -> None:
-        from generation import batches
-        from generation.models import GenerationBatch
-
         if submit:
             try:
                 submitted = batches.batch_submit(study=study, conditions=conditions, via="command")
-            except services.GenerationSetupError as exc:
+            except prompts.GenerationSetupError as exc:
                 raise CommandError(str(exc)) from None
             for batch in submitted:
                 self.stdout.write(

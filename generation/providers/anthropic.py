@@ -1,0 +1,45 @@
+"""Anthropic's Messages API through the official `anthropic` SDK."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+
+from generation.providers.base import Reply
+from generation.providers.sdk import SDKAdapter
+
+
+class AnthropicAdapter(SDKAdapter):
+    kind = "anthropic"
+    label = "Anthropic"
+    sdk = anthropic
+    client_class = "Anthropic"
+
+    def request_build(self, *, model: str, system: str, messages: list[dict], params: dict) -> dict:
+        body: dict[str, Any] = {"model": model, "max_tokens": int(params.get("max_tokens") or 1024)}
+        if system:
+            body["system"] = system
+        body["messages"] = list(messages)
+        for name in ("temperature", "top_p", "stop_sequences"):
+            if name in params:
+                body[name] = params[name]
+        # Anthropic has no seed parameter: it is recorded in provenance by the caller, not sent.
+        return body
+
+    def create_method(self, client):
+        return client.messages.with_raw_response.create
+
+    def reply_parse(self, data: dict) -> Reply:
+        if data.get("type") == "error":
+            raise KeyError("error body with status 200")
+        text = "".join(part.get("text", "") for part in data["content"] if part.get("type") == "text")
+        usage = data.get("usage") or {}
+        return Reply(
+            text=text,
+            finish_reason=data.get("stop_reason") or "",
+            model_returned=data.get("model") or "",
+            response_id=data.get("id") or "",
+            usage_in=usage.get("input_tokens"),
+            usage_out=usage.get("output_tokens"),
+        )

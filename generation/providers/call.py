@@ -1,0 +1,102 @@
+"""One call to a provider: the key read (and checked) at call time, the cross-worker limits, the adapter, the log."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from generation.keys import key_env_problem
+from generation.providers.base import (
+    Completion,
+    LimiterWait,
+    PermanentProviderError,
+    ProviderError,
+    tokens_estimate,
+)
+from generation.providers.registry import adapter_for
+from generation.ratelimit import RateLimitWait, limit_spec_for, limiter_acquire, limiter_release
+
+logger = logging.getLogger(__name__)
+
+
+def provider_api_key(provider) -> str:
+    """The key from the environment variable the provider names. PermanentProviderError (nothing is read, nothing
+    sent) when the name is not an allowed key variable (generation.keys: e.g. SECRET_KEY, DATABASE_URL) or the
+    variable is not set."""
+    problem = key_env_problem(provider.api_key_env)
+    if problem:
+        raise PermanentProviderError("forbidden_key_env", f"provider {provider.name}: {problem}")
+    value = os.environ.get(provider.api_key_env, "")
+    if not value:
+        raise PermanentProviderError(
+            "missing_key",
+            f"the environment variable {provider.api_key_env} (API key of provider {provider.name}) is not set",
+        )
+    return value
+
+
+def provider_request_build(*, provider, model: str, system: str, messages: list[dict], params: dict) -> dict:
+    """The exact request body the provider's adapter sends (stored verbatim in provenance). None params are
+    left out."""
+    params = {k: v for k, v in (params or {}).items() if v is not None}
+    return adapter_for(provider).request_build(model=model, system=system, messages=messages, params=params)
+
+
+def provider_complete(
+    *,
+    provider,
+    model: str,
+    messages: list[dict],
+    system: str = "",
+    params: dict | None = None,
+    rate_limit: bool = True,
+    max_wait: float = 30.0,
+) -> Completion:
+    """Ask `model` at `provider` once and return the Completion, or raise a classified error (see the package doc).
+
+    messages: [{"role": "user" | "assistant", "content": str}, ...]; system: the system prompt (each adapter puts
+    it where its wire format wants it); params: temperature, top_p, max_tokens, seed, stop (None values are not
+    sent). With rate_limit, waits for the provider's limits up to max_wait seconds, then raises LimiterWait
+    (transient, nothing sent)."""
+    params = dict(params or {})
+    api_key = provider_api_key(provider)
+    adapter = adapter_for(provider)
+    body = provider_request_build(
+        provider=provider, model=model, system=system, messages=messages, params=params
+    )
+    lease = None
+    if rate_limit:
+        estimate = tokens_estimate(system=system, messages=messages, max_tokens=params.get("max_tokens"))
+        try:
+            lease = limiter_acquire(spec=limit_spec_for(provider), tokens=estimate, max_wait=max_wait)
+        except RateLimitWait as wait:
+            raise LimiterWait(wait.retry_after) from None
+    actual_tokens = None
+    try:
+        completion = adapter.complete(provider=provider, api_key=api_key, body=body)
+        if completion.usage_in is not None or completion.usage_out is not None:
+            actual_tokens = int(completion.usage_in or 0) + int(completion.usage_out or 0)
+        logger.info(
+            "provider call ok",
+            extra={
+                "provider": provider.name,
+                "model": model,
+                "latency_ms": completion.latency_ms,
+                "finish_reason": completion.finish_reason,
+            },
+        )
+        return completion
+    except ProviderError as exc:
+        logger.warning(
+            "provider call failed",
+            extra={
+                "provider": provider.name,
+                "model": model,
+                "error_kind": exc.kind,
+                "http_status": exc.http_status,
+            },
+        )
+        raise
+    finally:
+        if lease is not None:
+            limiter_release(lease=lease, actual_tokens=actual_tokens)

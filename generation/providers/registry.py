@@ -1,0 +1,47 @@
+"""Which adapter speaks a provider's wire format: one registration per Provider.kind, and nothing else in the
+project branches on the kind. A new wire format is one ProviderAdapter subclass and one `adapter_register` call."""
+
+from __future__ import annotations
+
+from generation.providers.anthropic import AnthropicAdapter
+from generation.providers.base import BatchAPI, PermanentProviderError, ProviderAdapter
+from generation.providers.openai_compat import OpenAICompatAdapter
+
+_ADAPTERS: dict[str, ProviderAdapter] = {}
+
+
+def adapter_register(adapter: ProviderAdapter) -> ProviderAdapter:
+    """Serve providers of `adapter.kind` with `adapter` (one instance per process; it may cache clients)."""
+    _ADAPTERS[adapter.kind] = adapter
+    return adapter
+
+
+def adapter_unregister(kind: str) -> None:
+    _ADAPTERS.pop(kind, None)
+
+
+def adapter_choices() -> list[tuple[str, str]]:
+    """Provider.kind's choices: one per registered adapter (a callable, so a new one needs no migration)."""
+    return [(kind, adapter.label) for kind, adapter in _ADAPTERS.items()]
+
+
+def adapter_for(provider) -> ProviderAdapter:
+    """The adapter of `provider.kind`; PermanentProviderError naming the kinds there are otherwise."""
+    adapter = _ADAPTERS.get(provider.kind)
+    if adapter is None:
+        raise PermanentProviderError(
+            "unknown_kind",
+            f"provider {provider.name} is of kind {provider.kind!r}, which no adapter speaks "
+            f"(there are: {', '.join(sorted(_ADAPTERS))})",
+        )
+    return adapter
+
+
+def adapter_batch_api(provider) -> BatchAPI | None:
+    """The provider's adapter if its wire format has a Batch API, else None."""
+    adapter = adapter_for(provider)
+    return adapter if isinstance(adapter, BatchAPI) else None
+
+
+adapter_register(OpenAICompatAdapter())
+adapter_register(AnthropicAdapter())

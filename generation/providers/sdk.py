@@ -1,0 +1,81 @@
+"""Sending through a vendor's official SDK (openai, anthropic): one cached client per endpoint and key, the SDK's
+own retries off, and its exceptions mapped onto our classified errors. Both SDKs are built on httpx and share the
+shape this relies on (APITimeoutError, APIConnectionError, APIStatusError, `with_raw_response`)."""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from abc import abstractmethod
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import ModuleType
+from typing import Any
+
+from generation.providers.base import HTTPReply, ProviderAdapter, TransientProviderError, status_error
+
+
+class SDKAdapter(ProviderAdapter):
+    sdk: ModuleType  # the vendor's package
+    client_class: str  # its client's class name
+
+    def __init__(self) -> None:
+        self._clients: dict[tuple, Any] = {}
+        self._lock = threading.Lock()
+        self._signatures: dict[str, frozenset] = {}
+
+    def client(self, provider, api_key: str):
+        """The SDK client for this endpoint and key (built once per process; clients are thread-safe)."""
+        key = (provider.base_url or "", api_key, float(provider.timeout_seconds))
+        with self._lock:
+            client = self._clients.get(key)
+            if client is None:
+                options = {"api_key": api_key, "timeout": float(provider.timeout_seconds), "max_retries": 0}
+                if provider.base_url:
+                    options["base_url"] = provider.base_url
+                client = getattr(self.sdk, self.client_class)(**options)
+                self._clients[key] = client
+            return client
+
+    @abstractmethod
+    def create_method(self, client) -> Callable:
+        """The SDK's raw-response create call for this wire format."""
+
+    @contextmanager
+    def errors_classified(self, provider) -> Iterator[None]:
+        """Raise the SDK's failures as our classified errors (a non-2xx status through `status_error`)."""
+        sdk = self.sdk
+        try:
+            yield
+        except sdk.APITimeoutError as exc:
+            raise TransientProviderError(
+                "timeout", f"no reply within {provider.timeout_seconds:g}s ({exc.__class__.__name__})"
+            ) from None
+        except sdk.APIConnectionError as exc:
+            raise TransientProviderError(
+                "connection", f"could not reach {provider.base_url or 'the provider'}: {exc}"
+            ) from None
+        except sdk.APIStatusError as exc:
+            raise status_error(exc.status_code, exc.response.text, exc.response.headers) from None
+
+    def _accepted(self, create) -> frozenset:
+        name = getattr(create, "__qualname__", repr(create))
+        if name not in self._signatures:
+            self._signatures[name] = frozenset(inspect.signature(create).parameters) - {
+                "extra_body",
+                "extra_headers",
+            }
+        return self._signatures[name]
+
+    def send(self, *, provider, api_key: str, body: dict) -> HTTPReply:
+        create = self.create_method(self.client(provider, api_key))
+        # SDK versions differ in which body fields they take as arguments (newer Anthropic SDKs dropped
+        # temperature/top_p): pass what the signature takes, send the rest through extra_body, so the wire body
+        # is exactly `body` either way.
+        accepted = self._accepted(create)
+        direct = {k: v for k, v in body.items() if k in accepted}
+        extra = {k: v for k, v in body.items() if k not in accepted}
+        with self.errors_classified(provider):
+            raw = create(**direct, extra_body=extra or None)
+        http = raw.http_response
+        return HTTPReply(status=http.status_code, text=http.text, headers=http.headers)

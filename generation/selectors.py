@@ -1,0 +1,198 @@
+"""Reading generation's records: progress, response lengths, provenance rows and their export. Read-only.
+
+Other apps read generation through this module and nothing else (analysis → generation.selectors for the
+responses export's provenance columns); it imports no generation service, so reading never drags in the code
+that calls providers or dispatches work.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import statistics
+from collections import Counter
+from decimal import Decimal
+
+from django.db.models import Count, Sum
+
+from generation.models import GenerationItem, LLMConditionConfig, ResponseProvenance
+from studies.models import Condition, Prompt, Response, Study
+
+Status = GenerationItem.Status
+WORD_RE = re.compile(r"[\w’'-]+")
+
+
+def words_count(text: str) -> int:
+    return len(WORD_RE.findall(text or ""))
+
+
+def generation_unsettled(*, conditions: list[Condition]) -> int:
+    """Items still pending or running (what a caller waits for)."""
+    return GenerationItem.objects.filter(
+        condition__in=conditions, status__in=[Status.PENDING, Status.RUNNING]
+    ).count()
+
+
+def generation_progress(*, study: Study) -> list[dict]:
+    """Per LLM condition: slots (prompts × samples), done / running / pending / failed / cancelled / not started,
+    spend so far (USD), responses flagged for review, and the most common errors."""
+    n_prompts = Prompt.objects.filter(study=study).count()
+    rows = []
+    for condition in study.conditions.filter(kind=Condition.Kind.LLM).order_by("position", "name"):
+        config = LLMConditionConfig.objects.select_related("provider").filter(condition=condition).first()
+        slots = n_prompts * (config.n_samples if config else 1)
+        counts = dict(
+            GenerationItem.objects.filter(condition=condition)
+            .values_list("status")
+            .annotate(n=Count("id"))
+            .values_list("status", "n")
+        )
+        spend = GenerationItem.objects.filter(condition=condition).aggregate(s=Sum("cost"))["s"] or Decimal(0)
+        errors = Counter(
+            GenerationItem.objects.filter(condition=condition, status=Status.FAILED).values_list(
+                "last_error", flat=True
+            )
+        ).most_common(3)
+        stored = Response.objects.filter(condition=condition).count()
+        rows.append(
+            {
+                "condition": condition,
+                "name": condition.name,
+                "config": config,
+                "slots": slots,
+                "responses": stored,
+                "done": counts.get(Status.DONE, 0),
+                "running": counts.get(Status.RUNNING, 0),
+                "pending": counts.get(Status.PENDING, 0),
+                "failed": counts.get(Status.FAILED, 0),
+                "cancelled": counts.get(Status.CANCELLED, 0),
+                "not_started": max(slots - sum(counts.values()), 0),
+                "spend": spend,
+                "flagged": Response.objects.filter(
+                    condition=condition, review=Response.Review.FLAGGED
+                ).count(),
+                "errors": errors,
+                "percent": round(100 * counts.get(Status.DONE, 0) / slots) if slots else 0,
+            }
+        )
+    return rows
+
+
+def response_length_stats(*, study: Study) -> list[dict]:
+    """Words per response for every condition (human baseline included): n, mean, median, SD. The seed
+    study found LLM responses up to twice as long as the human ones — a confound worth reporting."""
+    rows = []
+    for condition in study.conditions.order_by("position", "name"):
+        lengths = [
+            words_count(t)
+            for t in Response.objects.filter(condition=condition).values_list("text", flat=True)
+        ]
+        rows.append(
+            {
+                "condition": condition.name,
+                "kind": condition.kind,
+                "baseline": condition.is_baseline or condition.kind == Condition.Kind.HUMAN,
+                "n": len(lengths),
+                "mean": round(statistics.fmean(lengths), 1) if lengths else None,
+                "median": statistics.median(lengths) if lengths else None,
+                "sd": round(statistics.stdev(lengths), 1) if len(lengths) > 1 else None,
+            }
+        )
+    return rows
+
+
+PROVENANCE_COLUMNS = [
+    "study",
+    "condition",
+    "dialogue_id",
+    "sample_index",
+    "response_id",
+    "text",
+    "source",
+    "review",
+    "review_flags",
+    "edited",
+    "provider",
+    "provider_kind",
+    "base_url",
+    "model_requested",
+    "model_returned",
+    "system_fingerprint",
+    "provider_response_id",
+    "finish_reason",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "latency_ms",
+    "attempts",
+    "requested_at",
+    "completed_at",
+    "superseded_at",
+    "request_json",
+    "raw_response_json",
+]
+
+
+def provenance_rows(*, study: Study, include_superseded: bool = False):
+    """One row per generated response (PROVENANCE_COLUMNS): what was asked, of which model, what came back,
+    usage, cost, latency, attempts, timestamps. For exports; holds no key (only bodies were ever stored)."""
+    queryset = (
+        ResponseProvenance.objects.filter(response__condition__study=study)
+        .select_related("response__condition", "response__prompt")
+        .annotate(n_edits=Count("response__edits"))
+        .order_by(
+            "response__condition__position", "response__condition__name", "response__prompt_id", "created_at"
+        )
+    )
+    if not include_superseded:
+        queryset = queryset.filter(superseded_at__isnull=True)
+    for row in queryset.iterator(chunk_size=500):
+        response = row.response
+        yield {
+            "study": study.slug,
+            "condition": response.condition.name,
+            "dialogue_id": response.prompt.dialogue_id,
+            "sample_index": response.sample_index,
+            "response_id": response.id,
+            "text": response.text,
+            "source": response.source,
+            "review": response.review,
+            "review_flags": ";".join(response.review_flags or []),
+            "edited": row.n_edits > 0,
+            "provider": row.provider_name,
+            "provider_kind": row.provider_kind,
+            "base_url": row.base_url,
+            "model_requested": row.model_requested,
+            "model_returned": row.model_returned,
+            "system_fingerprint": row.system_fingerprint,
+            "provider_response_id": row.provider_response_id,
+            "finish_reason": row.finish_reason,
+            "input_tokens": row.input_tokens,
+            "output_tokens": row.output_tokens,
+            "cost_usd": f"{row.cost:.8f}",
+            "latency_ms": row.latency_ms,
+            "attempts": row.attempts,
+            "requested_at": row.requested_at.isoformat(),
+            "completed_at": row.completed_at.isoformat(),
+            "superseded_at": row.superseded_at.isoformat() if row.superseded_at else "",
+            "request_json": json.dumps(row.request, ensure_ascii=False, sort_keys=True),
+            "raw_response_json": json.dumps(row.raw_response, ensure_ascii=False, sort_keys=True),
+        }
+
+
+def provenance_export(*, study: Study, path, include_superseded: bool = False) -> int:
+    """Write provenance_rows to a CSV (or JSON Lines if the path ends in .jsonl). Returns the row count."""
+    count = 0
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        if str(path).endswith(".jsonl"):
+            for row in provenance_rows(study=study, include_superseded=include_superseded):
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+                count += 1
+        else:
+            writer = csv.DictWriter(handle, fieldnames=PROVENANCE_COLUMNS)
+            writer.writeheader()
+            for row in provenance_rows(study=study, include_superseded=include_superseded):
+                writer.writerow(row)
+                count += 1
+    return count

@@ -1,0 +1,11 @@
+"""Generation's services, one module per responsibility (import the module you need; nothing is re-exported here).
+
+    prompts.py   what a condition sends and whether it can: rendering, set-up checks, quality flags, examples,
+                 estimates (sends nothing)
+    running.py   one item: claim, call, store exactly once; the one retry policy and loop every caller shares
+    dispatch.py  start, cancel, retry, sweep; handing work to Celery or to in-process threads
+    review.py    approve, edit, regenerate a response
+
+Reads live in generation.selectors. Arrows point one way: review → dispatch → running → prompts → selectors;
+generation.tasks, generation.batches and generation.questionnaire sit above them; none of these imports tasks.
+"""
