@@ -160,6 +160,7 @@ class StudyAdmin(admin.ModelAdmin):
                 ]
             },
         ),
+        ("Declared exclusion rules", {"fields": ["exclusion_rules"]}),
         (
             "Recruiting platform and outcomes",
             {
@@ -191,6 +192,14 @@ class StudyAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request):
         return study_list_with_counts()
+
+    def get_readonly_fields(self, request, obj=None):
+        # Exclusion rules are declared before launch: once participants have been let in, changing them would
+        # be choosing the rules after seeing the data.
+        fields = list(super().get_readonly_fields(request, obj))
+        if obj is not None and obj.state != Study.State.DRAFT:
+            fields.append("exclusion_rules")
+        return fields
 
     @admin.display(description="kind", ordering="kind")
     def kind_short(self, study: Study) -> str:
