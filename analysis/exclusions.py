@@ -312,8 +312,13 @@ def differential_warnings(summary: pd.DataFrame, *, alpha: float) -> list[str]:
     """A plain sentence for every rule whose exclusion rates differ between conditions."""
     out = []
     conditions = [c.removeprefix("participants_") for c in summary.columns if c.startswith("participants_")]
-    before = summary.set_index("rule").loc["before exclusions"]
+    by_rule = summary.set_index("rule")
+    before = by_rule.loc["before exclusions"]
+    # With one rule excluding anyone, the any-rule line is that rule again: one warning, not two.
+    rules_hit = sum(int(by_rule.loc[rule, "participants"]) > 0 for rule in RULE_NAMES)
     for _, line in summary[summary["differs"]].iterrows():
+        if line["rule"] == ANY_RULE and rules_hit < 2:
+            continue
         per = ", ".join(
             f"{c} {int(line[f'participants_{c}'])}/{int(before[f'participants_{c}'])}" for c in conditions
         )
@@ -391,7 +396,14 @@ def sensitivity_table(
                 not (math.isnan(p_without) or math.isnan(p_with)) and (p_without < alpha) != (p_with < alpha)
             )
         lines.append(line)
-    return pd.DataFrame(lines)
+    frame = pd.DataFrame(lines)
+    # Each measure without and with the exclusions side by side.
+    order = ["condition"] + [
+        f"{measure}_{side}"
+        for measure in ("participants", top, "diff_points", "change", "p")
+        for side in ("without", "with")
+    ]
+    return frame[[c for c in [*order, "conclusion_changes"] if c in frame.columns]]
 
 
 def sensitivity_sentences(

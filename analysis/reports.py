@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
 from django.template.loader import render_to_string
 from django.utils import timezone
+from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from analysis import figures, stats
@@ -44,13 +46,26 @@ def html_table(frame: pd.DataFrame, *, columns: list[str] | None = None, caption
     if "test" in frame.columns:
         frame = frame.assign(test=frame["test"].map(lambda t: TEST_SHORT.get(t, t)))
     html = frame.to_html(index=False, border=0, classes="data", na_rep="", formatters=None, float_format=_fmt)
-    if caption:
-        html = html.replace(
-            '<table border="0" class="dataframe data">',
-            f'<table class="data"><caption>{caption}</caption>',
-            1,
-        )
-    return mark_safe(html)
+    # Wide tables scroll sideways (see _style.html): tabindex lets keyboard users scroll them too.
+    opening = '<table class="data" tabindex="0">' + (
+        f"<caption>{escape(caption)}</caption>" if caption else ""
+    )
+    return mark_safe(re.sub(r"<table[^>]*>", opening, html, count=1))
+
+
+def exclusions_display(frame: pd.DataFrame) -> pd.DataFrame:
+    """The exclusions table for a page: the counts per condition first (headed by the condition's name), then the
+    test; the rules' definitions are listed above the table, so they are left out of it."""
+    if frame.empty:
+        return frame
+    per = [c for c in frame.columns if c.startswith("participants_")]
+    out = frame[["rule", *per, "test", "p", "differs", "chi2", "dof", "participants", "ratings", "note"]]
+    out = out.assign(
+        differs=[
+            ("yes" if d else "no") if t else "" for d, t in zip(out["differs"], out["test"], strict=True)
+        ]
+    )
+    return out.rename(columns={c: c.removeprefix("participants_") for c in per} | {"participants": "total"})
 
 
 def main_table(analysis) -> pd.DataFrame:
@@ -75,8 +90,13 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
         "figures": figs,
         "rules": analysis.rules.describe(),
         "declared_rules": _declared_description(analysis),
-        "exclusions_html": html_table(analysis.exclusions),
-        "sensitivity_html": html_table(analysis.sensitivity),
+        "exclusions_html": html_table(
+            exclusions_display(analysis.exclusions),
+            caption="Participants excluded by each rule, per condition, and the test",
+        ),
+        "sensitivity_html": html_table(
+            analysis.sensitivity, caption="The headline without and with the exclusions"
+        ),
         "distribution_html": html_table(analysis.distribution),
         "distribution_by_valence_html": html_table(analysis.distribution_by_valence),
         "distribution_by_emotion_html": html_table(analysis.distribution_by_emotion),
