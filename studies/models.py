@@ -90,9 +90,7 @@ class Study(models.Model):
 
     # Design.
     items_per_participant = models.PositiveSmallIntegerField(default=10, validators=[MinValueValidator(1)])
-    target_ratings_per_response = models.PositiveSmallIntegerField(
-        default=1, validators=[MinValueValidator(1)]
-    )
+    target_ratings_per_response = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
     quota_per_condition = models.PositiveIntegerField(default=200, validators=[MinValueValidator(1)])
     attention_check_max_failures = models.PositiveSmallIntegerField(
         default=0, help_text="A participant failing more attention checks than this is flagged for exclusion."
@@ -111,13 +109,9 @@ class Study(models.Model):
     # Recruiting platform and outcomes.
     platform = models.CharField(max_length=16, choices=Platform.choices, default=Platform.PROLIFIC)
     completion_code = models.CharField(max_length=64, blank=True)
-    screened_out_code = models.CharField(
-        max_length=64, blank=True, help_text="Given when consent is declined."
-    )
+    screened_out_code = models.CharField(max_length=64, blank=True, help_text="Given when consent is declined.")
     failed_checks_code = models.CharField(
-        max_length=64,
-        blank=True,
-        help_text="Given when attention checks are failed (blank: the completion code).",
+        max_length=64, blank=True, help_text="Given when attention checks are failed (blank: the completion code)."
     )
     completion_redirect_url = models.CharField(
         max_length=500,
@@ -174,9 +168,7 @@ class Condition(models.Model):
     name = models.SlugField(max_length=64, help_text="Short id used in exports, e.g. human, gpt4.")
     label = models.CharField(max_length=200, blank=True)
     kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.HUMAN)
-    is_baseline = models.BooleanField(
-        default=False, help_text="Analyses compare other conditions with this one."
-    )
+    is_baseline = models.BooleanField(default=False, help_text="Analyses compare other conditions with this one.")
     quota = models.PositiveIntegerField(
         null=True, blank=True, help_text="Participants for this condition; blank: the study's quota."
     )
@@ -243,8 +235,7 @@ class Response(models.Model):
         ordering = ["condition", "prompt"]
         constraints = [
             models.UniqueConstraint(
-                fields=["prompt", "condition", "sample_index"],
-                name="response_unique_per_prompt_condition_sample",
+                fields=["prompt", "condition", "sample_index"], name="response_unique_per_prompt_condition_sample"
             ),
             models.CheckConstraint(condition=~Q(text=""), name="response_text_not_empty"),
         ]
@@ -262,7 +253,9 @@ class AttentionCheck(models.Model):
     speaker_utterance = models.TextField()
     response_text = models.TextField(help_text="Shown where a response would be; says which option to pick.")
     expected_value = models.SmallIntegerField()
-    after_item = models.PositiveSmallIntegerField(help_text="Shown after this many regular items (0: first).")
+    after_item = models.PositiveSmallIntegerField(
+        help_text="Shown after this many regular items (0: first)."
+    )
 
     class Meta:
         ordering = ["study", "after_item", "id"]
@@ -320,9 +313,7 @@ class Participant(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["study", "external_id"], name="participant_unique_external_id"),
         ]
-        indexes = [
-            models.Index(fields=["study", "condition", "status"], name="participant_study_cond_status")
-        ]
+        indexes = [models.Index(fields=["study", "condition", "status"], name="participant_study_cond_status")]
 
     def __str__(self) -> str:
         return f"{self.external_id} ({self.study.slug})"
@@ -362,24 +353,9 @@ class Assignment(models.Model):
             ),
             models.CheckConstraint(
                 condition=(
-                    Q(
-                        kind="response",
-                        response__isnull=False,
-                        attention_check__isnull=True,
-                        situation__isnull=True,
-                    )
-                    | Q(
-                        kind="attention",
-                        response__isnull=True,
-                        attention_check__isnull=False,
-                        situation__isnull=True,
-                    )
-                    | Q(
-                        kind="situation",
-                        response__isnull=True,
-                        attention_check__isnull=True,
-                        situation__isnull=False,
-                    )
+                    Q(kind="response", response__isnull=False, attention_check__isnull=True, situation__isnull=True)
+                    | Q(kind="attention", response__isnull=True, attention_check__isnull=False, situation__isnull=True)
+                    | Q(kind="situation", response__isnull=True, attention_check__isnull=True, situation__isnull=False)
                 ),
                 name="assignment_kind_matches_target",
             ),
@@ -418,17 +394,13 @@ class Instrument(models.Model):
     llm_system_prompt = models.TextField(blank=True)
     scale_min = models.SmallIntegerField(default=1)
     scale_max = models.SmallIntegerField(default=5)
-    anchors = models.JSONField(
-        default=list, blank=True, help_text="Labels of scale_min..scale_max, in order."
-    )
+    anchors = models.JSONField(default=list, blank=True, help_text="Labels of scale_min..scale_max, in order.")
     compute_mode = models.CharField(max_length=8, choices=ComputeMode.choices, default=ComputeMode.SUM)
 
     class Meta:
         ordering = ["name"]
         constraints = [
-            models.CheckConstraint(
-                condition=Q(scale_min__lt=models.F("scale_max")), name="instrument_range_valid"
-            ),
+            models.CheckConstraint(condition=Q(scale_min__lt=models.F("scale_max")), name="instrument_range_valid"),
         ]
 
     def __str__(self) -> str:
@@ -552,8 +524,7 @@ class QuestionnaireRun(models.Model):
                 name="questionnaire_run_unique",
             ),
             models.CheckConstraint(
-                condition=Q(phase="default", situation__isnull=True)
-                | Q(phase="evoked", situation__isnull=False),
+                condition=Q(phase="default", situation__isnull=True) | Q(phase="evoked", situation__isnull=False),
                 name="questionnaire_run_situation_matches_phase",
             ),
         ]
