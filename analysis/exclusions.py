@@ -324,7 +324,7 @@ def differential_warnings(summary: pd.DataFrame, *, alpha: float) -> list[str]:
         )
         out.append(
             f"Exclusion rates differ between conditions for {line['rule']} ({per}; {line['test']} "
-            f"χ² = {line['chi2']:.1f}, df {int(line['dof'])}, p = {line['p']:.2g} < α = {alpha:g}): excluding "
+            f"p = {line['p']:.2g} < α = {alpha:g}, χ² = {line['chi2']:.1f}, df {int(line['dof'])}): excluding "
             "these participants changes who is compared in each condition and can bias the comparison; "
             "check the sensitivity line."
         )

@@ -172,7 +172,7 @@ def exclusion_lines(analysis) -> list[str]:
         per = ", ".join(f"{c} {int(line[f'participants_{c}'])}" for c in conditions)
         text = f"  {line['rule']}: {int(line['participants'])} participants, {int(line['ratings'])} ratings ({per})"
         if line["test"]:
-            text += f"; {line['test']} χ² = {line['chi2']:.2f}, df {int(line['dof'])}, p = {line['p']:.3g}"
+            text += f"; {line['test']} p = {line['p']:.3g} (χ² = {line['chi2']:.2f}, df {int(line['dof'])})"
         elif line["note"]:
             text += f"; {line['note']}"
         out.append(text)

@@ -258,8 +258,10 @@ def study_analyze_cached(*, study: Study, options: AnalysisOptions | None = None
 
 def rating_study_analyze(*, study: Study, options: AnalysisOptions) -> RatingAnalysis:
     """Statistics of a rating study (live, closed or imported), from one query. Guarantees: previews and
-    attention-check pages never count; exclusions follow `options.rules` and are reported before/after; the same
-    rows, rules and seed give the same numbers (bootstrap included)."""
+    attention-check pages never count; exclusions follow `options.rules`, by default the rules the study declared,
+    and are reported per rule and condition with a test of whether they differ between conditions (a warning at
+    the study's alpha) and the headline without and with them; when they remove most ratings a note says which rule
+    removed what; the same rows, rules and seed give the same numbers (bootstrap included)."""
     if options.seed is None:
         options.seed = int(study.seed)
     infos = selectors.condition_list(study=study)
