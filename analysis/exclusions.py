@@ -254,7 +254,8 @@ def exclusions_apply(
     The summary has a line before exclusions, one per rule (the participants and ratings that rule alone drops; a
     participant caught by two rules counts under both), one for any rule, and one after exclusions. Every line
     counts participants per condition (`participants_<condition>`); each rule's line and the any-rule line carry the
-    test of whether that rule's exclusion rates differ between conditions, and `differs` (p < alpha)."""
+    test of whether that rule's exclusion rates differ between conditions, and `differs` (p < alpha; empty on the
+    lines without a test)."""
     flags = participant_exclusion_flags(rows, rules)
     ratings_per = rows.groupby("participant_id").size()
     described = rules.describe()
@@ -276,7 +277,7 @@ def exclusions_apply(
             "chi2": float("nan"),
             "dof": float("nan"),
             "p": float("nan"),
-            "differs": False,
+            "differs": None,  # no test on this line
             "note": "",
         }
         if test:
@@ -316,7 +317,7 @@ def differential_warnings(summary: pd.DataFrame, *, alpha: float) -> list[str]:
     before = by_rule.loc["before exclusions"]
     # With one rule excluding anyone, the any-rule line is that rule again: one warning, not two.
     rules_hit = sum(int(by_rule.loc[rule, "participants"]) > 0 for rule in RULE_NAMES)
-    for _, line in summary[summary["differs"]].iterrows():
+    for _, line in summary[summary["differs"].eq(True)].iterrows():
         if line["rule"] == ANY_RULE and rules_hit < 2:
             continue
         per = ", ".join(

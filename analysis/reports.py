@@ -122,6 +122,8 @@ def _declared_description(analysis) -> dict[str, str]:
 
 
 def _md_cell(value) -> str:
+    if value is None:
+        return ""
     return _fmt(value).replace("|", "\\|").replace("\n", " ")
 
 

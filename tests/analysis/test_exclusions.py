@@ -71,6 +71,7 @@ def test_the_published_study_keeps_the_papers_figures_under_its_declared_rules(p
     assert table["straight_lining"]["note"] == table["too_fast"]["note"] == "rule off"
     assert table["incomplete"]["note"] == "rule off"  # the seed study did not declare it
     assert table["any rule"]["note"] == "no participant excluded"
+    assert table["before exclusions"]["differs"] == "" and table["attention_checks"]["test"] == ""
     assert [table["after exclusions"][f"participants_{c}"] for c in CONDITIONS] == ["200"] * 3
     assert "Exclusion rules (declared by the study):" in output
     assert "any rule: 0 participants, 0 ratings (human 0, chatgpt 0, chatgpt_empathy 0)" in output
