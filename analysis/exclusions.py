@@ -417,34 +417,32 @@ def sensitivity_sentences(
     top = f"pct_{scale.top_label}"
     out = []
     for side, lead in (("without", "Without exclusions"), ("with", "With the exclusions")):
+        if table[f"participants_{side}"].sum() == 0:
+            out.append(f"{lead}: no ratings are left.")
+            continue
         parts = []
         for _, line in table.iterrows():
-            share = line[f"{top}_{side}"]
-            text = (
-                f"{line['condition']} {share:.1f} % {scale.top_label}"
-                if share == share
-                else f"{line['condition']} –"
-            )
-            if (
-                line["condition"] != baseline
-                and share == share
-                and line[f"change_{side}"] == line[f"change_{side}"]
-            ):
-                text += f" ({line[f'diff_points_{side}']:+.1f} points, {100 * line[f'change_{side}']:+.1f} % vs {baseline})"
+            share, change = line[f"{top}_{side}"], line.get(f"change_{side}", float("nan"))
+            if share != share:  # NaN: no participant of this condition on this side
+                parts.append(f"{line['condition']}: no ratings")
+                continue
+            text = f"{line['condition']} {share:.1f} % {scale.top_label}"
+            if line["condition"] != baseline and change == change:
+                text += f" ({line[f'diff_points_{side}']:+.1f} points, {100 * change:+.1f} % vs {baseline})"
             parts.append(text)
         out.append(f"{lead}: " + "; ".join(parts) + ".")
-    changed = (
-        table.loc[table["conclusion_changes"].eq(True), "condition"].tolist()
-        if "conclusion_changes" in table
-        else []
-    )
+    comparable = "p_with" in table and "p_without" in table and table["p_with"].notna().any()
+    changed = table.loc[table["conclusion_changes"].eq(True), "condition"].tolist() if comparable else []
     if changed:
         out.append(
             f"The 2×2 test against {baseline} is significant at α = {alpha:g} on one side only for "
             f"{', '.join(changed)}: that conclusion depends on the exclusions."
         )
-    else:
+    elif comparable:
         out.append(
-            f"At α = {alpha:g}, every comparison with {baseline} reaches the same conclusion with and without the exclusions."
+            f"At α = {alpha:g}, every comparison with {baseline} reaches the same conclusion with and without "
+            "the exclusions."
         )
+    else:
+        out.append(f"No comparison with {baseline} can be tested with the exclusions.")
     return out

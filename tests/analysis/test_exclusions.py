@@ -223,6 +223,8 @@ def test_when_the_rules_remove_every_rating_the_dashboard_and_command_say_which_
     output = _analyze("fast", tmp_path)
     assert "too_fast removed 8 participants (72 ratings)" in output
     assert "0 of 72 ratings analysed" in output
+    assert "With the exclusions: no ratings are left." in output
+    assert "No comparison with human can be tested with the exclusions." in output
     # Without exclusions the same data are analysed.
     assert "72 of 72 ratings analysed" in _analyze("fast", tmp_path / "all", "--no-exclusions")
 
