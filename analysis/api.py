@@ -29,7 +29,10 @@ ANALYSIS_PARAMETERS = [
         "baseline", str, description="Condition to compare against (default: the study's baseline)."
     ),
     OpenApiParameter(
-        "exclusions", str, enum=["default", "none"], description="`none`: apply no exclusion rule."
+        "exclusions",
+        str,
+        enum=["default", "none"],
+        description="`default`: the rules the study declared before launch; `none`: apply no exclusion rule.",
     ),
 ]
 
@@ -50,6 +53,7 @@ class StudyListSerializer(serializers.ModelSerializer):
 class StudyDetailSerializer(serializers.ModelSerializer):
     conditions = ConditionSerializer(many=True, read_only=True)
     scale = serializers.JSONField()
+    exclusion_rules = serializers.JSONField(help_text="The exclusion rules the study declared before launch.")
     participants = serializers.SerializerMethodField()
 
     class Meta:
@@ -57,7 +61,7 @@ class StudyDetailSerializer(serializers.ModelSerializer):
         fields = [
             "slug", "title", "kind", "state", "created_at", "launched_at", "closed_at", "scale",
             "items_per_participant", "target_ratings_per_response", "quota_per_condition", "conditions",
-            "participants",
+            "exclusion_rules", "participants",
         ]  # fmt: skip
 
     def get_participants(self, study: Study) -> int:

@@ -29,8 +29,9 @@ class RatingAnalysisEntry:
         analysis = self.analyze(study, options)
         written = reports.report_write(analysis=analysis, out_dir=out_dir)
         return [
-            *(f"note: {note}" for note in analysis.notes),
-            f"{study.slug}: {analysis.n_rows} ratings analysed; {len(written)} files in {out_dir}",
+            *reports.exclusion_lines(analysis),
+            f"{study.slug}: {analysis.n_rows} of {analysis.n_rows_before} ratings analysed; "
+            f"{len(written)} files in {out_dir}",
             f"report: {out_dir / 'report.html'}",
         ]
 

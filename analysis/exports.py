@@ -16,7 +16,8 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 
-from analysis import selectors, stats
+from analysis import selectors
+from analysis.exclusions import RULE_NAMES, ExclusionRules, participant_exclusion_flags_one
 from generation.selectors import provenance_rows
 from studies.models import Study
 
@@ -81,34 +82,33 @@ def csv_lines(header: list[str], rows: Iterable[Iterable[object]]) -> Iterator[s
 
 # --- Ratings (long format) ------------------------------------------------------------------------------
 
-RATING_FLAG_COLUMNS = [
-    "excluded",
-    "excluded_attention_checks",
-    "excluded_too_fast",
-    "excluded_straight_lining",
-]
+RATING_FLAG_COLUMNS = ["excluded", *(f"excluded_{rule}" for rule in RULE_NAMES)]
 
 
 def rating_export_header() -> list[str]:
     return [*selectors.RATING_EXPORT_FIELDS, *RATING_FLAG_COLUMNS]
 
 
-def rating_export_records(*, study: Study, rules: stats.ExclusionRules) -> Iterator[list]:
+def rating_export_records(*, study: Study, rules: ExclusionRules) -> Iterator[list]:
     """One record per counted rating (see `rating_export_header`), with the exclusion flags the analysis would
     apply under `rules`. Rows arrive ordered by participant, so one participant's ratings are buffered at a time."""
     fields = list(selectors.RATING_EXPORT_FIELDS)
     i_pid, i_value = fields.index("participant_id"), fields.index("value")
     i_rt, i_flagged = fields.index("response_time_ms"), fields.index("flagged_for_exclusion")
+    i_status, i_failures = fields.index("participant_status"), fields.index("attention_failures")
     buffer: list[tuple] = []
 
     def flush() -> Iterator[list]:
-        flags = stats.participant_exclusion_flags_one(
+        first = buffer[0]
+        flags = participant_exclusion_flags_one(
             values=[r[i_value] for r in buffer],
             times_ms=[r[i_rt] for r in buffer],
-            flagged=bool(buffer[0][i_flagged]),
+            flagged=bool(first[i_flagged]),
+            status=first[i_status],
+            attention_failures=int(first[i_failures]),
             rules=rules,
         )
-        extra = [flags["excluded"], flags["attention_checks"], flags["too_fast"], flags["straight_lining"]]
+        extra = [flags["excluded"], *(flags[rule] for rule in RULE_NAMES)]
         for r in buffer:
             yield [*r, *extra]
 
@@ -181,14 +181,15 @@ def export_lines(
     *,
     study: Study,
     what: str,
-    rules: stats.ExclusionRules | None = None,
+    rules: ExclusionRules | None = None,
     reveal_participant_ids: bool = True,
 ) -> Iterator[str]:
     """The CSV lines of one export of a study (`what` in EXPORT_KINDS), streamed.
 
     Participants' platform ids are study staff's only: with `reveal_participant_ids=False` (analysts who are
-    not staff) the `participant` column holds a pseudonym instead."""
-    rules = rules or stats.ExclusionRules()
+    not staff) the `participant` column holds a pseudonym instead. The exclusion flags follow `rules`, by
+    default the study's declared rules."""
+    rules = rules or ExclusionRules.from_declared(study.exclusion_rules)
     if what == "ratings":
         header, records = rating_export_header(), rating_export_records(study=study, rules=rules)
         if not reveal_participant_ids:

@@ -1,16 +1,19 @@
-"""Rendering an analysis for people: HTML tables, the dashboard's context, and the self-contained report that
-`python manage.py analyze` writes next to the CSV tables and PNG/SVG figures."""
+"""Rendering an analysis for people: HTML tables, the dashboard's context, and the self-contained reports
+(report.html, report.md) that `python manage.py analyze` writes next to the CSV tables and PNG/SVG figures."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
 from django.template.loader import render_to_string
 from django.utils import timezone
+from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from analysis import figures, stats
+from analysis.exclusions import ExclusionRules
 from analysis.exports import table_lines
 
 TEST_SHORT = {
@@ -43,13 +46,26 @@ def html_table(frame: pd.DataFrame, *, columns: list[str] | None = None, caption
     if "test" in frame.columns:
         frame = frame.assign(test=frame["test"].map(lambda t: TEST_SHORT.get(t, t)))
     html = frame.to_html(index=False, border=0, classes="data", na_rep="", formatters=None, float_format=_fmt)
-    if caption:
-        html = html.replace(
-            '<table border="0" class="dataframe data">',
-            f'<table class="data"><caption>{caption}</caption>',
-            1,
-        )
-    return mark_safe(html)
+    # Wide tables scroll sideways (see _style.html): tabindex lets keyboard users scroll them too.
+    opening = '<table class="data" tabindex="0">' + (
+        f"<caption>{escape(caption)}</caption>" if caption else ""
+    )
+    return mark_safe(re.sub(r"<table[^>]*>", opening, html, count=1))
+
+
+def exclusions_display(frame: pd.DataFrame) -> pd.DataFrame:
+    """The exclusions table for a page: the counts per condition first (headed by the condition's name), then the
+    test; the rules' definitions are listed above the table, so they are left out of it."""
+    if frame.empty:
+        return frame
+    per = [c for c in frame.columns if c.startswith("participants_")]
+    out = frame[["rule", *per, "test", "p", "differs", "chi2", "dof", "participants", "ratings", "note"]]
+    out = out.assign(
+        differs=[
+            ("yes" if d else "no") if t else "" for d, t in zip(out["differs"], out["test"], strict=True)
+        ]
+    )
+    return out.rename(columns={c: c.removeprefix("participants_") for c in per} | {"participants": "total"})
 
 
 def main_table(analysis) -> pd.DataFrame:
@@ -72,8 +88,15 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
         "analysis": analysis,
         "generated_at": timezone.now(),
         "figures": figs,
-        "rules": analysis.options.rules.describe(),
-        "exclusions_html": html_table(analysis.exclusions),
+        "rules": analysis.rules.describe(),
+        "declared_rules": _declared_description(analysis),
+        "exclusions_html": html_table(
+            exclusions_display(analysis.exclusions),
+            caption="Participants excluded by each rule, per condition, and the test",
+        ),
+        "sensitivity_html": html_table(
+            analysis.sensitivity, caption="The headline without and with the exclusions"
+        ),
         "distribution_html": html_table(analysis.distribution),
         "distribution_by_valence_html": html_table(analysis.distribution_by_valence),
         "distribution_by_emotion_html": html_table(analysis.distribution_by_emotion),
@@ -93,9 +116,77 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
     }
 
 
+def _declared_description(analysis) -> dict[str, str]:
+    # The analysis refused an invalid declaration already, so this cannot raise here.
+    return ExclusionRules.from_declared(analysis.declared_rules).describe()
+
+
+def _md_cell(value) -> str:
+    if value is None:
+        return ""
+    return _fmt(value).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    if frame is None or frame.empty:
+        return "No rows.\n"
+    columns = [str(c) for c in frame.columns]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in frame.itertuples(index=False, name=None):
+        lines.append("| " + " | ".join(_md_cell(v) for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def report_markdown(analysis) -> str:
+    """The report's text in Markdown: exclusions (per condition, with their test and warnings), the sensitivity
+    line, the distribution and the main tests. Figures and the longer tables are in the HTML report and CSVs."""
+    out = [f"# Analysis of {analysis.study_title} ({analysis.study_slug})", ""]
+    out.append(
+        f"Conditions: {', '.join(analysis.conditions)}; baseline **{analysis.baseline}**; ratings analysed: "
+        f"{analysis.n_rows} of {analysis.n_rows_before}; α = {analysis.alpha:g}."
+    )
+    out += ["", *[f"> **Warning.** {w}" + "\n" for w in analysis.warnings]]
+    out += [f"> Note: {n}" + "\n" for n in analysis.notes]
+    source = "the study's declared rules" if analysis.rules_declared else "rules overridden for this analysis"
+    out += ["## Exclusions", "", f"Applied: {source}.", ""]
+    out += [f"- **{rule}**: {definition}" for rule, definition in analysis.rules.describe().items()]
+    if not analysis.rules_declared:
+        out += ["", "Declared by the study:", ""]
+        out += [f"- {rule}: {definition}" for rule, definition in _declared_description(analysis).items()]
+    out += ["", markdown_table(analysis.exclusions)]
+    out += ["## Sensitivity: the headline with and without exclusions", ""]
+    out += [f"- {line}" for line in analysis.sensitivity_lines] + ["", markdown_table(analysis.sensitivity)]
+    if not analysis.empty:
+        out += ["## Ratings by condition", "", markdown_table(analysis.distribution)]
+        out += ["## Main tests", "", markdown_table(main_table(analysis))]
+    return "\n".join(out)
+
+
+def exclusion_lines(analysis) -> list[str]:
+    """The exclusions in a few plain lines (the `analyze` command prints them): per rule the participants and
+    ratings it removed, per condition, the test of whether the rates differ, then the warnings, the notes and the
+    sensitivity line."""
+    frame = analysis.exclusions
+    conditions = [c.removeprefix("participants_") for c in frame.columns if c.startswith("participants_")]
+    source = "declared by the study" if analysis.rules_declared else "overridden for this analysis"
+    out = [f"Exclusion rules ({source}):"]
+    for _, line in frame.iterrows():
+        per = ", ".join(f"{c} {int(line[f'participants_{c}'])}" for c in conditions)
+        text = f"  {line['rule']}: {int(line['participants'])} participants, {int(line['ratings'])} ratings ({per})"
+        if line["test"]:
+            text += f"; {line['test']} p = {line['p']:.3g} (χ² = {line['chi2']:.2f}, df {int(line['dof'])})"
+        elif line["note"]:
+            text += f"; {line['note']}"
+        out.append(text)
+    out += [f"WARNING: {w}" for w in analysis.warnings]
+    out += [f"note: {n}" for n in analysis.notes]
+    out += analysis.sensitivity_lines
+    return out
+
+
 def report_write(*, analysis, out_dir: Path) -> list[Path]:
-    """Write every table as CSV, every figure as PNG and SVG, and report.html (figures embedded, no external
-    files). Returns the paths written."""
+    """Write every table as CSV, every figure as PNG and SVG, report.html (figures embedded, no external files)
+    and report.md. Returns the paths written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, frame in analysis.tables().items():
@@ -116,5 +207,8 @@ def report_write(*, analysis, out_dir: Path) -> list[Path]:
     html = render_to_string("analysis/report.html", report_context(analysis, inline_figures=True))
     path = out_dir / "report.html"
     path.write_text(html, encoding="utf-8")
+    written.append(path)
+    path = out_dir / "report.md"
+    path.write_text(report_markdown(analysis), encoding="utf-8")
     written.append(path)
     return written

@@ -23,6 +23,9 @@ RATING_FRAME_FIELDS: dict[str, str] = {
     "position": "assignment__position",
     "participant_id": "assignment__participant_id",
     "flagged_for_exclusion": "assignment__participant__flagged_for_exclusion",
+    # Status and wrong attention-check answers: the incomplete-participation and straight-lining rules read them.
+    "participant_status": "assignment__participant__status",
+    "attention_failures": "assignment__participant__attention_failures",
     "response_id": "assignment__response_id",
     "condition": "assignment__response__condition__name",
     "prompt_id": "assignment__response__prompt_id",
@@ -79,7 +82,8 @@ def _frame_block(rows: list[tuple], columns: list[str]) -> pd.DataFrame:
     frame["value"] = frame["value"].astype("int64")
     frame["response_time_ms"] = pd.to_numeric(frame["response_time_ms"], errors="coerce").astype("float64")
     frame["flagged_for_exclusion"] = frame["flagged_for_exclusion"].astype(bool)
-    for column in ("condition", "emotion", "valence"):
+    frame["attention_failures"] = frame["attention_failures"].astype("int64")
+    for column in ("condition", "emotion", "valence", "participant_status"):
         frame[column] = frame[column].astype("object")
     return frame
 
@@ -109,6 +113,7 @@ RATING_EXPORT_FIELDS: dict[str, str] = {
     "participant_id": "assignment__participant_id",
     "participant_status": "assignment__participant__status",
     "flagged_for_exclusion": "assignment__participant__flagged_for_exclusion",
+    "attention_failures": "assignment__participant__attention_failures",
     "condition": "assignment__response__condition__name",
     "prompt_id": "assignment__response__prompt_id",
     "dialogue_id": "assignment__response__prompt__dialogue_id",

@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from django.core.cache import cache
+from django.core.exceptions import ValidationError
 from django.utils.module_loading import import_string
 
-from analysis import selectors, stats
+from analysis import exclusions, selectors, stats
 from studies.kinds import kind_of
 from studies.models import Study
 
@@ -32,7 +33,8 @@ class AnalysisError(Exception):
 
 @dataclass
 class AnalysisOptions:
-    rules: stats.ExclusionRules = field(default_factory=stats.ExclusionRules)
+    rules: exclusions.ExclusionRules | None = None  # None: the rules the study declared
+
     baseline: str | None = None
     bootstrap_samples: int = DEFAULT_BOOTSTRAP_SAMPLES
     seed: int | None = None  # None: the study's seed
@@ -48,9 +50,17 @@ class RatingAnalysis:
     baseline: str
     scale: stats.Scale
     options: AnalysisOptions
+    rules: exclusions.ExclusionRules
+    rules_declared: bool  # the rules applied are the study's declared ones (not overridden)
+    declared_rules: dict
+    alpha: float
     exclusions: pd.DataFrame
     participant_flags: pd.DataFrame
     n_rows: int
+    n_rows_before: int
+    sensitivity: pd.DataFrame = field(default_factory=pd.DataFrame)
+    sensitivity_lines: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     distribution: pd.DataFrame = field(default_factory=pd.DataFrame)
     distribution_by_valence: pd.DataFrame = field(default_factory=pd.DataFrame)
     distribution_by_emotion: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -73,6 +83,7 @@ class RatingAnalysis:
         """Every table, by the file name (without .csv) it is written under."""
         out = {
             "exclusions": self.exclusions,
+            "sensitivity": self.sensitivity,
             "distribution": self.distribution,
             "distribution_by_valence": self.distribution_by_valence,
             "distribution_by_emotion": self.distribution_by_emotion,
@@ -109,7 +120,14 @@ class RatingAnalysis:
                     {"value": v, "label": label}
                     for v, label in zip(self.scale.values, self.scale.labels, strict=True)
                 ],
-                "exclusion_rules": self.options.rules.describe(),
+                "exclusion_rules": self.rules.describe(),
+                "exclusion_rules_applied": self.rules.as_declared(),
+                "exclusion_rules_declared": self.declared_rules,
+                "exclusion_rules_are_declared": self.rules_declared,
+                "alpha": self.alpha,
+                "warnings": self.warnings,
+                "sensitivity": self.sensitivity.to_dict(orient="records"),
+                "sensitivity_lines": self.sensitivity_lines,
                 "bootstrap_samples": self.options.bootstrap_samples,
                 "seed": self.options.seed,
                 "notes": self.notes,
@@ -180,20 +198,47 @@ def study_analyze(*, study: Study, options: AnalysisOptions | None = None) -> An
 CACHE_SECONDS = 600
 
 
+RATING_ALPHA = 0.05  # the seed study's
+
+
+def study_alpha(*, study: Study) -> float:
+    """The study's significance level (the differential-exclusion warnings and the sensitivity line use it): the
+    kind's own setting where its settings have one (the questionnaire kind's), else RATING_ALPHA."""
+    own = kind_of(study).settings(study)
+    return float(getattr(own, "significance_level", RATING_ALPHA))
+
+
 def study_data_fingerprint(*, study: Study) -> str:
     """Changes whenever anything the analysis reads changes: ratings, participants' exclusion flags, conditions,
     emotions' valence groups, the study's scale. Three small aggregate queries."""
-    from django.db.models import Count, Max, Q
+    from django.db.models import Count, Max, Q, Sum
 
-    from studies.models import Condition, Emotion
+    from studies.models import Condition, Emotion, Participant
 
     ratings = selectors.rating_queryset(study=study).aggregate(n=Count("id"), last=Max("id"))
     people = study.participants.aggregate(
-        n=Count("id"), flagged=Count("id", filter=Q(flagged_for_exclusion=True)), last=Max("id")
+        n=Count("id"),
+        flagged=Count("id", filter=Q(flagged_for_exclusion=True)),
+        last=Max("id"),
+        # A participant's status and wrong attention answers change without a new rating (time-outs, returns).
+        complete=Count("id", filter=Q(status=Participant.Status.COMPLETED)),
+        failures=Sum("attention_failures"),
     )
     conditions = list(Condition.objects.filter(study=study).values_list("name", "is_baseline", "position"))
     emotions = list(Emotion.objects.filter(prompts__study=study).distinct().values_list("name", "valence"))
-    raw = repr((ratings, people, sorted(conditions), sorted(emotions), study.scale, study.kind, study.seed))
+    raw = repr(
+        (
+            ratings,
+            people,
+            sorted(conditions),
+            sorted(emotions),
+            study.scale,
+            study.kind,
+            study.seed,
+            study.exclusion_rules,
+            study_alpha(study=study),
+        )
+    )
     return hashlib.sha256(raw.encode()).hexdigest()[:24]
 
 
@@ -219,8 +264,10 @@ def study_analyze_cached(*, study: Study, options: AnalysisOptions | None = None
 
 def rating_study_analyze(*, study: Study, options: AnalysisOptions) -> RatingAnalysis:
     """Statistics of a rating study (live, closed or imported), from one query. Guarantees: previews and
-    attention-check pages never count; exclusions follow `options.rules` and are reported before/after; the same
-    rows, rules and seed give the same numbers (bootstrap included)."""
+    attention-check pages never count; exclusions follow `options.rules`, by default the rules the study declared,
+    and are reported per rule and condition with a test of whether they differ between conditions (a warning at
+    the study's alpha) and the headline without and with them; when they remove most ratings a note says which rule
+    removed what; the same rows, rules and seed give the same numbers (bootstrap included)."""
     if options.seed is None:
         options.seed = int(study.seed)
     infos = selectors.condition_list(study=study)
@@ -233,7 +280,17 @@ def rating_study_analyze(*, study: Study, options: AnalysisOptions) -> RatingAna
         raise AnalysisError(
             f"ratings with values {unknown} are not on the study's scale {list(scale.values)}"
         )
-    kept, flags, exclusions = stats.exclusions_apply(rows, options.rules)
+    try:
+        declared = exclusions.ExclusionRules.from_declared(study.exclusion_rules)
+    except ValidationError as exc:
+        raise AnalysisError(
+            f"the study's declared exclusion rules are invalid: {'; '.join(exc.messages)}"
+        ) from None
+    rules = options.rules if options.rules is not None else declared
+    alpha = study_alpha(study=study)
+    kept, flags, summary = exclusions.exclusions_apply(
+        rows, rules, conditions=conditions, alpha=alpha, seed=options.seed
+    )
     result = RatingAnalysis(
         study_slug=study.slug,
         study_title=study.title,
@@ -242,12 +299,25 @@ def rating_study_analyze(*, study: Study, options: AnalysisOptions) -> RatingAna
         baseline=baseline,
         scale=scale,
         options=options,
-        exclusions=exclusions,
+        rules=rules,
+        rules_declared=rules == declared,
+        declared_rules=study.exclusion_rules,
+        alpha=alpha,
+        exclusions=summary,
         participant_flags=flags,
         n_rows=len(kept),
+        n_rows_before=len(rows),
+    )
+    result.warnings = exclusions.differential_warnings(summary, alpha=alpha)
+    result.notes += exclusions.removal_notes(summary)
+    if rows.empty:
+        result.notes.append("no ratings to analyse yet")
+        return result
+    result.sensitivity = exclusions.sensitivity_table(rows, kept, scale, conditions, baseline, alpha=alpha)
+    result.sensitivity_lines = exclusions.sensitivity_sentences(
+        result.sensitivity, scale, baseline, alpha=alpha
     )
     if kept.empty:
-        result.notes.append("no ratings to analyse yet")
         return result
     result.distribution = stats.distribution_table(kept, scale, ["condition"], conditions)
     result.distribution_by_valence = stats.distribution_table(

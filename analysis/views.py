@@ -8,7 +8,8 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
-from analysis import exports, figures, reports, selectors, stats
+from analysis import exports, figures, reports, selectors
+from analysis.exclusions import ExclusionRules
 from analysis.permissions import analyst_required
 from analysis.services import AnalysisError, AnalysisOptions, analysis_entry, study_analyze_cached
 from studies.models import Study
@@ -22,8 +23,8 @@ def _study(slug: str) -> Study:
 
 
 def options_from_query(query) -> AnalysisOptions:
-    """?baseline=<condition> and ?exclusions=none (default: the declared rules)."""
-    rules = stats.ExclusionRules.none() if query.get("exclusions") == "none" else stats.ExclusionRules()
+    """?baseline=<condition> and ?exclusions=none (default: the study's declared rules)."""
+    rules = ExclusionRules.none() if query.get("exclusions") == "none" else None
     return AnalysisOptions(rules=rules, baseline=query.get("baseline") or None)
 
 

@@ -141,6 +141,7 @@ class StudyAdmin(admin.ModelAdmin):
                 ]
             },
         ),
+        ("Declared exclusion rules", {"fields": ["exclusion_rules"]}),
         (
             "Recruiting platform and outcomes",
             {
@@ -170,6 +171,14 @@ class StudyAdmin(admin.ModelAdmin):
         """The spine's inlines, then those the study's kind declares (`StudyKind.admin_inlines`)."""
         own = [import_string(path) for path in kind_of(obj).admin_inlines] if obj is not None else []
         return [*self.inlines, *own]
+
+    def get_readonly_fields(self, request, obj=None):
+        # Exclusion rules are declared before launch: once participants have been let in, changing them would
+        # be choosing the rules after seeing the data.
+        fields = list(super().get_readonly_fields(request, obj))
+        if obj is not None and obj.state != Study.State.DRAFT:
+            fields.append("exclusion_rules")
+        return fields
 
     @admin.display(description="kind", ordering="kind")
     def kind_short(self, study: Study) -> str:

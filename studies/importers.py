@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
+from .exclusion_rules import seed_study_exclusion_rules
 from .models import Assignment, Condition, Emotion, Participant, Prompt, Rating, Response, Study
 
 # Called as progress(stage, done, total) while rows are checked and written.
@@ -763,6 +764,8 @@ def ratings_import(
             items_per_participant=items_per_participant,
             target_ratings_per_response=1,
             quota_per_condition=max(per_condition.values()),
+            # The published study declared attention checks as its only exclusion rule.
+            exclusion_rules=seed_study_exclusion_rules(),
             closed_at=timezone.now(),
         )
         condition_rows = _ensure_conditions(study, conditions)

@@ -14,9 +14,12 @@ Rating; each questionnaire answer is a QuestionnaireAnswer of a QuestionnaireRun
 invariants with unique and check constraints, so no code path can store an answer twice.
 """
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
+
+from studies.exclusion_rules import default_exclusion_rules, exclusion_rules_normalise
 
 from .kinds.registry import kind_choices, step_choices
 
@@ -101,6 +104,15 @@ class Study(models.Model):
         default=0, help_text="A participant failing more attention checks than this is flagged for exclusion."
     )
     seed = models.BigIntegerField(default=0, help_text="Seeds every random draw of this study.")
+    exclusion_rules = models.JSONField(
+        default=default_exclusion_rules,
+        blank=True,
+        help_text="Declared before launch; the analysis applies these by default. attention_checks and "
+        'incomplete: true/false; too_fast: null or {"min_median_ms": 1500}; straight_lining: null or '
+        '{"min_items": 10, "corroborating_median_ms": 3000, "identical_alone": false} (identical answers '
+        "count only with a wrong attention check or a fast median time, unless the scale has 5+ points). "
+        "See docs/analysis.md.",
+    )
 
     # Recruiting platform and outcomes.
     platform = models.CharField(max_length=16, choices=Platform.choices, default=Platform.PROLIFIC)
@@ -133,6 +145,14 @@ class Study(models.Model):
     @property
     def scale_values(self) -> list[int]:
         return [int(option["value"]) for option in self.scale]
+
+    def clean(self) -> None:
+        super().clean()
+        try:
+            points = len(self.scale) if isinstance(self.scale, list) else None
+            self.exclusion_rules = exclusion_rules_normalise(self.exclusion_rules, scale_points=points)
+        except ValidationError as exc:
+            raise ValidationError({"exclusion_rules": exc.messages}) from None
 
 
 class Condition(models.Model):

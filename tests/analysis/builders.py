@@ -36,6 +36,8 @@ class Rated:
     preview: bool = False
     external_id: str = ""
     extra_attention_value: int | None = None  # an answered attention-check page, which must never count
+    status: str = Participant.Status.COMPLETED
+    attention_failures: int = 0
 
 
 @dataclass
@@ -52,8 +54,10 @@ def build_rating_study(
     baseline: str | None = None,
     prompts_per_emotion: int | None = None,
     response_text: str = "That sounds hard. How are you holding up?",
+    exclusion_rules: dict | None = None,
 ) -> Built:
-    study = Study.objects.create(slug=slug, title=f"Study {slug}", state=Study.State.CLOSED, seed=7)
+    extra = {} if exclusion_rules is None else {"exclusion_rules": exclusion_rules}
+    study = Study.objects.create(slug=slug, title=f"Study {slug}", state=Study.State.CLOSED, seed=7, **extra)
     conds = {
         name: Condition.objects.create(
             study=study, name=name, label=name.upper(), position=i, is_baseline=(name == baseline)
@@ -105,8 +109,11 @@ def build_rating_study(
             external_id=p.external_id or f"{slug}-p{i:04d}",
             is_preview=p.preview,
             flagged_for_exclusion=p.flagged,
-            status=Participant.Status.COMPLETED,
-            step=Participant.Step.DONE,
+            attention_failures=p.attention_failures,
+            status=p.status,
+            step=Participant.Step.DONE
+            if p.status == Participant.Status.COMPLETED
+            else Participant.Step.ITEMS,
         )
         for i, p in enumerate(participants)
     ]

@@ -52,7 +52,7 @@ def test_the_ratings_export_has_one_row_per_rating_with_every_design_variable(an
     for column in (
         "participant", "condition", "prompt_id", "dialogue_id", "emotion", "valence", "situation",
         "speaker_utterance", "response_text", "position", "value", "response_time_ms", "excluded",
-        "excluded_attention_checks", "excluded_too_fast", "excluded_straight_lining",
+        "excluded_attention_checks", "excluded_incomplete", "excluded_too_fast", "excluded_straight_lining",
     ):  # fmt: skip
         assert column in rows[0], column
     by_condition = {c: [r for r in rows if r["condition"] == c] for c in ("human", "gpt4")}
@@ -80,29 +80,37 @@ def test_exports_neutralise_formulas_in_participant_and_response_text(staff_clie
 
 def test_exclusion_flags_in_the_export_follow_the_declared_rules(staff_client, db):
     people = [
-        Rated("human", [("sad", 3, 4000)] * 10),  # straight-lining
+        Rated("human", [("sad", 3, 4000)] * 10, attention_failures=1),  # straight-lining, a wrong check
+        Rated("human", [("sad", 3, 4000)] * 10),  # identical but slow and no wrong check: sincere
         Rated("human", [("sad", 1, 200), ("sad", 2, 300)] * 5),  # too fast
         Rated("human", [("sad", 1, 4000), ("sad", 3, 4000)] * 5, flagged=True),
+        Rated("human", [("sad", 1, 4000), ("sad", 3, 4000)] * 2, status="returned"),  # incomplete
         Rated("human", [("sad", 1, 4000), ("sad", 2, 4000)] * 5),
     ]
-    study = build_rating_study(slug="flags", conditions=["human"], participants=people).study
+    declared = {
+        "attention_checks": True,
+        "incomplete": True,
+        "too_fast": {"min_median_ms": 1500},
+        "straight_lining": {"min_items": 10},
+    }
+    study = build_rating_study(
+        slug="flags", conditions=["human"], participants=people, exclusion_rules=declared
+    ).study
     rows = _csv(_body(staff_client.get(reverse("analysis:export", args=[study.slug, "ratings"]))))
     per = {r["participant"]: r for r in rows}
-    flags = [
-        (per[p.external_id]["excluded_straight_lining"], per[p.external_id]["excluded_too_fast"],
-         per[p.external_id]["excluded_attention_checks"], per[p.external_id]["excluded"])
-        for p in study.participants.order_by("id")
-    ]  # fmt: skip
+    columns = ["excluded_straight_lining", "excluded_too_fast", "excluded_attention_checks",
+               "excluded_incomplete", "excluded"]  # fmt: skip
+    flags = [tuple(per[p.external_id][c] for c in columns) for p in study.participants.order_by("id")]
     assert flags == [
-        ("true", "false", "false", "true"),
-        ("false", "true", "false", "true"),
-        ("false", "false", "true", "true"),
-        ("false", "false", "false", "false"),
+        ("true", "false", "false", "false", "true"),
+        ("false", "false", "false", "false", "false"),
+        ("false", "true", "false", "false", "true"),
+        ("false", "false", "true", "false", "true"),
+        ("false", "false", "false", "true", "true"),
+        ("false", "false", "false", "false", "false"),
     ]
     off = _csv(
-        _body(
-            staff_client.get(reverse("analysis:export", args=[study.slug, "ratings"]) + "?exclusions=none")
-        )
+        _body(staff_client.get(reverse("analysis:export", args=[study.slug, "ratings"]) + "?exclusions=none"))
     )
     assert {r["excluded"] for r in off} == {"false"}
 

@@ -1,6 +1,7 @@
 """Every statistic of the analysis, checked against an independent computation: hand formulas and scipy /
 statsmodels / krippendorff called directly on small tables whose answers are known."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -10,7 +11,7 @@ from scipy.stats import chi2 as chi2_dist
 from scipy.stats import chi2_contingency
 from statsmodels.miscmodels.ordinal_model import OrderedModel
 
-from analysis import stats
+from analysis import exclusions, stats
 from analysis.services import AnalysisError, AnalysisOptions, study_analyze
 from studies.models import Emotion, Valence
 
@@ -18,7 +19,7 @@ from .builders import Rated, build_rating_study, participants_from_counts
 
 pytestmark = pytest.mark.django_db
 
-NO_EXCLUSIONS = stats.ExclusionRules.none()
+NO_EXCLUSIONS = exclusions.ExclusionRules.none()
 # Bad, Okay, Good counts (values 1, 2, 3)
 HUMAN = {1: 30, 2: 50, 3: 20}
 GPT4 = {1: 20, 2: 40, 3: 40}
@@ -257,41 +258,49 @@ def test_exclusion_rules_report_counts_before_and_after_and_match_the_export_rul
         participants_from_counts("human", HUMAN)
         + participants_from_counts("gpt4", GPT4)
         + [
-            Rated("gpt4", [("sad", 3, 4000)] * 10),  # straight-liner
+            # Straight-liner whose wrong attention-check answer corroborates the identical answers.
+            Rated("gpt4", [("sad", 3, 4000)] * 10, attention_failures=1),
+            Rated("gpt4", [("sad", 3, 4000)] * 10),  # identical answers, taken slowly: sincere, kept
             Rated(
                 "gpt4", [("sad", 3, 300), ("sad", 1, 400), ("sad", 2, 500)] + [("sad", 2, 700)] * 7
             ),  # too fast
             Rated("human", [("sad", 1, 4000), ("sad", 2, 4000)] * 5, flagged=True),  # failed attention checks
-            Rated("human", [("sad", 3, 100)] * 10, flagged=True),  # all three rules
+            Rated("human", [("sad", 3, 100)] * 10, flagged=True),  # all three rules (fast corroborates)
+            Rated("human", [("sad", 2, 4000), ("sad", 1, 4000)] * 5, status="timed_out"),  # incomplete
         ]
     )
     study = build_rating_study(slug="excl", conditions=["human", "gpt4"], participants=people).study
-    rules = stats.ExclusionRules(
-        attention_checks=True, min_median_response_ms=1000, straight_lining_min_items=10
+    rules = exclusions.ExclusionRules(
+        attention_checks=True, incomplete=True, min_median_response_ms=1000, straight_lining_min_items=10
     )
     result = study_analyze(study=study, options=_opts(rules=rules))
     summary = result.exclusions.set_index("rule")
-    assert summary.loc["before exclusions", ["participants", "ratings"]].tolist() == [24, 240]
+    assert summary.loc["before exclusions", ["participants", "ratings"]].tolist() == [26, 260]
     assert summary.loc["attention_checks", "participants"] == 2
+    assert summary.loc["incomplete", "participants"] == 1
     assert summary.loc["too_fast", "participants"] == 2
     assert summary.loc["straight_lining", "participants"] == 2
-    assert summary.loc["after exclusions", ["participants", "ratings"]].tolist() == [20, 200]
-    assert result.distribution.set_index("condition").loc["gpt4", "n_Good"] == 40
+    assert summary.loc["after exclusions", ["participants", "ratings"]].tolist() == [21, 210]
+    assert summary.loc["any rule", ["participants_human", "participants_gpt4"]].tolist() == [3, 2]
+    assert result.distribution.set_index("condition").loc["gpt4", "n_Good"] == 50
     # The streamed export applies the same rules one participant at a time: both must agree.
     from analysis.selectors import rating_rows_frame
 
     rows = rating_rows_frame(study=study)
-    flags = stats.participant_exclusion_flags(rows, rules)
-    for pid, sub in rows.groupby("participant_id"):
-        one = stats.participant_exclusion_flags_one(
-            values=sub["value"].tolist(),
-            times_ms=[None if math.isnan(t) else t for t in sub["response_time_ms"]],
-            flagged=bool(sub["flagged_for_exclusion"].iloc[0]),
-            rules=rules,
-        )
-        assert one == {k: bool(flags.loc[pid, k]) for k in one}
+    for variant in (rules, dataclasses.replace(rules, straight_lining_identical_alone=True)):
+        flags = exclusions.participant_exclusion_flags(rows, variant)
+        for pid, sub in rows.groupby("participant_id"):
+            one = exclusions.participant_exclusion_flags_one(
+                values=sub["value"].tolist(),
+                times_ms=[None if math.isnan(t) else t for t in sub["response_time_ms"]],
+                flagged=bool(sub["flagged_for_exclusion"].iloc[0]),
+                status=sub["participant_status"].iloc[0],
+                attention_failures=int(sub["attention_failures"].iloc[0]),
+                rules=variant,
+            )
+            assert one == {k: bool(flags.loc[pid, k]) for k in one}
     off = study_analyze(study=study, options=_opts(rules=NO_EXCLUSIONS))
-    assert off.exclusions.set_index("rule").loc["after exclusions", "participants"] == 24
+    assert off.exclusions.set_index("rule").loc["after exclusions", "participants"] == 26
 
 
 def test_previews_and_attention_check_pages_never_count(django_assert_max_num_queries):

@@ -2,12 +2,14 @@
 
 import csv
 import io
+import os
 from pathlib import Path
 
 from django.apps import apps
 
-# The published dataset lives in shared/ beside the checkout (as in CI).
-DATASET = str(
+# The published dataset lives in shared/ beside the checkout (as in CI); PUBLISHED_RATINGS_CSV points elsewhere
+# (a checkout that is not beside shared/, e.g. a git worktree).
+DATASET = os.environ.get("PUBLISHED_RATINGS_CSV") or str(
     Path(__file__).resolve().parents[3]
     / "shared"
     / "data"

@@ -1,10 +1,13 @@
 """python manage.py analyze <study-slug> --out DIR: CSV tables, PNG and SVG figures and a self-contained report."""
 
+import dataclasses
 from pathlib import Path
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from analysis import selectors, stats
+from analysis import selectors
+from analysis.exclusions import ExclusionRules
 from analysis.services import DEFAULT_BOOTSTRAP_SAMPLES, AnalysisError, AnalysisOptions, analysis_entry
 from studies.models import Study
 
@@ -12,7 +15,9 @@ from studies.models import Study
 class Command(BaseCommand):
     help = (
         "Analyse a study and write every table as CSV, every figure as PNG and SVG, and report.html (figures "
-        "embedded) into DIR. Exclusion rules are declared by the options below and listed in the report."
+        "embedded) and report.md into DIR. The exclusion rules are the study's declared ones unless the options "
+        "below override them; the report lists both, tests whether exclusions differ between conditions and "
+        "shows the headline with and without them."
     )
 
     def add_arguments(self, parser):
@@ -32,25 +37,48 @@ class Command(BaseCommand):
         parser.add_argument(
             "--seed", type=int, default=None, help="Bootstrap seed (default: the study's seed)."
         )
-        parser.add_argument("--no-exclusions", action="store_true", help="Apply no exclusion rule.")
+        parser.add_argument(
+            "--no-exclusions",
+            action="store_true",
+            help="Apply no exclusion rule (not even the declared ones).",
+        )
+        # Each flag below overrides one of the study's declared rules for this analysis only; the report then says
+        # the rules were overridden and lists the declared ones beside them.
         parser.add_argument(
             "--min-median-ms",
             type=float,
-            default=stats.ExclusionRules.min_median_response_ms,
-            help="Too-fast rule: exclude participants whose median response time is below this "
-            "(default %(default)s; 0 turns the rule off).",
+            default=None,
+            help="Too-fast rule: exclude participants whose median response time is below this (0 turns the "
+            "rule off; default: as declared).",
         )
         parser.add_argument(
             "--straight-lining-min-items",
             type=int,
-            default=stats.ExclusionRules.straight_lining_min_items,
-            help="Straight-lining rule: exclude participants giving one value to all of at least "
-            "this many items (default %(default)s; 0 turns the rule off).",
+            default=None,
+            help="Straight-lining rule: exclude participants giving one value to all of at least this many items, "
+            "when a wrong attention-check answer or a fast median time corroborates it (0 turns the rule off; "
+            "default: as declared).",
+        )
+        parser.add_argument(
+            "--straight-lining-corroborating-ms",
+            type=float,
+            default=None,
+            help="Straight-lining rule: a median response time below this corroborates identical answers.",
+        )
+        parser.add_argument(
+            "--straight-lining-identical-alone",
+            action="store_true",
+            help="Straight-lining rule: identical answers alone exclude (only sensible on scales of 5+ points).",
         )
         parser.add_argument(
             "--keep-flagged",
             action="store_true",
             help="Keep participants flagged for failed attention checks.",
+        )
+        parser.add_argument(
+            "--keep-incomplete",
+            action="store_true",
+            help="Keep participants who did not complete (returned, timed out, never finished).",
         )
 
     def handle(self, *args, study_slug, out, baseline, bootstrap, seed, **opts):
@@ -60,14 +88,7 @@ class Command(BaseCommand):
             raise CommandError(f"no study with slug {study_slug!r}") from None
         if bootstrap < 1:
             raise CommandError("--bootstrap must be at least 1")
-        if opts["no_exclusions"]:
-            rules = stats.ExclusionRules.none()
-        else:
-            rules = stats.ExclusionRules(
-                attention_checks=not opts["keep_flagged"],
-                min_median_response_ms=opts["min_median_ms"] or None,
-                straight_lining_min_items=opts["straight_lining_min_items"] or None,
-            )
+        rules = self._rules(study, opts)
         options = AnalysisOptions(rules=rules, baseline=baseline, bootstrap_samples=bootstrap, seed=seed)
         try:
             # The study kind's analysis entry (analysis/entries.py) writes its tables, figures and report.
@@ -76,3 +97,32 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         for line in lines:
             (self.stderr if line.startswith("note: ") else self.stdout).write(line)
+
+    def _rules(self, study: Study, opts: dict) -> ExclusionRules | None:
+        """None (the study's declared rules), no rule, or the declared rules with the flags' overrides."""
+        changes: dict = {}
+        if opts["keep_flagged"]:
+            changes["attention_checks"] = False
+        if opts["keep_incomplete"]:
+            changes["incomplete"] = False
+        if opts["min_median_ms"] is not None:
+            changes["min_median_response_ms"] = opts["min_median_ms"] or None
+        if opts["straight_lining_min_items"] is not None:
+            changes["straight_lining_min_items"] = opts["straight_lining_min_items"] or None
+        if opts["straight_lining_corroborating_ms"] is not None:
+            changes["straight_lining_corroborating_ms"] = opts["straight_lining_corroborating_ms"]
+        if opts["straight_lining_identical_alone"]:
+            changes["straight_lining_identical_alone"] = True
+        if opts["no_exclusions"]:
+            if changes:
+                raise CommandError("--no-exclusions cannot be combined with flags that change one rule")
+            return ExclusionRules.none()
+        if not changes:
+            return None
+        try:
+            declared = ExclusionRules.from_declared(study.exclusion_rules)
+        except ValidationError as exc:
+            raise CommandError(
+                f"the study's declared exclusion rules are invalid: {'; '.join(exc.messages)}"
+            ) from None
+        return dataclasses.replace(declared, **changes)

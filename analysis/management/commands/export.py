@@ -7,7 +7,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from analysis import exports, selectors, stats
+from analysis import exports, selectors
+from analysis.exclusions import ExclusionRules
 from studies.models import Study
 
 
@@ -24,7 +25,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-exclusions",
             action="store_true",
-            help="Compute the ratings' exclusion flags with no rule on.",
+            help="Compute the ratings' exclusion flags with no rule on (default: the study's declared rules).",
         )
 
     def handle(self, *args, study_slug, what, out, no_exclusions, **options):
@@ -32,7 +33,7 @@ class Command(BaseCommand):
             study = selectors.study_get_by_slug(slug=study_slug)
         except Study.DoesNotExist:
             raise CommandError(f"no study with slug {study_slug!r}") from None
-        rules = stats.ExclusionRules.none() if no_exclusions else stats.ExclusionRules()
+        rules = ExclusionRules.none() if no_exclusions else None  # None: the study's declared rules
         lines = exports.export_lines(study=study, what=what, rules=rules)
         if out == "-":
             for line in lines:
