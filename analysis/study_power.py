@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from analysis import power, selectors, stats
-from analysis.services import AnalysisError, baseline_choose
+from analysis import exclusions, power, selectors, stats
+from analysis.services import AnalysisError, baseline_choose, study_alpha
 from studies.models import Study
 
 MIN_OBSERVED_RATINGS = 30
@@ -51,7 +51,10 @@ def _observed_shares(study: Study, scale: stats.Scale) -> dict[str, tuple[list[f
     rows = selectors.rating_rows_frame(study=study)
     if rows.empty:
         return {}
-    kept, _, _ = stats.exclusions_apply(rows, stats.ExclusionRules())
+    # The study's declared exclusion rules, as its analysis will apply them.
+    rules = exclusions.ExclusionRules.from_declared(study.exclusion_rules)
+    conditions = [str(c) for c in rows["condition"].unique()]
+    kept, _, _ = exclusions.exclusions_apply(rows, rules, conditions=conditions, alpha=study_alpha(study=study))
     counts = stats.counts_table(kept, scale, ["condition"])
     return {
         str(name): ((row / row.sum()).tolist(), int(row.sum()))

@@ -96,7 +96,7 @@ class Command(BaseCommand):
         except AnalysisError as exc:
             raise CommandError(str(exc)) from None
         for line in lines:
-            (self.stderr if line.startswith("note: ") else self.stdout).write(line)
+            self.stdout.write(line)
 
     def _rules(self, study: Study, opts: dict) -> ExclusionRules | None:
         """None (the study's declared rules), no rule, or the declared rules with the flags' overrides."""
