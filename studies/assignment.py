@@ -28,6 +28,7 @@ import secrets
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
@@ -98,11 +99,28 @@ def _stale_cutoff(study: Study, now: datetime) -> datetime:
     return now - timedelta(minutes=study.time_limit_minutes)
 
 
-def _counted_participants(study: Study, now: datetime) -> Q:
-    """Participants who hold a slot: completed, or active and seen within the study's time limit."""
-    return Q(status=Participant.Status.COMPLETED) | Q(
-        status=Participant.Status.ACTIVE, last_seen_at__gte=_stale_cutoff(study, now)
+def _consent_cutoff(now: datetime) -> datetime:
+    return now - timedelta(minutes=settings.PARTICIPANT_CONSENT_HOLD_MINUTES)
+
+
+def _holding(study: Study, now: datetime, prefix: str = "") -> Q:
+    """Active participants whose hold on their place has not lapsed: seen within the study's time limit,
+    and, before they agreed to the consent form, within PARTICIPANT_CONSENT_HOLD_MINUTES (an id that opens
+    the link and goes no further frees its place quickly). `prefix` reaches them through a relation."""
+    return Q(
+        **{
+            f"{prefix}status": Participant.Status.ACTIVE,
+            f"{prefix}last_seen_at__gte": _stale_cutoff(study, now),
+        }
+    ) & (
+        ~Q(**{f"{prefix}step": Participant.Step.CONSENT})
+        | Q(**{f"{prefix}last_seen_at__gte": _consent_cutoff(now)})
     )
+
+
+def _counted_participants(study: Study, now: datetime) -> Q:
+    """Participants who hold a slot: completed, or active and holding (see `_holding`)."""
+    return Q(status=Participant.Status.COMPLETED) | _holding(study, now)
 
 
 def _live_assignments(study: Study, now: datetime) -> Q:
@@ -111,10 +129,7 @@ def _live_assignments(study: Study, now: datetime) -> Q:
     return Q(participant__is_preview=False) & (
         Q(answered_at__isnull=False)
         | Q(participant__status=Participant.Status.COMPLETED)
-        | Q(
-            participant__status=Participant.Status.ACTIVE,
-            participant__last_seen_at__gte=_stale_cutoff(study, now),
-        )
+        | _holding(study, now, prefix="participant__")
     )
 
 
@@ -385,9 +400,12 @@ def participants_release_stale(*, now: datetime | None = None, study: Study | No
         cutoff = _stale_cutoff(each, now)
         with transaction.atomic():
             # Locked in id order, so two overlapping runs (the beat task and a lazy release) cannot deadlock.
+            lapsed = Q(last_seen_at__lt=cutoff) | Q(
+                step=Participant.Step.CONSENT, last_seen_at__lt=_consent_cutoff(now)
+            )
             ids = list(
                 Participant.objects.select_for_update()
-                .filter(study=each, status=Participant.Status.ACTIVE, last_seen_at__lt=cutoff)
+                .filter(lapsed, study=each, status=Participant.Status.ACTIVE)
                 .order_by("id")
                 .values_list("id", flat=True)
             )
@@ -434,6 +452,8 @@ def participant_touch(*, participant: Participant, now: datetime | None = None) 
     if participant.status != Participant.Status.ACTIVE:
         return participant
     cutoff = _stale_cutoff(participant.study, now)
+    if participant.step == Participant.Step.CONSENT:
+        cutoff = max(cutoff, _consent_cutoff(now))
     seen = participant.last_seen_at
     if seen is not None and seen >= cutoff and now - seen < TOUCH_INTERVAL:
         return participant
