@@ -57,12 +57,12 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.middleware.RequestIdMiddleware",
-    # /healthz answers before host validation and the SSL redirect (the container's own check calls it by IP).
-    "config.middleware.HealthCheckMiddleware",
     # Refuses an oversized body from its Content-Length before anything reads it (config/middleware.py).
     "config.middleware.RequestBodyLimitMiddleware",
-    "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
+    # /healthz answers before host validation and the SSL redirect (the container's own check calls it by IP).
+    "config.middleware.HealthCheckMiddleware",
+    "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
