@@ -5,7 +5,6 @@ from datetime import timedelta
 import pytest
 from django.conf import settings as django_settings
 from django.contrib.sessions.backends.db import SessionStore as DbSessionStore
-from django.core.cache import caches
 from django.test import Client
 from django.utils import timezone
 
@@ -18,22 +17,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def _one_window(monkeypatch):
-    """Every request of a test falls in the same windows (the middle of one)."""
-    from config import ratelimit
-
-    monkeypatch.setattr(ratelimit, "_now", lambda: 1_700_000_010.0)
-
-
-@pytest.fixture(autouse=True)
-def _limits(settings, redis_url):
-    settings.RATELIMIT_ENABLED = True
-    settings.RATELIMIT_ENTRY_PER_IP = 1000
-    settings.RATELIMIT_PARTICIPANT = 1000
-    settings.RATELIMIT_TRUSTED_PROXIES = 0
-    settings.RATELIMIT_ENROLL_PER_IP = 3
-    settings.RATELIMIT_ENROLL_PER_STUDY = 1000
-    caches["default"].clear()
+def _limits(limits_on):
+    limits_on.RATELIMIT_ENROLL_PER_IP = 3
 
 
 @pytest.fixture
