@@ -296,7 +296,7 @@ RATELIMIT_TRUSTED_PROXIES = env_int("RATELIMIT_TRUSTED_PROXIES", 0)
 # RATELIMIT_ENROLL_PER_IP places per window, however many ids it makes up.
 RATELIMIT_ENROLL_WINDOW = env_int("RATELIMIT_ENROLL_WINDOW", 3600)
 RATELIMIT_ENROLL_PER_IP = env_int("RATELIMIT_ENROLL_PER_IP", 3)
-RATELIMIT_ENROLL_PER_STUDY = env_int("RATELIMIT_ENROLL_PER_STUDY", 2000)
+RATELIMIT_ENROLL_PER_STUDY = env_int("RATELIMIT_ENROLL_PER_STUDY", 10000)
 # Request bodies (without uploaded files) above this are refused with 400: participant forms are a few
 # hundred bytes and admin forms a few KB, so a multi-megabyte body is a mistake or an attack.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 512 * 1024)
