@@ -264,12 +264,36 @@ def big_body(base_url: str, *, size: int = 100 * MB, chunked: bool = False) -> d
     """Sends a `size`-byte multipart POST to /admin/login/ as fast as the server takes it, watching for the
     answer; reports the status and how much had been sent when it came."""
     port = int(base_url.rsplit(":", 1)[1])
+    # A real form post: the CSRF cookie and token first, so that a server that reads bodies reads this one.
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    connection.request("GET", "/admin/login/", headers={"Host": f"127.0.0.1:{port}"})
+    login_page = connection.getresponse()
+    login_page.read()
+    set_cookies = login_page.headers.get_all("Set-Cookie") or []
+    cookie = next((c.split(";", 1)[0] for c in set_cookies if c.startswith("csrftoken=")), "")
+    connection.close()
+    token = cookie.partition("=")[2].encode()
     boundary = b"abuseboundary"
-    head = b"--" + boundary + b'\r\nContent-Disposition: form-data; name="f"; filename="big.bin"\r\n\r\n'
+    head = (
+        b"--"
+        + boundary
+        + b'\r\nContent-Disposition: form-data; name="csrfmiddlewaretoken"\r\n\r\n'
+        + token
+        + b"\r\n--"
+        + boundary
+        + b'\r\nContent-Disposition: form-data; name="f"; filename="big.bin"\r\n\r\n'
+    )
     length_header = b"Transfer-Encoding: chunked" if chunked else b"Content-Length: " + str(size).encode()
     request = (
-        b"POST /admin/login/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        b"Content-Type: multipart/form-data; boundary=" + boundary + b"\r\n" + length_header + b"\r\n\r\n"
+        b"POST /admin/login/ HTTP/1.1\r\nHost: 127.0.0.1:"
+        + str(port).encode()
+        + b"\r\nCookie: "
+        + cookie.encode()
+        + b"\r\nContent-Type: multipart/form-data; boundary="
+        + boundary
+        + b"\r\n"
+        + length_header
+        + b"\r\n\r\n"
     )
     piece = b"\0" * (256 * 1024)
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
