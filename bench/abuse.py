@@ -378,6 +378,7 @@ def main(argv: list[str] | None = None) -> dict:
                 [] if args.skip_direct else [("direct", stack.base_url)]
             )
             for name, base_url in targets:
+                timeouts_before = stack.log_path.read_text(errors="replace").count("WORKER TIMEOUT")
                 log(f"{name}: {args.slow_clients} slow clients for {args.hold_seconds:.0f}s")
                 participant = Participant(base_url, slug, f"probe{name}")
                 for _ in range(args.workers * 5):  # every worker has rendered the rating page once
@@ -391,9 +392,9 @@ def main(argv: list[str] | None = None) -> dict:
                 if name == "proxied":
                     phase["chunked_100mb"] = big_body(base_url, chunked=True)
                 stack.wait_healthy(timeout=120)
+                timeouts = stack.log_path.read_text(errors="replace").count("WORKER TIMEOUT")
+                phase["gunicorn_worker_timeouts"] = timeouts - timeouts_before
                 result[name] = phase
-            server_log = stack.log_path.read_text(errors="replace")
-            result["gunicorn_worker_timeouts"] = server_log.count("WORKER TIMEOUT")
         finally:
             proxy.stop()
     goal = 200.0
