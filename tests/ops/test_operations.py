@@ -137,9 +137,7 @@ def test_page_ceiling_is_404_unless_enabled_and_renders_an_item_page_from_the_se
     first = client.get("/bench/page/")
     assert first.status_code == 200
     page = first.content.decode()
-    assert (
-        "Item 3 of 10" in page and 'name="csrfmiddlewaretoken"' in page and "contact_me_by_fax_only" in page
-    )
+    assert "Item 3 of 10" in page and 'name="csrfmiddlewaretoken"' in page and "contact_me_by_fax_only" in page
     assert client.session.get("ratings:participant:bench") == 0  # stored once, read from then on
     assert client.get("/bench/page/").status_code == 200
     assert client.post("/bench/page/").status_code == 405
