@@ -47,3 +47,62 @@ class RequestIdMiddleware:
             return response
         finally:
             request_id_var.reset(token)
+
+
+class HealthCheckMiddleware:
+    """Answers /healthz ahead of host validation and the HTTPS redirect.
+
+    The container's health check and a load balancer call it by IP over plain HTTP: under a real
+    ALLOWED_HOSTS that would be a 400, under SECURE_SSL_REDIRECT a 301, so the process would always look
+    unhealthy. It says nothing about hosts or versions, so answering it for any Host header is safe."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path_info == "/healthz":
+            from .health import healthz
+
+            return healthz(request)
+        return self.get_response(request)
+
+
+class RequestBodyLimitMiddleware:
+    """Refuses (413, a friendly page) a request whose declared body is larger than REQUEST_BODY_MAX_BYTES —
+    REQUEST_BODY_MAX_IMPORT_BYTES on the admin's corpus import — from its Content-Length, before anything
+    reads the body. Django's own DATA_UPLOAD_MAX_MEMORY_SIZE spares file parts, so a multipart body of any
+    size used to be streamed to a temporary file first. A body without Content-Length (chunked) is not read
+    by Django at all; nginx in front enforces the same limits on those while they stream."""
+
+    def __init__(self, get_response):
+        from django.conf import settings
+
+        self.get_response = get_response
+        self.large_paths = [re.compile(pattern) for pattern in settings.REQUEST_BODY_LARGE_PATHS]
+
+    def limit_for(self, request) -> int:
+        from django.conf import settings
+
+        if any(pattern.match(request.path_info) for pattern in self.large_paths):
+            return settings.REQUEST_BODY_MAX_IMPORT_BYTES
+        return settings.REQUEST_BODY_MAX_BYTES
+
+    def __call__(self, request):
+        try:
+            declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            declared = 0  # Django reads no body without a valid length
+        limit = self.limit_for(request)
+        if declared > limit:
+            from django.http import HttpResponse
+            from django.template.loader import render_to_string
+
+            access_log.warning(
+                "request body too large", extra={"path": request.path, "declared": declared, "limit": limit}
+            )
+            response = HttpResponse(
+                render_to_string("errors/413.html", {"limit_mb": max(1, limit // (1024 * 1024))}),
+                status=413,
+            )
+            return response
+        return self.get_response(request)

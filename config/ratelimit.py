@@ -52,11 +52,14 @@ def client_ip(request) -> str:
     return request.META.get("REMOTE_ADDR", "")
 
 
-def _participant_key(request) -> str:
-    """Who is asking: the recruiting platform's id on entry, then the session cookie, else the IP."""
-    for param in _PARTICIPANT_PARAMS:
-        if request.GET.get(param):
-            return "pid:" + request.GET[param]
+def _participant_key(request, *, scope: str) -> str:
+    """Who is asking: on the entry, the recruiting platform's id; on every other page the session cookie
+    (the query string is the client's to choose: reading it there let a made-up id reset the limit), else
+    the IP."""
+    if scope == "entry":
+        for param in _PARTICIPANT_PARAMS:
+            if request.GET.get(param):
+                return "pid:" + request.GET[param]
     session_cookie = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
     if session_cookie:
         return "session:" + session_cookie
@@ -87,7 +90,7 @@ def _redis():
     return client
 
 
-def _counts(keys: list[str]) -> list[int]:
+def _counts(keys: list[str], *, ttl: int = WINDOW_SECONDS * 2) -> list[int]:
     """Adds one to each window counter and returns the new counts: one round trip to Redis (INCR and
     EXPIRE of every key in one pipeline), or Django's cache when there is no Redis (`make run`)."""
     client = _redis()
@@ -95,28 +98,30 @@ def _counts(keys: list[str]) -> list[int]:
         pipeline = client.pipeline(transaction=False)
         for key in keys:
             pipeline.incr(key)
-            pipeline.expire(key, WINDOW_SECONDS * 2)
+            pipeline.expire(key, ttl)
         return pipeline.execute()[::2]
     counts = []
     for key in keys:
-        cache.add(key, 0, timeout=WINDOW_SECONDS * 2)
+        cache.add(key, 0, timeout=ttl)
         counts.append(cache.incr(key))
     return counts
 
 
-def _hits(checks: list[tuple[str, str, int]]) -> tuple[str | None, int]:
-    """Counts one request against each (bucket, identity, limit); returns (the first bucket over its
-    limit or None, seconds until the window ends). Fails open."""
+def _hits(
+    checks: list[tuple[str, str, int]], *, window_seconds: int = WINDOW_SECONDS
+) -> tuple[str | None, int]:
+    """Counts one request against each (bucket, identity, limit) in fixed windows of `window_seconds`;
+    returns (the first bucket over its limit or None, seconds until the window ends). Fails open."""
     now = _now()
-    window = int(now // WINDOW_SECONDS)
-    retry_after = int(WINDOW_SECONDS - now % WINDOW_SECONDS) + 1
+    window = int(now // window_seconds)
+    retry_after = int(window_seconds - now % window_seconds) + 1
     keys = [
         # hashed: no participant ids in the store's keys
         f"rl:{bucket}:{hashlib.sha256(identity.encode()).hexdigest()[:32]}:{window}"
         for bucket, identity, _limit in checks
     ]
     try:
-        counts = _counts(keys)
+        counts = _counts(keys, ttl=window_seconds * 2)
     except Exception as exc:  # the store is down or timed out: let the request through
         logger.warning("rate limit store unavailable, allowing request", extra={"error": type(exc).__name__})
         return None, 0
@@ -137,7 +142,9 @@ def rate_limit(scope: str) -> Callable:
         @functools.wraps(view)
         def wrapped(request, *args, **kwargs):
             if settings.RATELIMIT_ENABLED:
-                checks = [("participant", _participant_key(request), settings.RATELIMIT_PARTICIPANT)]
+                checks = [
+                    ("participant", _participant_key(request, scope=scope), settings.RATELIMIT_PARTICIPANT)
+                ]
                 if scope == "entry":
                     checks.insert(0, ("entry-ip", client_ip(request), settings.RATELIMIT_ENTRY_PER_IP))
                 bucket, retry_after = _hits(checks)
@@ -149,6 +156,24 @@ def rate_limit(scope: str) -> Callable:
         return wrapped
 
     return decorator
+
+
+def enrollment_allowed(request, *, study_id: int) -> tuple[bool, int]:
+    """Counts one new enrollment (a participant id the study has not seen) against the per-address and
+    per-study limits: RATELIMIT_ENROLL_PER_IP per address and RATELIMIT_ENROLL_PER_STUDY per study, in
+    windows of RATELIMIT_ENROLL_WINDOW seconds. Made-up ids from one address then hold a few places at
+    most. Returns (allowed, retry_after). Fails open like every limit here."""
+    if not settings.RATELIMIT_ENABLED:
+        return True, 0
+    checks = [
+        ("enroll-ip", f"{study_id}:{client_ip(request)}", settings.RATELIMIT_ENROLL_PER_IP),
+        ("enroll-study", str(study_id), settings.RATELIMIT_ENROLL_PER_STUDY),
+    ]
+    bucket, retry_after = _hits(checks, window_seconds=settings.RATELIMIT_ENROLL_WINDOW)
+    if bucket is not None:
+        logger.warning("enrollment limited", extra={"bucket": bucket, "path": request.path})
+        return False, retry_after
+    return True, retry_after
 
 
 def too_many_requests(request, *, retry_after: int):

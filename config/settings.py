@@ -47,6 +47,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI served from our own static files, not a CDN
+    "axes",
     "studies",
     "ratings",
     "generation",
@@ -55,6 +57,11 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.middleware.RequestIdMiddleware",
+    # Refuses an oversized body from its Content-Length before anything reads it (config/middleware.py).
+    "config.middleware.RequestBodyLimitMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # /healthz answers before host validation and the SSL redirect (the container's own check calls it by IP).
+    "config.middleware.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -63,6 +70,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Login throttling (django-axes): last, as its documentation asks.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -122,6 +131,8 @@ STORAGES = {
 MEDIA_ROOT = VAR_DIR / "media"
 
 LOGIN_URL = "admin:login"
+# Where a sign-in without `next` lands (the analysts' login page; the admin's own goes to the admin).
+LOGIN_REDIRECT_URL = "analysis:index"
 
 # --- Celery -------------------------------------------------------------------------------------------
 # Without REDIS_URL, tasks run in-process (eagerly): `make run` needs no broker.
@@ -200,7 +211,22 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Read-only access to studies, aggregates and exports for analysts.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and its docs: staff, Analysts and analyst-token holders only (analysis/permissions.py).
+    "SERVE_PERMISSIONS": ["analysis.permissions.IsAnalyst"],
+    "SERVE_AUTHENTICATION": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    # Swagger UI from drf-spectacular-sidecar's pinned copy in our static files (no CDN, CSP 'self').
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
+
+# --- Participants -------------------------------------------------------------------------------------
+# A participant who has not yet agreed to the consent form holds their place for this long only (then the
+# study's full time limit): an id that opens the link and goes no further frees its place quickly.
+PARTICIPANT_CONSENT_HOLD_MINUTES = env_int("PARTICIPANT_CONSENT_HOLD_MINUTES", 10)
 
 # --- Security -----------------------------------------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True
@@ -216,6 +242,41 @@ if PRODUCTION:
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
+
+# A Content-Security-Policy on every response (django-csp): scripts only from our own static files (no
+# inline script anywhere: templates load static/*.js), no framing, forms post to us or to MTurk's
+# externalSubmit. Inline *styles* stay allowed: templates carry small <style> blocks and the honeypot's
+# off-screen style attribute, and styles cannot run code.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'", "https://www.mturk.com", "https://workersandbox.mturk.com"],
+    }
+}
+
+# Login throttling (django-axes) on every login form (the admin's and /analysis/login/): after
+# AXES_FAILURE_LIMIT failures from one address, or for one username, further attempts are refused (429,
+# no password hashed) until AXES_COOLOFF_MINUTES after the last failure; `manage.py axes_reset` (or
+# deleting the access attempts in the admin) ends a lock-out at once. Addresses as the rate limiter sees
+# them (behind RATELIMIT_TRUSTED_PROXIES proxies).
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = env_int("AXES_COOLOFF_MINUTES", 15) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_CLIENT_IP_CALLABLE = "config.ratelimit.client_ip"
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "errors/login_locked.html"
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out login before any password hash
+    "django.contrib.auth.backends.ModelBackend",
+]
 
 # --- Operations ---------------------------------------------------------------------------------------
 # One JSON object per line (request id, path, status, duration on access lines); LOG_FORMAT=plain for humans.
@@ -234,9 +295,22 @@ RATELIMIT_ENABLED = env_bool("RATELIMIT_ENABLED", True)
 RATELIMIT_ENTRY_PER_IP = env_int("RATELIMIT_ENTRY_PER_IP", 30)
 RATELIMIT_PARTICIPANT = env_int("RATELIMIT_PARTICIPANT", 60)
 RATELIMIT_TRUSTED_PROXIES = env_int("RATELIMIT_TRUSTED_PROXIES", 0)
+# New enrollments (ids the study has not seen; resuming is not counted), per RATELIMIT_ENROLL_WINDOW
+# seconds: per client address and study, and per study in all. One address thus holds at most
+# RATELIMIT_ENROLL_PER_IP places per window, however many ids it makes up.
+RATELIMIT_ENROLL_WINDOW = env_int("RATELIMIT_ENROLL_WINDOW", 3600)
+RATELIMIT_ENROLL_PER_IP = env_int("RATELIMIT_ENROLL_PER_IP", 3)
+RATELIMIT_ENROLL_PER_STUDY = env_int("RATELIMIT_ENROLL_PER_STUDY", 10000)
 # Request bodies (without uploaded files) above this are refused with 400: participant forms are a few
 # hundred bytes and admin forms a few KB, so a multi-megabyte body is a mistake or an attack.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 512 * 1024)
+# Any body, of any content type (multipart uploads included), declared larger than this is refused with 413
+# from its Content-Length before a byte of it is read (config/middleware.py); the admin's corpus import
+# takes files up to REQUEST_BODY_MAX_IMPORT_BYTES. nginx enforces the same limits while streaming
+# (deploy/nginx.conf.template, chunked bodies included).
+REQUEST_BODY_MAX_BYTES = env_int("REQUEST_BODY_MAX_BYTES", 1024 * 1024)
+REQUEST_BODY_MAX_IMPORT_BYTES = env_int("REQUEST_BODY_MAX_IMPORT_BYTES", 200 * 1024 * 1024)
+REQUEST_BODY_LARGE_PATHS = [r"^/admin/studies/study/import/$"]
 # Installs the benchmark targets (bench/targets/: the one-row-write floor and the page ceiling that
 # bench/participants.py measures against) and routes /bench/. Never on in a real deployment; on by default
 # in the test suite, which tests them.

@@ -41,7 +41,7 @@ from studies.participants import (
     participant_touch,
 )
 
-from . import flow, services, teq
+from . import entry_guard, flow, services, teq
 from .forms import DEFAULT_TURK_SUBMIT_TO, ConsentForm, EntryForm, ItemAnswerForm, TeqForm
 from .selectors import assignment_current_for_participant, participant_get_for_session, session_key
 
@@ -69,6 +69,8 @@ def _to_step(study: Study) -> HttpResponse:
 def _remember(
     request: HttpRequest, study: Study, participant: Participant, *, turk_submit_to: str = ""
 ) -> None:
+    if request.session.get(session_key(study.slug)) != participant.pk:
+        request.session.cycle_key()  # a new session key at enrollment: a planted one is worth nothing
     request.session[session_key(study.slug)] = participant.pk
     if turk_submit_to:
         request.session[TURK_SUBMIT_SESSION_KEY.format(study_id=study.pk)] = turk_submit_to
@@ -166,6 +168,9 @@ def study_entry(request: HttpRequest, slug: str) -> HttpResponse:
 
     if current is not None and current.external_id == fields["external_id"]:
         return _to_step(study)
+    refusal = entry_guard.entry_refusal(request, study, fields)
+    if refusal is not None:
+        return refusal
     try:
         participant = participant_enroll(study=study, **fields)
     except (StudyFull, StudyNotOpen, ParticipantCannotRestart, InvalidExternalId) as error:
@@ -191,6 +196,9 @@ def study_start(request: HttpRequest, slug: str) -> HttpResponse:
         return _page(request, study, "missing_id.html", status=400)
     if participant_get_for_session(session=request.session, slug=study.slug) is not None:
         return _to_step(study)
+    refusal = entry_guard.limited_enrollment(request, study)
+    if refusal is not None:
+        return refusal
     try:
         participant = participant_enroll(study=study, external_id=f"direct-{secrets.token_hex(10)}")
     except (StudyFull, StudyNotOpen) as error:

@@ -147,6 +147,7 @@ class StudyAdmin(admin.ModelAdmin):
             {
                 "fields": [
                     "platform",
+                    "platform_study_id",
                     "completion_code",
                     "screened_out_code",
                     "failed_checks_code",

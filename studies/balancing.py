@@ -1,7 +1,9 @@
 """Who counts towards the balance of a study: the counting rules every study kind's assignment policy uses.
 
 * A participant holds a slot in their condition while completed, or active and seen within the study's time
-  limit (`study.time_limit_minutes`); a participant past it is "stale" and counts no more.
+  limit (`study.time_limit_minutes`); a participant past it is "stale" and counts no more. Before consent the
+  hold is shorter (PARTICIPANT_CONSENT_HOLD_MINUTES): made-up ids that never get past the entry free their
+  places quickly.
 * An assignment is *live* (it counts towards its item's balance) when it is answered, or while its participant
   is completed or active-and-not-stale. Staff previews never count.
 * Ties are broken by a random generator seeded with the participant's stored seed (`fewest_first`).
@@ -15,6 +17,7 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -25,11 +28,28 @@ def stale_cutoff(study: Study, now: datetime) -> datetime:
     return now - timedelta(minutes=study.time_limit_minutes)
 
 
-def counted_participants(study: Study, now: datetime) -> Q:
-    """Participants who hold a slot: completed, or active and seen within the study's time limit."""
-    return Q(status=Participant.Status.COMPLETED) | Q(
-        status=Participant.Status.ACTIVE, last_seen_at__gte=stale_cutoff(study, now)
+def consent_cutoff(now: datetime) -> datetime:
+    return now - timedelta(minutes=settings.PARTICIPANT_CONSENT_HOLD_MINUTES)
+
+
+def holding(study: Study, now: datetime, prefix: str = "") -> Q:
+    """Active participants whose hold on their place has not lapsed: seen within the study's time limit,
+    and, before they agreed to the consent form, within PARTICIPANT_CONSENT_HOLD_MINUTES (an id that opens
+    the link and goes no further frees its place quickly). `prefix` reaches them through a relation."""
+    return Q(
+        **{
+            f"{prefix}status": Participant.Status.ACTIVE,
+            f"{prefix}last_seen_at__gte": stale_cutoff(study, now),
+        }
+    ) & (
+        ~Q(**{f"{prefix}step": Participant.Step.CONSENT})
+        | Q(**{f"{prefix}last_seen_at__gte": consent_cutoff(now)})
     )
+
+
+def counted_participants(study: Study, now: datetime) -> Q:
+    """Participants who hold a slot: completed, or active and holding (see `holding`)."""
+    return Q(status=Participant.Status.COMPLETED) | holding(study, now)
 
 
 def live_assignments(study: Study, now: datetime) -> Q:
@@ -38,10 +58,7 @@ def live_assignments(study: Study, now: datetime) -> Q:
     return Q(participant__is_preview=False) & (
         Q(answered_at__isnull=False)
         | Q(participant__status=Participant.Status.COMPLETED)
-        | Q(
-            participant__status=Participant.Status.ACTIVE,
-            participant__last_seen_at__gte=stale_cutoff(study, now),
-        )
+        | holding(study, now, prefix="participant__")
     )
 
 

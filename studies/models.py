@@ -116,6 +116,12 @@ class Study(models.Model):
 
     # Recruiting platform and outcomes.
     platform = models.CharField(max_length=16, choices=Platform.choices, default=Platform.PROLIFIC)
+    platform_study_id = models.CharField(
+        max_length=128,
+        blank=True,
+        help_text="The recruiting platform's id of this study (Prolific's STUDY_ID, MTurk's HIT id). "
+        "When set, entry links naming another study are refused.",
+    )
     completion_code = models.CharField(max_length=64, blank=True)
     screened_out_code = models.CharField(max_length=64, blank=True, help_text="Given when consent is declined.")
     failed_checks_code = models.CharField(

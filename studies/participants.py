@@ -35,10 +35,11 @@ from datetime import datetime, timedelta
 from functools import cache
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from . import rows
-from .balancing import condition_counts, fewest_first, stale_cutoff
+from .balancing import condition_counts, consent_cutoff, fewest_first, stale_cutoff
 from .kinds import DONE, kind_of, step_after
 from .models import Assignment, Condition, Participant, Study
 
@@ -376,9 +377,12 @@ def participants_release_stale(*, now: datetime | None = None, study: Study | No
         cutoff = stale_cutoff(each, now)
         with transaction.atomic():
             # Locked in id order, so two overlapping runs (the beat task and a lazy release) cannot deadlock.
+            lapsed = Q(last_seen_at__lt=cutoff) | Q(
+                step=Participant.Step.CONSENT, last_seen_at__lt=consent_cutoff(now)
+            )
             ids = list(
                 Participant.objects.select_for_update()
-                .filter(study=each, status=Participant.Status.ACTIVE, last_seen_at__lt=cutoff)
+                .filter(lapsed, study=each, status=Participant.Status.ACTIVE)
                 .order_by("id")
                 .values_list("id", flat=True)
             )
@@ -419,6 +423,8 @@ def participant_touch(*, participant: Participant, now: datetime | None = None) 
     if participant.status != Participant.Status.ACTIVE:
         return participant
     cutoff = stale_cutoff(participant.study, now)
+    if participant.step == Participant.Step.CONSENT:
+        cutoff = max(cutoff, consent_cutoff(now))
     seen = participant.last_seen_at
     if seen is not None and seen >= cutoff and now - seen < TOUCH_INTERVAL:
         return participant

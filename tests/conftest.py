@@ -49,6 +49,14 @@ def pytest_runtest_teardown(item, nextitem):
     return result
 
 
+@pytest.fixture(autouse=True)
+def _enrollment_limits_out_of_the_way(settings):
+    """Most tests enroll many participants from 127.0.0.1; the per-address and per-study enrollment limits
+    are tested on their own (tests/ops/test_hardening.py), which set them low again."""
+    settings.RATELIMIT_ENROLL_PER_IP = 100_000
+    settings.RATELIMIT_ENROLL_PER_STUDY = 100_000
+
+
 @pytest.fixture
 def requires_postgres():
     """For tests whose behaviour depends on PostgreSQL (row locks, concurrent transactions)."""

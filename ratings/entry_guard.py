@@ -1,0 +1,84 @@
+"""What the entry checks before it enrolls or resumes anyone, beyond a well-formed link.
+
+* The link's study: where the study knows its platform id (`Study.platform_study_id`), a link naming
+  another study (Prolific's STUDY_ID, MTurk's hitId) is refused.
+* Resuming: knowing a participant's id is not enough to become them. A browser that does not already hold
+  the participant in its session may resume only with the same Prolific SESSION_ID or MTurk assignmentId
+  the participant started with; otherwise (including when the platform sent none) it gets the "already
+  started in another browser" page and nothing of theirs.
+* New enrollments are counted per address and per study (`config.ratelimit.enrollment_allowed`), so made-up
+  ids from one address take a few places at most.
+
+The entry view calls `entry_refusal` after it has seen that the session does not already hold this id.
+"""
+
+from __future__ import annotations
+
+import math
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from config.ratelimit import enrollment_allowed
+from studies.models import Participant, Study
+
+# Participants whose outcome may be shown to any browser with their id: it reveals nothing but the outcome,
+# and `participant_enroll` refuses to restart them.
+_FINISHED_FOR_GOOD = (Participant.Status.RETURNED, Participant.Status.TIMED_OUT)
+
+
+def _page(request: HttpRequest, study: Study, template: str, *, status: int, **context) -> HttpResponse:
+    return render(
+        request, f"ratings/{template}", {"study": study, "participant": None, **context}, status=status
+    )
+
+
+def link_names_another_study(study: Study, fields: dict) -> bool:
+    """True when the study knows its platform id and the link names a different (or no) study."""
+    expected = study.platform_study_id.strip()
+    if not expected:
+        return False
+    named = (
+        fields.get("platform_study_id")
+        if fields.get("platform") == "prolific"
+        else fields.get("mturk_hit_id")
+    )
+    return named != expected
+
+
+def resume_allowed(participant: Participant, fields: dict) -> bool:
+    """May a browser that does not hold `participant` in its session continue as them? Only with the
+    platform's per-attempt id they started with (Prolific SESSION_ID, MTurk assignmentId)."""
+    if participant.platform == Study.Platform.MTURK:
+        stored, sent = participant.mturk_assignment_id, fields.get("mturk_assignment_id", "")
+    else:
+        stored, sent = participant.platform_session_id, fields.get("platform_session_id", "")
+    return bool(stored) and sent == stored
+
+
+def limited_enrollment(request: HttpRequest, study: Study) -> HttpResponse | None:
+    """Counts a new enrollment; the "too many new sessions" page (429) when over a limit."""
+    allowed, retry_after = enrollment_allowed(request, study_id=study.pk)
+    if allowed:
+        return None
+    response = _page(
+        request, study, "too_many_starts.html", status=429, retry_minutes=math.ceil(retry_after / 60)
+    )
+    response["Retry-After"] = str(retry_after)
+    return response
+
+
+def entry_refusal(request: HttpRequest, study: Study, fields: dict) -> HttpResponse | None:
+    """The page refusing this entry link, or None when the entry may enroll or resume."""
+    if link_names_another_study(study, fields):
+        return _page(request, study, "bad_link.html", status=400)
+    existing = (
+        Participant.objects.filter(study=study, external_id=fields["external_id"])
+        .only("id", "platform", "status", "platform_session_id", "mturk_assignment_id")
+        .first()
+    )
+    if existing is None:
+        return limited_enrollment(request, study)
+    if existing.status in _FINISHED_FOR_GOOD or resume_allowed(existing, fields):
+        return None
+    return _page(request, study, "another_browser.html", status=409)

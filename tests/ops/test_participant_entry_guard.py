@@ -1,0 +1,179 @@
+"""Made-up ids, session takeover and the per-participant limit, on the real participant pages."""
+
+from datetime import timedelta
+
+import pytest
+from django.conf import settings as django_settings
+from django.contrib.sessions.backends.db import SessionStore as DbSessionStore
+from django.test import Client
+from django.utils import timezone
+from studies.balancing import condition_counts
+from studies.participants import participants_release_stale
+
+from studies.models import Participant
+
+from .flow_helpers import hidden_fields, live_study, post_step
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _limits(limits_on):
+    limits_on.RATELIMIT_ENROLL_PER_IP = 3
+
+
+@pytest.fixture
+def study():
+    return live_study(prompts=30)
+
+
+def _enter(client, study, pid, *, session_id="se", study_id="st", **extra):
+    query = {"PROLIFIC_PID": pid, "SESSION_ID": session_id, "STUDY_ID": study_id}
+    return client.get(f"/s/{study.slug}/", {k: v for k, v in query.items() if v is not None}, **extra)
+
+
+# --- made-up ids --------------------------------------------------------------------------------------
+
+
+def test_one_address_cannot_hold_more_than_the_configured_number_of_places(study):
+    client = Client()
+    statuses = [_enter(client, study, f"fake{i:04x}").status_code for i in range(20)]
+    assert statuses[:3] == [302, 302, 302]
+    assert set(statuses[3:]) == {429}
+    assert Participant.objects.filter(study=study).count() == 3
+    refused = _enter(Client(), study, "fake-more")
+    assert "Too many new sessions" in refused.content.decode()
+    assert int(refused["Retry-After"]) > 0
+    # Another address still gets in.
+    assert _enter(Client(REMOTE_ADDR="203.0.113.9"), study, "real-person").status_code == 302
+    assert Participant.objects.filter(study=study).count() == 4
+
+
+def test_resuming_an_existing_participant_is_not_counted_as_a_new_enrollment(study):
+    client = Client()
+    for _ in range(6):
+        assert _enter(client, study, "same-person").status_code == 302
+    assert _enter(Client(), study, "second").status_code == 302
+    assert Participant.objects.filter(study=study).count() == 2
+
+
+def test_the_per_study_limit_applies_across_addresses(study, settings):
+    settings.RATELIMIT_ENROLL_PER_STUDY = 4
+    codes = [_enter(Client(REMOTE_ADDR=f"198.51.100.{i}"), study, f"p{i}").status_code for i in range(6)]
+    assert codes == [302] * 4 + [429] * 2
+    assert Participant.objects.filter(study=study).count() == 4
+
+
+def test_a_link_naming_another_study_is_refused_where_the_study_knows_its_platform_id(study):
+    study.platform_study_id = "60f1c0ffee"
+    study.save(update_fields=["platform_study_id"])
+    assert _enter(Client(), study, "wrong", study_id="someotherstudy").status_code == 400
+    assert _enter(Client(), study, "none", study_id=None).status_code == 400
+    assert not Participant.objects.filter(study=study).exists()
+    assert _enter(Client(), study, "right", study_id="60f1c0ffee").status_code == 302
+    assert Participant.objects.filter(study=study).count() == 1
+
+
+def test_before_consent_a_place_is_held_only_for_the_consent_hold(study, settings):
+    settings.PARTICIPANT_CONSENT_HOLD_MINUTES = 10
+    study.time_limit_minutes = 60
+    study.save(update_fields=["time_limit_minutes"])
+    lingering = Client()
+    _enter(lingering, study, "only-opened-the-link")
+    consenting = Client()
+    _enter(consenting, study, "agreed", session_id="s2")
+    post_step(consenting, study, {"step": "consent", "decision": "agree"})
+
+    later = timezone.now() + timedelta(minutes=15)
+    assert sum(condition_counts(study=study, now=later).values()) == 1  # only the one who agreed
+    assert participants_release_stale(now=later, study=study) == 1
+    assert Participant.objects.get(external_id="only-opened-the-link").status == Participant.Status.TIMED_OUT
+    assert Participant.objects.get(external_id="agreed").status == Participant.Status.ACTIVE
+    assert sum(condition_counts(study=study, now=timezone.now() + timedelta(minutes=5)).values()) == 1
+
+
+# --- session takeover ---------------------------------------------------------------------------------
+
+
+def _started(study, pid="alice", session_id="alice-session"):
+    """Alice's own browser, at her first item."""
+    own = Client()
+    _enter(own, study, pid, session_id=session_id)
+    post_step(own, study, {"step": "consent", "decision": "agree"})
+    post_step(own, study, {"step": "instructions"})
+    return own
+
+
+def test_a_fresh_browser_with_someone_elses_id_cannot_see_answer_or_return_them(study):
+    own = _started(study)
+    alice = Participant.objects.get(study=study, external_id="alice")
+    item_page = own.get(f"/s/{study.slug}/step/").content.decode()
+
+    intruder = Client()
+    refused = _enter(intruder, study, "alice", session_id="guessed")
+    assert refused.status_code == 409
+    assert "Already started in another browser" in refused.content.decode()
+    # Without SESSION_ID at all: the same.
+    assert _enter(intruder, study, "alice", session_id=None).status_code == 409
+    # The intruder's session holds nobody: the step page sends them back to the entry.
+    step = intruder.get(f"/s/{study.slug}/step/")
+    assert step.status_code == 302 and step["Location"].endswith(f"/s/{study.slug}/")
+    fields = hidden_fields(item_page)
+    post_step(intruder, study, {**fields, "value": "3"})
+    intruder.post(f"/s/{study.slug}/return/")
+    alice.refresh_from_db()
+    assert alice.status == Participant.Status.ACTIVE
+    assert not alice.assignments.filter(answered_at__isnull=False).exists()
+    # Alice's own browser carries on.
+    assert "step" in hidden_fields(own.get(f"/s/{study.slug}/step/").content.decode())
+
+
+def test_the_same_platform_session_resumes_in_a_new_browser(study):
+    _started(study)
+    again = _enter(Client(), study, "alice", session_id="alice-session", follow=True)
+    assert again.status_code == 200
+    assert hidden_fields(again.content.decode()).get("step") == "items"
+
+
+def test_a_participant_enrolled_without_a_platform_session_cannot_be_resumed_elsewhere(study):
+    _started(study, pid="bob", session_id=None)
+    assert _enter(Client(), study, "bob", session_id=None).status_code == 409
+
+
+def test_mturk_resume_is_bound_to_the_assignment_id(study):
+    study.platform = "mturk"
+    study.save(update_fields=["platform"])
+    own = Client()
+    own.get(f"/s/{study.slug}/", {"workerId": "W1", "assignmentId": "A1", "hitId": "H1"})
+    assert Participant.objects.filter(study=study, external_id="W1").exists()
+    other = Client().get(f"/s/{study.slug}/", {"workerId": "W1", "assignmentId": "A2", "hitId": "H1"})
+    assert other.status_code == 409
+    same = Client().get(f"/s/{study.slug}/", {"workerId": "W1", "assignmentId": "A1", "hitId": "H1"})
+    assert same.status_code == 302 and same["Location"].endswith("/step/")
+
+
+def test_the_session_key_is_rotated_at_enrollment(study):
+    planted = DbSessionStore()
+    planted.create()
+    client = Client()
+    client.cookies[django_settings.SESSION_COOKIE_NAME] = planted.session_key
+    _enter(client, study, "fixated")
+    new_key = client.cookies[django_settings.SESSION_COOKIE_NAME].value
+    assert new_key and new_key != planted.session_key
+    # The planted key does not reach the participant.
+    attacker = Client()
+    attacker.cookies[django_settings.SESSION_COOKIE_NAME] = planted.session_key
+    step = attacker.get(f"/s/{study.slug}/step/")
+    assert step.status_code == 302 and step["Location"].endswith(f"/s/{study.slug}/")
+
+
+# --- the per-participant limit ------------------------------------------------------------------------
+
+
+def test_made_up_ids_in_the_query_do_not_reset_the_per_participant_limit(study, settings):
+    settings.RATELIMIT_PARTICIPANT = 5
+    client = Client()
+    _enter(client, study, "carol")  # counted by the id the entry names
+    codes = [client.get(f"/s/{study.slug}/step/", {"PROLIFIC_PID": f"r{i}"}).status_code for i in range(8)]
+    assert codes[:5] == [200] * 5  # then by the session, whatever the query says
+    assert set(codes[5:]) == {429}
