@@ -1,0 +1,26 @@
+"""Template helpers of the participant pages."""
+
+from __future__ import annotations
+
+from django import template
+
+from .. import flow
+
+register = template.Library()
+
+# Steps a participant passes through without a page of their own.
+_NOT_SHOWN = {"done"}
+
+
+@register.inclusion_tag("ratings/_step_progress.html")
+def step_progress(participant) -> dict:
+    """"Step 2 of 4" for the participant's current step, from their study's sequence of steps; nothing
+    when the step is not in it (a preview of a retired step, say)."""
+    if participant is None:
+        return {}
+    steps = [step for step in flow.steps_for(participant.study) if step not in _NOT_SHOWN]
+    try:
+        number = steps.index(participant.step) + 1
+    except ValueError:
+        return {}
+    return {"number": number, "total": len(steps)}
