@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import Avg, Count, IntegerField, Max, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
-from .models import Condition, Participant, Prompt, QuestionnaireRun, Rating, Response, Study
+from .models import Assignment, Condition, Participant, Prompt, QuestionnaireRun, Rating, Response, Study
 
 STATUSES = [status.value for status in Participant.Status]
 
@@ -28,7 +28,8 @@ def _ratings_per_response(study: Study):
 
 
 def study_status(*, study: Study) -> dict[str, Any]:
-    """Counts per condition: responses, participants by status (staff previews never counted), ratings,
+    """Counts per condition: responses, participants by status (staff previews never counted), those flagged
+    for exclusion, ratings of responses (answers to attention-check pages are not ratings),
     completed questionnaire runs (questionnaire studies; models' runs included), and the spread of ratings
     per response (min / max / mean and how many responses have each count).
 
@@ -51,7 +52,11 @@ def study_status(*, study: Study) -> dict[str, Any]:
         participants[row["condition"]][row["status"]] = row["n"]
         flagged[row["condition"]] += row["flagged"]
     ratings = dict(
-        Rating.objects.filter(assignment__participant__study=study, assignment__participant__is_preview=False)
+        Rating.objects.filter(
+            assignment__participant__study=study,
+            assignment__participant__is_preview=False,
+            assignment__kind=Assignment.Kind.RESPONSE,
+        )
         .values("assignment__participant__condition")
         .annotate(n=Count("id"))
         .values_list("assignment__participant__condition", "n")
@@ -115,7 +120,7 @@ def study_status(*, study: Study) -> dict[str, Any]:
         "target_ratings_per_response": study.target_ratings_per_response,
         "conditions": result_conditions,
         "participants_without_condition": unassigned,
-        "totals": {"participants": totals, "ratings": sum(ratings.values())},
+        "totals": {"participants": totals, "flagged_for_exclusion": sum(flagged.values()), "ratings": sum(ratings.values())},
     }
 
 

@@ -15,7 +15,20 @@
     });
   });
   var summary = document.querySelector("[data-error-summary]");
-  if (summary && document.activeElement !== summary) { summary.focus(); }
+  if (summary) {
+    if (document.activeElement !== summary) { summary.focus(); }
+    // A link in the summary moves the focus to the answer it names (the fragment alone only scrolls),
+    // showing the whole statement, not just its first radio button.
+    summary.addEventListener("click", function (event) {
+      var link = event.target.closest("a[href^='#']");
+      var target = link && document.getElementById(link.getAttribute("href").slice(1));
+      if (!target) { return; }
+      event.preventDefault();
+      var group = target.closest("fieldset") || target;
+      group.scrollIntoView({ block: "start" });
+      target.focus({ preventScroll: true });
+    });
+  }
 
   var copyRow = document.querySelector("[data-copy-row]");
   var code = document.querySelector("[data-completion-code]");

@@ -15,7 +15,7 @@ def render_table(status: dict) -> str:
         "",
     ]
     questionnaire = status["kind"] == "questionnaire"
-    columns = ["condition", "responses", *STATUSES, "ratings", "min/resp", "max/resp", "mean/resp"]
+    columns = ["condition", "responses", *STATUSES, "flagged", "ratings", "min/resp", "max/resp", "mean/resp"]
     if questionnaire:
         columns.append("runs")
     rows = []
@@ -26,6 +26,7 @@ def render_table(status: dict) -> str:
                 c["name"] + (" *" if c["is_baseline"] else ""),
                 c["responses"],
                 *(c["participants"][s] for s in STATUSES),
+                c["flagged_for_exclusion"],
                 c["ratings"],
                 "-" if spread["min"] is None else spread["min"],
                 "-" if spread["max"] is None else spread["max"],
@@ -36,9 +37,18 @@ def render_table(status: dict) -> str:
     padding = [""] * (4 if questionnaire else 3)
     unassigned = status["participants_without_condition"]
     if any(unassigned.values()):
-        rows.append(["(no condition)", "", *(unassigned[s] for s in STATUSES), "", *padding])
+        rows.append(["(no condition)", "", *(unassigned[s] for s in STATUSES), "", "", *padding])
     totals = status["totals"]
-    rows.append(["total", "", *(totals["participants"][s] for s in STATUSES), totals["ratings"], *padding])
+    rows.append(
+        [
+            "total",
+            "",
+            *(totals["participants"][s] for s in STATUSES),
+            totals["flagged_for_exclusion"],
+            totals["ratings"],
+            *padding,
+        ]
+    )
     cells = [columns, *[[str(v) for v in row] for row in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     for index, row in enumerate(cells):
@@ -50,7 +60,11 @@ def render_table(status: dict) -> str:
         if index == 0 or index == len(cells) - 2:
             lines.append("  ".join("-" * w for w in widths))
     lines.append("")
-    lines.append("* baseline condition; /resp: ratings per response (staff previews never counted)")
+    lines.append(
+        "* baseline condition; flagged: participants flagged for exclusion (failed attention checks);"
+        " ratings: of responses, attention-check pages not counted; /resp: ratings per response"
+        " (staff previews never counted)"
+    )
     if questionnaire:
         lines.append("runs: completed questionnaire runs (participants' and models')")
     return "\n".join(lines)
