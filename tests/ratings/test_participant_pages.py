@@ -170,6 +170,7 @@ def test_every_participant_page_of_both_kinds_passes_axe(demo, page_at, viewport
 
     def check(page, step):
         assert page.locator("h1").count() == 1, f"{step}: one h1"
+        assert "{#" not in page.content() and "{%" not in page.content(), f"{step}: template syntax shown"
         violations.extend(axe_violations(page))
         checked.append(step)
         if step in {"teq", "q_default"}:  # the same page with its error summary
