@@ -50,10 +50,15 @@ def main(host: str, port: str) -> int:
     try:
         while not answers(probe):
             if server.poll() is not None:
-                print(f"The server stopped before it answered (exit status {server.returncode}).", file=sys.stderr)
+                print(
+                    f"The server stopped before it answered (exit status {server.returncode}).",
+                    file=sys.stderr,
+                )
                 return server.returncode or 1
             if time.monotonic() > deadline:
-                print(f"The server did not answer at {probe} within {READY_TIMEOUT_SECONDS} s.", file=sys.stderr)
+                print(
+                    f"The server did not answer at {probe} within {READY_TIMEOUT_SECONDS} s.", file=sys.stderr
+                )
                 break
             time.sleep(0.25)
         else:

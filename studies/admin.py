@@ -224,7 +224,9 @@ class StudyAdmin(admin.ModelAdmin):
     def links(self, study: Study) -> str:
         # One link a line: side by side they were clipped off a 1280 px wide list.
         import_link = (
-            format_html('<a href="{}">import</a>', reverse("admin:studies_study_import") + f"?study={study.slug}")
+            format_html(
+                '<a href="{}">import</a>', reverse("admin:studies_study_import") + f"?study={study.slug}"
+            )
             if study.kind == Study.Kind.RATING
             else ""
         )
@@ -299,7 +301,9 @@ class StudyAdmin(admin.ModelAdmin):
             ),
             path(
                 "<int:pk>/state/<slug:verb>/",
-                self.admin_site.admin_view(lambda request, pk, verb: admin_extras.state_change_view(self, request, pk, verb)),
+                self.admin_site.admin_view(
+                    lambda request, pk, verb: admin_extras.state_change_view(self, request, pk, verb)
+                ),
                 name="studies_study_state",
             ),
         ]

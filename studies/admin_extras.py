@@ -101,7 +101,9 @@ def protected_summary(objs, request, *, what: str, instead: str):
         return None
     counts = Counter(obj._meta.verbose_name_plural for obj in collector.protected)
     listed = get_text_list([f"{n} {name}" for name, n in sorted(counts.items())], "and")
-    return [f"{listed} depend on it ({what} cannot be deleted once participants were given it). {instead}".strip()]
+    return [
+        f"{listed} depend on it ({what} cannot be deleted once participants were given it). {instead}".strip()
+    ]
 
 
 class FriendlyProtectedDeleteInline:

@@ -421,7 +421,7 @@ def corpus_parse(
                 )
             )
     if problems:
-        raise CorpusImportError(sorted(problems, key=lambda p: (p.row or 0)))
+        raise CorpusImportError(sorted(problems, key=lambda p: p.row or 0))
     return corpus
 
 

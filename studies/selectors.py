@@ -120,7 +120,11 @@ def study_status(*, study: Study) -> dict[str, Any]:
         "target_ratings_per_response": study.target_ratings_per_response,
         "conditions": result_conditions,
         "participants_without_condition": unassigned,
-        "totals": {"participants": totals, "flagged_for_exclusion": sum(flagged.values()), "ratings": sum(ratings.values())},
+        "totals": {
+            "participants": totals,
+            "flagged_for_exclusion": sum(flagged.values()),
+            "ratings": sum(ratings.values()),
+        },
     }
 
 

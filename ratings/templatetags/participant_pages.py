@@ -14,7 +14,7 @@ _NOT_SHOWN = {"done"}
 
 @register.inclusion_tag("ratings/_step_progress.html")
 def step_progress(participant) -> dict:
-    """"Step 2 of 4" for the participant's current step, from their study's sequence of steps; nothing
+    """The "Step 2 of 4" of the participant's current step, from their study's sequence of steps; nothing
     when the step is not in it (a preview of a retired step, say)."""
     if participant is None:
         return {}

@@ -116,12 +116,16 @@ def test_an_attention_check_page_shows_the_check_in_place_of_a_conversation(clie
     assert Participant.objects.get().assignments.get(kind=Assignment.Kind.ATTENTION).shown_at == shown
 
 
-def test_an_attention_check_labelled_attention_check_shows_the_same_real_emotion_on_every_showing(client, study):
+def test_an_attention_check_labelled_attention_check_shows_the_same_real_emotion_on_every_showing(
+    client, study
+):
     AttentionCheckFactory(study=study, after_item=0, emotion_label="Attention Check", expected_value=2)
     enter(client, study, "PID1")
     consent_and_instructions(client, study)
     first = client.get(step_url(study)).content.decode()
-    assert shown_emotion(first) in set(Emotion.objects.filter(prompts__study=study).values_list("name", flat=True))
+    assert shown_emotion(first) in set(
+        Emotion.objects.filter(prompts__study=study).values_list("name", flat=True)
+    )
     assert shown_emotion(client.get(step_url(study)).content.decode()) == shown_emotion(first)
     answer_current(client, study, 2)  # the expected value is unchanged: the check is passed
     finish(client, study)

@@ -189,7 +189,9 @@ def test_every_participant_page_of_both_kinds_passes_axe(demo, page_at, viewport
     page.get_by_role("button", name=re.compile("return", re.I)).click()
     violations.extend(axe_violations(page))
     assert violations == []
-    assert checked.count("items") == 11 and "teq with errors" in checked and "q_default with errors" in checked
+    assert (
+        checked.count("items") == 11 and "teq with errors" in checked and "q_default with errors" in checked
+    )
     assert {"consent", "instructions", "demographics", "q_situation", "q_evoked", "done"} <= set(checked)
 
 

@@ -271,7 +271,9 @@ def test_a_launch_that_cannot_happen_lists_why_and_offers_no_button(staff_client
 def test_closing_a_study_with_participants_taking_part_asks_first(staff_client):
     study = build_study("busy", state=Study.State.LIVE)
     ParticipantFactory(study=study, condition=study.conditions.get(name="human"), status="active")
-    ParticipantFactory(study=study, condition=study.conditions.get(name="human"), status="active", is_preview=True)
+    ParticipantFactory(
+        study=study, condition=study.conditions.get(name="human"), status="active", is_preview=True
+    )
     page = act(staff_client, "close_selected", study).content.decode()
     assert "“busy”: 1 participant right now" in page and 'name="confirm" value="yes"' in page
     assert Study.objects.get(pk=study.pk).state == "live"
@@ -299,8 +301,11 @@ def test_deleting_a_condition_with_ratings_is_refused_in_one_sentence(staff_clie
     human = study.conditions.get(name="human")
     page = staff_client.get(reverse("admin:studies_study_change", args=[study.pk])).content.decode()
     data = change_form_data(page)
-    index = next(k.split("-")[1] for k, v in data.items() if k.endswith("-id") and v == str(human.pk)
-                 and k.startswith("conditions-"))
+    index = next(
+        k.split("-")[1]
+        for k, v in data.items()
+        if k.endswith("-id") and v == str(human.pk) and k.startswith("conditions-")
+    )
     data[f"conditions-{index}-DELETE"] = "on"
     response = staff_client.post(reverse("admin:studies_study_change", args=[study.pk]), data)
     text = response.content.decode()

@@ -63,12 +63,15 @@ def test_the_study_lists_page_links_are_not_clipped_at_1280_px(admin_page, live_
     width = admin_page.evaluate("innerWidth")
     # The list fits: nothing to scroll sideways, neither the page nor the table's own scroll area.
     assert admin_page.evaluate("document.documentElement.scrollWidth <= innerWidth")
-    assert admin_page.evaluate("(r => r.scrollWidth <= r.clientWidth)(document.querySelector('#changelist .results'))")
+    assert admin_page.evaluate(
+        "(r => r.scrollWidth <= r.clientWidth)(document.querySelector('#changelist .results'))"
+    )
     for link in links.all():
         box = link.bounding_box()
         assert box and box["x"] >= 0 and box["x"] + box["width"] <= width, (link.inner_text(), box)
         hit = admin_page.evaluate(
-            "([x, y]) => document.elementFromPoint(x, y)?.closest('a')?.textContent", [box["x"] + 2, box["y"] + box["height"] / 2]
+            "([x, y]) => document.elementFromPoint(x, y)?.closest('a')?.textContent",
+            [box["x"] + 2, box["y"] + box["height"] / 2],
         )
         assert hit == link.inner_text()
     admin_page.screenshot(path="/tmp/admin-study-list.png", full_page=True)

@@ -139,7 +139,9 @@ def test_the_questionnaire_demo_keeps_an_imported_emotionbench_pool_as_it_is(set
     from studies.models import Situation
 
     settings.VAR_DIR = tmp_path
-    pool = Situation.objects.create(emotion="Anger", factor_index=1, factor_name="Facing", index=1, text="Pool text.")
+    pool = Situation.objects.create(
+        emotion="Anger", factor_index=1, factor_name="Facing", index=1, text="Pool text."
+    )
     seed()
     pool.refresh_from_db()
     assert pool.text == "Pool text." and pool.factor_name == "Facing"
@@ -158,7 +160,11 @@ def test_make_run_prints_the_links_only_once_the_server_answers_and_each_log_lin
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "PORT"}}
     env.update({"DJANGO_ENV": "local", "VAR_DIR": str(tmp_path), "PYTHONUNBUFFERED": "1"})
     subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True
+        [sys.executable, "manage.py", "migrate", "--noinput"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
     )
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -180,7 +186,10 @@ def test_make_run_prints_the_links_only_once_the_server_answers_and_each_log_lin
                 if line.startswith("Admin:"):
                     break
             text = "".join(printed)
-            assert f"http://127.0.0.1:{port}/s/demo/" in text and f"http://127.0.0.1:{port}/s/feelings-demo/" in text
+            assert (
+                f"http://127.0.0.1:{port}/s/demo/" in text
+                and f"http://127.0.0.1:{port}/s/feelings-demo/" in text
+            )
             with pytest.raises(urllib.error.HTTPError):
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/no-such-page/", timeout=5)
         finally:
