@@ -78,7 +78,7 @@ class AttentionCheckInline(FriendlyProtectedDeleteInline, admin.StackedInline):
     ]
 
 
-class StudySituationInline(admin.TabularInline):
+class StudySituationInline(FriendlyProtectedDeleteInline, admin.TabularInline):
     """The situations a questionnaire study uses."""
 
     model = StudySituation

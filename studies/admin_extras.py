@@ -108,7 +108,8 @@ def protected_summary(objs, request, *, what: str, instead: str):
 
 class FriendlyProtectedDeleteInline:
     """An inline whose rows, once participants were given them, are refused deletion in one sentence
-    (counts per kind and what to do instead) instead of Django's list of every protected row."""
+    (counts per kind and what to do instead) instead of Django's list of every protected row; its inputs
+    are named for screen readers."""
 
     protected_what = "a row"
     protected_instead = ""
@@ -131,8 +132,16 @@ class FriendlyProtectedDeleteInline:
                         )
                 return super().hand_clean_DELETE()
 
-        formset.form = FriendlyDeleteForm
-        return formset
+        class LabelledFormSet(formset):
+            def add_fields(self, form, index):
+                super().add_fields(form, index)
+                # A tabular inline's inputs (its Delete box too) sit under column headings, with no <label>
+                # of their own: name them, or a screen reader announces only their help text (axe: label).
+                for name, field in form.fields.items():
+                    field.widget.attrs.setdefault("aria-label", str(field.label or name))
+
+        LabelledFormSet.form = FriendlyDeleteForm
+        return LabelledFormSet
 
 
 def close_confirmation(model_admin, request: HttpRequest, queryset):
