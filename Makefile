@@ -21,11 +21,11 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/pip install --quiet --disable-pip-version-check -c requirements.lock -r $(VENV)/requirements.txt
 	@touch $(STAMP)
 
-## run: a local site on an embedded SQLite database with a demo study; tasks run in-process.
+## run: a local site on an embedded SQLite database with the two demo studies; tasks run in-process.
+## The participant links and the admin login are printed once the server answers.
 run: $(STAMP)
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py seed_demo
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	$(PY) scripts/run_local.py $(HOST) $(PORT)
 
 ## test: the whole suite (PostgreSQL, Redis, a real Celery worker, headless Chromium).
 test: $(STAMP)

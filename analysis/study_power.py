@@ -54,7 +54,9 @@ def _observed_shares(study: Study, scale: stats.Scale) -> dict[str, tuple[list[f
     # The study's declared exclusion rules, as its analysis will apply them.
     rules = exclusions.ExclusionRules.from_declared(study.exclusion_rules)
     conditions = [str(c) for c in rows["condition"].unique()]
-    kept, _, _ = exclusions.exclusions_apply(rows, rules, conditions=conditions, alpha=study_alpha(study=study))
+    kept, _, _ = exclusions.exclusions_apply(
+        rows, rules, conditions=conditions, alpha=study_alpha(study=study)
+    )
     counts = stats.counts_table(kept, scale, ["condition"])
     return {
         str(name): ((row / row.sum()).tolist(), int(row.sum()))

@@ -72,13 +72,19 @@ def build_logging(*, level: str, fmt: str) -> dict:
         },
         "handlers": {
             "console": {"class": "logging.StreamHandler", "formatter": fmt, "filters": ["request_id"]},
+            # A logger without any handler would fall back to logging.lastResort (plain text on stderr).
+            "discard": {"class": "logging.NullHandler"},
         },
         "root": {"handlers": ["console"], "level": level},
         "loggers": {
+            # Django's default config gives the "django" logger a plain-text console handler of its own; its
+            # records also reach the root's handler, so every warning was printed twice (text, then JSON).
+            # Naming it here drops that handler: each line is written once, by the root.
+            "django": {"handlers": [], "level": level},
             "django.db.backends": {"level": "WARNING"},
             # The access line is written by RequestIdMiddleware (with the request id and duration);
-            # runserver's own access log would only repeat it.
-            "django.server": {"level": "WARNING"},
+            # runserver's own access log (its 4xx/5xx lines too) would only repeat it.
+            "django.server": {"handlers": ["discard"], "propagate": False},
         },
     }
 

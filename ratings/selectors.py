@@ -5,7 +5,8 @@ Both run on every participant request, so they are hand-written SQL read into mo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import random
+from dataclasses import dataclass, replace
 from functools import cache
 
 from django.db import connection
@@ -107,3 +108,19 @@ def _current_sql(vendor: str) -> str:
         f" WHERE {a('participant')} = %s AND {a('answered_at')} IS NULL"
         f" ORDER BY {a('position')} LIMIT 1"
     )
+
+
+def item_disguise_attention_check(*, item: CurrentItem, participant: Participant) -> CurrentItem:
+    """The attention-check page shows a real emotion of the study, as every other page does, so a bot
+    or an LLM agent cannot spot it by an "attention check" label. A check whose label already is one of
+    the study's emotions keeps it; otherwise the label is drawn from the study's emotions, the same one
+    on every showing to this participant. Only what is shown changes: the expected answer does not."""
+    if item.assignment.kind != Assignment.Kind.ATTENTION:
+        return item
+    names = sorted(
+        set(Emotion.objects.filter(prompts__study_id=participant.study_id).values_list("name", flat=True))
+    )
+    if not names or item.emotion.strip().lower() in {name.lower() for name in names}:
+        return item
+    chosen = random.Random(f"{participant.pk}:{item.assignment.pk}").choice(names)
+    return replace(item, emotion=chosen)

@@ -43,7 +43,12 @@ from studies.participants import (
 
 from . import entry_guard, flow, services, teq
 from .forms import DEFAULT_TURK_SUBMIT_TO, ConsentForm, EntryForm, ItemAnswerForm, TeqForm
-from .selectors import assignment_current_for_participant, participant_get_for_session, session_key
+from .selectors import (
+    assignment_current_for_participant,
+    item_disguise_attention_check,
+    participant_get_for_session,
+    session_key,
+)
 
 TURK_SUBMIT_SESSION_KEY = "ratings:turk_submit_to:{study_id}"
 
@@ -326,6 +331,7 @@ def item_get(request, participant: Participant) -> HttpResponse:
         return _to_step(participant.study)
     services.assignment_mark_shown(assignment=current.assignment)
     study = participant.study
+    current = item_disguise_attention_check(item=current, participant=participant)
     return _page(
         request,
         study,

@@ -20,6 +20,8 @@ from django.utils.html import format_html
 from django.utils.module_loading import import_string
 from django.utils.text import Truncator
 
+from . import admin_extras
+from .admin_extras import FriendlyProtectedDeleteInline
 from .importers import CorpusImportError, corpus_import
 from .kinds import kind_of, registered_kinds
 from .models import (
@@ -53,15 +55,18 @@ def preview_url(study: Study) -> str:
 # --- Study --------------------------------------------------------------------------------------------------
 
 
-class ConditionInline(admin.TabularInline):
+class ConditionInline(FriendlyProtectedDeleteInline, admin.TabularInline):
     model = Condition
     extra = 0
+    protected_what = "a condition"
+    protected_instead = "To stop it taking participants, untick “enrolling” instead."
     fields = ["name", "label", "kind", "is_baseline", "quota", "position", "enrolling"]
 
 
-class AttentionCheckInline(admin.StackedInline):
+class AttentionCheckInline(FriendlyProtectedDeleteInline, admin.StackedInline):
     model = AttentionCheck
     extra = 0
+    protected_what = "an attention check"
     fields = [
         ("after_item", "expected_value", "emotion_label"),
         "situation",
@@ -187,11 +192,9 @@ class StudyAdmin(admin.ModelAdmin):
 
     @admin.display(description="state", ordering="state")
     def state_badge(self, study: Study) -> str:
-        colours = {"draft": "#6b7280", "live": "#15803d", "paused": "#b45309", "closed": "#1f2937"}
+        # Colours in static/studies/admin.css: no style attributes (the admin runs under a strict CSP).
         return format_html(
-            '<strong style="color:#fff;background:{};padding:2px 8px;border-radius:9px">{}</strong>',
-            colours.get(study.state, "#6b7280"),
-            study.get_state_display(),
+            '<strong class="state-badge state-{}">{}</strong>', study.state, study.get_state_display()
         )
 
     @admin.display(description="conditions", ordering="n_conditions")
@@ -206,12 +209,25 @@ class StudyAdmin(admin.ModelAdmin):
     def n_participants(self, study: Study) -> int:
         return study.n_participants
 
-    @admin.display(description="")
+    @admin.display(description="pages")
     def links(self, study: Study) -> str:
+        # One link a line: side by side they were clipped off a 1280 px wide list.
+        import_link = (
+            format_html(
+                '<a href="{}">import</a>', reverse("admin:studies_study_import") + f"?study={study.slug}"
+            )
+            if study.kind == Study.Kind.RATING
+            else ""
+        )
         return format_html(
-            '<a href="{}">status</a> · <a href="{}">import</a> · <a href="{}" target="_blank" rel="noopener">preview</a>',
+            '<span class="study-links"><a href="{}">status</a>{}<a href="{}">analysis</a>'
+            '<a href="{}" target="_blank" rel="noopener">preview</a></span>',
             reverse("admin:studies_study_status", args=[study.pk]),
-            reverse("admin:studies_study_import") + f"?study={study.slug}",
+            import_link,
+            reverse(
+                "analysis:emotionbench" if study.kind == Study.Kind.QUESTIONNAIRE else "analysis:dashboard",
+                args=[study.slug],
+            ),
             preview_url(study),
         )
 
@@ -259,6 +275,9 @@ class StudyAdmin(admin.ModelAdmin):
 
     @admin.action(description="Close selected studies (for good)")
     def close_selected(self, request, queryset):
+        confirmation = admin_extras.close_confirmation(self, request, queryset)
+        if confirmation is not None:
+            return confirmation
         self._transition(request, queryset, study_close, "close")
 
     # Extra pages.
@@ -269,6 +288,13 @@ class StudyAdmin(admin.ModelAdmin):
             path(
                 "<int:pk>/status/", self.admin_site.admin_view(self.status_view), name="studies_study_status"
             ),
+            path(
+                "<int:pk>/state/<slug:verb>/",
+                self.admin_site.admin_view(
+                    lambda request, pk, verb: admin_extras.state_change_view(self, request, pk, verb)
+                ),
+                name="studies_study_state",
+            ),
         ]
         return extra + super().get_urls()
 
@@ -276,6 +302,7 @@ class StudyAdmin(admin.ModelAdmin):
         if not self.has_add_permission(request):
             raise PermissionDenied
         problems: list = []
+        checked = ""
         if request.method == "POST":
             form = ImportCorpusForm(request.POST, request.FILES)
             if form.is_valid():
@@ -294,12 +321,15 @@ class StudyAdmin(admin.ModelAdmin):
                     problems = exc.problems
                 else:
                     if result.dry_run:
+                        # The form stays as it was filled in, so the import is one untick away (browsers
+                        # never keep a chosen file: the page asks for it again).
+                        checked = result.summary()
+                        form = ImportCorpusForm(initial={**request.POST.dict(), "dry_run": False})
+                    else:
                         self.message_user(request, result.summary(), messages.SUCCESS)
                         return HttpResponseRedirect(
-                            reverse("admin:studies_study_import") + f"?study={result.study.slug}"
+                            reverse("admin:studies_study_change", args=[result.study.pk])
                         )
-                    self.message_user(request, result.summary(), messages.SUCCESS)
-                    return HttpResponseRedirect(reverse("admin:studies_study_change", args=[result.study.pk]))
         else:
             form = ImportCorpusForm(initial={"study_slug": request.GET.get("study", ""), "seed": 0})
         context = {
@@ -308,6 +338,7 @@ class StudyAdmin(admin.ModelAdmin):
             "title": "Import corpus",
             "form": form,
             "problems": problems,
+            "checked": checked,
             "draft_studies": Study.objects.filter(state=Study.State.DRAFT).order_by("slug"),
         }
         return TemplateResponse(
@@ -352,6 +383,9 @@ class StudyAdmin(admin.ModelAdmin):
         study = self.get_object(request, object_id)
         if study is not None:
             extra_context["preview_url"] = preview_url(study)
+            extra_context["participant_link"] = admin_extras.participant_link(request, study)
+            extra_context["state_changes"] = admin_extras.state_changes_for(study)
+            extra_context["has_llm_conditions"] = study.conditions.filter(kind=Condition.Kind.LLM).exists()
         return super().change_view(request, object_id, form_url, extra_context)
 
 

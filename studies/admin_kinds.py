@@ -7,6 +7,7 @@ from django.contrib import admin
 from django.db.models import Count
 from django.utils.text import Truncator
 
+from .admin_extras import FriendlyProtectedDeleteInline
 from .models import (
     Instrument,
     InstrumentCategory,
@@ -34,7 +35,7 @@ class QuestionnaireSettingsInline(admin.StackedInline):
     ]
 
 
-class StudySituationInline(admin.TabularInline):
+class StudySituationInline(FriendlyProtectedDeleteInline, admin.TabularInline):
     """The situations a questionnaire study uses."""
 
     model = StudySituation

@@ -158,8 +158,12 @@ def _detect_format(header: list[str]) -> str:
     )
 
 
-def _read_rows(text: str, *, quoting: int) -> tuple[list[str], list[tuple[int, list[str]]]]:
-    """Split into the header and (row number, fields) pairs; ragged rows and CSV syntax errors are problems."""
+def _read_rows(
+    text: str, *, quoting: int
+) -> tuple[list[str], list[tuple[int, list[str]]], list[ImportProblem]]:
+    """Split into the header, the (row number, fields) pairs and the ragged rows' problems. A ragged row is
+    left out and reported, so the other rows are still checked (one stray comma must not hide the file's
+    other problems); a CSV syntax error, an empty file or a repeated header column stop the reading."""
     reader = csv.reader(io.StringIO(text, newline=""), quoting=quoting, strict=quoting != csv.QUOTE_NONE)
     problems: list[ImportProblem] = []
     rows: list[tuple[int, list[str]]] = []
@@ -190,11 +194,24 @@ def _read_rows(text: str, *, quoting: int) -> tuple[list[str], list[tuple[int, l
     duplicated = [name for name, n in Counter(header).items() if n > 1]
     for name in duplicated:
         problems.append(ImportProblem("appears twice in the header", row=1, column=name))
-    if problems:
+    ragged = [p for p in problems if p.message.endswith("(a stray or missing comma?)")]
+    if len(ragged) < len(problems) or (problems and not rows):
         raise CorpusImportError(problems)
     if not rows:
         raise CorpusImportError([ImportProblem("the file has a header but no data rows", row=1)])
-    return header, rows
+    return header, rows, ragged
+
+
+def _semicolon_hint(first_line: str) -> ImportProblem | None:
+    """A file whose header is separated by semicolons (a spreadsheet saved in a locale that uses the comma
+    as its decimal mark) gets a hint instead of a bare "unrecognised header"."""
+    if first_line.count(";") <= first_line.count(","):
+        return None
+    return ImportProblem(
+        "the columns seem to be separated by semicolons (;), not commas: save the file as CSV with commas "
+        "as separators (in a spreadsheet, choose comma as the field delimiter) and import it again",
+        row=1,
+    )
 
 
 def _missing_columns(header: list[str], required: Iterable[str]) -> list[ImportProblem]:
@@ -349,14 +366,21 @@ def corpus_parse(
     text = _decode(data)
     first_line = text.split("\n", 1)[0]
     header_fields = next(csv.reader([first_line]), [])
-    fmt = _detect_format([h.strip() for h in header_fields])
+    try:
+        fmt = _detect_format([h.strip() for h in header_fields])
+    except CorpusImportError as exc:
+        hint = _semicolon_hint(first_line)
+        raise CorpusImportError([*exc.problems, hint] if hint else exc.problems) from None
     quoting = csv.QUOTE_NONE if fmt == ED_RAW_FORMAT else csv.QUOTE_MINIMAL
-    header, rows = _read_rows(text, quoting=quoting)
-    if fmt == ED_RAW_FORMAT:
-        corpus = _parse_ed_raw(header, rows, conditions)
-    else:
-        corpus = _parse_public(header, rows, conditions)
-    problems = []
+    header, rows, ragged = _read_rows(text, quoting=quoting)
+    try:
+        if fmt == ED_RAW_FORMAT:
+            corpus = _parse_ed_raw(header, rows, conditions)
+        else:
+            corpus = _parse_public(header, rows, conditions)
+    except CorpusImportError as exc:
+        raise CorpusImportError([*ragged, *exc.problems]) from None
+    problems = list(ragged)
     seen: dict[str, int] = {}
     id_column = "conv_id" if fmt == ED_RAW_FORMAT else "dialog_id"
     for prompt in corpus.prompts:
@@ -398,7 +422,7 @@ def corpus_parse(
                 )
             )
     if problems:
-        raise CorpusImportError(problems)
+        raise CorpusImportError(sorted(problems, key=lambda p: p.row or 0))
     return corpus
 
 

@@ -98,7 +98,9 @@ class Study(models.Model):
 
     # Design.
     items_per_participant = models.PositiveSmallIntegerField(default=10, validators=[MinValueValidator(1)])
-    target_ratings_per_response = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
+    target_ratings_per_response = models.PositiveSmallIntegerField(
+        default=1, validators=[MinValueValidator(1)]
+    )
     quota_per_condition = models.PositiveIntegerField(default=200, validators=[MinValueValidator(1)])
     attention_check_max_failures = models.PositiveSmallIntegerField(
         default=0, help_text="A participant failing more attention checks than this is flagged for exclusion."
@@ -123,9 +125,13 @@ class Study(models.Model):
         "When set, entry links naming another study are refused.",
     )
     completion_code = models.CharField(max_length=64, blank=True)
-    screened_out_code = models.CharField(max_length=64, blank=True, help_text="Given when consent is declined.")
+    screened_out_code = models.CharField(
+        max_length=64, blank=True, help_text="Given when consent is declined."
+    )
     failed_checks_code = models.CharField(
-        max_length=64, blank=True, help_text="Given when attention checks are failed (blank: the completion code)."
+        max_length=64,
+        blank=True,
+        help_text="Given when attention checks are failed (blank: the completion code).",
     )
     completion_redirect_url = models.CharField(
         max_length=500,
@@ -172,7 +178,9 @@ class Condition(models.Model):
     name = models.SlugField(max_length=64, help_text="Short id used in exports, e.g. human, gpt4.")
     label = models.CharField(max_length=200, blank=True)
     kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.HUMAN)
-    is_baseline = models.BooleanField(default=False, help_text="Analyses compare other conditions with this one.")
+    is_baseline = models.BooleanField(
+        default=False, help_text="Analyses compare other conditions with this one."
+    )
     quota = models.PositiveIntegerField(
         null=True, blank=True, help_text="Participants for this condition; blank: the study's quota."
     )
@@ -239,7 +247,8 @@ class Response(models.Model):
         ordering = ["condition", "prompt"]
         constraints = [
             models.UniqueConstraint(
-                fields=["prompt", "condition", "sample_index"], name="response_unique_per_prompt_condition_sample"
+                fields=["prompt", "condition", "sample_index"],
+                name="response_unique_per_prompt_condition_sample",
             ),
             models.CheckConstraint(condition=~Q(text=""), name="response_text_not_empty"),
         ]
@@ -257,9 +266,7 @@ class AttentionCheck(models.Model):
     speaker_utterance = models.TextField()
     response_text = models.TextField(help_text="Shown where a response would be; says which option to pick.")
     expected_value = models.SmallIntegerField()
-    after_item = models.PositiveSmallIntegerField(
-        help_text="Shown after this many regular items (0: first)."
-    )
+    after_item = models.PositiveSmallIntegerField(help_text="Shown after this many regular items (0: first).")
 
     class Meta:
         ordering = ["study", "after_item", "id"]
@@ -321,7 +328,9 @@ class Participant(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["study", "external_id"], name="participant_unique_external_id"),
         ]
-        indexes = [models.Index(fields=["study", "condition", "status"], name="participant_study_cond_status")]
+        indexes = [
+            models.Index(fields=["study", "condition", "status"], name="participant_study_cond_status")
+        ]
 
     def __str__(self) -> str:
         return f"{self.external_id} ({self.study.slug})"
@@ -361,9 +370,24 @@ class Assignment(models.Model):
             ),
             models.CheckConstraint(
                 condition=(
-                    Q(kind="response", response__isnull=False, attention_check__isnull=True, situation__isnull=True)
-                    | Q(kind="attention", response__isnull=True, attention_check__isnull=False, situation__isnull=True)
-                    | Q(kind="situation", response__isnull=True, attention_check__isnull=True, situation__isnull=False)
+                    Q(
+                        kind="response",
+                        response__isnull=False,
+                        attention_check__isnull=True,
+                        situation__isnull=True,
+                    )
+                    | Q(
+                        kind="attention",
+                        response__isnull=True,
+                        attention_check__isnull=False,
+                        situation__isnull=True,
+                    )
+                    | Q(
+                        kind="situation",
+                        response__isnull=True,
+                        attention_check__isnull=True,
+                        situation__isnull=False,
+                    )
                 ),
                 name="assignment_kind_matches_target",
             ),

@@ -67,7 +67,11 @@ def study_status(*, study: Study) -> dict[str, Any]:
         "columns": [{"key": key, "header": header} for key, header in kind.status_columns],
         "conditions": result_conditions,
         "participants_without_condition": unassigned,
-        "totals": {"participants": totals, **kind.status_totals(study, own)},
+        "totals": {
+            "participants": totals,
+            "flagged_for_exclusion": sum(flagged.values()),
+            **kind.status_totals(study, own),
+        },
     }
     status["summary"] = kind.status_summary(study, status)
     return status

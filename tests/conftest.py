@@ -149,3 +149,32 @@ def phone_page(browser):
     page.set_default_timeout(10_000)
     yield page
     context.close()
+
+
+# The viewports the participant pages are checked on: a common phone, a small phone, a desktop.
+VIEWPORTS = {"phone": (390, 844), "small-phone": (360, 640), "desktop": (1280, 800)}
+
+
+@pytest.fixture
+def page_at(browser):
+    """A factory of pages: `page_at("small-phone")`, `page_at("desktop", javascript=False)`. Phones are touch
+    devices. Every context it opens is closed after the test."""
+    contexts = []
+
+    def make(viewport: str = "phone", *, javascript: bool = True):
+        width, height = VIEWPORTS[viewport]
+        phone = viewport != "desktop"
+        context = browser.new_context(
+            viewport={"width": width, "height": height},
+            is_mobile=phone,
+            has_touch=phone,
+            java_script_enabled=javascript,
+        )
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()

@@ -3,6 +3,7 @@ on a fresh checkout."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from dataclasses import dataclass
@@ -12,13 +13,26 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from studies.emotionbench import instruments_import
 from studies.importers import corpus_import, ratings_import
-from studies.models import AttentionCheck, Study
+from studies.models import (
+    AttentionCheck,
+    Condition,
+    Instrument,
+    QuestionnaireSettings,
+    Situation,
+    Study,
+    StudySituation,
+)
 from studies.services import study_launch
 
 DEMO_SLUG = "demo"
 DEMO_CORPUS = Path(__file__).resolve().parent / "prompts.csv"
 PUBLISHED_SLUG = "published-sample"
+QUESTIONNAIRE_SLUG = "feelings-demo"
+QUESTIONNAIRE_INSTRUMENT = Path(__file__).resolve().parent / "panas.json"
+QUESTIONNAIRE_SITUATIONS = Path(__file__).resolve().parent / "situations.json"
+DEMO_FACTOR_INDEX = 901
 PUBLISHED_RATINGS = Path(__file__).resolve().parent / "published_ratings.csv"
 ADMIN_USERNAME = "admin"
 PASSWORD_FILE_NAME = "demo-admin-password"
@@ -96,13 +110,43 @@ DEMO_SETTINGS = {
     "time_limit_minutes": 30,
 }
 
+# Looks like any other page (a real emotion, an ordinary situation) until its reply says what to choose, so
+# only a reader, not a bot skimming for an "attention check" label, passes it.
 ATTENTION_CHECK = {
-    "emotion_label": "attention check",
-    "situation": "This page checks that you are reading carefully.",
-    "speaker_utterance": "Please read Speaker 2's reply below and do what it says.",
+    "emotion_label": "anticipating",
+    "situation": "My sister is flying home next week after two years abroad.",
+    "speaker_utterance": "I keep counting the days until she lands.",
     "response_text": "To show that you are reading carefully, please choose Okay on this page.",
     "expected_value": 2,
     "after_item": 5,
+}
+
+
+QUESTIONNAIRE_CONSENT = """\
+This is a demonstration of a research study about how situations make people feel.
+
+You will say how you feel right now, read a short situation and imagine it happens to you, then say how you \
+feel again. It takes about five minutes.
+
+Taking part is voluntary and you may stop at any time by closing the page. We store your answers and your \
+recruiting platform's anonymous id, never your name or e-mail address. Answers are analysed in aggregate for \
+research. Some situations describe unpleasant events such as unfair treatment or worrying news.
+
+If you agree to take part, choose "I agree" below."""
+
+QUESTIONNAIRE_SETTINGS = {
+    "title": "Demo: how do situations make you feel?",
+    "description": "Seeded by `manage.py seed_demo`: PANAS before and after imagining one of five situations.",
+    "kind": Study.Kind.QUESTIONNAIRE,
+    "consent_text": QUESTIONNAIRE_CONSENT,
+    "quota_per_condition": 50,
+    "seed": 2024,
+    "platform": Study.Platform.PROLIFIC,
+    "completion_code": "FEEL-COMPLETE",
+    "screened_out_code": "FEEL-NOCONSENT",
+    "failed_checks_code": "FEEL-CHECKS",
+    "completion_redirect_url": "",
+    "time_limit_minutes": 30,
 }
 
 
@@ -116,6 +160,8 @@ class DemoInfo:
     admin_link: str
     published: Study
     analysis_link: str
+    questionnaire: Study
+    questionnaire_link: str
 
 
 def _password_file() -> Path:
@@ -160,6 +206,48 @@ def _ensure_study() -> tuple[Study, bool]:
     return study, True
 
 
+def _ensure_questionnaire() -> Study:
+    """The live questionnaire study: PANAS, the demo's situations, one human condition."""
+    study = Study.objects.filter(slug=QUESTIONNAIRE_SLUG).first()
+    if study is not None:
+        return study
+    with transaction.atomic():
+        if not Instrument.objects.filter(name="PANAS").exists():  # an imported EmotionBench PANAS is kept
+            instruments_import(path=QUESTIONNAIRE_INSTRUMENT)
+        study = Study.objects.create(slug=QUESTIONNAIRE_SLUG, **QUESTIONNAIRE_SETTINGS)
+        QuestionnaireSettings.objects.create(study=study, instrument=Instrument.objects.get(name="PANAS"))
+        Condition.objects.create(study=study, name="human", kind=Condition.Kind.HUMAN, is_baseline=True)
+        StudySituation.objects.bulk_create(
+            [StudySituation(study=study, situation=s) for s in _demo_situations()]
+        )
+        study_launch(study=study)
+    return study
+
+
+def _demo_situations() -> list[Situation]:
+    """The demo's own situations, kept apart from an imported EmotionBench pool: their factors are numbered
+    from DEMO_FACTOR_INDEX, where the pool's (at most a handful per emotion) never reach, so neither
+    overwrites the other."""
+    situations = []
+    for emotion in json.loads(QUESTIONNAIRE_SITUATIONS.read_text())["emotions"]:
+        for factor_index, factor in enumerate(emotion["factors"], start=DEMO_FACTOR_INDEX):
+            for index, text in enumerate(factor["scenarios"], start=1):
+                situation, _ = Situation.objects.get_or_create(
+                    emotion=emotion["name"],
+                    factor_index=factor_index,
+                    index=index,
+                    defaults={"factor_name": f"Demo: {factor['name']}", "text": text},
+                )
+                situations.append(situation)
+    return situations
+
+
+def _participant_link(base_url: str, study: Study) -> str:
+    pid = f"demo-{secrets.token_hex(4)}"
+    session = secrets.token_hex(8)
+    return f"{base_url}/s/{study.slug}/?PROLIFIC_PID={pid}&STUDY_ID={study.slug}&SESSION_ID={session}"
+
+
 def _ensure_published() -> Study:
     """The published ratings of 30 of the seed study's batches, as a closed study the analysis can open."""
     study = Study.objects.filter(slug=PUBLISHED_SLUG).first()
@@ -176,23 +264,25 @@ def demo_seed(*, base_url: str) -> DemoInfo:
     """Create, if missing, the live `demo` study (64 prompts, conditions human / chatgpt / chatgpt_empathy,
     consent, instructions with 3 worked examples, the TEQ, one attention check), the closed study
     `published-sample` (the published ratings of 30 of the seed study's batches of 10: 90 raters, 900
-    ratings, for the analysis dashboard) and the superuser `admin`.
+    ratings, for the analysis dashboard), the live questionnaire study `feelings-demo` (PANAS before and
+    after one of five situations, with consent text) and the superuser `admin`.
 
     Idempotent: an existing demo study or admin user is left exactly as it is. The admin's password is
     generated once and kept in VAR_DIR/demo-admin-password, so every run reports the same one.
     """
     study, study_created = _ensure_study()
     published = _ensure_published()
+    questionnaire = _ensure_questionnaire()
     admin_created, password = _ensure_admin()
-    pid = f"demo-{secrets.token_hex(4)}"
-    session = secrets.token_hex(8)
     return DemoInfo(
         study=study,
         study_created=study_created,
         admin_created=admin_created,
         admin_password=password,
-        participant_link=f"{base_url}/s/{study.slug}/?PROLIFIC_PID={pid}&STUDY_ID={study.slug}&SESSION_ID={session}",
+        participant_link=_participant_link(base_url, study),
         admin_link=f"{base_url}/admin/",
         published=published,
         analysis_link=f"{base_url}/analysis/{published.slug}/",
+        questionnaire=questionnaire,
+        questionnaire_link=_participant_link(base_url, questionnaire),
     )

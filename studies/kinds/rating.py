@@ -179,8 +179,10 @@ class RatingKind(StudyKind):
         ):
             row_of(cid)["responses"] = n
         for cid, n in (
-            Rating.objects.filter(
-                assignment__participant__study=study, assignment__participant__is_preview=False
+            Rating.objects.filter(  # answers to attention-check pages are not ratings of responses
+                assignment__participant__study=study,
+                assignment__participant__is_preview=False,
+                assignment__kind=Assignment.Kind.RESPONSE,
             )
             .values("assignment__participant__condition")
             .annotate(n=Count("id"))

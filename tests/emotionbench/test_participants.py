@@ -142,7 +142,7 @@ def test_a_participant_completes_panas_situation_panas_on_a_phone(live_server, p
         for fieldset in page.locator("fieldset.q-item").all():
             if "To show you are reading" in fieldset.inner_text():
                 continue
-            fieldset.locator("label.option").nth(choice).tap()
+            fieldset.locator("label.likert-option").nth(choice).tap()
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
         page.get_by_role("button", name="Continue").tap()
 

@@ -60,7 +60,8 @@ def test_the_admin_refuses_a_key_variable_that_is_a_site_secret_or_not_a_key(sta
 def test_the_admin_takes_a_key_variable_that_looks_like_one(staff_client):
     for name in ("OPENAI_API_KEY", "HF_TOKEN", "TOGETHER_KEY"):
         response = staff_client.post(
-            reverse("admin:generation_provider_add"), provider_form(name=name.lower().replace("_", "-"), api_key_env=name)
+            reverse("admin:generation_provider_add"),
+            provider_form(name=name.lower().replace("_", "-"), api_key_env=name),
         )
         assert response.status_code == 302, name
     assert Provider.objects.count() == 3

@@ -7,10 +7,10 @@ from django.conf import settings as django_settings
 from django.contrib.sessions.backends.db import SessionStore as DbSessionStore
 from django.test import Client
 from django.utils import timezone
-from studies.balancing import condition_counts
-from studies.participants import participants_release_stale
 
+from studies.balancing import condition_counts
 from studies.models import Participant
+from studies.participants import participants_release_stale
 
 from .flow_helpers import hidden_fields, live_study, post_step
 

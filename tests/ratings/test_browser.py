@@ -91,7 +91,7 @@ def test_the_flow_works_on_a_phone(live_server, phone_page, study):
     page.get_by_role("button", name="I have read the instructions, continue").click()
     assert_fits_the_phone(page)
     for number in range(1, 17):  # the TEQ, tapped like a phone user would
-        page.locator(f"#teq-{number} label.option").nth(number % 5).tap()
+        page.locator(f"#teq-{number} label.likert-option").nth(number % 5).tap()
     page.get_by_role("button", name="Continue").tap()
     expect(page.locator(".progress-text")).to_have_text("Item 1 of 4")
     assert_fits_the_phone(page)
@@ -138,7 +138,7 @@ def test_a_participant_completes_the_seeded_demo_from_its_printed_link(live_serv
     page.get_by_role("button", name="I agree, start the study").click()
     page.get_by_role("button", name="I have read the instructions, continue").click()
     for number in range(1, 17):
-        page.locator(f"#teq-{number} label.option").nth(3).click()
+        page.locator(f"#teq-{number} label.likert-option").nth(3).click()
     page.get_by_role("button", name="Continue").click()
     for number in range(1, 12):  # 10 responses and the attention check
         expect(page.locator(".progress-text")).to_have_text(f"Item {number} of 11")

@@ -1,5 +1,6 @@
 """The participant flow through HTTP: entry, consent, instructions, TEQ, items, outcomes."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -8,7 +9,7 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from ratings.tasks import release_stale_participants
-from studies.models import Assignment, Participant, Rating, Study
+from studies.models import Assignment, Emotion, Participant, Rating, Study
 from tests.factories import AttentionCheckFactory, rating_study_build
 from tests.ratings.helpers import (
     answer_current,
@@ -92,20 +93,51 @@ def test_the_item_page_shows_emotion_situation_both_speakers_and_progress(client
     assert "Item 2 of 3" in client.get(step_url(study)).content.decode()
 
 
+def shown_emotion(page: str) -> str:
+    return re.search(r'<dd class="emotion">([^<]*)</dd>', page).group(1)
+
+
 def test_an_attention_check_page_shows_the_check_in_place_of_a_conversation(client, study):
     check = AttentionCheckFactory(study=study, after_item=1, emotion_label="careful <reader>")
     enter(client, study, "PID1")
     consent_and_instructions(client, study)
     answer_current(client, study, 1)
     page = client.get(step_url(study)).content.decode()
-    for text in (check.emotion_label, check.situation, check.speaker_utterance, check.response_text):
+    for text in (check.situation, check.speaker_utterance, check.response_text):
         assert escape(text) in page
+    # Its label is not one of the study's emotions: a real one is shown instead, so it does not stand out.
+    study_emotions = set(Emotion.objects.filter(prompts__study=study).values_list("name", flat=True))
+    assert shown_emotion(page) in study_emotions and "careful &lt;reader&gt;" not in page
     assert "Item 2 of 4" in page  # three responses and the check
     assert 'name="position" value="1"' in page
     shown = Participant.objects.get().assignments.get(kind=Assignment.Kind.ATTENTION).shown_at
     assert shown is not None
     client.get(step_url(study))  # a reload keeps the first time it was shown
     assert Participant.objects.get().assignments.get(kind=Assignment.Kind.ATTENTION).shown_at == shown
+
+
+def test_an_attention_check_labelled_attention_check_shows_the_same_real_emotion_on_every_showing(
+    client, study
+):
+    AttentionCheckFactory(study=study, after_item=0, emotion_label="Attention Check", expected_value=2)
+    enter(client, study, "PID1")
+    consent_and_instructions(client, study)
+    first = client.get(step_url(study)).content.decode()
+    assert shown_emotion(first) in set(
+        Emotion.objects.filter(prompts__study=study).values_list("name", flat=True)
+    )
+    assert shown_emotion(client.get(step_url(study)).content.decode()) == shown_emotion(first)
+    answer_current(client, study, 2)  # the expected value is unchanged: the check is passed
+    finish(client, study)
+    assert not Participant.objects.get().flagged_for_exclusion
+
+
+def test_an_attention_check_with_a_real_emotion_label_keeps_it(client, study):
+    emotion = Emotion.objects.filter(prompts__study=study).first()
+    AttentionCheckFactory(study=study, after_item=0, emotion_label=emotion.name)
+    enter(client, study, "PID1")
+    consent_and_instructions(client, study)
+    assert shown_emotion(client.get(step_url(study)).content.decode()) == emotion.name
 
 
 @pytest.mark.parametrize(
@@ -283,7 +315,11 @@ def test_the_teq_is_asked_when_the_study_wants_it_and_scored(client):
     assert current_step(client, study)[0] == "teq"
     incomplete = {f"teq_{n}": "often" for n in range(1, 16)}
     response = post_step(client, study, **incomplete)
-    assert response.status_code == 400 and "Please answer every statement" in response.content.decode()
+    page = response.content.decode()
+    assert response.status_code == 400 and "Please answer every statement" in page
+    # The summary links to the missing statement's first answer, and takes the focus.
+    assert 'href="#teq_16-1"' in page and 'id="teq_16-1"' in page and 'href="#teq_15-1"' not in page
+    assert re.search(r'<div class="error-summary"[^>]* autofocus', page)
     assert Participant.objects.get().teq_answers is None
     response = post_step(client, study, **incomplete, teq_16="often")
     assert response.status_code == 302

@@ -73,7 +73,11 @@ def test_the_status_page_refreshes_and_shows_the_counts(staff_client, django_ass
         response = staff_client.get(reverse("admin:studies_study_status", args=[study.pk]))
     page = response.content.decode()
     assert response.status_code == 200
-    assert '<meta http-equiv="refresh" content="10">' in page
+    # No <meta refresh> (axe: critical): the figures are replaced in place by a static script, which a
+    # button pauses; without JavaScript there is a "Refresh now" link.
+    assert 'http-equiv="refresh"' not in page
+    assert 'data-refresh-seconds="10"' in page and "/static/studies/status.js" in page
+    assert "Refresh now" in page and "data-refresh-toggle" in page
     assert "human (baseline)" in page
     assert "2 responses" in page and "4 responses" in page  # human: 4 rated once, 2 not rated
     assert "6 responses" in page  # gpt4: none rated
@@ -210,8 +214,145 @@ def test_questionnaire_pages_render_without_a_query_per_row(staff_client, django
 
 def test_the_import_page_can_check_a_file_without_importing_it(staff_client):
     before = row_counts()
-    response = upload(staff_client, public_csv(public_rows(5)), study_slug="checked", dry_run="on")
-    assert response.status_code == 302
-    page = staff_client.get(response["Location"]).content.decode()
-    assert "Dry run, nothing written" in page
+    response = upload(
+        staff_client, public_csv(public_rows(5)), study_slug="checked", dry_run="on", sample="3", seed="7"
+    )
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Dry run, nothing written" in page and "Check passed" in page
+    # The form keeps what was filled in, with "Check only" unticked for the real import.
+    assert 'name="study_slug" value="checked"' in page
+    assert 'name="sample" value="3"' in page and 'name="seed" value="7"' in page
+    assert 'name="dry_run" id="id_dry_run" checked' not in page and 'name="dry_run"' in page
     assert row_counts() == before
+
+
+def test_the_change_page_links_to_launch_analysis_generation_and_shows_the_participant_link(staff_client):
+    study = build_study("linked")
+    page = staff_client.get(reverse("admin:studies_study_change", args=[study.pk])).content.decode()
+    assert reverse("admin:studies_study_state", args=[study.pk, "launch"]) in page  # Launch, as a button
+    assert reverse("analysis:dashboard", args=["linked"]) in page
+    assert reverse("admin:generation_study", args=[study.pk]) in page  # it has an LLM condition
+    assert (
+        "http://testserver/s/linked/?PROLIFIC_PID={{%PROLIFIC_PID%}}&amp;STUDY_ID={{%STUDY_ID%}}"
+        "&amp;SESSION_ID={{%SESSION_ID%}}" in page
+    )
+    assert "style=" not in page.split('id="content"', 1)[1].split("<form", 1)[0]
+
+
+def test_the_generation_entry_point_is_where_the_docs_say(staff_client):
+    page = staff_client.get(reverse("admin:generation_generationjob_changelist")).content.decode()
+    assert reverse("admin:generation_studies") in page and "Generate LLM responses" in page
+    page = staff_client.get(reverse("admin:studies_study_changelist")).content.decode()
+    assert reverse("admin:generation_studies") in page
+
+
+def test_launch_from_the_change_page_says_what_it_does_then_launches(staff_client):
+    study = build_study("buttoned")
+    url = reverse("admin:studies_study_state", args=[study.pk, "launch"])
+    page = staff_client.get(url).content.decode()
+    assert "Launching makes it live" in page and 'value="Launch"' in page
+    assert Study.objects.get(pk=study.pk).state == "draft"  # a GET changes nothing
+    page = staff_client.post(url, follow=True).content.decode()
+    assert "“buttoned” is now live." in page
+    assert Study.objects.get(pk=study.pk).state == "live"
+    # Only the changes open to a live study are offered.
+    page = staff_client.get(reverse("admin:studies_study_change", args=[study.pk])).content.decode()
+    assert reverse("admin:studies_study_state", args=[study.pk, "close"]) in page
+    assert reverse("admin:studies_study_state", args=[study.pk, "launch"]) not in page
+
+
+def test_a_launch_that_cannot_happen_lists_why_and_offers_no_button(staff_client):
+    empty = StudyFactory(slug="unready", completion_code="")
+    page = staff_client.get(reverse("admin:studies_study_state", args=[empty.pk, "launch"])).content.decode()
+    assert "the completion code is not set" in page and 'value="Launch"' not in page
+
+
+def test_closing_a_study_with_participants_taking_part_asks_first(staff_client):
+    study = build_study("busy", state=Study.State.LIVE)
+    ParticipantFactory(study=study, condition=study.conditions.get(name="human"), status="active")
+    ParticipantFactory(
+        study=study, condition=study.conditions.get(name="human"), status="active", is_preview=True
+    )
+    page = act(staff_client, "close_selected", study).content.decode()
+    assert "“busy”: 1 participant right now" in page and 'name="confirm" value="yes"' in page
+    assert Study.objects.get(pk=study.pk).state == "live"
+    response = staff_client.post(
+        reverse("admin:studies_study_changelist"),
+        {"action": "close_selected", "_selected_action": [study.pk], "confirm": "yes"},
+        follow=True,
+    )
+    assert "“busy” is now closed." in response.content.decode()
+    assert Study.objects.get(pk=study.pk).state == "closed"
+
+
+def test_the_close_button_names_the_participants_taking_part(staff_client):
+    study = build_study("watched-close", state=Study.State.LIVE)
+    ParticipantFactory(study=study, condition=study.conditions.get(name="human"), status="active")
+    url = reverse("admin:studies_study_state", args=[study.pk, "close"])
+    page = staff_client.get(url).content.decode()
+    assert "1 participant is taking part right now" in page and 'value="Close for good anyway"' in page
+    staff_client.post(url)
+    assert Study.objects.get(pk=study.pk).state == "closed"
+
+
+def test_deleting_a_condition_with_ratings_is_refused_in_one_sentence(staff_client):
+    study = build_study("kept", participants=4)
+    human = study.conditions.get(name="human")
+    page = staff_client.get(reverse("admin:studies_study_change", args=[study.pk])).content.decode()
+    data = change_form_data(page)
+    index = next(
+        k.split("-")[1]
+        for k, v in data.items()
+        if k.endswith("-id") and v == str(human.pk) and k.startswith("conditions-")
+    )
+    data[f"conditions-{index}-DELETE"] = "on"
+    response = staff_client.post(reverse("admin:studies_study_change", args=[study.pk]), data)
+    text = response.content.decode()
+    assert response.status_code == 200
+    assert "cannot be deleted" in text and "4 participants" in text and "untick “enrolling” instead" in text
+    assert "Assignment object" not in text and "would require deleting the following" not in text
+    assert study.conditions.filter(pk=human.pk).exists()
+
+
+def change_form_data(page: str) -> dict[str, str]:
+    """The values a browser would send from the admin change form (inputs, selects, textareas)."""
+    from html.parser import HTMLParser
+
+    class Form(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.data, self.textarea, self.select = {}, None, None
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            name = a.get("name")
+            if tag == "input" and name and a.get("type") not in {"submit", "button", "file"}:
+                if a.get("type") in {"checkbox", "radio"}:
+                    if "checked" in a:
+                        self.data[name] = a.get("value", "on")
+                else:
+                    self.data[name] = a.get("value", "")
+            elif tag == "textarea" and name:
+                self.textarea = name
+                self.data[name] = ""
+            elif tag == "select" and name:
+                self.select = name
+                self.data.setdefault(name, "")
+            elif tag == "option" and self.select and "selected" in a:
+                self.data[self.select] = a.get("value", "")
+
+        def handle_endtag(self, tag):
+            if tag == "textarea":
+                self.textarea = None
+            elif tag == "select":
+                self.select = None
+
+        def handle_data(self, data):
+            if self.textarea:
+                self.data[self.textarea] += data
+
+    form = Form()
+    form.feed(page)
+    form.data.pop("csrfmiddlewaretoken", None)
+    return {k: v for k, v in form.data.items() if k not in {"action", "_selected_action"}}

@@ -5,7 +5,7 @@ import time
 import pytest
 from django.core.management import CommandError, call_command
 
-from studies.importers import corpus_parse, corpus_sample
+from studies.importers import CorpusImportError, corpus_parse, corpus_sample
 from studies.models import Condition, Emotion, Prompt, Response, Study
 from tests.factories import PromptFactory, StudyFactory
 
@@ -328,3 +328,22 @@ def test_a_dry_run_checks_everything_and_writes_nothing(tmp_path):
         rows = public_rows(3)
         rows[1][1] = "grumpy"
         run_import("trial", write(tmp_path, public_csv(rows), "bad.csv"), "--dry-run")
+
+
+def test_a_ragged_row_does_not_hide_the_files_other_problems():
+    rows = public_rows(5)
+    rows[1] = [*rows[1], "a stray field"]
+    rows[3][5] = ""  # an empty response, two rows further down
+    with pytest.raises(CorpusImportError) as caught:
+        corpus_parse(data=public_csv(rows))
+    text = [str(p) for p in caught.value.problems]
+    assert text[0] == "row 3: has 8 fields but the header has 7 (a stray or missing comma?)"
+    assert any(t.startswith("row 5, column 'response_") and t.endswith("empty text") for t in text), text
+
+
+def test_a_semicolon_separated_file_gets_a_hint():
+    data = public_csv(public_rows(3)).decode().replace(",", ";").encode()
+    with pytest.raises(CorpusImportError) as caught:
+        corpus_parse(data=data)
+    text = " ".join(str(p) for p in caught.value.problems)
+    assert "unrecognised header" in text and "separated by semicolons" in text

@@ -23,6 +23,11 @@ LINK = re.compile(
     r"^Participant link: http://127\.0\.0\.1:(\d+)/s/demo/\?PROLIFIC_PID=demo-[0-9a-f]+&STUDY_ID=demo&SESSION_ID=[0-9a-f]+$",
     re.M,
 )
+QUESTIONNAIRE_LINK = re.compile(
+    r"^Questionnaire participant link: http://127\.0\.0\.1:(\d+)/s/feelings-demo/\?PROLIFIC_PID=demo-[0-9a-f]+"
+    r"&STUDY_ID=feelings-demo&SESSION_ID=[0-9a-f]+$",
+    re.M,
+)
 ADMIN = re.compile(r"^Admin: http://127\.0\.0\.1:(\d+)/admin/  user admin  password (\S+)$", re.M)
 
 
@@ -67,11 +72,21 @@ def test_seed_demo_creates_a_live_demo_study_and_an_admin_and_a_second_run_chang
     assert len(raters) == 90 and set(raters) == {10}
     assert "/analysis/published-sample/" in first
 
+    questionnaire = Study.objects.get(slug="feelings-demo")
+    assert questionnaire.kind == Study.Kind.QUESTIONNAIRE and questionnaire.state == Study.State.LIVE
+    assert (
+        questionnaire.consent_text.strip()
+        and questionnaire.questionnaire_settings.instrument.items.count() == 20
+    )
+    assert questionnaire.study_situations.count() == 5
+    assert study_launch_problems(study=questionnaire) == []
+    assert QUESTIONNAIRE_LINK.search(first)
+
     counts = row_counts()
     second = seed()
     assert row_counts() == counts
     assert ADMIN.search(second).group(2) == password
-    assert LINK.search(second)
+    assert LINK.search(second) and QUESTIONNAIRE_LINK.search(second)
     assert get_user_model().objects.get(username="admin").password == admin.password
 
 
@@ -119,3 +134,70 @@ def test_make_runs_setup_migrates_and_seeds_a_fresh_sqlite_file(tmp_path):
             "where s.slug = 'published-sample' group by s.state"
         ).fetchall() == [("closed", 900)]
         assert db.execute("select count(*) from auth_user where username = 'admin'").fetchone() == (1,)
+
+
+@pytest.mark.django_db
+def test_the_questionnaire_demo_keeps_an_imported_emotionbench_pool_as_it_is(settings, tmp_path):
+    """The demo's situations sit beside the pool (their own factor numbers): seeding overwrites nothing."""
+    from studies.models import Situation
+
+    settings.VAR_DIR = tmp_path
+    pool = Situation.objects.create(
+        emotion="Anger", factor_index=1, factor_name="Facing", index=1, text="Pool text."
+    )
+    seed()
+    pool.refresh_from_db()
+    assert pool.text == "Pool text." and pool.factor_name == "Facing"
+    assert not Study.objects.get(slug="feelings-demo").study_situations.filter(situation=pool).exists()
+
+
+def test_make_run_prints_the_links_only_once_the_server_answers_and_each_log_line_once(tmp_path):
+    """scripts/run_local.py (what `make run` starts after migrating): the links come after the server
+    answers, and a warning is logged once (one JSON line, not a plain-text copy too)."""
+    import json
+    import signal
+    import socket
+    import urllib.error
+    import urllib.request
+
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "PORT"}}
+    env.update({"DJANGO_ENV": "local", "VAR_DIR": str(tmp_path), "PYTHONUNBUFFERED": "1"})
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path / "stderr.log"
+    with open(log, "w") as stderr:
+        server = subprocess.Popen(
+            [sys.executable, "scripts/run_local.py", "127.0.0.1", str(port)],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True, start_new_session=True,
+        )  # fmt: skip
+        try:
+            printed = []
+            for line in server.stdout:
+                printed.append(line)
+                if line.startswith("Participant link:"):
+                    # Printed only now: the server must already answer.
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as answer:
+                        assert answer.status == 200
+                if line.startswith("Admin:"):
+                    break
+            text = "".join(printed)
+            assert (
+                f"http://127.0.0.1:{port}/s/demo/" in text
+                and f"http://127.0.0.1:{port}/s/feelings-demo/" in text
+            )
+            with pytest.raises(urllib.error.HTTPError):
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/no-such-page/", timeout=5)
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=30)
+    lines = [line for line in log.read_text().splitlines() if "no-such-page" in line]
+    assert len(lines) == 2, lines  # the access line and Django's "Not Found" warning, once each
+    assert all(json.loads(line)["request_id"] for line in lines)

@@ -8,7 +8,14 @@ from django.core.management import CommandError, call_command
 
 from studies.models import Assignment, Participant, Rating
 from studies.selectors import study_status
-from tests.factories import ConditionFactory, ParticipantFactory, PromptFactory, ResponseFactory, StudyFactory
+from tests.factories import (
+    AttentionCheckFactory,
+    ConditionFactory,
+    ParticipantFactory,
+    PromptFactory,
+    ResponseFactory,
+    StudyFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -93,8 +100,28 @@ def test_the_command_prints_a_table(known_study):
     text = out.getvalue()
     assert "Known (known): live" in text or "Known (known): draft" in text
     human_line = next(line for line in text.splitlines() if line.startswith("human"))
-    # condition, participants by status, then the rating kind's columns: responses, ratings, min/max/mean per response
-    assert human_line.split() == ["human", "*", "1", "2", "1", "0", "0", "0", "3", "3", "0", "2", "1.00"]
+    header = next(line for line in text.splitlines() if line.startswith("condition")).split()
+    assert header[header.index("excluded") + 1] == "flagged"
+    # condition, participants by status, flagged, then the rating kind's columns: responses, ratings,
+    # min/max/mean ratings per response
+    assert human_line.split() == ["human", "*", "1", "2", "1", "0", "0", "0", "0", "3", "3", "0", "2", "1.00"]
+    gpt_line = next(line for line in text.splitlines() if line.startswith("gpt4"))
+    assert gpt_line.split()[header.index("flagged")] == "1"  # the excluded participant, flagged
+    total_line = next(line for line in text.splitlines() if line.startswith("total"))
+    assert total_line.split()[header.index("flagged")] == "1"
+
+
+def test_answers_to_attention_check_pages_are_not_counted_as_ratings(known_study):
+    human = known_study.conditions.get(name="human")
+    participant = Participant.objects.filter(study=known_study, condition=human, status="completed").first()
+    check = AttentionCheckFactory(study=known_study)
+    page = Assignment.objects.create(
+        participant=participant, position=5, kind=Assignment.Kind.ATTENTION, attention_check=check
+    )
+    Rating.objects.create(assignment=page, value=2)
+    status = study_status(study=known_study)
+    assert status["conditions"][0]["ratings"] == 3 and status["totals"]["ratings"] == 3
+    assert status["totals"]["flagged_for_exclusion"] == 1
 
 
 def test_the_command_prints_json(known_study):

@@ -25,7 +25,9 @@ class Command(BaseCommand):
             f"Demo study '{study.slug}' ({state}): {study.state}, {study.prompts.count()} prompts, "
             f"conditions {', '.join(study.conditions.values_list('name', flat=True))}."
         )
+        self.stdout.write(f"Questionnaire study '{info.questionnaire.slug}': {info.questionnaire.state}.")
         self.stdout.write(f"Participant link: {info.participant_link}")
+        self.stdout.write(f"Questionnaire participant link: {info.questionnaire_link}")
         self.stdout.write(
             f"Analysis of published ratings (90 raters, 900 ratings, sign in as admin): {info.analysis_link}"
         )

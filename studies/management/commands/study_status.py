@@ -20,24 +20,26 @@ def render_table(status: dict) -> str:
         "",
     ]
     own = [(column["key"], column["header"]) for column in status["columns"]]
-    columns = ["condition", *STATUSES, *(header for _key, header in own)]
+    columns = ["condition", *STATUSES, "flagged", *(header for _key, header in own)]
     rows = []
     for c in status["conditions"]:
         rows.append(
             [
                 c["name"] + (" *" if c["is_baseline"] else ""),
                 *(c["participants"][s] for s in STATUSES),
+                c["flagged_for_exclusion"],
                 *(status_cell(c, key) for key, _header in own),
             ]
         )
     unassigned = status["participants_without_condition"]
     if any(unassigned.values()):
-        rows.append(["(no condition)", *(unassigned[s] for s in STATUSES), *([""] * len(own))])
+        rows.append(["(no condition)", *(unassigned[s] for s in STATUSES), "", *([""] * len(own))])
     totals = status["totals"]
     rows.append(
         [
             "total",
             *(totals["participants"][s] for s in STATUSES),
+            totals["flagged_for_exclusion"],
             *(status_cell(totals, key) if key in totals else "" for key, _header in own),
         ]
     )
@@ -52,7 +54,10 @@ def render_table(status: dict) -> str:
         if index == 0 or index == len(cells) - 2:
             lines.append("  ".join("-" * w for w in widths))
     lines.append("")
-    lines.append("* baseline condition; staff previews are never counted")
+    lines.append(
+        "* baseline condition; flagged: participants flagged for exclusion (failed attention checks);"
+        " staff previews are never counted"
+    )
     return "\n".join(lines)
 
 

@@ -1,0 +1,259 @@
+"""Both study kinds' participant pages, as the seeded demo studies show them, in headless Chromium on two
+phones and a desktop: the whole rating scale in view on every item page, Likert labels that never break
+inside a word, axe-core with no serious or critical violation, the flow without JavaScript, and the small
+helps (copy the code, the note after Back, the error summary)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from studies.demo.seed import DEMO_SLUG, QUESTIONNAIRE_SLUG, demo_seed
+from studies.models import Participant, QuestionnaireRun, QuestionnaireSettings, Rating
+from tests.a11y import axe_violations
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CHECK = re.compile(r"choose “([^”]+)” in this row")
+
+# Each label's words, measured with a Range per word: a word broken across lines has two client rects, and a
+# word wider than its answer's box sticks out of it.
+LABELS_BROKEN_INSIDE_A_WORD = """() => {
+  const problems = [];
+  for (const label of document.querySelectorAll('.likert-label')) {
+    const text = label.firstChild, box = label.closest('label').getBoundingClientRect();
+    for (const match of text.textContent.matchAll(/\\S+/g)) {
+      const range = document.createRange();
+      range.setStart(text, match.index);
+      range.setEnd(text, match.index + match[0].length);
+      const lines = [...range.getClientRects()].filter(r => r.width > 0).length;
+      const word = range.getBoundingClientRect();
+      if (lines !== 1) problems.push(`"${match[0]}" of "${text.textContent}" on ${lines} lines`);
+      if (word.left < box.left - 0.5 || word.right > box.right + 0.5) problems.push(`"${match[0]}" overflows`);
+    }
+  }
+  return problems;
+}"""
+
+# Each scale button entirely inside the viewport, at the top of the page, and not covered by anything.
+SCALE_OUT_OF_VIEW = """() => {
+  window.scrollTo(0, 0);
+  return [...document.querySelectorAll('.scale-button')].flatMap(button => {
+    const r = button.getBoundingClientRect();
+    const inside = r.top >= 0 && r.left >= 0 && r.bottom <= innerHeight && r.right <= innerWidth;
+    const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+    return inside && button.contains(hit) ? [] : [`${button.innerText.trim()} at ${Math.round(r.top)}-${Math.round(r.bottom)} of ${innerHeight}`];
+  });
+}"""
+
+
+@pytest.fixture
+def demo(settings, tmp_path, live_server):
+    settings.VAR_DIR = tmp_path
+    return demo_seed(base_url=live_server.url)
+
+
+def current_step(page) -> str:
+    """The step the page shows (its form's hidden `step`), or "done" on the completion page."""
+    steps = page.locator("input[name=step]")
+    if steps.count():
+        return steps.first.get_attribute("value")
+    assert "Thank you" in page.title(), page.title()
+    return "done"
+
+
+def answer(page, step: str) -> None:
+    """Answers the page like a careful participant (attention checks passed), by tapping or clicking."""
+    if step == "consent":
+        page.get_by_role("button", name="I agree, start the study").click()
+    elif step == "instructions":
+        page.get_by_role("button", name="I have read the instructions, continue").click()
+    elif step in {"teq", "q_default", "q_evoked"}:
+        for fieldset in page.locator("fieldset.likert-item").all():
+            asked = CHECK.search(fieldset.locator("legend").inner_text())
+            option = fieldset.locator("label.likert-option")
+            (fieldset.get_by_label(asked.group(1), exact=True) if asked else option.nth(2)).click()
+        page.get_by_role("button", name="Continue").click()
+    elif step == "items":
+        attention = "choose Okay" in page.locator("[data-response]").inner_text()
+        page.get_by_role("button", name="Okay" if attention else "Good").click()
+    elif step in {"demographics"}:
+        page.get_by_role("button", name="Continue").click()
+    elif step == "q_situation":
+        page.get_by_role("button", name="I have imagined it, continue").click()
+    else:
+        raise AssertionError(f"no answer for step {step!r}")
+
+
+def walk(page, url: str, check=lambda page, step: None) -> list[str]:
+    """Goes through a study from its link to the completion page, calling `check` on every page; returns the
+    steps seen, one per page."""
+    page.goto(url)
+    seen = []
+    for _ in range(60):
+        step = current_step(page)
+        seen.append(step)
+        check(page, step)
+        if step == "done":
+            return seen
+        before = page.content()
+        answer(page, step)
+        page.wait_for_load_state("load")
+        assert page.content() != before, f"the page did not change after answering {step}"
+    raise AssertionError(f"the study did not end: {seen}")
+
+
+@pytest.mark.parametrize("viewport", ["phone", "small-phone"])
+def test_every_demo_item_page_shows_the_whole_scale_without_scrolling(demo, page_at, viewport):
+    page = page_at(viewport)
+    item_pages = []
+
+    def check(page, step):
+        if step == "items":
+            assert page.evaluate(SCALE_OUT_OF_VIEW) == [], page.locator("h1").inner_text()
+            item_pages.append(page.locator("h1").inner_text())
+
+    walk(page, demo.participant_link, check)
+    assert item_pages == [f"Item {n} of 11" for n in range(1, 12)]  # 10 responses and the attention check
+
+
+@pytest.mark.parametrize("viewport", ["phone", "small-phone", "desktop"])
+def test_no_likert_label_breaks_inside_a_word(demo, page_at, viewport):
+    page = page_at(viewport)
+    measured = []
+
+    def check(page, step):
+        if step in {"teq", "q_default", "q_evoked"}:
+            assert page.locator(".likert-label").count() >= 16 * 5
+            assert page.evaluate(LABELS_BROKEN_INSIDE_A_WORD) == []
+            assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+            measured.append(step)
+
+    walk(page, demo.participant_link, check)
+    walk(page, demo.questionnaire_link, check)
+    assert measured == ["teq", "q_default", "q_evoked"]
+
+
+def test_both_kinds_complete_without_javascript(demo, page_at):
+    page = page_at("phone", javascript=False)
+    rating_steps = walk(page, demo.participant_link)
+    assert rating_steps[:3] == ["consent", "instructions", "teq"] and rating_steps.count("items") == 11
+    assert page.locator("[data-completion-code]").inner_text() == "DEMO-COMPLETE"
+    assert page.locator("[data-copy-row]").is_hidden()  # the copy button needs JavaScript: not offered
+    questionnaire_steps = walk(page, demo.questionnaire_link)
+    assert questionnaire_steps == ["consent", "q_default", "q_situation", "q_evoked", "done"]
+    assert page.locator("[data-completion-code]").inner_text() == "FEEL-COMPLETE"
+    rater = Participant.objects.get(study__slug=DEMO_SLUG)
+    respondent = Participant.objects.get(study__slug=QUESTIONNAIRE_SLUG)
+    assert rater.status == respondent.status == Participant.Status.COMPLETED
+    assert not rater.flagged_for_exclusion and not respondent.flagged_for_exclusion
+    assert Rating.objects.filter(assignment__participant=rater).count() == 11
+    assert QuestionnaireRun.objects.filter(participant=respondent).count() == 2
+
+
+def submit_incomplete(page) -> None:
+    """Sends the page's Likert form with only its first statement answered (the browser's own check of
+    `required` is what a participant without JavaScript would meet; the server's is tested here)."""
+    page.evaluate("document.querySelectorAll('input[required]').forEach(i => i.removeAttribute('required'))")
+    page.locator("fieldset.likert-item").first.locator("label.likert-option").nth(1).click()
+    page.get_by_role("button", name="Continue").click()
+    page.wait_for_load_state("load")
+
+
+@pytest.mark.parametrize("viewport", ["phone", "desktop"])
+def test_every_participant_page_of_both_kinds_passes_axe(demo, page_at, viewport):
+    QuestionnaireSettings.objects.filter(study__slug=QUESTIONNAIRE_SLUG).update(ask_demographics=True)
+    page = page_at(viewport)
+    violations, checked = [], []
+
+    def check(page, step):
+        assert page.locator("h1").count() == 1, f"{step}: one h1"
+        assert "{#" not in page.content() and "{%" not in page.content(), f"{step}: template syntax shown"
+        violations.extend(axe_violations(page))
+        checked.append(step)
+        if step in {"teq", "q_default"}:  # the same page with its error summary
+            submit_incomplete(page)
+            assert page.evaluate("document.activeElement.id") == "errors"
+            violations.extend(axe_violations(page))
+            checked.append(f"{step} with errors")
+
+    walk(page, demo.participant_link, check)
+    walk(page, demo.questionnaire_link, check)
+    # Stop and return: the confirmation and the page after it.
+    page.goto(demo.participant_link.replace("PROLIFIC_PID=demo-", "PROLIFIC_PID=returning-"))
+    answer(page, "consent")
+    page.get_by_role("link", name="Stop and return this study").click()
+    violations.extend(axe_violations(page))
+    page.get_by_role("button", name=re.compile("return", re.I)).click()
+    violations.extend(axe_violations(page))
+    assert violations == []
+    assert (
+        checked.count("items") == 11 and "teq with errors" in checked and "q_default with errors" in checked
+    )
+    assert {"consent", "instructions", "demographics", "q_situation", "q_evoked", "done"} <= set(checked)
+
+
+def test_the_error_summary_takes_the_focus_and_its_links_reach_the_missing_statements(demo, page_at):
+    page = page_at("phone")
+    page.goto(demo.participant_link)
+    answer(page, "consent")
+    answer(page, "instructions")
+    submit_incomplete(page)
+    summary = page.locator("#errors")
+    expect(summary).to_be_focused()
+    links = summary.get_by_role("link")
+    expect(links).to_have_count(15)
+    links.nth(0).click()
+    expect(page.locator("#teq_2-1")).to_be_focused()
+    assert page.evaluate("document.getElementById('teq-2').getBoundingClientRect().top") >= -1
+
+
+def test_back_after_an_answer_says_it_was_saved_and_the_code_can_be_copied(demo, page_at):
+    page = page_at("desktop")
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.goto(demo.participant_link)
+    for step in ("consent", "instructions", "teq"):
+        answer(page, step)
+    expect(page.locator("h1")).to_have_text("Item 1 of 11")
+    assert page.locator("[data-back-note]").count() == 0
+    answer(page, "items")
+    expect(page.locator("h1")).to_have_text("Item 2 of 11")
+    assert page.locator("[data-back-note]").is_hidden()
+    page.go_back()
+    expect(page.locator("h1")).to_have_text("Item 2 of 11")  # answers cannot be changed: still the next item
+    expect(page.locator("[data-back-note]")).to_be_visible()
+    expect(page.locator("[data-back-note]")).to_contain_text("Your answer to the previous item was saved")
+    walk(page, page.url)
+    page.get_by_role("button", name="Copy the code").click()
+    expect(page.locator("[data-copy-status]")).to_have_text("Copied.")
+    assert page.evaluate("navigator.clipboard.readText()") == "DEMO-COMPLETE"
+
+
+def test_the_attention_check_shows_a_real_emotion_of_the_study(demo, page_at):
+    page = page_at("phone")
+    shown = {}
+
+    def check(page, step):
+        if step == "items":
+            shown[page.locator("[data-response]").inner_text()] = page.locator(".emotion").inner_text()
+
+    walk(page, demo.participant_link, check)
+    check_emotion = next(emotion for response, emotion in shown.items() if "choose Okay" in response)
+    emotions = set(demo.study.prompts.values_list("emotion__name", flat=True))
+    assert check_emotion.lower() in {e.lower() for e in emotions} and "attention" not in check_emotion.lower()
+
+
+def test_the_situation_stays_in_view_on_the_second_questionnaire_page(demo, page_at):
+    page = page_at("small-phone")
+
+    def check(page, step):
+        if step == "q_evoked":
+            reminder = page.locator("[data-situation-reminder]")
+            page.locator("fieldset.likert-item").last.scroll_into_view_if_needed()
+            box = reminder.bounding_box()
+            assert box["y"] >= -0.5 and box["y"] + box["height"] <= 640
+            assert page.evaluate("scrollY") > 1000
+
+    assert "q_evoked" in walk(page, demo.questionnaire_link, check)

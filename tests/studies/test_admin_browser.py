@@ -1,0 +1,93 @@
+"""The study admin's pages in headless Chromium at 1280×800: axe-core finds no serious or critical violation,
+and the study list's page links are all on screen."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from studies.demo.seed import DEMO_SLUG, QUESTIONNAIRE_SLUG, demo_seed
+from studies.models import Study
+from tests.a11y import axe_violations
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+PASSWORD = "a-long-test-password"
+
+
+@pytest.fixture
+def admin_page(settings, tmp_path, live_server, page_at):
+    settings.VAR_DIR = tmp_path
+    demo_seed(base_url=live_server.url)
+    get_user_model().objects.create_superuser(username="researcher", email="", password=PASSWORD)
+    page = page_at("desktop")
+    page.set_default_timeout(30_000)  # the first admin page compiles its templates on a busy machine
+    page.goto(f"{live_server.url}/admin/login/")
+    page.get_by_label("Username").fill("researcher")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{live_server.url}/admin/")
+    return page
+
+
+def test_the_admins_study_pages_pass_axe(admin_page, live_server):
+    demo = Study.objects.get(slug=DEMO_SLUG)
+    questionnaire = Study.objects.get(slug=QUESTIONNAIRE_SLUG)
+    draft = Study.objects.get(slug="published-sample")
+    urls = [
+        reverse("admin:studies_study_changelist"),
+        reverse("admin:studies_study_change", args=[demo.pk]),
+        reverse("admin:studies_study_change", args=[questionnaire.pk]),
+        reverse("admin:studies_study_status", args=[demo.pk]),
+        reverse("admin:studies_study_status", args=[questionnaire.pk]),
+        reverse("admin:studies_study_import") + f"?study={DEMO_SLUG}",
+        reverse("admin:studies_study_state", args=[demo.pk, "close"]),
+        reverse("admin:studies_study_state", args=[demo.pk, "pause"]),
+        reverse("admin:studies_study_state", args=[draft.pk, "launch"]),
+        reverse("admin:generation_generationjob_changelist"),
+        reverse("admin:generation_studies"),
+    ]
+    violations = []
+    for url in urls:
+        response = admin_page.goto(live_server.url + url)
+        assert response.status == 200, url
+        violations += axe_violations(admin_page)
+    assert violations == []
+
+
+def test_the_study_lists_page_links_are_not_clipped_at_1280_px(admin_page, live_server):
+    admin_page.goto(live_server.url + reverse("admin:studies_study_changelist"))
+    links = admin_page.locator(".study-links a")
+    assert links.count() >= 3 * 3  # status, analysis and preview (and import) for each of the three studies
+    width = admin_page.evaluate("innerWidth")
+    # The list fits: nothing to scroll sideways, neither the page nor the table's own scroll area.
+    assert admin_page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+    assert admin_page.evaluate(
+        "(r => r.scrollWidth <= r.clientWidth)(document.querySelector('#changelist .results'))"
+    )
+    for link in links.all():
+        box = link.bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= width, (link.inner_text(), box)
+        hit = admin_page.evaluate(
+            "([x, y]) => document.elementFromPoint(x, y)?.closest('a')?.textContent",
+            [box["x"] + 2, box["y"] + box["height"] / 2],
+        )
+        assert hit == link.inner_text()
+    admin_page.screenshot(path="/tmp/admin-study-list.png", full_page=True)
+
+
+def test_the_live_status_refreshes_in_place_and_can_be_paused(admin_page, live_server):
+    demo = Study.objects.get(slug=DEMO_SLUG)
+    admin_page.goto(live_server.url + reverse("admin:studies_study_status", args=[demo.pk]))
+    stamp = admin_page.locator("[data-refreshed-at]").inner_text()
+    admin_page.evaluate("document.getElementById('study-state').dataset.marker = 'same page'")
+    Study.objects.filter(pk=demo.pk).update(state=Study.State.PAUSED)
+    admin_page.wait_for_function(
+        "document.getElementById('study-state').textContent === 'paused'", timeout=25_000
+    )
+    # Swapped in place: no reload (the marker survives), and the time stamp moved.
+    assert admin_page.evaluate("document.getElementById('study-state').dataset.marker") == "same page"
+    assert admin_page.locator("[data-refreshed-at]").inner_text() != stamp
+    admin_page.get_by_role("button", name="Pause automatic refresh").click()
+    assert admin_page.get_by_role("button", name="Resume automatic refresh").is_visible()
