@@ -103,7 +103,13 @@ def _flag_sql(rules: stats.ExclusionRules) -> tuple[list[str], list]:
 
 
 def _block_sql(
-    *, study: Study, rules: stats.ExclusionRules, labels: dict[int, str], pseudonymise: bool, low: int, high: int
+    *,
+    study: Study,
+    rules: stats.ExclusionRules,
+    labels: dict[int, str],
+    pseudonymise: bool,
+    low: int,
+    high: int,
 ) -> tuple[str, list]:
     fields = list(selectors.RATING_EXPORT_FIELDS)
     base = (
@@ -145,7 +151,9 @@ def _block_sql(
 
 def _block_bounds(*, study: Study) -> list[int]:
     """Participant ids that start each block, plus one past the last id."""
-    ids = Participant.objects.filter(study=study, is_preview=False).order_by("id").values_list("id", flat=True)
+    ids = (
+        Participant.objects.filter(study=study, is_preview=False).order_by("id").values_list("id", flat=True)
+    )
     bounds: list[int] = []
     last = None
     for i, pid in enumerate(ids.iterator(chunk_size=20000)):
@@ -158,7 +166,12 @@ def _block_bounds(*, study: Study) -> list[int]:
 
 
 def rating_copy_blocks(
-    *, study: Study, rules: stats.ExclusionRules, labels: dict[int, str], pseudonymise: bool, counter: list[int]
+    *,
+    study: Study,
+    rules: stats.ExclusionRules,
+    labels: dict[int, str],
+    pseudonymise: bool,
+    counter: list[int],
 ) -> Iterator[str]:
     """The ratings export's CSV rows (no header), one block of participants at a time, written by PostgreSQL.
     `counter[0]` grows by the rows written."""

@@ -259,7 +259,11 @@ def _copy_lines(*, study: Study, rules: stats.ExclusionRules, pseudonymise: bool
     def pieces() -> Iterator[str]:
         yield header
         yield from export_sql.rating_copy_blocks(
-            study=study, rules=rules, labels=scale_labels(study=study), pseudonymise=pseudonymise, counter=counter
+            study=study,
+            rules=rules,
+            labels=scale_labels(study=study),
+            pseudonymise=pseudonymise,
+            counter=counter,
         )
 
     return CsvStream(pieces(), counter)

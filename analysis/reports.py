@@ -44,7 +44,12 @@ def _fmt(value) -> str:
 
 
 def html_table(
-    frame: pd.DataFrame, *, columns: list[str] | None = None, caption: str = "", label: str = "", readable: bool = False
+    frame: pd.DataFrame,
+    *,
+    columns: list[str] | None = None,
+    caption: str = "",
+    label: str = "",
+    readable: bool = False,
 ) -> SafeString:
     """A DataFrame as an escaped HTML table (pandas escapes cell text), in a scroll area that the keyboard can
     reach (tabindex=0, a named region) since wide tables scroll sideways on small screens. `readable`: the
@@ -57,12 +62,16 @@ def html_table(
         frame = frame.assign(test=frame["test"].map(lambda t: TEST_SHORT.get(t, t)))
     if readable:
         if "small_sample" in frame.columns:
-            frame = frame.assign(small_sample=frame["small_sample"].map(lambda s: SMALL_SAMPLE_MARK if s else "ok"))
+            frame = frame.assign(
+                small_sample=frame["small_sample"].map(lambda s: SMALL_SAMPLE_MARK if s else "ok")
+            )
         frame = frame.rename(columns=COLUMN_LABELS)
     html = frame.to_html(index=False, border=0, classes="data", na_rep="", formatters=None, float_format=_fmt)
     html = html.replace('<table border="0" class="dataframe data">', '<table class="data">', 1)
     if caption:
-        html = html.replace('<table class="data">', f'<table class="data"><caption>{escape(caption)}</caption>', 1)
+        html = html.replace(
+            '<table class="data">', f'<table class="data"><caption>{escape(caption)}</caption>', 1
+        )
     name = escape(label or caption or "Table")
     return mark_safe(f'<div class="table-scroll" tabindex="0" role="region" aria-label="{name}">{html}</div>')
 
@@ -91,8 +100,12 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
         "rules": analysis.options.rules.describe(),
         "exclusions_html": html_table(analysis.exclusions, label="Exclusions"),
         "distribution_html": html_table(analysis.distribution, label="Ratings by condition"),
-        "distribution_by_valence_html": html_table(analysis.distribution_by_valence, label="Ratings by valence"),
-        "distribution_by_emotion_html": html_table(analysis.distribution_by_emotion, label="Ratings by emotion"),
+        "distribution_by_valence_html": html_table(
+            analysis.distribution_by_valence, label="Ratings by valence"
+        ),
+        "distribution_by_emotion_html": html_table(
+            analysis.distribution_by_emotion, label="Ratings by emotion"
+        ),
         "change_html": html_table(analysis.bootstrap_change, label="Change against the baseline"),
         "change_by_valence_html": html_table(
             analysis.bootstrap_change_by_valence, label="Change against the baseline by valence"

@@ -36,7 +36,9 @@ from studies.models import Study
 
 logger = logging.getLogger(__name__)
 
-SNAPSHOT_SECONDS = 30 * 24 * 3600  # the latest result is kept until replaced (a month without a view: recomputed)
+SNAPSHOT_SECONDS = (
+    30 * 24 * 3600
+)  # the latest result is kept until replaced (a month without a view: recomputed)
 RUNNING_SECONDS = 600  # the compute task's hard time limit: a claim outlives no worker that died holding it
 
 
@@ -101,7 +103,9 @@ def snapshot_build(*, study: Study, baseline: str | None, no_exclusions: bool) -
     """Compute the analysis and its figures now (what the worker runs; also the fail-open path)."""
     started = time.perf_counter()
     fingerprint = study_data_fingerprint(study=study)
-    analysis = study_analyze(study=study, options=options_build(baseline=baseline, no_exclusions=no_exclusions))
+    analysis = study_analyze(
+        study=study, options=options_build(baseline=baseline, no_exclusions=no_exclusions)
+    )
     return Snapshot(
         fingerprint=fingerprint,
         computed_at=timezone.now(),
@@ -130,7 +134,9 @@ def snapshot_compute(*, study_id: int, baseline: str | None, no_exclusions: bool
         try:
             cache.delete(_running_key(study_id, token))
         except Exception:  # noqa: BLE001
-            logger.warning("analysis: could not release the compute claim of study %s", study_id, exc_info=True)
+            logger.warning(
+                "analysis: could not release the compute claim of study %s", study_id, exc_info=True
+            )
 
 
 def snapshot_get(*, study: Study, baseline: str | None, no_exclusions: bool) -> Snapshot | None:

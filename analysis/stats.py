@@ -264,7 +264,9 @@ class ChiSquare:
 # Below this smallest expected cell count a chi-square's p-value is not trusted (the usual rule of thumb): the test
 # is marked small-sample, and a 2 × 2 table also gets Fisher's exact p.
 SMALL_SAMPLE_MIN_EXPECTED = 5.0
-SMALL_SAMPLE_NOTE = f"small sample: an expected count below {SMALL_SAMPLE_MIN_EXPECTED:g}, the chi-square is unreliable"
+SMALL_SAMPLE_NOTE = (
+    f"small sample: an expected count below {SMALL_SAMPLE_MIN_EXPECTED:g}, the chi-square is unreliable"
+)
 
 
 def chi_square(table: np.ndarray, *, yates: bool) -> ChiSquare:
@@ -286,7 +288,9 @@ def chi_square(table: np.ndarray, *, yates: bool) -> ChiSquare:
     k = min(table.shape) - 1
     v = math.sqrt(uncorrected / (n * k)) if n and k else float("nan")
     min_expected = float(np.min(result.expected_freq))
-    out = ChiSquare(float(result.statistic), int(result.dof), float(result.pvalue), v, n, min_expected=min_expected)
+    out = ChiSquare(
+        float(result.statistic), int(result.dof), float(result.pvalue), v, n, min_expected=min_expected
+    )
     if min_expected < SMALL_SAMPLE_MIN_EXPECTED:
         out.note = SMALL_SAMPLE_NOTE
         if table.shape == (2, 2):
@@ -493,9 +497,11 @@ def _ordinal_fit(rows: pd.DataFrame, conditions: list[str], baseline: str, use_e
     if converged and not np.all(np.isfinite(np.asarray(bse, dtype=float))):
         converged = False
         inverted = any("Hessian" in type(w.message).__name__ or "Hessian" in str(w.message) for w in caught)
-        note = "standard errors not available: " + (
-            "the Hessian could not be inverted" if inverted else "some are not finite"
-        ) + " (too few ratings in some cells for this model)"
+        note = (
+            "standard errors not available: "
+            + ("the Hessian could not be inverted" if inverted else "some are not finite")
+            + " (too few ratings in some cells for this model)"
+        )
     lines = []
     for name in params.index:
         if not name.startswith("condition_"):

@@ -9,7 +9,10 @@ from analysis import snapshots
 @shared_task(acks_late=True, ignore_result=True, soft_time_limit=540, time_limit=snapshots.RUNNING_SECONDS)
 def analysis_snapshot_task(study_id: int, baseline: str | None = None, no_exclusions: bool = False) -> bool:
     """Compute the dashboard's analysis of one study under one set of options and keep it in the cache."""
-    return snapshots.snapshot_compute(study_id=study_id, baseline=baseline, no_exclusions=no_exclusions) is not None
+    return (
+        snapshots.snapshot_compute(study_id=study_id, baseline=baseline, no_exclusions=no_exclusions)
+        is not None
+    )
 
 
 @shared_task(acks_late=True, ignore_result=True, soft_time_limit=50, time_limit=60)

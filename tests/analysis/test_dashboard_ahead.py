@@ -61,7 +61,9 @@ def test_the_computed_result_shows_at_once_with_when_it_was_computed(analyst_cli
     assert dispatched == []  # nothing to ask for: the result is current
 
 
-def test_new_ratings_show_the_last_result_while_a_new_one_is_computed(analyst_client, rated_study, dispatched):
+def test_new_ratings_show_the_last_result_while_a_new_one_is_computed(
+    analyst_client, rated_study, dispatched
+):
     snapshots.snapshot_compute(study_id=rated_study.pk, baseline=None, no_exclusions=False)
     _add_participant(rated_study, [3, 3, 2, 1, 2, 3, 1, 2, 3, 2])
     page = analyst_client.get(reverse("analysis:dashboard", args=[rated_study.slug])).content.decode()
@@ -81,15 +83,20 @@ def test_each_set_of_options_has_its_own_result(analyst_client, rated_study, dis
     )
     assert "Computing the analysis…" in page.content.decode()
     assert dispatched == [{"study_id": rated_study.pk, "baseline": "gpt4", "no_exclusions": True}]
-    assert analyst_client.get(
-        reverse("analysis:dashboard", args=[rated_study.slug]), {"baseline": "nope"}
-    ).status_code == 404
+    assert (
+        analyst_client.get(
+            reverse("analysis:dashboard", args=[rated_study.slug]), {"baseline": "nope"}
+        ).status_code
+        == 404
+    )
 
 
 def test_a_failed_compute_releases_its_claim(rated_study, monkeypatch):
     from analysis import services
 
-    cache.add(snapshots._running_key(rated_study.pk, snapshots.options_token(baseline=None, no_exclusions=False)), 1)
+    cache.add(
+        snapshots._running_key(rated_study.pk, snapshots.options_token(baseline=None, no_exclusions=False)), 1
+    )
 
     def broken(**kwargs):
         raise services.AnalysisError("boom")

@@ -100,9 +100,7 @@ def test_exclusion_flags_in_the_export_follow_the_declared_rules(staff_client, d
         ("false", "false", "false", "false"),
     ]
     off = _csv(
-        _body(
-            staff_client.get(reverse("analysis:export", args=[study.slug, "ratings"]) + "?exclusions=none")
-        )
+        _body(staff_client.get(reverse("analysis:export", args=[study.slug, "ratings"]) + "?exclusions=none"))
     )
     assert {r["excluded"] for r in off} == {"false"}
 
@@ -188,7 +186,7 @@ def test_the_postgresql_and_python_exports_give_the_same_cells(db, monkeypatch, 
         Rated("gpt4", [("sad", 2, 1500), ("sad", 1, 1499)], extra_attention_value=3),
     ]
     study = build_rating_study(
-        slug="same", conditions=["human", "gpt4"], participants=people, response_text="-1 @x\n\"quoted\", text"
+        slug="same", conditions=["human", "gpt4"], participants=people, response_text='-1 @x\n"quoted", text'
     ).study
     # Whole seconds and fractional ones: isoformat() writes microseconds only when they are not zero.
     first = Rating.objects.filter(assignment__participant__study=study).order_by("id").first()

@@ -18,8 +18,14 @@ SCALE = stats.Scale(values=(1, 2, 3), labels=("Bad", "Okay", "Good"))
 def _rows(triples):
     return pd.DataFrame(
         [
-            {"value": v, "condition": c, "emotion": e, "valence": "negative" if e in ("sad", "afraid") else "positive",
-             "participant_id": i, "response_time_ms": 3000.0}
+            {
+                "value": v,
+                "condition": c,
+                "emotion": e,
+                "valence": "negative" if e in ("sad", "afraid") else "positive",
+                "participant_id": i,
+                "response_time_ms": 3000.0,
+            }
             for i, (c, e, v) in enumerate(triples)
         ]
     )
@@ -53,7 +59,10 @@ def test_the_main_table_reads_as_words_and_marks_too_few():
     people = participants_from_counts("human", {1: 15, 2: 25, 3: 10}) + participants_from_counts(
         "gpt4", {1: 10, 2: 20, 3: 20}
     )
-    people += [Rated("human", [("joyful", 3, 4000), ("joyful", 1, 4000)]), Rated("gpt4", [("joyful", 3, 4000)])]
+    people += [
+        Rated("human", [("joyful", 3, 4000), ("joyful", 1, 4000)]),
+        Rated("gpt4", [("joyful", 3, 4000)]),
+    ]
     study = build_rating_study(slug="few", conditions=["human", "gpt4"], participants=people).study
     analysis = study_analyze(study=study, options=AnalysisOptions(bootstrap_samples=50))
     context = reports.report_context(analysis, inline_figures=False)
