@@ -28,9 +28,10 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connections
 from django.utils import timezone
-from django.utils.safestring import mark_safe
+from django.template.loader import render_to_string
+from django.utils.safestring import SafeString, mark_safe
 
-from analysis import figures, stats
+from analysis import figures, reports, stats
 from analysis.services import AnalysisOptions, RatingAnalysis, study_analyze, study_data_fingerprint
 from studies.models import Study
 
@@ -53,9 +54,10 @@ class Snapshot:
     seconds: float
     analysis: RatingAnalysis
     figures: dict[str, str] = field(default_factory=dict)  # name → inline SVG markup
+    body_html: str = ""  # the dashboard's results section, rendered once here rather than on every view
 
-    def figures_safe(self) -> dict:
-        return {name: mark_safe(svg) for name, svg in self.figures.items()}  # noqa: S308 — our own SVG
+    def body_safe(self) -> SafeString:
+        return mark_safe(self.body_html)  # noqa: S308 — rendered by our own template, which escapes
 
 
 @dataclass
@@ -106,12 +108,16 @@ def snapshot_build(*, study: Study, baseline: str | None, no_exclusions: bool) -
     analysis = study_analyze(
         study=study, options=options_build(baseline=baseline, no_exclusions=no_exclusions)
     )
+    svgs = figures_render(analysis)
+    context = reports.report_context(analysis, inline_figures=False)
+    context["figures"] = {name: mark_safe(svg) for name, svg in svgs.items()}  # noqa: S308 — our own SVG
     return Snapshot(
         fingerprint=fingerprint,
         computed_at=timezone.now(),
         seconds=round(time.perf_counter() - started, 2),
         analysis=analysis,
-        figures=figures_render(analysis),
+        figures=svgs,
+        body_html=render_to_string("analysis/_body.html", context),
     )
 
 

@@ -83,13 +83,11 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         # Questionnaire (EmotionBench) studies have their own page; the study list links every study here.
         return redirect("analysis:emotionbench", slug=study.slug)
     state = _dashboard_state(study, request)
-    context = (
-        reports.report_context(state.snapshot.analysis, inline_figures=False)
-        if state.snapshot is not None
-        else {"table_names": [], "figures": {}}
-    )
-    if state.snapshot is not None:
-        context["figures"] = state.snapshot.figures_safe()
+    snapshot = state.snapshot
+    context = {
+        "table_names": ["main_tests", *snapshot.analysis.tables()] if snapshot else [],
+        "body": snapshot.body_safe() if snapshot else "",
+    }
     context.update(
         study=study,
         state=state,
