@@ -2,9 +2,8 @@
 pseudonyms, the scale labels and the exclusion flags computed in SQL.
 
 The Python path (`analysis.exports.rating_export_records` through `csv_lines`) builds every cell in Python: about
-five times PostgreSQL's own COPY of the same rows. Here PostgreSQL writes the CSV itself, in blocks of
-participants (a COPY per block, keyset on the participant id), so memory stays bounded by one block's text and the
-first bytes leave before the last block is read. Both paths give the same cells; a test holds them together.
+five times PostgreSQL's own COPY of the same rows. Here PostgreSQL writes the CSV itself in one COPY, whose
+output is handed on piece by piece as it arrives (`rating_copy_pieces`), so memory stays flat whatever the size. Both paths give the same cells; a test holds them together.
 
 The SQL mirrors, cell by cell:
 - `exports.cell_neutralise`: text starting with = + - @ TAB CR gets a leading apostrophe; numbers stay numbers;
@@ -18,17 +17,19 @@ Rules this SQL does not know (a rule added to `stats.ExclusionRules`) send the e
 from __future__ import annotations
 
 import dataclasses
-import io
+import queue
+import threading
 from collections.abc import Iterator
 
 from django.db import connection
 from django.db.models import F
 
 from analysis import selectors, stats
-from studies.models import Participant, Study
+from studies.models import Study
 
-# Participants per COPY: about 10 ratings each, so a block is tens of thousands of rows (a few MB of text).
-BLOCK_PARTICIPANTS = 5000
+PIECE_BYTES = 256 * 1024  # the CSV text is handed on in pieces of about this size
+QUEUE_PIECES = 8  # at most this many pieces wait between the COPY and the reader: memory stays flat
+NARROW_FIELDS = ("participant_id", "value", "response_time_ms", "flagged_for_exclusion")
 
 KNOWN_RULE_FIELDS = ("attention_checks", "min_median_response_ms", "straight_lining_min_items")
 KNOWN_FLAG_COLUMNS = [
@@ -52,7 +53,7 @@ TEXT_FIELDS = frozenset(
 )
 BOOL_FIELDS = frozenset({"flagged_for_exclusion"})
 TIME_FIELDS = frozenset({"rated_at"})
-TRIGGERS_SQL = "('=', '+', '-', '@', chr(9), chr(13))"
+TRIGGER_CODES_SQL = "(61, 43, 45, 64, 9, 13)"  # = + - @ TAB CR, as exports.FORMULA_TRIGGERS
 
 
 def sql_export_supported(*, rules: stats.ExclusionRules, flag_columns: list[str]) -> bool:
@@ -65,7 +66,8 @@ def sql_export_supported(*, rules: stats.ExclusionRules, flag_columns: list[str]
 
 
 def _text(expr: str) -> str:
-    return f"CASE WHEN left({expr}, 1) IN {TRIGGERS_SQL} THEN '''' || {expr} ELSE {expr} END"
+    # ascii() of the first character (0 for '', NULL for NULL): integer comparisons, the cheapest test per cell.
+    return f"CASE WHEN ascii({expr}) IN {TRIGGER_CODES_SQL} THEN '''' || {expr} ELSE {expr} END"
 
 
 def _bool(expr: str) -> str:
@@ -73,11 +75,12 @@ def _bool(expr: str) -> str:
 
 
 def _iso(expr: str) -> str:
-    """`datetime.isoformat()` of an aware UTC datetime: microseconds only when not zero."""
-    utc = f"({expr} AT TIME ZONE 'UTC')"
+    """`datetime.isoformat()` of an aware UTC datetime: PostgreSQL's ISO text of the UTC time, its fraction (which
+    PostgreSQL writes without trailing zeros, and not at all when zero, like isoformat()) padded to six digits,
+    with a T and +00:00."""
+    text = f"({expr} AT TIME ZONE 'UTC')::text"
     return (
-        f"to_char({utc}, 'YYYY-MM-DD\"T\"HH24:MI:SS') || CASE WHEN mod(extract(microseconds FROM {utc})::bigint, "
-        f"1000000) <> 0 THEN to_char({utc}, '.US') ELSE '' END || '+00:00'"
+        f"replace(rpad({text}, CASE WHEN length({text}) = 19 THEN 19 ELSE 26 END, '0'), ' ', 'T') || '+00:00'"
     )
 
 
@@ -102,23 +105,19 @@ def _flag_sql(rules: stats.ExclusionRules) -> tuple[list[str], list]:
     return [f"CASE WHEN {s} THEN 'true' ELSE 'false' END" for s in sqls], ordered_params
 
 
-def _block_sql(
-    *,
-    study: Study,
-    rules: stats.ExclusionRules,
-    labels: dict[int, str],
-    pseudonymise: bool,
-    low: int,
-    high: int,
+def _export_sql(
+    *, study: Study, rules: stats.ExclusionRules, labels: dict[int, str], pseudonymise: bool
 ) -> tuple[str, list]:
+    """The SELECT that COPY writes: the export's columns over the ORM's joins (`r`), joined to each participant's
+    aggregate for the exclusion flags (`f`, over a narrow projection of the same rows)."""
     fields = list(selectors.RATING_EXPORT_FIELDS)
-    base = (
-        selectors.rating_queryset(study=study)
-        .filter(assignment__participant_id__gte=low, assignment__participant_id__lt=high)
-        .order_by()
-        .values(**{f"x_{name}": F(path) for name, path in selectors.RATING_EXPORT_FIELDS.items()})
+    counted = selectors.rating_queryset(study=study).order_by()
+    wide = counted.values(**{f"x_{name}": F(path) for name, path in selectors.RATING_EXPORT_FIELDS.items()})
+    narrow = counted.values(
+        **{f"x_{name}": F(selectors.RATING_EXPORT_FIELDS[name]) for name in NARROW_FIELDS}
     )
-    inner, inner_params = base.query.sql_with_params()
+    wide_sql, wide_params = wide.query.sql_with_params()
+    narrow_sql, narrow_params = narrow.query.sql_with_params()
     out: list[str] = []
     params: list = []
     for name in fields:
@@ -140,32 +139,50 @@ def _block_sql(
                 params += [value, label]
     flags, flag_params = _flag_sql(rules)
     sql = (
-        f"WITH r AS ({inner}), f AS (SELECT x_participant_id AS pid, bool_or(x_flagged_for_exclusion) AS flagged, "
+        f"SELECT {', '.join(out)}, {', '.join(flags)} FROM ({wide_sql}) r JOIN ("
+        "SELECT x_participant_id AS pid, bool_or(x_flagged_for_exclusion) AS flagged, "
         "percentile_cont(0.5) WITHIN GROUP (ORDER BY x_response_time_ms) AS median_ms, count(*) AS n, "
-        "count(DISTINCT x_value) AS n_distinct FROM r GROUP BY x_participant_id) "
-        f"SELECT {', '.join(out)}, {', '.join(flags)} FROM r JOIN f ON f.pid = r.x_participant_id "
-        "ORDER BY r.x_participant_id, r.x_position"
+        f"count(DISTINCT x_value) AS n_distinct FROM ({narrow_sql}) n GROUP BY x_participant_id"
+        ") f ON f.pid = r.x_participant_id ORDER BY r.x_participant_id, r.x_position"
     )
-    return sql, [*inner_params, *params, *flag_params]
+    return sql, [*params, *flag_params, *wide_params, *narrow_params]  # in the order they appear
 
 
-def _block_bounds(*, study: Study) -> list[int]:
-    """Participant ids that start each block, plus one past the last id."""
-    ids = (
-        Participant.objects.filter(study=study, is_preview=False).order_by("id").values_list("id", flat=True)
-    )
-    bounds: list[int] = []
-    last = None
-    for i, pid in enumerate(ids.iterator(chunk_size=20000)):
-        if i % BLOCK_PARTICIPANTS == 0:
-            bounds.append(pid)
-        last = pid
-    if last is not None:
-        bounds.append(last + 1)
-    return bounds
+class _Stop(Exception):
+    """The reader went away: the COPY is abandoned."""
 
 
-def rating_copy_blocks(
+class _QueueWriter:
+    """What COPY writes into (psycopg2 calls write() once per row): rows gathered into pieces of about
+    PIECE_BYTES and handed to the reading thread through a bounded queue, so at most QUEUE_PIECES are in memory."""
+
+    def __init__(self, out: queue.Queue, stop: threading.Event):
+        self._out, self._stop, self._rows, self._size = out, stop, [], 0
+
+    def write(self, data: bytes) -> int:
+        self._rows.append(data)
+        self._size += len(data)
+        if self._size >= PIECE_BYTES:
+            self.flush()
+        return len(data)
+
+    def flush(self) -> None:
+        if self._rows:
+            self._put(b"".join(self._rows))
+            self._rows, self._size = [], 0
+
+    def _put(self, item) -> None:
+        while True:
+            if self._stop.is_set():
+                raise _Stop
+            try:
+                self._out.put(item, timeout=0.2)
+                return
+            except queue.Full:
+                continue
+
+
+def rating_copy_pieces(
     *,
     study: Study,
     rules: stats.ExclusionRules,
@@ -173,18 +190,55 @@ def rating_copy_blocks(
     pseudonymise: bool,
     counter: list[int],
 ) -> Iterator[str]:
-    """The ratings export's CSV rows (no header), one block of participants at a time, written by PostgreSQL.
-    `counter[0]` grows by the rows written."""
-    bounds = _block_bounds(study=study)
-    for low, high in zip(bounds, bounds[1:], strict=False):
-        sql, params = _block_sql(
-            study=study, rules=rules, labels=labels, pseudonymise=pseudonymise, low=low, high=high
-        )
-        buffer = io.StringIO()
-        with connection.cursor() as cur:
-            select = cur.mogrify(sql, params).decode()
-            cur.cursor.copy_expert(f"COPY ({select}) TO STDOUT WITH (FORMAT csv)", buffer)
-            counter[0] += max(cur.cursor.rowcount, 0)
-        text = buffer.getvalue()
-        if text:
-            yield text
+    """The ratings export's CSV rows (no header), written by PostgreSQL's COPY and handed on in pieces as they
+    come. `counter[0]` is the number of rows once the stream is done.
+
+    psycopg2's copy_expert pushes every row into a file's write(); to pull pieces from it instead, the COPY runs
+    on a helper thread over this request's own database connection (so it sees what the request's transaction
+    sees), and this generator takes pieces from a bounded queue. The request's thread does not touch the
+    connection meanwhile (it is waiting on the queue); a reader that stops early makes the COPY stop too."""
+    sql, params = _export_sql(study=study, rules=rules, labels=labels, pseudonymise=pseudonymise)
+    connection.ensure_connection()
+    raw = connection.connection
+    with connection.cursor() as cur:
+        select = cur.mogrify(sql, params).decode()
+    pieces: queue.Queue = queue.Queue(maxsize=QUEUE_PIECES)
+    stop = threading.Event()
+    done = object()
+
+    def copy() -> None:
+        writer = _QueueWriter(pieces, stop)
+        try:
+            with raw.cursor() as cur:
+                cur.copy_expert(f"COPY ({select}) TO STDOUT WITH (FORMAT csv)", writer, size=PIECE_BYTES)
+                counter[0] = max(cur.rowcount, 0)
+            writer.flush()
+            writer._put(done)
+        except _Stop:
+            pass
+        except BaseException as exc:  # noqa: BLE001 — handed to the reader, which raises it
+            try:
+                writer._put(exc)
+            except _Stop:
+                pass
+
+    worker = threading.Thread(target=copy, name="ratings-export-copy", daemon=True)
+    worker.start()
+    finished = False
+    try:
+        while True:
+            item = pieces.get()
+            if item is done:
+                finished = True
+                return
+            if isinstance(item, BaseException):
+                finished = True
+                raise item
+            yield item.decode("utf-8")
+    finally:
+        if not finished:
+            stop.set()
+            raw.cancel()  # the reader went away mid-export: stop the query rather than read it to the end
+        worker.join()
+        if not finished:
+            connection.close()  # a cancelled COPY leaves the connection in no state to reuse

@@ -258,7 +258,7 @@ def _copy_lines(*, study: Study, rules: stats.ExclusionRules, pseudonymise: bool
 
     def pieces() -> Iterator[str]:
         yield header
-        yield from export_sql.rating_copy_blocks(
+        yield from export_sql.rating_copy_pieces(
             study=study,
             rules=rules,
             labels=scale_labels(study=study),

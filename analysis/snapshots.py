@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connections
-from django.utils import timezone
 from django.template.loader import render_to_string
+from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
 from analysis import figures, reports, stats

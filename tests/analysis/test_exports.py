@@ -11,7 +11,7 @@ from django.urls import reverse
 from analysis import export_sql, exports, selectors
 from analysis.exports import cell_neutralise
 
-from .builders import Rated, build_rating_study
+from .builders import Rated, build_rating_study, participants_from_counts
 
 pytestmark = pytest.mark.django_db
 
@@ -151,15 +151,32 @@ def test_the_python_ratings_export_reads_through_a_chunked_cursor_in_bounded_mem
     assert peak_small < 2_000_000
 
 
-def test_postgresql_writes_the_ratings_export_in_blocks_of_participants(rated_study, monkeypatch):
-    """On PostgreSQL the export is COPY ... TO STDOUT, one block of participants at a time (bounded memory)."""
-    monkeypatch.setattr(export_sql, "BLOCK_PARTICIPANTS", 3)
+def test_postgresql_streams_the_ratings_export_in_pieces(rated_study, monkeypatch):
+    """On PostgreSQL the export is one COPY ... TO STDOUT handed on piece by piece (bounded memory)."""
+    monkeypatch.setattr(export_sql, "PIECE_BYTES", 4000)
     stream = exports.export_lines(study=rated_study, what="ratings")
     pieces = list(stream)
     assert pieces[0].startswith("rating_id,")
-    assert len(pieces) == 1 + 7  # 20 participants in blocks of 3
+    assert len(pieces) > 10  # ~100 kB of CSV in pieces of ~4 kB
     assert stream.rows == 200
     assert len(_csv("".join(pieces))) == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_reader_that_stops_early_stops_the_copy(monkeypatch):
+    import threading
+
+    from studies.models import Study
+
+    people = participants_from_counts("human", {1: 30, 2: 50, 3: 20})
+    study = build_rating_study(slug="early", conditions=["human"], participants=people).study
+    monkeypatch.setattr(export_sql, "PIECE_BYTES", 500)
+    monkeypatch.setattr(export_sql, "QUEUE_PIECES", 1)
+    stream = exports.export_lines(study=study, what="ratings")
+    next(stream), next(stream)
+    stream._pieces.close()  # what Django does when the client goes away
+    assert not [t for t in threading.enumerate() if t.name == "ratings-export-copy"]
+    assert Study.objects.filter(slug="early").count() == 1  # the connection is usable again
 
 
 def _both_paths(study, monkeypatch, **kwargs):
