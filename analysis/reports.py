@@ -20,8 +20,8 @@ TEST_SHORT = {
     stats.TEST_2X2: "χ² 2×2 top vs rest (Yates)",
 }
 MAIN_COLUMNS = [
-    "scope", "group", "test", "comparison", "n", "chi2", "dof", "p", "p_holm", "cramers_v",
-    "top_share", "top_share_baseline", "change", "min_expected", "small_sample", "p_exact",
+    "scope", "group", "test", "comparison", "n", "small_sample", "chi2", "dof", "p", "p_holm", "cramers_v",
+    "top_share", "top_share_baseline", "change", "min_expected", "p_exact",
 ]  # fmt: skip
 # What people read above the columns of the tests' HTML tables (the CSV files keep the short names scripts use).
 COLUMN_LABELS = {
