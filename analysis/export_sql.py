@@ -3,7 +3,8 @@ pseudonyms, the scale labels and the exclusion flags computed in SQL.
 
 The Python path (`analysis.exports.rating_export_records` through `csv_lines`) builds every cell in Python: about
 five times PostgreSQL's own COPY of the same rows. Here PostgreSQL writes the CSV itself in one COPY, whose
-output is handed on piece by piece as it arrives (`rating_copy_pieces`), so memory stays flat whatever the size. Both paths give the same cells; a test holds them together.
+output is handed on piece by piece as it arrives (`rating_copy_pieces`), so memory stays flat whatever
+the size. Both paths give the same cells; a test holds them together.
 
 The SQL mirrors, cell by cell:
 - `exports.cell_neutralise`: text starting with = + - @ TAB CR gets a leading apostrophe; numbers stay numbers;
@@ -16,8 +17,9 @@ Rules this SQL does not know (a rule added to `stats.ExclusionRules`) send the e
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
-import queue
+import os
 import threading
 from collections.abc import Iterator
 
@@ -27,8 +29,7 @@ from django.db.models import F
 from analysis import selectors, stats
 from studies.models import Study
 
-PIECE_BYTES = 256 * 1024  # the CSV text is handed on in pieces of about this size
-QUEUE_PIECES = 8  # at most this many pieces wait between the COPY and the reader: memory stays flat
+PIECE_BYTES = 256 * 1024  # the CSV text is written and handed on in pieces of about this size
 NARROW_FIELDS = ("participant_id", "value", "response_time_ms", "flagged_for_exclusion")
 
 KNOWN_RULE_FIELDS = ("attention_checks", "min_median_response_ms", "straight_lining_min_items")
@@ -53,16 +54,21 @@ TEXT_FIELDS = frozenset(
 )
 BOOL_FIELDS = frozenset({"flagged_for_exclusion"})
 TIME_FIELDS = frozenset({"rated_at"})
+NUMBER_FIELDS = frozenset({"rating_id", "participant_id", "prompt_id", "response_id", "position", "value"})
+KNOWN_EXPORT_FIELDS = TEXT_FIELDS | BOOL_FIELDS | TIME_FIELDS | NUMBER_FIELDS | {"response_time_ms"}
 TRIGGER_CODES_SQL = "(61, 43, 45, 64, 9, 13)"  # = + - @ TAB CR, as exports.FORMULA_TRIGGERS
 
 
 def sql_export_supported(*, rules: stats.ExclusionRules, flag_columns: list[str]) -> bool:
-    """True when PostgreSQL can write this export: the database is PostgreSQL and the exclusion rules and flag
-    columns are exactly the ones this module translates to SQL."""
+    """True when PostgreSQL can write this export: the database is PostgreSQL, and the exclusion rules, the flag
+    columns and the export's columns are the ones this module translates to SQL (anything new: the Python path)."""
     if connection.vendor != "postgresql":
         return False
     fields = tuple(f.name for f in dataclasses.fields(rules))
-    return fields == KNOWN_RULE_FIELDS and list(flag_columns) == KNOWN_FLAG_COLUMNS
+    known_columns = (
+        set(selectors.RATING_EXPORT_FIELDS) <= KNOWN_EXPORT_FIELDS
+    )  # a new column: its type unknown here
+    return fields == KNOWN_RULE_FIELDS and list(flag_columns) == KNOWN_FLAG_COLUMNS and known_columns
 
 
 def _text(expr: str) -> str:
@@ -148,40 +154,6 @@ def _export_sql(
     return sql, [*params, *flag_params, *wide_params, *narrow_params]  # in the order they appear
 
 
-class _Stop(Exception):
-    """The reader went away: the COPY is abandoned."""
-
-
-class _QueueWriter:
-    """What COPY writes into (psycopg2 calls write() once per row): rows gathered into pieces of about
-    PIECE_BYTES and handed to the reading thread through a bounded queue, so at most QUEUE_PIECES are in memory."""
-
-    def __init__(self, out: queue.Queue, stop: threading.Event):
-        self._out, self._stop, self._rows, self._size = out, stop, [], 0
-
-    def write(self, data: bytes) -> int:
-        self._rows.append(data)
-        self._size += len(data)
-        if self._size >= PIECE_BYTES:
-            self.flush()
-        return len(data)
-
-    def flush(self) -> None:
-        if self._rows:
-            self._put(b"".join(self._rows))
-            self._rows, self._size = [], 0
-
-    def _put(self, item) -> None:
-        while True:
-            if self._stop.is_set():
-                raise _Stop
-            try:
-                self._out.put(item, timeout=0.2)
-                return
-            except queue.Full:
-                continue
-
-
 def rating_copy_pieces(
     *,
     study: Study,
@@ -195,50 +167,42 @@ def rating_copy_pieces(
 
     psycopg2's copy_expert pushes every row into a file's write(); to pull pieces from it instead, the COPY runs
     on a helper thread over this request's own database connection (so it sees what the request's transaction
-    sees), and this generator takes pieces from a bounded queue. The request's thread does not touch the
-    connection meanwhile (it is waiting on the queue); a reader that stops early makes the COPY stop too."""
+    sees) and writes into a pipe through a C-level buffered writer (no Python call per row), and this generator
+    reads the pipe in pieces. The pipe's buffer is the back-pressure: memory stays flat. The request's thread
+    does not touch the connection meanwhile; a reader that stops early closes the pipe, which stops the COPY."""
     sql, params = _export_sql(study=study, rules=rules, labels=labels, pseudonymise=pseudonymise)
     connection.ensure_connection()
     raw = connection.connection
     with connection.cursor() as cur:
         select = cur.mogrify(sql, params).decode()
-    pieces: queue.Queue = queue.Queue(maxsize=QUEUE_PIECES)
-    stop = threading.Event()
-    done = object()
+    read_fd, write_fd = os.pipe()
+    failure: list[BaseException] = []
 
     def copy() -> None:
-        writer = _QueueWriter(pieces, stop)
         try:
-            with raw.cursor() as cur:
-                cur.copy_expert(f"COPY ({select}) TO STDOUT WITH (FORMAT csv)", writer, size=PIECE_BYTES)
+            with os.fdopen(write_fd, "wb", buffering=PIECE_BYTES) as sink, raw.cursor() as cur:
+                cur.copy_expert(f"COPY ({select}) TO STDOUT WITH (FORMAT csv)", sink)
                 counter[0] = max(cur.rowcount, 0)
-            writer.flush()
-            writer._put(done)
-        except _Stop:
-            pass
         except BaseException as exc:  # noqa: BLE001 — handed to the reader, which raises it
-            try:
-                writer._put(exc)
-            except _Stop:
-                pass
+            failure.append(exc)
 
     worker = threading.Thread(target=copy, name="ratings-export-copy", daemon=True)
     worker.start()
+    decoder = codecs.getincrementaldecoder("utf-8")()
     finished = False
     try:
-        while True:
-            item = pieces.get()
-            if item is done:
-                finished = True
-                return
-            if isinstance(item, BaseException):
-                finished = True
-                raise item
-            yield item.decode("utf-8")
+        with os.fdopen(read_fd, "rb", buffering=0) as source:
+            while piece := source.read(PIECE_BYTES):
+                yield decoder.decode(piece)
+            finished = True
     finally:
         if not finished:
-            stop.set()
             raw.cancel()  # the reader went away mid-export: stop the query rather than read it to the end
         worker.join()
         if not finished:
             connection.close()  # a cancelled COPY leaves the connection in no state to reuse
+    tail = decoder.decode(b"", final=True)
+    if failure:
+        raise failure[0]
+    if tail:
+        yield tail

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connections
+from django.db import connections, transaction
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
@@ -40,6 +40,7 @@ logger = logging.getLogger(__name__)
 SNAPSHOT_SECONDS = (
     30 * 24 * 3600
 )  # the latest result is kept until replaced (a month without a view: recomputed)
+SNAPSHOT_TASK = "analysis.tasks.analysis_snapshot_task"
 RUNNING_SECONDS = 600  # the compute task's hard time limit: a claim outlives no worker that died holding it
 
 
@@ -214,6 +215,9 @@ def _dispatch(*, study_id: int, baseline: str | None, no_exclusions: bool) -> No
     if settings.CELERY_TASK_ALWAYS_EAGER:
         _local_executor().submit(_run_here, study_id, baseline, no_exclusions)
         return
-    from analysis.tasks import analysis_snapshot_task
+    # By name: analysis.tasks imports this module (no import cycle), and the task is registered on the workers.
+    from celery import current_app
 
-    analysis_snapshot_task.delay_on_commit(study_id, baseline, no_exclusions)
+    transaction.on_commit(
+        lambda: current_app.send_task(SNAPSHOT_TASK, args=(study_id, baseline, no_exclusions))
+    )

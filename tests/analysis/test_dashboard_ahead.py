@@ -151,3 +151,20 @@ def test_without_a_broker_a_background_thread_computes_it(client, django_user_mo
     else:
         pytest.fail("the background compute did not finish within a minute")
     assert "Up to date" in client.get(url).content.decode()
+
+
+def test_with_a_broker_the_compute_is_sent_to_the_registered_task(
+    rated_study, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    from celery import current_app
+
+    from analysis.tasks import analysis_snapshot_task
+
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    sent = []
+    monkeypatch.setattr(current_app, "send_task", lambda name, args: sent.append((name, args)))
+    with django_capture_on_commit_callbacks(execute=True):
+        snapshots.snapshot_request(study=rated_study, baseline="gpt4", no_exclusions=False)
+        assert sent == []  # sent once the transaction commits, never before
+    assert sent == [(analysis_snapshot_task.name, (rated_study.pk, "gpt4", False))]
+    assert analysis_snapshot_task.name == snapshots.SNAPSHOT_TASK

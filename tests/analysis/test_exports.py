@@ -171,7 +171,6 @@ def test_a_reader_that_stops_early_stops_the_copy(monkeypatch):
     people = participants_from_counts("human", {1: 30, 2: 50, 3: 20})
     study = build_rating_study(slug="early", conditions=["human"], participants=people).study
     monkeypatch.setattr(export_sql, "PIECE_BYTES", 500)
-    monkeypatch.setattr(export_sql, "QUEUE_PIECES", 1)
     stream = exports.export_lines(study=study, what="ratings")
     next(stream), next(stream)
     stream._pieces.close()  # what Django does when the client goes away
@@ -225,7 +224,7 @@ def test_the_ratings_export_has_the_scale_label_beside_the_value(analyst_client,
     assert {(r["value"], r["value_label"]) for r in rows} == {("1", "Bad"), ("2", "Okay"), ("3", "Good")}
 
 
-def test_rules_the_sql_does_not_know_fall_back_to_the_python_export(rated_study):
+def test_rules_the_sql_does_not_know_fall_back_to_the_python_export(rated_study, monkeypatch):
     import dataclasses
 
     from analysis import stats
@@ -240,6 +239,10 @@ def test_rules_the_sql_does_not_know_fall_back_to_the_python_export(rated_study)
     assert not export_sql.sql_export_supported(rules=MoreRules(), flag_columns=exports.RATING_FLAG_COLUMNS)
     assert not export_sql.sql_export_supported(
         rules=stats.ExclusionRules(), flag_columns=[*exports.RATING_FLAG_COLUMNS, "excluded_incomplete"]
+    )
+    monkeypatch.setitem(selectors.RATING_EXPORT_FIELDS, "prompt_note", "assignment__response__prompt__note")
+    assert not export_sql.sql_export_supported(
+        rules=stats.ExclusionRules(), flag_columns=exports.RATING_FLAG_COLUMNS
     )
 
 
