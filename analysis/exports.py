@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 
-from analysis import selectors
+from analysis import export_sql, selectors
 from analysis.exclusions import RULE_NAMES, ExclusionRules, participant_exclusion_flags_one
 from generation.selectors import provenance_rows
 from studies.models import Study
@@ -72,12 +72,19 @@ class _Echo:
         return value
 
 
-def csv_lines(header: list[str], rows: Iterable[Iterable[object]]) -> Iterator[str]:
-    writer = csv.writer(_Echo())
-    yield writer.writerow(header)
-    by_type, other, write = _BY_TYPE, _other, writer.writerow
-    for row in rows:
-        yield write([by_type.get(type(v), other)(v) for v in row])
+def csv_lines(header: list[str], rows: Iterable[Iterable[object]]) -> CsvStream:
+    """The CSV lines of `rows` under `header` (a `CsvStream`: it counts the rows it has written)."""
+    counter = [0]
+
+    def lines() -> Iterator[str]:
+        writer = csv.writer(_Echo(), lineterminator="\n")
+        yield writer.writerow(header)
+        by_type, other, write = _BY_TYPE, _other, writer.writerow
+        for row in rows:
+            counter[0] += 1
+            yield write([by_type.get(type(v), other)(v) for v in row])
+
+    return CsvStream(lines(), counter)
 
 
 # --- Ratings (long format) ------------------------------------------------------------------------------
@@ -86,7 +93,19 @@ RATING_FLAG_COLUMNS = ["excluded", *(f"excluded_{rule}" for rule in RULE_NAMES)]
 
 
 def rating_export_header() -> list[str]:
-    return [*selectors.RATING_EXPORT_FIELDS, *RATING_FLAG_COLUMNS]
+    """The ratings export's columns: the selector's fields with `value_label` (the scale's word for the value,
+    e.g. Bad/Okay/Good) beside `value`, then the exclusion flags."""
+    fields = list(selectors.RATING_EXPORT_FIELDS)
+    at = fields.index("value") + 1
+    return [*fields[:at], "value_label", *fields[at:], *RATING_FLAG_COLUMNS]
+
+
+def scale_labels(*, study: Study) -> dict[int, str]:
+    """The study's scale as {value: label}, labels neutralised like any other cell."""
+    out: dict[int, str] = {}
+    for point in study.scale or []:
+        out[int(point["value"])] = str(cell_neutralise(str(point.get("label", point["value"]))))
+    return out
 
 
 def rating_export_records(*, study: Study, rules: ExclusionRules) -> Iterator[list]:
@@ -96,6 +115,7 @@ def rating_export_records(*, study: Study, rules: ExclusionRules) -> Iterator[li
     i_pid, i_value = fields.index("participant_id"), fields.index("value")
     i_rt, i_flagged = fields.index("response_time_ms"), fields.index("flagged_for_exclusion")
     i_status, i_failures = fields.index("participant_status"), fields.index("attention_failures")
+    labels = scale_labels(study=study)
     buffer: list[tuple] = []
 
     def flush() -> Iterator[list]:
@@ -110,7 +130,7 @@ def rating_export_records(*, study: Study, rules: ExclusionRules) -> Iterator[li
         )
         extra = [flags["excluded"], *(flags[rule] for rule in RULE_NAMES)]
         for r in buffer:
-            yield [*r, *extra]
+            yield [*r[: i_value + 1], labels.get(r[i_value], ""), *r[i_value + 1 :], *extra]
 
     for row in selectors.rating_export_rows(study=study):
         if buffer and row[i_pid] != buffer[0][i_pid]:
@@ -190,6 +210,8 @@ def export_lines(
     not staff) the `participant` column holds a pseudonym instead. The exclusion flags follow `rules`, by
     default the study's declared rules."""
     rules = rules or ExclusionRules.from_declared(study.exclusion_rules)
+    if what == "ratings" and export_sql.sql_export_supported(rules=rules, flag_columns=RATING_FLAG_COLUMNS):
+        return _copy_lines(study=study, rules=rules, pseudonymise=not reveal_participant_ids)
     if what == "ratings":
         header, records = rating_export_header(), rating_export_records(study=study, rules=rules)
         if not reveal_participant_ids:
@@ -203,6 +225,41 @@ def export_lines(
     if what == "responses":
         return csv_lines(response_export_header(), response_export_records(study=study))
     raise ExportError(f"unknown export {what!r}: choose one of {', '.join(EXPORT_KINDS)}")
+
+
+class CsvStream:
+    """The CSV text of an export, in pieces (lines, or blocks of lines), counting its data rows in `rows`."""
+
+    def __init__(self, pieces: Iterator[str], counter: list[int]):
+        self._pieces, self._counter = pieces, counter
+
+    def __iter__(self) -> CsvStream:
+        return self
+
+    def __next__(self) -> str:
+        return next(self._pieces)
+
+    @property
+    def rows(self) -> int:
+        return self._counter[0]
+
+
+def _copy_lines(*, study: Study, rules: ExclusionRules, pseudonymise: bool) -> CsvStream:
+    """The ratings export written by PostgreSQL (see `analysis.export_sql`): the same cells as the Python path."""
+    counter = [0]
+    header = csv.writer(_Echo(), lineterminator="\n").writerow(rating_export_header())
+
+    def pieces() -> Iterator[str]:
+        yield header
+        yield from export_sql.rating_copy_pieces(
+            study=study,
+            rules=rules,
+            labels=scale_labels(study=study),
+            pseudonymise=pseudonymise,
+            counter=counter,
+        )
+
+    return CsvStream(pieces(), counter)
 
 
 def table_lines(frame) -> Iterator[str]:

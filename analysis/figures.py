@@ -40,20 +40,28 @@ def ratings_by_condition(analysis) -> Figure:
 
 
 def top_share_by_emotion(analysis) -> Figure:
-    """Heatmap: share of the top value (Good) by emotion × condition."""
+    """Heatmap: share of the top value (Good) by emotion × condition, each cell with its number of ratings (n)
+    so a share from a handful of ratings is not read like one from hundreds."""
     label = analysis.scale.top_label
     by = analysis.distribution_by_emotion
     if by.empty:
         table = np.zeros((0, len(analysis.conditions)))
+        counts = table
         emotions: list[str] = []
     else:
         pivot = by.pivot(index="emotion", columns="condition", values=f"pct_{label}")
-        pivot = pivot.reindex(columns=[c for c in analysis.conditions if c in pivot.columns])
+        order = [c for c in analysis.conditions if c in pivot.columns]
+        pivot = pivot.reindex(columns=order)
         emotions = [str(e) for e in pivot.index]
         table = pivot.to_numpy(dtype=float)
+        counts = (
+            by.pivot(index="emotion", columns="condition", values="ratings")
+            .reindex(index=pivot.index, columns=order)
+            .to_numpy(dtype=float)
+        )
     columns = [c for c in analysis.conditions if by.empty or c in set(by["condition"])]
     fig, ax = plt.subplots(
-        figsize=(1.6 + 1.1 * max(1, len(columns)), 1.2 + 0.28 * max(1, len(emotions))), layout="constrained"
+        figsize=(1.8 + 1.3 * max(1, len(columns)), 1.2 + 0.28 * max(1, len(emotions))), layout="constrained"
     )
     image = ax.imshow(
         table if table.size else np.zeros((1, 1)), aspect="auto", cmap="Greens", vmin=0, vmax=100
@@ -62,11 +70,18 @@ def top_share_by_emotion(analysis) -> Figure:
     ax.set_yticks(range(len(emotions)), emotions)
     for (r, c), v in np.ndenumerate(table):
         if not np.isnan(v):
+            n = counts[r, c]
             ax.text(
-                c, r, f"{v:.0f}", ha="center", va="center", fontsize=7, color="white" if v > 60 else "black"
+                c,
+                r,
+                f"{v:.0f}% n={0 if np.isnan(n) else int(n)}",
+                ha="center",
+                va="center",
+                fontsize=6.5,
+                color="white" if v > 60 else "black",
             )
     fig.colorbar(image, ax=ax, label=f"% {label}")
-    ax.set_title(f"Share of {label} by emotion and condition")
+    ax.set_title(f"Share of {label} by emotion and condition (n: ratings per cell)")
     return fig
 
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pandas as pd
@@ -22,9 +21,17 @@ TEST_SHORT = {
     stats.TEST_2X2: "χ² 2×2 top vs rest (Yates)",
 }
 MAIN_COLUMNS = [
-    "scope", "group", "test", "comparison", "n", "chi2", "dof", "p", "p_holm", "cramers_v",
-    "top_share", "top_share_baseline", "change",
+    "scope", "group", "test", "comparison", "n", "small_sample", "chi2", "dof", "p", "p_holm", "cramers_v",
+    "top_share", "top_share_baseline", "change", "min_expected", "p_exact",
 ]  # fmt: skip
+# What people read above the columns of the tests' HTML tables (the CSV files keep the short names scripts use).
+COLUMN_LABELS = {
+    "scope": "Scope", "group": "Group", "test": "Test", "comparison": "Comparison", "n": "Ratings (n)",
+    "chi2": "χ²", "dof": "df", "p": "p", "p_holm": "p (Holm)", "cramers_v": "Cramér's V",
+    "top_share": "Top share", "top_share_baseline": "Top share, baseline", "change": "Relative change",
+    "min_expected": "Smallest expected count", "small_sample": "Sample size", "p_exact": "Fisher's exact p",
+}  # fmt: skip
+SMALL_SAMPLE_MARK = "too few: χ² unreliable"
 
 
 def _fmt(value) -> str:
@@ -37,20 +44,37 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def html_table(frame: pd.DataFrame, *, columns: list[str] | None = None, caption: str = "") -> SafeString:
-    """A DataFrame as an escaped HTML table (pandas escapes cell text)."""
+def html_table(
+    frame: pd.DataFrame,
+    *,
+    columns: list[str] | None = None,
+    caption: str = "",
+    label: str = "",
+    readable: bool = False,
+) -> SafeString:
+    """A DataFrame as an escaped HTML table (pandas escapes cell text), in a scroll area that the keyboard can
+    reach (tabindex=0, a named region) since wide tables scroll sideways on small screens. `readable`: the
+    columns get their COLUMN_LABELS and small-sample rows a plain-words mark."""
     if frame is None or frame.empty:
         return mark_safe("<p class='empty'>No rows.</p>")
     if columns:
         frame = frame[[c for c in columns if c in frame.columns]]
     if "test" in frame.columns:
         frame = frame.assign(test=frame["test"].map(lambda t: TEST_SHORT.get(t, t)))
+    if readable:
+        if "small_sample" in frame.columns:
+            frame = frame.assign(
+                small_sample=frame["small_sample"].map(lambda s: SMALL_SAMPLE_MARK if s else "ok")
+            )
+        frame = frame.rename(columns=COLUMN_LABELS)
     html = frame.to_html(index=False, border=0, classes="data", na_rep="", formatters=None, float_format=_fmt)
-    # Wide tables scroll sideways (see _style.html): tabindex lets keyboard users scroll them too.
-    opening = '<table class="data" tabindex="0">' + (
-        f"<caption>{escape(caption)}</caption>" if caption else ""
-    )
-    return mark_safe(re.sub(r"<table[^>]*>", opening, html, count=1))
+    html = html.replace('<table border="0" class="dataframe data">', '<table class="data">', 1)
+    if caption:
+        html = html.replace(
+            '<table class="data">', f'<table class="data"><caption>{escape(caption)}</caption>', 1
+        )
+    name = escape(label or caption or "Table")
+    return mark_safe(f'<div class="table-scroll" tabindex="0" role="region" aria-label="{name}">{html}</div>')
 
 
 def exclusions_display(frame: pd.DataFrame) -> pd.DataFrame:
@@ -84,6 +108,7 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
             svg = figures.figure_render(analysis, name, "svg").decode("utf-8")
             figs[name] = mark_safe(svg[svg.index("<svg") :])  # drop the XML prolog: inline in HTML
     ordinal = analysis.ordinal
+    main = main_table(analysis)
     return {
         "analysis": analysis,
         "generated_at": timezone.now(),
@@ -97,20 +122,32 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
         "sensitivity_html": html_table(
             analysis.sensitivity, caption="The headline without and with the exclusions"
         ),
-        "distribution_html": html_table(analysis.distribution),
-        "distribution_by_valence_html": html_table(analysis.distribution_by_valence),
-        "distribution_by_emotion_html": html_table(analysis.distribution_by_emotion),
-        "change_html": html_table(analysis.bootstrap_change),
-        "change_by_valence_html": html_table(analysis.bootstrap_change_by_valence),
-        "main_html": html_table(main_table(analysis)),
+        "distribution_html": html_table(analysis.distribution, label="Ratings by condition"),
+        "distribution_by_valence_html": html_table(
+            analysis.distribution_by_valence, label="Ratings by valence"
+        ),
+        "distribution_by_emotion_html": html_table(
+            analysis.distribution_by_emotion, label="Ratings by emotion"
+        ),
+        "change_html": html_table(analysis.bootstrap_change, label="Change against the baseline"),
+        "change_by_valence_html": html_table(
+            analysis.bootstrap_change_by_valence, label="Change against the baseline by valence"
+        ),
+        "main_html": html_table(main, label="Main tests", readable=True),
+        "small_sample_min": stats.SMALL_SAMPLE_MIN_EXPECTED,
+        "small_sample_tests": int(main["small_sample"].sum()) if "small_sample" in main.columns else 0,
         "pairwise_2xk_html": html_table(
             analysis.tests[analysis.tests["test"] == stats.TEST_2XK]
             if not analysis.tests.empty
             else analysis.tests,
             columns=MAIN_COLUMNS,
+            label="2 × scale chi-square tests",
+            readable=True,
         ),
         "ordinal": ordinal,
-        "ordinal_html": html_table(ordinal.coefficients) if ordinal is not None else "",
+        "ordinal_html": html_table(ordinal.coefficients, label="Proportional-odds model coefficients")
+        if ordinal is not None
+        else "",
         "agreement": analysis.agreement,
         "table_names": ["main_tests", *analysis.tables()],
     }

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import gc
 import math
+import warnings
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy.stats import chi2_contingency
+from scipy.stats import chi2_contingency, fisher_exact
 from statsmodels.stats.multitest import multipletests
 
 OVERALL = "overall"
@@ -128,6 +129,16 @@ class ChiSquare:
     cramers_v: float
     n: int
     note: str = ""
+    min_expected: float = float("nan")  # the smallest expected cell count under independence
+    p_exact: float = float("nan")  # Fisher's exact p (2 × 2 tables with a small sample only)
+
+
+# Below this smallest expected cell count a chi-square's p-value is not trusted (the usual rule of thumb): the test
+# is marked small-sample, and a 2 × 2 table also gets Fisher's exact p.
+SMALL_SAMPLE_MIN_EXPECTED = 5.0
+SMALL_SAMPLE_NOTE = (
+    f"small sample: an expected count below {SMALL_SAMPLE_MIN_EXPECTED:g}, the chi-square is unreliable"
+)
 
 
 def chi_square(table: np.ndarray, *, yates: bool) -> ChiSquare:
@@ -148,7 +159,16 @@ def chi_square(table: np.ndarray, *, yates: bool) -> ChiSquare:
     uncorrected = chi2_contingency(table, correction=False).statistic if yates else result.statistic
     k = min(table.shape) - 1
     v = math.sqrt(uncorrected / (n * k)) if n and k else float("nan")
-    return ChiSquare(float(result.statistic), int(result.dof), float(result.pvalue), v, n)
+    min_expected = float(np.min(result.expected_freq))
+    out = ChiSquare(
+        float(result.statistic), int(result.dof), float(result.pvalue), v, n, min_expected=min_expected
+    )
+    if min_expected < SMALL_SAMPLE_MIN_EXPECTED:
+        out.note = SMALL_SAMPLE_NOTE
+        if table.shape == (2, 2):
+            out.p_exact = float(fisher_exact(table).pvalue)
+            out.note += " (Fisher's exact p given)"
+    return out
 
 
 def top_vs_rest(counts: np.ndarray) -> np.ndarray:
@@ -229,6 +249,9 @@ def _line(scope, group, test, comparison, result: ChiSquare, share, base_share) 
         "top_share": share,
         "top_share_baseline": base_share,
         "change": top_change(share, base_share) if share is not None else float("nan"),
+        "min_expected": result.min_expected,
+        "small_sample": not result.min_expected >= SMALL_SAMPLE_MIN_EXPECTED,  # NaN (not testable) too
+        "p_exact": result.p_exact,
         "note": result.note,
     }
 
@@ -269,7 +292,7 @@ def ordinal_model(
         if fit.converged:
             fit.note = "; ".join([*notes, fit.note]).strip("; ")
             return fit
-        notes.append(f"{formula}: did not converge")
+        notes.append(f"{formula}: {fit.note or 'did not converge'}")
         last = fit
     if last is not None:
         last.note = "; ".join(notes)
@@ -333,10 +356,24 @@ def _ordinal_fit(rows: pd.DataFrame, conditions: list[str], baseline: str, use_e
     model = _frequency_weighted_ordered_model()(
         endog, exog, freq_weights=cells["n"].to_numpy(), distr="logit"
     )
-    result = model.fit(method="bfgs", disp=False, maxiter=1000)
+    # statsmodels warns (HessianInversionWarning, RuntimeWarning from a negative variance) when the information
+    # matrix cannot be inverted, and then reports NaN standard errors: recorded here, not printed, and the fit is
+    # reported as not usable below instead of "converged" with blank standard errors.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = model.fit(method="bfgs", disp=False, maxiter=1000)
+        params, bse, pvalues = result.params, result.bse, result.pvalues
+        ci = result.conf_int()
     converged = bool(result.mle_retvals.get("converged", False))
-    params, bse, pvalues = result.params, result.bse, result.pvalues
-    ci = result.conf_int()
+    note = "" if converged else "optimizer did not report convergence"
+    if converged and not np.all(np.isfinite(np.asarray(bse, dtype=float))):
+        converged = False
+        inverted = any("Hessian" in type(w.message).__name__ or "Hessian" in str(w.message) for w in caught)
+        note = (
+            "standard errors not available: "
+            + ("the Hessian could not be inverted" if inverted else "some are not finite")
+            + " (too few ratings in some cells for this model)"
+        )
     lines = []
     for name in params.index:
         if not name.startswith("condition_"):
@@ -357,7 +394,7 @@ def _ordinal_fit(rows: pd.DataFrame, conditions: list[str], baseline: str, use_e
         converged=converged,
         n=int(len(rows)),
         coefficients=pd.DataFrame(lines),
-        note="" if converged else "optimizer did not report convergence",
+        note=note,
     )
 
 

@@ -13,6 +13,7 @@ urlpatterns = [
         name="login",
     ),
     path("<slug:slug>/", views.dashboard, name="dashboard"),
+    path("<slug:slug>/status.json", views.dashboard_status, name="dashboard_status"),
     path("<slug:slug>/emotionbench/", emotionbench_views.emotionbench_dashboard, name="emotionbench"),
     path(
         "<slug:slug>/emotionbench/<str:name>.csv",

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from analysis import exports, figures, reports, selectors
+from analysis import exports, figures, reports, selectors, snapshots
 from analysis.exclusions import ExclusionRules
 from analysis.permissions import analyst_required
 from analysis.services import AnalysisError, AnalysisOptions, analysis_entry, study_analyze_cached
@@ -29,10 +30,39 @@ def options_from_query(query) -> AnalysisOptions:
 
 
 def _analysis(study: Study, request: HttpRequest):
+    """The analysis the dashboard shows (the latest snapshot, current or not), else one computed now."""
+    baseline, no_exclusions = _snapshot_options(study, request)
+    try:
+        found = snapshots.snapshot_get(study=study, baseline=baseline, no_exclusions=no_exclusions)
+    except snapshots.CacheUnavailable:
+        found = None
+    if found is not None:
+        return found.analysis
     try:
         return study_analyze_cached(study=study, options=options_from_query(request.GET))
     except AnalysisError as exc:
         raise Http404(str(exc)) from None
+
+
+def _snapshot_options(study: Study, request: HttpRequest) -> tuple[str | None, bool]:
+    """(baseline, no exclusions) from the query; an unknown baseline is a 404, as before."""
+    baseline = request.GET.get("baseline") or None
+    if baseline is not None and baseline not in {c.name for c in selectors.condition_list(study=study)}:
+        raise Http404(f"baseline {baseline!r} is not a condition of this study")
+    return baseline, request.GET.get("exclusions") == "none"
+
+
+def _dashboard_state(study: Study, request: HttpRequest) -> snapshots.DashboardState:
+    baseline, no_exclusions = _snapshot_options(study, request)
+    try:
+        return snapshots.dashboard_state(study=study, baseline=baseline, no_exclusions=no_exclusions)
+    except snapshots.CacheUnavailable:
+        # No cache, nowhere to keep a result computed ahead: compute it here (slow, but an answer).
+        try:
+            built = snapshots.snapshot_build(study=study, baseline=baseline, no_exclusions=no_exclusions)
+        except AnalysisError as exc:
+            raise Http404(str(exc)) from None
+        return snapshots.DashboardState(snapshot=built, current=True, computing=False)
 
 
 def _query_suffix(request: HttpRequest) -> str:
@@ -57,15 +87,43 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     if entry.url_name != "analysis:dashboard":
         # A kind with its own analysts' page (the questionnaire kind); the study list links every study here.
         return redirect(entry.url_name, slug=study.slug)
-    analysis = _analysis(study, request)
-    context = reports.report_context(analysis, inline_figures=True)
+    state = _dashboard_state(study, request)
+    snapshot = state.snapshot
+    context = {
+        "table_names": ["main_tests", *snapshot.analysis.tables()] if snapshot else [],
+        "body": snapshot.body_safe() if snapshot else "",
+    }
     context.update(
         study=study,
+        state=state,
+        snapshot=state.snapshot,
+        conditions=[c.name for c in selectors.condition_list(study=study)],
+        baseline=request.GET.get("baseline") or "",
         figure_names=figures.FIGURES,
         query=_query_suffix(request),
         no_exclusions=request.GET.get("exclusions") == "none",
     )
     return render(request, "analysis/dashboard.html", context)
+
+
+@require_GET
+@never_cache
+@analyst_required
+def dashboard_status(request: HttpRequest, slug: str) -> JsonResponse:
+    """Whether the dashboard's result is current (the page polls this while a new one is computed)."""
+    study = _study(slug)
+    if analysis_entry(study=study).url_name != "analysis:dashboard":
+        raise Http404("No dashboard status for this kind of study.")
+    state = _dashboard_state(study, request)
+    snapshot = state.snapshot
+    return JsonResponse(
+        {
+            "current": state.current,
+            "computing": state.computing,
+            "computed_at": snapshot.computed_at.isoformat() if snapshot else None,
+            "fingerprint": snapshot.fingerprint if snapshot else None,
+        }
+    )
 
 
 @require_GET

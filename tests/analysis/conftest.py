@@ -6,6 +6,19 @@ from analysis.permissions import ANALYSTS_GROUP
 from .builders import Rated, build_rating_study, participants_from_counts
 
 
+@pytest.fixture(autouse=True)
+def _fresh_analysis_cache():
+    """Each test starts without computed dashboards (this suite's own cache database: nothing else lives there
+    that a test needs)."""
+    from django.core.cache import cache
+
+    try:
+        cache.clear()
+    except Exception:  # noqa: BLE001 — a test that takes the cache down sets its own CACHES
+        pass
+    yield
+
+
 @pytest.fixture
 def rated_study(db):
     """human: 10 participants (Bad 30, Okay 50, Good 20); gpt4: 10 (Bad 20, Okay 40, Good 40); each participant

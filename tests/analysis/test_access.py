@@ -149,6 +149,9 @@ def test_a_participant_who_entered_through_the_study_link_cannot_reach_analyses(
 
 
 def test_the_dashboard_keeps_the_chosen_baseline_in_its_links(analyst_client, rated_study):
+    from analysis import snapshots
+
+    snapshots.snapshot_compute(study_id=rated_study.pk, baseline="gpt4", no_exclusions=False)
     page = analyst_client.get(reverse("analysis:dashboard", args=[rated_study.slug]), {"baseline": "gpt4"})
     html = page.content.decode()
     assert "human vs gpt4" in html

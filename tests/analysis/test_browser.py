@@ -25,6 +25,9 @@ def test_an_analyst_signs_in_opens_the_dashboard_and_downloads_the_ratings(
     )
     user.groups.add(Group.objects.get_or_create(name=ANALYSTS_GROUP)[0])
 
+    from analysis import snapshots
+
+    snapshots.snapshot_compute(study_id=study.pk, baseline=None, no_exclusions=False)  # what the worker does
     page.goto(f"{live_server.url}/admin/login/?next=/analysis/{study.slug}/")
     page.fill("#id_username", "analyst")
     page.fill("#id_password", "analyst-pass-123")

@@ -8,10 +8,11 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from analysis import exports, selectors
+from analysis import export_sql, exports, selectors
+from analysis.exclusions import ExclusionRules
 from analysis.exports import cell_neutralise
 
-from .builders import Rated, build_rating_study
+from .builders import Rated, build_rating_study, participants_from_counts
 
 pytestmark = pytest.mark.django_db
 
@@ -140,9 +141,11 @@ def test_the_api_streams_the_same_csv_as_the_dashboard(analyst_client, rated_stu
     assert _body(api) == page
 
 
-def test_the_ratings_export_reads_through_a_chunked_cursor_in_bounded_memory(rated_study, monkeypatch):
-    """The export pulls rows chunk by chunk: memory grows with the chunk, not with the number of ratings."""
+def test_the_python_ratings_export_reads_through_a_chunked_cursor_in_bounded_memory(rated_study, monkeypatch):
+    """The Python path (SQLite, or rules the SQL does not know) pulls rows chunk by chunk: memory grows with the
+    chunk, not with the number of ratings."""
     monkeypatch.setattr(selectors, "EXPORT_CHUNK_SIZE", 7)
+    monkeypatch.setattr(export_sql, "sql_export_supported", lambda **kwargs: False)
     stream = exports.export_lines(study=rated_study, what="ratings")
     header = next(stream)
     assert header.startswith("rating_id,")
@@ -153,10 +156,103 @@ def test_the_ratings_export_reads_through_a_chunked_cursor_in_bounded_memory(rat
         lines += 1
         peak_small = max(peak_small, tracemalloc.get_traced_memory()[1])
     tracemalloc.stop()
-    assert lines == 200
+    assert lines == 200 and stream.rows == 200
     # 200 rows with their texts would take well over this if materialised with model instances; the bound is
     # generous on purpose — the benchmark measures the real figure on 1,000,000 ratings.
     assert peak_small < 2_000_000
+
+
+def test_postgresql_streams_the_ratings_export_in_pieces(rated_study, monkeypatch):
+    """On PostgreSQL the export is one COPY ... TO STDOUT handed on piece by piece (bounded memory)."""
+    monkeypatch.setattr(export_sql, "PIECE_BYTES", 4000)
+    stream = exports.export_lines(study=rated_study, what="ratings")
+    pieces = list(stream)
+    assert pieces[0].startswith("rating_id,")
+    assert len(pieces) > 10  # ~100 kB of CSV in pieces of ~4 kB
+    assert stream.rows == 200
+    assert len(_csv("".join(pieces))) == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_reader_that_stops_early_stops_the_copy(monkeypatch):
+    import threading
+
+    from studies.models import Study
+
+    people = participants_from_counts("human", {1: 30, 2: 50, 3: 20})
+    study = build_rating_study(slug="early", conditions=["human"], participants=people).study
+    monkeypatch.setattr(export_sql, "PIECE_BYTES", 500)
+    stream = exports.export_lines(study=study, what="ratings")
+    next(stream), next(stream)
+    stream._pieces.close()  # what Django does when the client goes away
+    assert not [t for t in threading.enumerate() if t.name == "ratings-export-copy"]
+    assert Study.objects.filter(slug="early").count() == 1  # the connection is usable again
+
+
+def _both_paths(study, monkeypatch, **kwargs):
+    sql = "".join(exports.export_lines(study=study, what="ratings", **kwargs))
+    with monkeypatch.context() as m:
+        m.setattr(export_sql, "sql_export_supported", lambda **kw: False)
+        python = "".join(exports.export_lines(study=study, what="ratings", **kwargs))
+    return list(csv.reader(io.StringIO(sql))), list(csv.reader(io.StringIO(python)))
+
+
+@pytest.mark.parametrize("reveal", [True, False])
+@pytest.mark.parametrize("rules", ["declared", "none", "strict"])
+def test_the_postgresql_and_python_exports_give_the_same_cells(db, monkeypatch, reveal, rules):
+    from django.utils import timezone
+
+    from studies.models import Rating
+
+    people = [
+        Rated("human", [("sad", 3, 4000)] * 10, external_id="=HYPERLINK(1)"),  # straight-lining, hostile id
+        Rated("human", [("sad", 1, 200), ("joyful", 2, None), ("sad", 2, 300)]),  # too fast, a missing time
+        Rated("gpt4", [("joyful", 1, 4000), ("sad", 3, 4000)] * 5, flagged=True),
+        Rated("gpt4", [("joyful", 1, None), ("sad", 2, None)]),  # no times at all: never too fast
+        Rated("gpt4", [("sad", 2, 1500), ("sad", 1, 1499)], extra_attention_value=3),
+    ]
+    study = build_rating_study(
+        slug="same", conditions=["human", "gpt4"], participants=people, response_text='-1 @x\n"quoted", text'
+    ).study
+    # Whole seconds and fractional ones: isoformat() writes microseconds only when they are not zero.
+    first = Rating.objects.filter(assignment__participant__study=study).order_by("id").first()
+    Rating.objects.filter(pk=first.pk).update(created_at=timezone.now().replace(microsecond=0))
+    chosen = {
+        "declared": ExclusionRules(),
+        "none": ExclusionRules.none(),
+        "strict": ExclusionRules(min_median_response_ms=4000.0, straight_lining_min_items=2),
+    }[rules]
+    sql, python = _both_paths(study, monkeypatch, rules=chosen, reveal_participant_ids=reveal)
+    assert len(python) == 1 + 10 + 3 + 10 + 2 + 2
+    assert sql == python
+
+
+def test_the_ratings_export_has_the_scale_label_beside_the_value(analyst_client, rated_study):
+    rows = _csv(_body(analyst_client.get(reverse("analysis:export", args=[rated_study.slug, "ratings"]))))
+    header = list(rows[0])
+    assert header[header.index("value") + 1] == "value_label"
+    assert {(r["value"], r["value_label"]) for r in rows} == {("1", "Bad"), ("2", "Okay"), ("3", "Good")}
+
+
+def test_rules_the_sql_does_not_know_fall_back_to_the_python_export(rated_study, monkeypatch):
+    import dataclasses
+
+
+    @dataclasses.dataclass(frozen=True)
+    class MoreRules(ExclusionRules):
+        incomplete: bool = True
+
+    assert export_sql.sql_export_supported(
+        rules=ExclusionRules(), flag_columns=exports.RATING_FLAG_COLUMNS
+    )
+    assert not export_sql.sql_export_supported(rules=MoreRules(), flag_columns=exports.RATING_FLAG_COLUMNS)
+    assert not export_sql.sql_export_supported(
+        rules=ExclusionRules(), flag_columns=[*exports.RATING_FLAG_COLUMNS, "excluded_incomplete"]
+    )
+    monkeypatch.setitem(selectors.RATING_EXPORT_FIELDS, "prompt_note", "assignment__response__prompt__note")
+    assert not export_sql.sql_export_supported(
+        rules=ExclusionRules(), flag_columns=exports.RATING_FLAG_COLUMNS
+    )
 
 
 def test_the_responses_export_carries_generation_provenance(analyst_client, rated_study):

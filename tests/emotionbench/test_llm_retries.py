@@ -11,7 +11,8 @@ from werkzeug import Response as WResponse
 from generation.models import LLMConditionConfig
 from generation.questionnaire import questionnaire_generate
 from generation.questionnaire_models import QuestionnaireExchange
-from studies.models import Condition, Instrument, QuestionnaireRun, Study
+from studies.models import Condition, Instrument, QuestionnaireRun
+from tests.factories import questionnaire_study_create
 
 from .test_llm_subjects import make_provider, openai_body
 
@@ -20,10 +21,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def one_run_study(imported_basics, httpserver, api_key):
-    study = Study.objects.create(
+    study = questionnaire_study_create(
         slug="eb-retry",
         title="retries",
-        kind=Study.Kind.QUESTIONNAIRE,
         instrument=Instrument.objects.get(name="PANAS"),
         llm_default_runs=1,
         llm_evoked_runs=0,

@@ -45,12 +45,10 @@ class Command(BaseCommand):
         fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", suffix=".partial")
         try:
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-                records = 0
-                for line in lines:
-                    fh.write(line)
-                    records += 1
+                for piece in lines:
+                    fh.write(piece)
             os.replace(tmp, target)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        self.stderr.write(f"{study.slug}: {max(records - 1, 0)} {what} rows written to {target}")
+        self.stderr.write(f"{study.slug}: {lines.rows} {what} rows written to {target}")

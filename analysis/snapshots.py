@@ -1,0 +1,225 @@
+"""The dashboard's analysis, computed ahead on the workers and kept in the cache.
+
+A rating study's full analysis (bootstrap, ordinal model, figures) takes seconds to tens of seconds, too long for a
+request. So the dashboard never computes: it shows the last computed result at once (a `Snapshot`), says whether
+that result is current, and when the data has changed since, asks a worker to compute a new one.
+
+- The data version is `services.study_data_fingerprint` (counts and last ids of ratings and participants, the
+  conditions, the emotions' valence groups, the scale): any new rating changes it.
+- One snapshot per (study, options) — the latest — under `_result_key`, with the fingerprint it was computed on.
+- A compute is requested at most once per (study, options, fingerprint): `cache.add` on `_running_key` is the
+  claim (atomic in Redis), released when the compute ends or fails and expiring with the task's time limit.
+- With a broker the work goes to Celery (`analysis.tasks.analysis_snapshot_task`); without one (`make run`) to a
+  background thread of this process, so the request that asked returns at once.
+- A cache that cannot be reached fails open: the request computes the analysis itself, as before.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connections, transaction
+from django.template.loader import render_to_string
+from django.utils import timezone
+from django.utils.safestring import SafeString, mark_safe
+
+from analysis import figures, reports
+from analysis.exclusions import ExclusionRules
+from analysis.services import AnalysisOptions, RatingAnalysis, study_analyze, study_data_fingerprint
+from studies.models import Study
+
+logger = logging.getLogger(__name__)
+
+SNAPSHOT_SECONDS = (
+    30 * 24 * 3600
+)  # the latest result is kept until replaced (a month without a view: recomputed)
+SNAPSHOT_TASK = "analysis.tasks.analysis_snapshot_task"
+RUNNING_SECONDS = 600  # the compute task's hard time limit: a claim outlives no worker that died holding it
+
+
+class CacheUnavailable(Exception):
+    """The cache could not be read or written: the caller computes in the request instead."""
+
+
+@dataclass
+class Snapshot:
+    fingerprint: str
+    computed_at: dt.datetime
+    seconds: float
+    analysis: RatingAnalysis
+    figures: dict[str, str] = field(default_factory=dict)  # name → inline SVG markup
+    body_html: str = ""  # the dashboard's results section, rendered once here rather than on every view
+
+    def body_safe(self) -> SafeString:
+        return mark_safe(self.body_html)  # noqa: S308 — rendered by our own template, which escapes
+
+
+@dataclass
+class DashboardState:
+    snapshot: Snapshot | None
+    current: bool  # the snapshot was computed on the data as it is now
+    computing: bool  # a newer result has been asked for and is not in yet
+
+
+def options_token(*, baseline: str | None, no_exclusions: bool) -> str:
+    return hashlib.sha256(repr((baseline or "", bool(no_exclusions))).encode()).hexdigest()[:16]
+
+
+def options_build(*, baseline: str | None, no_exclusions: bool) -> AnalysisOptions:
+    # None: the study's declared exclusion rules.
+    rules = ExclusionRules.none() if no_exclusions else None
+    return AnalysisOptions(rules=rules, baseline=baseline or None)
+
+
+def _result_key(study_id: int, token: str) -> str:
+    return f"analysis:snapshot:{study_id}:{token}"
+
+
+def _running_key(study_id: int, token: str) -> str:
+    return f"analysis:computing:{study_id}:{token}"
+
+
+def _cache(call, *args):
+    try:
+        return call(*args)
+    except Exception as exc:  # noqa: BLE001 — any cache failure (Redis down, timeout) means the same: no cache
+        raise CacheUnavailable(str(exc)) from exc
+
+
+def figures_render(analysis: RatingAnalysis) -> dict[str, str]:
+    if analysis.empty:
+        return {}
+    out = {}
+    for name in figures.FIGURES:
+        svg = figures.figure_render(analysis, name, "svg").decode("utf-8")
+        out[name] = svg[svg.index("<svg") :]  # drop the XML prolog: inline in HTML
+    return out
+
+
+def snapshot_build(*, study: Study, baseline: str | None, no_exclusions: bool) -> Snapshot:
+    """Compute the analysis and its figures now (what the worker runs; also the fail-open path)."""
+    started = time.perf_counter()
+    fingerprint = study_data_fingerprint(study=study)
+    analysis = study_analyze(
+        study=study, options=options_build(baseline=baseline, no_exclusions=no_exclusions)
+    )
+    svgs = figures_render(analysis)
+    context = reports.report_context(analysis, inline_figures=False)
+    context["figures"] = {name: mark_safe(svg) for name, svg in svgs.items()}  # noqa: S308 — our own SVG
+    return Snapshot(
+        fingerprint=fingerprint,
+        computed_at=timezone.now(),
+        seconds=round(time.perf_counter() - started, 2),
+        analysis=analysis,
+        figures=svgs,
+        body_html=render_to_string("analysis/_body.html", context),
+    )
+
+
+def snapshot_compute(*, study_id: int, baseline: str | None, no_exclusions: bool) -> Snapshot | None:
+    """Compute and store the latest snapshot of a study (the Celery task and the local thread run this).
+    Idempotent: a snapshot already current is kept. Returns None for a study that no longer exists."""
+    token = options_token(baseline=baseline, no_exclusions=no_exclusions)
+    try:
+        study = Study.objects.filter(pk=study_id).first()
+        if study is None:
+            return None
+        found = cache.get(_result_key(study.pk, token))
+        if found is not None and found.fingerprint == study_data_fingerprint(study=study):
+            return found
+        snapshot = snapshot_build(study=study, baseline=baseline, no_exclusions=no_exclusions)
+        cache.set(_result_key(study.pk, token), snapshot, SNAPSHOT_SECONDS)
+        return snapshot
+    finally:
+        # Release the claim: the next change of the data may ask again at once.
+        try:
+            cache.delete(_running_key(study_id, token))
+        except Exception:  # noqa: BLE001
+            logger.warning(
+                "analysis: could not release the compute claim of study %s", study_id, exc_info=True
+            )
+
+
+def snapshot_get(*, study: Study, baseline: str | None, no_exclusions: bool) -> Snapshot | None:
+    token = options_token(baseline=baseline, no_exclusions=no_exclusions)
+    return _cache(cache.get, _result_key(study.pk, token))
+
+
+def snapshot_request(*, study: Study, baseline: str | None, no_exclusions: bool) -> None:
+    """Ask for a new snapshot unless one is already being computed for these options (then the next view after
+    it ends asks again if the data moved on meanwhile)."""
+    token = options_token(baseline=baseline, no_exclusions=no_exclusions)
+    key = _running_key(study.pk, token)
+    if _cache(cache.add, key, timezone.now().isoformat(), RUNNING_SECONDS):
+        try:
+            _dispatch(study_id=study.pk, baseline=baseline, no_exclusions=no_exclusions)
+        except Exception:
+            cache.delete(key)  # nobody will compute: let the next view ask again
+            raise
+
+
+def dashboard_state(*, study: Study, baseline: str | None, no_exclusions: bool) -> DashboardState:
+    """What the dashboard shows now: the latest snapshot (maybe None), whether it is current, and whether a new
+    one is being computed (asked for here when the data changed). Raises CacheUnavailable."""
+    fingerprint = study_data_fingerprint(study=study)
+    snapshot = snapshot_get(study=study, baseline=baseline, no_exclusions=no_exclusions)
+    if snapshot is not None and snapshot.fingerprint == fingerprint:
+        return DashboardState(snapshot=snapshot, current=True, computing=False)
+    snapshot_request(study=study, baseline=baseline, no_exclusions=no_exclusions)
+    return DashboardState(snapshot=snapshot, current=False, computing=True)
+
+
+def snapshots_refresh_live() -> int:
+    """Ask for a new default snapshot of each live rating study whose data changed (beat runs this every minute:
+    new ratings are analysed ahead of the next view). Returns how many computes were asked for."""
+    asked = 0
+    for study in Study.objects.filter(kind=Study.Kind.RATING, state=Study.State.LIVE):
+        found = snapshot_get(study=study, baseline=None, no_exclusions=False)
+        if found is None or found.fingerprint != study_data_fingerprint(study=study):
+            snapshot_request(study=study, baseline=None, no_exclusions=False)
+            asked += 1
+    return asked
+
+
+# --- Dispatch --------------------------------------------------------------------------------------------
+
+_local: ThreadPoolExecutor | None = None
+_local_lock = threading.Lock()
+
+
+def _local_executor() -> ThreadPoolExecutor:
+    """One background thread: without a broker, computes queue up rather than compete for the two cores."""
+    global _local
+    with _local_lock:
+        if _local is None:
+            _local = ThreadPoolExecutor(max_workers=1, thread_name_prefix="analysis")
+    return _local
+
+
+def _run_here(study_id: int, baseline: str | None, no_exclusions: bool) -> None:
+    try:
+        snapshot_compute(study_id=study_id, baseline=baseline, no_exclusions=no_exclusions)
+    except Exception:
+        logger.exception("analysis: computing study %s failed", study_id)
+    finally:
+        connections.close_all()
+
+
+def _dispatch(*, study_id: int, baseline: str | None, no_exclusions: bool) -> None:
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        _local_executor().submit(_run_here, study_id, baseline, no_exclusions)
+        return
+    # By name: analysis.tasks imports this module (no import cycle), and the task is registered on the workers.
+    from celery import current_app
+
+    transaction.on_commit(
+        lambda: current_app.send_task(SNAPSHOT_TASK, args=(study_id, baseline, no_exclusions))
+    )

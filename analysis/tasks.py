@@ -1,0 +1,22 @@
+"""Celery tasks of the analysis: thin doors into `analysis.snapshots`. They take ids and are idempotent (a
+snapshot already computed on the current data is kept)."""
+
+from celery import shared_task
+
+from analysis import snapshots
+
+
+@shared_task(acks_late=True, ignore_result=True, soft_time_limit=540, time_limit=snapshots.RUNNING_SECONDS)
+def analysis_snapshot_task(study_id: int, baseline: str | None = None, no_exclusions: bool = False) -> bool:
+    """Compute the dashboard's analysis of one study under one set of options and keep it in the cache."""
+    return (
+        snapshots.snapshot_compute(study_id=study_id, baseline=baseline, no_exclusions=no_exclusions)
+        is not None
+    )
+
+
+@shared_task(acks_late=True, ignore_result=True, soft_time_limit=50, time_limit=60)
+def analysis_refresh_live_task() -> int:
+    """Run by beat: ask for a fresh default analysis of every live rating study whose ratings changed since its
+    last snapshot, so the dashboard is current before anyone opens it. Returns how many were asked for."""
+    return snapshots.snapshots_refresh_live()
