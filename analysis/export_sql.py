@@ -27,6 +27,7 @@ from django.db import connection
 from django.db.models import F
 
 from analysis import selectors
+from analysis.exclusions import ExclusionRules
 from studies.models import Study
 
 PIECE_BYTES = 256 * 1024  # the CSV text is written and handed on in pieces of about this size
