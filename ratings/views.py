@@ -28,6 +28,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from config.ratelimit import honeypot, rate_limit
+from recruiting.links import entry_refusal
 from studies.assignment import (
     InvalidExternalId,
     ParticipantCannotRestart,
@@ -161,6 +162,8 @@ def study_entry(request: HttpRequest, slug: str) -> HttpResponse:
             template = "start.html" if study.state == Study.State.LIVE else "study_not_open.html"
             return _page(request, study, template)
         return _page(request, study, "missing_id.html")
+    if (refusal := entry_refusal(request, study, fields)) is not None:
+        return refusal
 
     if current is not None and current.external_id == fields["external_id"]:
         return _to_step(study)
