@@ -18,6 +18,18 @@ def _no_rate_limits(settings):
     settings.RATELIMIT_ENABLED = False
 
 
+@pytest.fixture(autouse=True)
+def _tasks_in_process():
+    """Tasks run in this process when the test runs the callbacks the view registered on commit (the real
+    worker and broker are exercised by bench/prolific.py); nothing is left on the suite's Redis."""
+    from config.celery import app
+
+    before = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = before
+
+
 @pytest.fixture
 def prolific(settings, monkeypatch):
     """A loopback Prolific on its own port, with the client pointed at it and no real waiting on retries."""
