@@ -68,10 +68,14 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--leave-rate", type=float, default=0.15)
-    parser.add_argument("--lost-rate", type=float, default=0.05, help="status changes whose webhooks all get lost")
+    parser.add_argument(
+        "--lost-rate", type=float, default=0.05, help="status changes whose webhooks all get lost"
+    )
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--seed", type=int, default=14)
-    parser.add_argument("--beat-seconds", type=float, default=15.0, help="the reconciliation beat, accelerated")
+    parser.add_argument(
+        "--beat-seconds", type=float, default=15.0, help="the reconciliation beat, accelerated"
+    )
     return parser.parse_args()
 
 
@@ -108,9 +112,31 @@ def serve_site() -> tuple[str, WSGIServer]:
 def worker_start(queue: str, log_path: Path) -> subprocess.Popen:
     log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "threads", "--concurrency", "4",
-         "-Q", queue, "--without-mingle", "--without-gossip", "--loglevel", "WARNING", "-n", f"{queue}@bench"],
-        cwd=ROOT, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "--pool",
+            "threads",
+            "--concurrency",
+            "4",
+            "-Q",
+            queue,
+            "--without-mingle",
+            "--without-gossip",
+            "--loglevel",
+            "WARNING",
+            "-n",
+            f"{queue}@bench",
+        ],
+        cwd=ROOT,
+        env=dict(os.environ),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     process.log = log
     return process
@@ -207,8 +233,11 @@ class Launch:
             self.deliver(sub["id"], "ACTIVE", started)
         try:
             participant = participant_enroll(
-                study=self.link.study, external_id=pid, platform="prolific",
-                platform_study_id=self.link.prolific_study_id, platform_session_id=sub["id"],
+                study=self.link.study,
+                external_id=pid,
+                platform="prolific",
+                platform_study_id=self.link.prolific_study_id,
+                platform_session_id=sub["id"],
             )
         except StudyFull:
             self.refused_full += 1
@@ -220,8 +249,10 @@ class Launch:
         assignments = list(Assignment.objects.filter(participant=participant).order_by("position"))
         answer_count = self._draw(lambda r: r.randrange(len(assignments))) if leaves else len(assignments)
         for assignment in assignments[:answer_count]:
-            value = assignment.attention_check.expected_value if assignment.attention_check_id else self._draw(
-                lambda r: r.choice([1, 2, 3])
+            value = (
+                assignment.attention_check.expected_value
+                if assignment.attention_check_id
+                else self._draw(lambda r: r.choice([1, 2, 3]))
             )
             rating_submit(participant=participant, position=assignment.position, value=value)
         if leaves:
@@ -316,12 +347,20 @@ def main():  # noqa: PLR0915 - one linear scenario, easier to follow in one plac
         # 2 conditions × 425 places = 850 completions; 85 responses each, 5 items: 25 ratings per response.
         completions = round(args.sessions * (1 - args.leave_rate))
         quota = completions // 2
-        study = rating_study_build(conditions=2, prompts=quota // 5, items_per_participant=5, quota_per_condition=quota)
+        study = rating_study_build(
+            conditions=2, prompts=quota // 5, items_per_participant=5, quota_per_condition=quota
+        )
         AttentionCheckFactory(study=study, after_item=2, expected_value=2)
         link = ProlificStudy.objects.create(
-            study=study, token_env="BENCH_PROLIFIC_TOKEN", webhook_secret_env="BENCH_PROLIFIC_SECRET",
-            site_url="https://bench.example.org", prolific_name="Bench", prolific_description="Bench launch",
-            reward=100, estimated_minutes=10, auto_approve=True,
+            study=study,
+            token_env="BENCH_PROLIFIC_TOKEN",
+            webhook_secret_env="BENCH_PROLIFIC_SECRET",
+            site_url="https://bench.example.org",
+            prolific_name="Bench",
+            prolific_description="Bench launch",
+            reward=100,
+            estimated_minutes=10,
+            auto_approve=True,
         )
         prolific_study_create(link=link)
         prolific_study_act(link=link, action="publish")
@@ -342,10 +381,15 @@ def main():  # noqa: PLR0915 - one linear scenario, easier to follow in one plac
             .exclude(finished_at=None)
             .values_list("external_id", "finished_at")
         )
-        latencies = sorted(max(0.0, freed[pid].timestamp() - sent) for pid, sent in launch.sent_at.items() if pid in freed)
+        latencies = sorted(
+            max(0.0, freed[pid].timestamp() - sent) for pid, sent in launch.sent_at.items() if pid in freed
+        )
         not_freed_by_webhook = len(launch.sent_at) - len(latencies)
 
-        before = {s: st for s, st in ProlificSubmission.objects.filter(link=link).values_list("submission_id", "status")}
+        before = {
+            s: st
+            for s, st in ProlificSubmission.objects.filter(link=link).values_list("submission_id", "status")
+        }
         # `prolific_sync`: the first pass repairs what lost webhooks left and approves what is due; Prolific
         # then says APPROVED for those (a webhook the loopback does not send), which the second pass reads.
         report = submissions_reconcile(link=link)
@@ -398,7 +442,9 @@ def main():  # noqa: PLR0915 - one linear scenario, easier to follow in one plac
                 "pages_read": -(-report.seen // fake.page_size),
                 "repaired_by_sync": repaired,
                 "percent": round(100 * len(matched) / len(ordered), 2),
-                "percent_past_first_page": round(100 * sum(1 for s in past_first if s in matched) / len(past_first), 2),
+                "percent_past_first_page": round(
+                    100 * sum(1 for s in past_first if s in matched) / len(past_first), 2
+                ),
                 "missing_on_prolific": len(report.missing_on_prolific),
             },
             "launch_seconds": round(launch_seconds, 1),

@@ -5,8 +5,6 @@ the Celery tasks use."""
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
@@ -16,7 +14,14 @@ from django.urls import path, reverse
 
 from .bonuses import BonusError, bonuses_grant_per_rating, bonuses_import_csv, bonuses_pay
 from .client import ProlificError
-from .launch import ACTIONS, LaunchError, places_for, prolific_places_sync, prolific_study_act, prolific_study_create
+from .launch import (
+    ACTIONS,
+    LaunchError,
+    places_for,
+    prolific_places_sync,
+    prolific_study_act,
+    prolific_study_create,
+)
 from .models import Bonus, BonusBatch, Device, ProlificStudy, ProlificSubmission, WebhookEvent
 from .selectors import participants_beside_prolific
 from .submissions import (
@@ -35,7 +40,18 @@ class ProlificStudyForm(forms.ModelForm):
 
     class Meta:
         model = ProlificStudy
-        fields = "__all__"
+        fields = [
+            "study",
+            "token_env",
+            "webhook_secret_env",
+            "site_url",
+            "prolific_name",
+            "prolific_description",
+            "reward",
+            "estimated_minutes",
+            "devices",
+            "auto_approve",
+        ]
 
 
 @admin.register(ProlificStudy)
@@ -62,7 +78,9 @@ class ProlificStudyAdmin(admin.ModelAdmin):
         view = self.admin_site.admin_view
         return [
             path("<int:pk>/act/<str:action>/", view(self.act_view), name="recruiting_prolificstudy_act"),
-            path("<int:pk>/reject/<int:sub>/", view(self.reject_view), name="recruiting_prolificstudy_reject"),
+            path(
+                "<int:pk>/reject/<int:sub>/", view(self.reject_view), name="recruiting_prolificstudy_reject"
+            ),
         ] + super().get_urls()
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
@@ -117,14 +135,20 @@ class ProlificStudyAdmin(admin.ModelAdmin):
             return f"Places on Prolific: {link.places}" + (" (updated)." if changed else " (already right).")
         if action == "sync":
             report = submissions_reconcile(link=link)
-            missing = f" Missing on Prolific: {', '.join(report.missing_on_prolific)}." if report.missing_on_prolific else ""
+            missing = (
+                f" Missing on Prolific: {', '.join(report.missing_on_prolific)}."
+                if report.missing_on_prolific
+                else ""
+            )
             return f"{report.seen} submissions read, {report.changed} changed, {report.freed} places freed.{missing}"
         if action == "approve":
             ids = [int(i) for i in request.POST.getlist("submission") if i.isdigit()] or None
             return f"Approved {submissions_approve(link=link, ids=ids)} submission(s)."
         if action == "bonus-rule":
-            amount = Decimal(request.POST.get("amount", "0") or "0")
-            n = bonuses_grant_per_rating(link=link, amount_per_rating=amount, reason=request.POST.get("reason") or "per-rating")
+            amount = request.POST.get("amount", "")  # checked by the service (BonusError)
+            n = bonuses_grant_per_rating(
+                link=link, amount_per_rating=amount, reason=request.POST.get("reason") or "per-rating"
+            )
             return f"{n} bonus(es) granted; pay them with Pay bonuses."
         if action == "bonus-csv":
             upload = request.FILES.get("file")
@@ -157,7 +181,15 @@ class ProlificStudyAdmin(admin.ModelAdmin):
 
 @admin.register(WebhookEvent)
 class WebhookEventAdmin(admin.ModelAdmin):
-    list_display = ["event_id", "event_type", "resource_id", "deliveries", "received_at", "processed_at", "outcome"]
+    list_display = [
+        "event_id",
+        "event_type",
+        "resource_id",
+        "deliveries",
+        "received_at",
+        "processed_at",
+        "outcome",
+    ]
     list_filter = ["event_type"]
     search_fields = ["event_id", "resource_id"]
     readonly_fields = [f.name for f in WebhookEvent._meta.fields]

@@ -52,18 +52,28 @@ def _amount(raw: str) -> Decimal:
 def _grant(link: ProlificStudy, rows: list[tuple[str, Decimal]], reason: str) -> int:
     """Creates the bonuses that do not exist yet; returns how many were new."""
     existing = set(Bonus.objects.filter(link=link, reason=reason).values_list("prolific_pid", flat=True))
-    new = [Bonus(link=link, prolific_pid=pid, reason=reason, amount=amount) for pid, amount in rows if pid not in existing]
+    new = [
+        Bonus(link=link, prolific_pid=pid, reason=reason, amount=amount)
+        for pid, amount in rows
+        if pid not in existing
+    ]
     Bonus.objects.bulk_create(new, ignore_conflicts=True)  # a concurrent grant: the unique key keeps one
     return len(new)
 
 
-def bonuses_grant_per_rating(*, link: ProlificStudy, amount_per_rating: Decimal, reason: str = "per-rating") -> int:
+def bonuses_grant_per_rating(
+    *, link: ProlificStudy, amount_per_rating: Decimal | str, reason: str = "per-rating"
+) -> int:
     """Grants each completed participant `amount_per_rating` per rating they gave (attention checks
     excluded). Idempotent per reason: running it again grants nothing new."""
     amount_per_rating = _amount(str(amount_per_rating))
     participants = (
         Participant.objects.filter(study=link.study, status=Participant.Status.COMPLETED, is_preview=False)
-        .annotate(n=Count("assignments", filter=Q(assignments__kind="response", assignments__answered_at__isnull=False)))
+        .annotate(
+            n=Count(
+                "assignments", filter=Q(assignments__kind="response", assignments__answered_at__isnull=False)
+            )
+        )
         .filter(n__gt=0)
         .values_list("external_id", "n")
     )
@@ -75,7 +85,9 @@ def bonuses_import_csv(*, link: ProlificStudy, text: str, reason: str) -> int:
     """Grants the bonuses of a CSV of `participant_id,amount` lines (a header line is allowed). Every line
     is checked first: one bad line refuses the whole file, with its line number, and writes nothing."""
     if not reason.strip():
-        raise BonusError("Give the bonuses a reason (e.g. 'top-raters-june'): it keeps them from being paid twice.")
+        raise BonusError(
+            "Give the bonuses a reason (e.g. 'top-raters-june'): it keeps them from being paid twice."
+        )
     known = set(Participant.objects.filter(study=link.study).values_list("external_id", flat=True))
     rows, errors, seen = [], [], set()
     for number, line in enumerate(csv.reader(io.StringIO(text)), start=1):
@@ -173,7 +185,9 @@ def _reconcile(batch: BonusBatch, client: ProlificClient) -> bool:
             )
         )
     if status in UNPAID_STATUSES:  # Prolific says it is not paid: pay it
-        BonusBatch.objects.filter(pk=batch.pk, state=BonusBatch.State.PAYING).update(state=BonusBatch.State.SET_UP)
+        BonusBatch.objects.filter(pk=batch.pk, state=BonusBatch.State.PAYING).update(
+            state=BonusBatch.State.SET_UP
+        )
     return False
 
 

@@ -149,7 +149,9 @@ class ProlificClient:
 
     def submissions_bulk_approve(self, study_id: str, participant_ids: list[str]) -> dict:
         return self.request(
-            "POST", "submissions/bulk-approve/", json={"study_id": study_id, "participant_ids": participant_ids}
+            "POST",
+            "submissions/bulk-approve/",
+            json={"study_id": study_id, "participant_ids": participant_ids},
         )
 
     def submission_transition(self, submission_id: str, payload: dict) -> dict:

@@ -32,7 +32,10 @@ ACTIONS = {
 
 def places_for(study: Study) -> int:
     """Places on Prolific: the sum of the conditions' quotas (each condition's own, or the study's)."""
-    return sum(condition.effective_quota for condition in Condition.objects.filter(study=study).select_related("study"))
+    return sum(
+        condition.effective_quota
+        for condition in Condition.objects.filter(study=study).select_related("study")
+    )
 
 
 def external_study_url(link: ProlificStudy) -> str:
@@ -66,7 +69,11 @@ def completion_codes(study: Study) -> list[dict]:
         )
     if study.screened_out_code:
         codes.append(
-            {"code": study.screened_out_code, "code_type": "NO_CONSENT", "actions": [{"action": "MANUALLY_REVIEW"}]}
+            {
+                "code": study.screened_out_code,
+                "code_type": "NO_CONSENT",
+                "actions": [{"action": "MANUALLY_REVIEW"}],
+            }
         )
     return codes
 
@@ -117,7 +124,9 @@ def prolific_study_create(*, link: ProlificStudy, client: ProlificClient | None 
     return link
 
 
-def prolific_study_act(*, link: ProlificStudy, action: str, client: ProlificClient | None = None) -> ProlificStudy:
+def prolific_study_act(
+    *, link: ProlificStudy, action: str, client: ProlificClient | None = None
+) -> ProlificStudy:
     """Publishes, pauses, resumes or stops the Prolific study (`action` is one of ACTIONS). Publishing and
     resuming first make the places follow the quotas."""
     if action not in ACTIONS:
@@ -131,12 +140,15 @@ def prolific_study_act(*, link: ProlificStudy, action: str, client: ProlificClie
     if action in ("publish", "resume"):
         prolific_places_sync(link=link, client=client)
     answer = client.study_transition(link.prolific_study_id, prolific_action)
-    new_state = answer.get("status") or {
-        "PUBLISH": ProlificStudy.State.ACTIVE,
-        "PAUSE": ProlificStudy.State.PAUSED,
-        "START": ProlificStudy.State.ACTIVE,
-        "STOP": ProlificStudy.State.AWAITING_REVIEW,
-    }[prolific_action]
+    new_state = (
+        answer.get("status")
+        or {
+            "PUBLISH": ProlificStudy.State.ACTIVE,
+            "PAUSE": ProlificStudy.State.PAUSED,
+            "START": ProlificStudy.State.ACTIVE,
+            "STOP": ProlificStudy.State.AWAITING_REVIEW,
+        }[prolific_action]
+    )
     ProlificStudy.objects.filter(pk=link.pk).update(state=new_state, state_at=timezone.now())
     link.refresh_from_db()
     return link

@@ -70,7 +70,9 @@ class ProlificStudy(models.Model):
         max_length=300, help_text="The public https address of this site, e.g. https://studies.example.org"
     )
     prolific_name = models.CharField(max_length=200, help_text="The study's name as participants see it.")
-    prolific_description = models.TextField(help_text="What participants read on Prolific before taking part.")
+    prolific_description = models.TextField(
+        help_text="What participants read on Prolific before taking part."
+    )
     reward = models.PositiveIntegerField(
         validators=[MinValueValidator(1)], help_text="Reward per submission in pence (or cents)."
     )
@@ -122,7 +124,9 @@ class ProlificSubmission(models.Model):
         Participant, null=True, blank=True, on_delete=models.SET_NULL, related_name="prolific_submission"
     )
     status = models.CharField(max_length=20, choices=SubmissionStatus.choices)
-    status_at = models.DateTimeField(null=True, blank=True, help_text="When Prolific says the status changed.")
+    status_at = models.DateTimeField(
+        null=True, blank=True, help_text="When Prolific says the status changed."
+    )
     last_event_id = models.CharField(max_length=100, blank=True)
     # Our calls: set by the worker that claimed the call (a conditional UPDATE), so two never make it.
     approval_claimed_at = models.DateTimeField(null=True, blank=True)
@@ -147,7 +151,9 @@ class WebhookEvent(models.Model):
     event_type = models.CharField(max_length=64)
     resource_id = models.CharField(max_length=64)
     body = models.JSONField()
-    event_time = models.DateTimeField(null=True, blank=True, help_text="X-Timestamp: when the event happened.")
+    event_time = models.DateTimeField(
+        null=True, blank=True, help_text="X-Timestamp: when the event happened."
+    )
     received_at = models.DateTimeField(auto_now_add=True)
     deliveries = models.PositiveIntegerField(default=1)
     processed_at = models.DateTimeField(null=True, blank=True)
@@ -155,7 +161,9 @@ class WebhookEvent(models.Model):
 
     class Meta:
         indexes = [
-            models.Index(fields=["processed_at"], name="webhookevent_unprocessed", condition=Q(processed_at=None))
+            models.Index(
+                fields=["processed_at"], name="webhookevent_unprocessed", condition=Q(processed_at=None)
+            )
         ]
 
     def __str__(self) -> str:

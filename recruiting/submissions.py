@@ -159,7 +159,9 @@ def needs_decision(link: ProlificStudy):
     """Submissions awaiting review that the admin must decide: failed attention checks, or not completed
     here."""
     return (
-        ProlificSubmission.objects.filter(link=link, status=S.AWAITING_REVIEW, approval_claimed_at__isnull=True)
+        ProlificSubmission.objects.filter(
+            link=link, status=S.AWAITING_REVIEW, approval_claimed_at__isnull=True
+        )
         .exclude(pk__in=approvable(link).values("pk"))
         .select_related("participant")
     )
@@ -172,8 +174,12 @@ def submissions_approve(
     `ids` among those awaiting review. Each is claimed first (a conditional UPDATE on `approval_claimed_at`),
     so concurrent callers never approve one twice; if Prolific refuses, the claims are withdrawn so a later
     run retries (bulk approval is idempotent on Prolific's side). Returns how many were approved."""
-    candidates = approvable(link) if ids is None else ProlificSubmission.objects.filter(
-        link=link, pk__in=ids, status=S.AWAITING_REVIEW, approval_claimed_at__isnull=True
+    candidates = (
+        approvable(link)
+        if ids is None
+        else ProlificSubmission.objects.filter(
+            link=link, pk__in=ids, status=S.AWAITING_REVIEW, approval_claimed_at__isnull=True
+        )
     )
     now = timezone.now()
     claimed = []
@@ -189,7 +195,9 @@ def submissions_approve(
     try:
         client.submissions_bulk_approve(link.prolific_study_id, pids)
     except Exception:
-        ProlificSubmission.objects.filter(pk__in=claimed, approval_claimed_at=now).update(approval_claimed_at=None)
+        ProlificSubmission.objects.filter(pk__in=claimed, approval_claimed_at=now).update(
+            approval_claimed_at=None
+        )
         raise
     return len(claimed)
 

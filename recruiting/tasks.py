@@ -31,9 +31,11 @@ def prolific_reconcile_all() -> dict:
     done = {}
     for event_id in WebhookEvent.objects.filter(processed_at__isnull=True).values_list("pk", flat=True)[:500]:
         webhook_event_process(event_id=event_id)
-    live = ProlificStudy.objects.exclude(prolific_study_id="").exclude(
-        Q(state=ProlificStudy.State.COMPLETED) & Q(bonus_batches__isnull=True)
-    ).distinct()
+    live = (
+        ProlificStudy.objects.exclude(prolific_study_id="")
+        .exclude(Q(state=ProlificStudy.State.COMPLETED) & Q(bonus_batches__isnull=True))
+        .distinct()
+    )
     for link in live.select_related("study"):
         try:
             report = submissions_reconcile(link=link)

@@ -25,6 +25,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from studies.models import Participant
+
 from .client import ProlificClient, ProlificError
 from .models import ProlificStudy, ProlificSubmission, WebhookEvent
 from .submissions import submission_status_apply, submissions_approve
@@ -125,29 +127,53 @@ def _claim(event_id: int) -> WebhookEvent | None:
     Marking it processed *before* the work would lose the work if the worker died, so the claim and the
     work share one transaction: a second worker's UPDATE waits on the first's row lock and then finds the
     event processed; a worker that dies rolls back and the event stays unprocessed for a retry."""
-    if not WebhookEvent.objects.filter(pk=event_id, processed_at__isnull=True).update(processed_at=timezone.now()):
+    if not WebhookEvent.objects.filter(pk=event_id, processed_at__isnull=True).update(
+        processed_at=timezone.now()
+    ):
         return None
     return WebhookEvent.objects.select_related("link", "link__study").get(pk=event_id)
 
 
 def _submission_event(event: WebhookEvent) -> str:
+    """Applies a submission's new status. The payload names no study (Prolific's subscriptions are per
+    workspace), so a submission is only taken as this study's when we know it already, or when one of this
+    study's participants arrived with it (SESSION_ID) or with its participant id; anything else is left to
+    reconciliation, which reads this study's own submissions."""
     link, body = event.link, event.body
     submission_id, status = event.resource_id, str(body.get("status", ""))
     pid = str(body.get("participant_id", ""))
-    if not pid:
-        known = ProlificSubmission.objects.filter(submission_id=submission_id).values_list("prolific_pid", flat=True)
-        pid = known.first() or ""
-    result = submission_status_apply(
-        link=link, submission_id=submission_id, pid=pid, status=status, at=event.event_time, event_id=event.event_id
+    known = ProlificSubmission.objects.filter(submission_id=submission_id).values_list(
+        "link_id", "prolific_pid"
     )
-    return f"{status}: {'applied' if result.changed else 'already known'}{', place freed' if result.freed else ''}"
+    known = known.first()
+    if known is not None:
+        if known[0] != link.pk:
+            return f"submission of another study: ignored {status}"
+        pid = pid or known[1]
+    elif not (
+        Participant.objects.filter(study=link.study, platform_session_id=submission_id).exists()
+        or (pid and Participant.objects.filter(study=link.study, external_id=pid).exists())
+    ):
+        return f"{status}: unknown submission, left for reconciliation"
+    result = submission_status_apply(
+        link=link,
+        submission_id=submission_id,
+        pid=pid,
+        status=status,
+        at=event.event_time,
+        event_id=event.event_id,
+    )
+    freed = ", place freed" if result.freed else ""
+    return f"{status}: {'applied' if result.changed else 'already known'}{freed}"
 
 
 def _study_event(event: WebhookEvent) -> str:
     link, status = event.link, str(event.body.get("status", ""))
     if event.resource_id != link.prolific_study_id or status not in ProlificStudy.State.values:
         return f"ignored study status {status!r} for {event.resource_id}"
-    updated = ProlificStudy.objects.filter(pk=link.pk).exclude(state_at__gt=event.event_time or timezone.now())
+    updated = ProlificStudy.objects.filter(pk=link.pk).exclude(
+        state_at__gt=event.event_time or timezone.now()
+    )
     updated.update(state=status, state_at=event.event_time or timezone.now())
     return f"study {status}"
 

@@ -50,7 +50,9 @@ def prolific(settings, monkeypatch):
 
 def link_build(*, conditions=2, quota=5, created=True, fake=None, **fields):
     """A live rating study linked to Prolific; `created` gives it a Prolific study on the loopback server."""
-    study = rating_study_build(conditions=conditions, prompts=12, items_per_participant=3, quota_per_condition=quota)
+    study = rating_study_build(
+        conditions=conditions, prompts=12, items_per_participant=3, quota_per_condition=quota
+    )
     link = ProlificStudy.objects.create(
         study=study,
         token_env=TOKEN_ENV,

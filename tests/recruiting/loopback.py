@@ -53,11 +53,19 @@ class LoopbackProlific:
         """The next calls whose path starts with `prefix` answer these statuses, in order."""
         self.faults[prefix].extend((status, retry_after) for status in statuses)
 
-    def add_submission(self, study_id: str, pid: str, status: str = "ACTIVE", submission_id: str = "") -> dict:
+    def add_submission(
+        self, study_id: str, pid: str, status: str = "ACTIVE", submission_id: str = ""
+    ) -> dict:
         with self.lock:
             submission_id = submission_id or f"sub{next(self.ids):06d}"
-            item = {"id": submission_id, "participant_id": pid, "study_id": study_id, "status": status,
-                    "started_at": "2026-01-01T10:00:00Z", "completed_at": None}
+            item = {
+                "id": submission_id,
+                "participant_id": pid,
+                "study_id": study_id,
+                "status": status,
+                "started_at": "2026-01-01T10:00:00Z",
+                "completed_at": None,
+            }
             self.submissions[submission_id] = item
             return item
 
@@ -79,7 +87,9 @@ class LoopbackProlific:
             for prefix, queue in self.faults.items():
                 if path.startswith(prefix) and queue:
                     status, retry_after = queue.pop(0)
-                    return self._json({"error": "injected"}, status=status, headers={"Retry-After": retry_after})
+                    return self._json(
+                        {"error": "injected"}, status=status, headers={"Retry-After": retry_after}
+                    )
         body = request.get_json(silent=True) or {}
         route = (request.method, path)
         if route == ("POST", "studies/"):
@@ -112,8 +122,15 @@ class LoopbackProlific:
         return self._json({"error": f"no route {route}"}, 404)
 
     def _study_create(self, body):
-        required = ["name", "description", "external_study_url", "estimated_completion_time", "reward",
-                    "total_available_places", "completion_codes"]
+        required = [
+            "name",
+            "description",
+            "external_study_url",
+            "estimated_completion_time",
+            "reward",
+            "total_available_places",
+            "completion_codes",
+        ]
         missing = [f for f in required if f not in body]
         if missing or "{{%PROLIFIC_PID%}}" not in body.get("external_study_url", ""):
             return self._json({"error": {"missing": missing}}, 400)
@@ -131,13 +148,20 @@ class LoopbackProlific:
         return self._json(self.studies[study_id])
 
     def _submissions_page(self, request, study_id):
-        items = sorted((s for s in self.submissions.values() if s["study_id"] == study_id), key=lambda s: s["id"])
+        items = sorted(
+            (s for s in self.submissions.values() if s["study_id"] == study_id), key=lambda s: s["id"]
+        )
         page = int(request.args.get("page", "1"))
         chunk = items[(page - 1) * self.page_size : page * self.page_size]
         has_next = page * self.page_size < len(items)
         nxt = self.server.url_for(f"/api/v1/studies/{study_id}/submissions/") + f"?page={page + 1}"
-        return self._json({"results": chunk, "_links": {"next": {"href": nxt if has_next else None}},
-                           "meta": {"count": len(items)}})
+        return self._json(
+            {
+                "results": chunk,
+                "_links": {"next": {"href": nxt if has_next else None}},
+                "meta": {"count": len(items)},
+            }
+        )
 
     def _bulk_approve(self, body):
         with self.lock:
@@ -165,8 +189,12 @@ class LoopbackProlific:
         rows = [line.split(",") for line in body.get("csv_bonuses", "").strip().splitlines()]
         with self.lock:
             bulk_id = f"bb{next(self.ids):06d}"
-            self.bulk_bonuses[bulk_id] = {"id": bulk_id, "study": body.get("study_id"), "status": "SET_UP",
-                                          "rows": rows}
+            self.bulk_bonuses[bulk_id] = {
+                "id": bulk_id,
+                "study": body.get("study_id"),
+                "status": "SET_UP",
+                "rows": rows,
+            }
         return self._json({"id": bulk_id, "study": body.get("study_id"), "amount": 0}, 201)
 
     def _bonus_pay(self, bulk_id):
@@ -185,11 +213,20 @@ class LoopbackProlific:
     # --- webhooks -----------------------------------------------------------------------------------
 
     @staticmethod
-    def signed(secret: str, payload: dict, *, event_id: str, event_time: float | None = None, sent: float | None = None):
+    def signed(
+        secret: str,
+        payload: dict,
+        *,
+        event_id: str,
+        event_time: float | None = None,
+        sent: float | None = None,
+    ):
         """The body and headers of one webhook delivery, signed as Prolific documents it."""
         body = json.dumps(payload).encode()
         timestamp = str(int(sent or time.time()))
-        signature = base64.b64encode(hmac.new(secret.encode(), timestamp.encode() + body, hashlib.sha256).digest())
+        signature = base64.b64encode(
+            hmac.new(secret.encode(), timestamp.encode() + body, hashlib.sha256).digest()
+        )
         headers = {
             "X-Prolific-Request-Signature": signature.decode(),
             "X-Prolific-Request-Timestamp": timestamp,
@@ -200,5 +237,9 @@ class LoopbackProlific:
 
     def submission_event(self, submission_id: str) -> dict:
         sub = self.submissions[submission_id]
-        return {"resource_id": submission_id, "event_type": "submission.status.change",
-                "participant_id": sub["participant_id"], "status": sub["status"]}
+        return {
+            "resource_id": submission_id,
+            "event_type": "submission.status.change",
+            "participant_id": sub["participant_id"],
+            "status": sub["status"],
+        }

@@ -88,7 +88,12 @@ def test_publish_pause_resume_stop_follow_prolifics_states_and_refuse_out_of_ord
     link = link_build(fake=prolific)
     with pytest.raises(LaunchError, match="Cannot pause"):
         prolific_study_act(link=link, action="pause")
-    for action, state in [("publish", "ACTIVE"), ("pause", "PAUSED"), ("resume", "ACTIVE"), ("stop", "AWAITING REVIEW")]:
+    for action, state in [
+        ("publish", "ACTIVE"),
+        ("pause", "PAUSED"),
+        ("resume", "ACTIVE"),
+        ("stop", "AWAITING REVIEW"),
+    ]:
         link = prolific_study_act(link=link, action=action)
         assert link.state == state == prolific.studies[link.prolific_study_id]["status"]
     transitions = [c for c in prolific.calls if c[1].endswith("/transition/")]

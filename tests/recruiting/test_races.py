@@ -78,7 +78,9 @@ def test_concurrent_bulk_approvals_approve_each_submission_once(requires_postgre
     for i in range(12):
         participant, sub = enroll(link, f"PA{i:02d}", prolific)
         finish(participant)
-        submission_status_apply(link=link, submission_id=sub["id"], pid=f"PA{i:02d}", status="AWAITING REVIEW")
+        submission_status_apply(
+            link=link, submission_id=sub["id"], pid=f"PA{i:02d}", status="AWAITING REVIEW"
+        )
     results, errors = race(lambda i: submissions_approve(link=link))
     assert not errors, errors
     assert sum(results.values()) == 12
@@ -108,10 +110,16 @@ def test_webhook_deliveries_racing_store_one_event(requires_postgres, prolific, 
     from django.test import Client
 
     def post(i):
-        return Client().post(
-            f"/recruiting/prolific/webhook/{link.study.slug}/", data=body, content_type="application/json",
-            headers=headers,
-        ).json()["duplicate"]
+        return (
+            Client()
+            .post(
+                f"/recruiting/prolific/webhook/{link.study.slug}/",
+                data=body,
+                content_type="application/json",
+                headers=headers,
+            )
+            .json()["duplicate"]
+        )
 
     results, errors = race(post)
     assert not errors, errors

@@ -53,7 +53,9 @@ def test_prolific_sync_repairs_lost_webhooks_past_the_first_page(prolific):
     assert again["changed"] == 30 and again["approved"] == 0
     assert sync(link.study.slug)["changed"] == 0
     assert set(ProlificSubmission.objects.filter(link=link).values_list("status", flat=True)) == {
-        "APPROVED", "RETURNED", "TIMED-OUT"
+        "APPROVED",
+        "RETURNED",
+        "TIMED-OUT",
     }
     assert set(prolific.approvals.values()) == {1}
 
@@ -127,12 +129,16 @@ def test_a_bonus_csv_with_one_bad_line_is_refused_whole(prolific):
     for pid in ("PA", "PB"):
         enroll(link, pid, prolific)
     with pytest.raises(BonusError) as error:
-        bonuses_import_csv(link=link, text="participant_id,amount\nPA,1.50\nPB,abc\nPZ,1\nPA,2\n", reason="june")
+        bonuses_import_csv(
+            link=link, text="participant_id,amount\nPA,1.50\nPB,abc\nPZ,1\nPA,2\n", reason="june"
+        )
     message = str(error.value)
     assert "line 3" in message and "line 4" in message and "line 5" in message
     assert not Bonus.objects.exists()
     assert bonuses_import_csv(link=link, text="PA,1.50\nPB,0.75\n", reason="june") == 2
-    assert bonuses_import_csv(link=link, text="PA,1.50\nPB,0.75\n", reason="june") == 0  # same reason: no more
+    assert (
+        bonuses_import_csv(link=link, text="PA,1.50\nPB,0.75\n", reason="june") == 0
+    )  # same reason: no more
     bonuses_pay(link=link)
     assert prolific.bonus_paid == {("PA", "1.50"): 1, ("PB", "0.75"): 1}
 
@@ -144,7 +150,9 @@ def test_a_linked_study_refuses_another_studys_link_with_a_friendly_page(client,
     assert wrong.status_code == 400
     assert "belongs to another study" in wrong.content.decode()
     assert not Participant.objects.filter(external_id="PWRONG").exists()
-    right = client.get(url, {"PROLIFIC_PID": "PRIGHT", "STUDY_ID": link.prolific_study_id, "SESSION_ID": "s2"})
+    right = client.get(
+        url, {"PROLIFIC_PID": "PRIGHT", "STUDY_ID": link.prolific_study_id, "SESSION_ID": "s2"}
+    )
     assert right.status_code == 302
     assert Participant.objects.filter(external_id="PRIGHT", platform_session_id="s2").exists()
 

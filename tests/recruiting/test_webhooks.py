@@ -42,7 +42,12 @@ def run_enqueued(callbacks):
 
 def test_a_bad_or_stale_signature_is_refused_and_nothing_is_stored(client, prolific):
     link = link_build(fake=prolific)
-    payload = {"resource_id": "x", "event_type": "submission.status.change", "participant_id": "P", "status": "RETURNED"}
+    payload = {
+        "resource_id": "x",
+        "event_type": "submission.status.change",
+        "participant_id": "P",
+        "status": "RETURNED",
+    }
     assert deliver(client, link, payload, event_id="e1", secret="wrong").status_code == 401
     assert deliver(client, link, payload, event_id="e2", sent=time.time() - 3600).status_code == 401
     response = client.post(
@@ -95,12 +100,16 @@ def test_events_out_of_order_end_in_the_latest_status(client, prolific, django_c
     assert not Assignment.objects.filter(participant=participant, answered_at__isnull=True).exists()
 
 
-def test_a_late_active_event_does_not_undo_a_completed_review(client, prolific, django_capture_on_commit_callbacks):
+def test_a_late_active_event_does_not_undo_a_completed_review(
+    client, prolific, django_capture_on_commit_callbacks
+):
     link = link_build(fake=prolific)
     participant, sub = enroll(link, "PLATE", prolific)
     finish(participant)
     with django_capture_on_commit_callbacks(execute=True):
-        deliver(client, link, {**prolific.submission_event(sub["id"]), "status": "AWAITING REVIEW"}, event_id="a")
+        deliver(
+            client, link, {**prolific.submission_event(sub["id"]), "status": "AWAITING REVIEW"}, event_id="a"
+        )
         deliver(client, link, {**prolific.submission_event(sub["id"]), "status": "ACTIVE"}, event_id="b")
     assert ProlificSubmission.objects.get(submission_id=sub["id"]).status == "AWAITING REVIEW"
     participant.refresh_from_db()
@@ -147,7 +156,20 @@ def test_a_timed_out_submission_that_later_sends_a_code_is_not_approved(
     participant, sub = enroll(link, "PTO", prolific)
     with django_capture_on_commit_callbacks(execute=True):
         deliver(client, link, {**prolific.submission_event(sub["id"]), "status": "TIMED-OUT"}, event_id="t1")
-        deliver(client, link, {**prolific.submission_event(sub["id"]), "status": "AWAITING REVIEW"}, event_id="t2")
+        deliver(
+            client, link, {**prolific.submission_event(sub["id"]), "status": "AWAITING REVIEW"}, event_id="t2"
+        )
     participant.refresh_from_db()
     assert participant.status == Participant.Status.TIMED_OUT
     assert prolific.approvals == {}
+
+
+def test_an_event_for_a_submission_this_study_never_saw_is_left_for_reconciliation(
+    client, prolific, django_capture_on_commit_callbacks
+):
+    link = link_build(fake=prolific)
+    stranger = prolific.add_submission("another-study", "PSTRANGER", "RETURNED")
+    with django_capture_on_commit_callbacks(execute=True):
+        deliver(client, link, prolific.submission_event(stranger["id"]), event_id="stranger-1")
+    assert not ProlificSubmission.objects.exists()
+    assert "left for reconciliation" in WebhookEvent.objects.get().outcome

@@ -20,7 +20,9 @@ class Command(BaseCommand):
     def handle(self, *args, slug, **options):
         link = ProlificStudy.objects.select_related("study").filter(study__slug=slug).first()
         if link is None:
-            raise CommandError(f"Study {slug!r} is not linked to Prolific (add it under Recruiting in the admin).")
+            raise CommandError(
+                f"Study {slug!r} is not linked to Prolific (add it under Recruiting in the admin)."
+            )
         if not link.prolific_study_id:
             raise CommandError(f"Study {slug!r} has not been created on Prolific yet.")
         try:
