@@ -30,9 +30,7 @@ import argparse
 import json
 import os
 import random
-import signal
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -109,46 +107,14 @@ def serve_site() -> tuple[str, WSGIServer]:
     return f"http://127.0.0.1:{server.server_address[1]}", server
 
 
-def worker_start(queue: str, log_path: Path) -> subprocess.Popen:
-    log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "--pool",
-            "threads",
-            "--concurrency",
-            "4",
-            "-Q",
-            queue,
-            "--without-mingle",
-            "--without-gossip",
-            "--loglevel",
-            "WARNING",
-            "-n",
-            f"{queue}@bench",
-        ],
-        cwd=ROOT,
-        env=dict(os.environ),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    process.log = log
-    return process
-
-
-def worker_wait(app, name: str, timeout: float = 120.0) -> float:
-    """Waits until the worker answers a ping (a cold start on a busy machine takes seconds)."""
+def worker_wait(app, timeout: float = 120.0) -> float:
+    """Waits until the worker answers a ping (a cold start on a busy machine takes seconds). The broker's
+    Redis database is the bench's own, so the only worker that can answer is ours."""
     began = time.monotonic()
     while time.monotonic() - began < timeout:
-        if app.control.ping(destination=[name], timeout=1.0):
+        if app.control.ping(timeout=1.0):
             return time.monotonic() - began
-    raise RuntimeError(f"worker {name} did not start within {timeout} s")
+    raise RuntimeError(f"the Celery worker did not start within {timeout} s")
 
 
 def beat(stop: threading.Event, every: float) -> None:
@@ -157,15 +123,6 @@ def beat(stop: threading.Event, every: float) -> None:
 
     while not stop.wait(every):
         prolific_reconcile_all.delay()
-
-
-def worker_stop(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(20)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.log.close()
 
 
 class Launch:
@@ -332,6 +289,8 @@ def main():  # noqa: PLR0915 - one linear scenario, easier to follow in one plac
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0)
+        from tests.generation.test_celery_worker import _kill as kill_worker
+        from tests.generation.test_celery_worker import _start_worker as start_worker
         from config.celery import app
 
         app.conf.task_default_queue = queue
@@ -366,8 +325,9 @@ def main():  # noqa: PLR0915 - one linear scenario, easier to follow in one plac
         prolific_study_act(link=link, action="publish")
         link.refresh_from_db()
 
-        worker = worker_start(queue, Path(os.environ.get("TMPDIR", "/tmp")) / f"{queue}.log")
-        worker_wait(app, f"{queue}@bench")
+        # The same worker process the suite's Celery tests start (threads pool, a queue of its own).
+        worker = start_worker(queue, REDIS_URL, Path(os.environ.get("TMPDIR", "/tmp")) / f"{queue}.log")
+        worker_wait(app)
         site_url, server = serve_site()
         launch = Launch(args, fake, link, site_url)
         stop_beat = threading.Event()
@@ -452,7 +412,7 @@ def main():  # noqa: PLR0915 - one linear scenario, easier to follow in one plac
         print(json.dumps(result))
     finally:
         if worker is not None:
-            worker_stop(worker)
+            kill_worker(worker)
         if server is not None:
             server.shutdown()
         from django.db import connections

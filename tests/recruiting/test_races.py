@@ -2,17 +2,16 @@
 paying the same bonuses, approving the same submissions and applying reports for the same submission at
 the same instant."""
 
-import threading
 from decimal import Decimal
 
 import pytest
-from django.db import connections
 
 from recruiting.bonuses import bonuses_grant_per_rating, bonuses_pay
 from recruiting.models import BonusBatch, ProlificSubmission, WebhookEvent
 from recruiting.submissions import submission_status_apply, submissions_approve
 from recruiting.webhooks import webhook_event_process
 from studies.models import Participant
+from tests.studies.test_assignment_races import race as race_threads
 
 from .conftest import enroll, finish, link_build
 
@@ -21,24 +20,7 @@ WORKERS = 8
 
 
 def race(target, n=WORKERS):
-    barrier = threading.Barrier(n)
-    results, errors = {}, {}
-
-    def run(i):
-        try:
-            barrier.wait()
-            results[i] = target(i)
-        except Exception as exc:  # collected and asserted on by the test
-            errors[i] = exc
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    return results, errors
+    return race_threads(target, n)
 
 
 def test_workers_handed_the_same_event_process_it_once(requires_postgres, prolific):
