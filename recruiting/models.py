@@ -193,6 +193,9 @@ class BonusBatch(models.Model):
     last_error = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    class Meta:
+        verbose_name_plural = "bonus batches"
+
     def __str__(self) -> str:
         return f"bonus batch {self.pk} ({self.state})"
 
