@@ -289,9 +289,9 @@ def main():  # noqa: PLR0915 - one linear scenario, easier to follow in one plac
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0)
+        from config.celery import app
         from tests.generation.test_celery_worker import _kill as kill_worker
         from tests.generation.test_celery_worker import _start_worker as start_worker
-        from config.celery import app
 
         app.conf.task_default_queue = queue
         from decimal import Decimal

@@ -37,6 +37,11 @@ from .submissions import (
 
 class ProlificStudyForm(forms.ModelForm):
     devices = forms.MultipleChoiceField(choices=Device.choices, widget=forms.CheckboxSelectMultiple)
+    site_url = forms.URLField(
+        max_length=300,
+        assume_scheme="https",
+        help_text=ProlificStudy._meta.get_field("site_url").help_text,
+    )
 
     class Meta:
         model = ProlificStudy

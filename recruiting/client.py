@@ -170,11 +170,3 @@ class ProlificClient:
 
     def bonus_get(self, bulk_id: str) -> dict:
         return self.request("GET", f"bulk-bonus-payments/{bulk_id}/")
-
-    # --- webhooks -------------------------------------------------------------------------------------
-
-    def subscription_create(self, *, event_type: str, target_url: str, workspace_id: str = "") -> dict:
-        payload = {"event_type": event_type, "target_url": target_url}
-        if workspace_id:
-            payload["workspace_id"] = workspace_id
-        return self.request("POST", "hooks/subscriptions/", json=payload)

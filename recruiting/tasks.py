@@ -10,6 +10,7 @@ from django.db.models import Q
 
 from .bonuses import bonuses_pay
 from .client import ProlificError
+from .launch import prolific_places_sync
 from .models import ProlificStudy, WebhookEvent
 from .submissions import submissions_reconcile
 from .webhooks import webhook_event_process
@@ -27,7 +28,8 @@ def process_webhook_event(event_id: int) -> str | None:
 @shared_task(acks_late=True, soft_time_limit=240, time_limit=300)
 def prolific_reconcile_all() -> dict:
     """The beat job: every linked study on Prolific is read through (all pages) and repaired; events whose
-    task was lost (a worker died before processing) are processed; bonuses left mid-payment reconciled."""
+    task was lost (a worker died before processing) are processed; places follow the quotas; bonuses left
+    mid-payment are reconciled."""
     done = {}
     for event_id in WebhookEvent.objects.filter(processed_at__isnull=True).values_list("pk", flat=True)[:500]:
         webhook_event_process(event_id=event_id)
@@ -38,6 +40,8 @@ def prolific_reconcile_all() -> dict:
     )
     for link in live.select_related("study"):
         try:
+            if link.state in (ProlificStudy.State.ACTIVE, ProlificStudy.State.PAUSED):
+                prolific_places_sync(link=link)  # quotas changed since publishing: places follow
             report = submissions_reconcile(link=link)
             if link.bonus_batches.exclude(state="paid").exists():
                 bonuses_pay(link=link)

@@ -117,8 +117,6 @@ class LoopbackProlific:
             return self._bonus_pay(m[1])
         if m := re.fullmatch(r"bulk-bonus-payments/(\w+)/", path):
             return self._json(self.bulk_bonuses[m[1]])
-        if route == ("POST", "hooks/subscriptions/"):
-            return self._json({"id": f"hook{next(self.ids)}", **body}, 201, {"X-Hook-Secret": "confirm-me"})
         return self._json({"error": f"no route {route}"}, 404)
 
     def _study_create(self, body):

@@ -162,3 +162,33 @@ def test_submission_rows_point_at_our_participants(prolific):
     participant, sub = enroll(link, "PLINK", prolific)
     sync(link.study.slug)
     assert ProlificSubmission.objects.get(submission_id=sub["id"]).participant == participant
+
+
+def test_the_beat_job_processes_lost_tasks_repairs_statuses_and_makes_places_follow_quotas(prolific):
+    from recruiting.launch import prolific_study_act
+    from recruiting.models import WebhookEvent
+    from recruiting.tasks import prolific_reconcile_all
+
+    link = link_build(fake=prolific, quota=5)
+    prolific_study_act(link=link, action="publish")
+    left, sub_left = enroll(link, "PBEAT1", prolific)
+    lost, sub_lost = enroll(link, "PBEAT2", prolific)
+    # An event stored but whose task never ran (the worker died), and a status change whose webhook was lost.
+    prolific.set_status(sub_left["id"], "RETURNED")
+    WebhookEvent.objects.create(
+        event_id="orphan",
+        link=link,
+        event_type="submission.status.change",
+        resource_id=sub_left["id"],
+        body=prolific.submission_event(sub_left["id"]),
+    )
+    prolific.set_status(sub_lost["id"], "TIMED-OUT")
+    link.study.conditions.filter(name="arm1").update(quota=8)
+
+    done = prolific_reconcile_all()
+
+    assert done[link.study.slug]["seen"] == 2
+    assert WebhookEvent.objects.get().processed_at is not None
+    statuses = dict(Participant.objects.filter(study=link.study).values_list("external_id", "status"))
+    assert statuses == {"PBEAT1": "returned", "PBEAT2": "timed_out"}
+    assert prolific.studies[link.prolific_study_id]["total_available_places"] == 13
