@@ -147,6 +147,7 @@ class Launch:
         self.refused_full = 0
         self.counter = 0
         self.deliveries = 0
+        self.failed_deliveries = 0
 
     def _session(self):
         if not hasattr(self.http, "session"):
@@ -169,11 +170,24 @@ class Launch:
             body, headers = self.fake.signed(SECRET, payload, event_id=event_id, event_time=event_time)
             headers["Content-Type"] = "application/json"
             sent = time.time()
-            answer = self._session().post(self.webhook_url, data=body, headers=headers, timeout=10)
-            answer.raise_for_status()
-            self.deliveries += 1
+            self._post_until_accepted(body, headers)
             first = first or sent
         return first
+
+    def _post_until_accepted(self, body: bytes, headers: dict) -> None:
+        """One delivery. A failed one (an error answer or none: the shared PostgreSQL may refuse a connection)
+        is delivered again after a pause, as Prolific redelivers on failure; failures are counted."""
+        for attempt in range(10):
+            try:
+                answer = self._session().post(self.webhook_url, data=body, headers=headers, timeout=10)
+            except self.requests.RequestException:
+                answer = None
+            if answer is not None and answer.status_code == 200:
+                self.deliveries += 1
+                return
+            self.failed_deliveries += 1
+            time.sleep(0.5 * (attempt + 1))
+        raise RuntimeError("a webhook delivery failed ten times")
 
     def session(self, index: int) -> None:
         from ratings.services import participant_step_advance, rating_submit
@@ -382,6 +396,7 @@ def main():  # noqa: PLR0915 - one linear scenario, easier to follow in one plac
             "completed": statuses.filter(status="completed").count(),
             "refused_study_full": launch.refused_full,
             "webhook_deliveries": launch.deliveries,
+            "webhook_deliveries_failed_and_redelivered": launch.failed_deliveries,
             "events_lost_on_purpose": launch.lost,
             "events_unprocessed_after_wait": unprocessed,
             **fill_balance(study),
