@@ -254,10 +254,15 @@ def submissions_reconcile(*, link: ProlificStudy, client: ProlificClient | None 
     client = client or ProlificClient.for_link(link)
     report = ReconcileReport()
     seen_pids = set()
+    # What we already hold: a submission whose status ranks no higher is skipped without a query (the
+    # apply would change nothing), so a run over a long, quiet study costs its HTTP pages and little else.
+    known = dict(ProlificSubmission.objects.filter(link=link).values_list("submission_id", "status"))
     for item in client.submissions(link.prolific_study_id):
         report.seen += 1
         pid = item.get("participant_id") or item.get("participant") or ""
         seen_pids.add(pid)
+        if RANK.get(item.get("status", ""), -1) <= RANK.get(known.get(item["id"]), -1):
+            continue
         result = submission_status_apply(
             link=link,
             submission_id=item["id"],
