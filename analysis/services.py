@@ -19,6 +19,7 @@ from django.core.exceptions import ValidationError
 from django.utils.module_loading import import_string
 
 from analysis import exclusions, selectors, stats
+from analysis.ordinal import OrdinalFit, ordinal_model
 from studies.kinds import kind_of
 from studies.models import Study
 
@@ -68,7 +69,7 @@ class RatingAnalysis:
     change_by_valence: pd.DataFrame = field(default_factory=pd.DataFrame)
     change_by_emotion: pd.DataFrame = field(default_factory=pd.DataFrame)
     tests: pd.DataFrame = field(default_factory=pd.DataFrame)
-    ordinal: stats.OrdinalFit | None = None
+    ordinal: OrdinalFit | None = None
     bootstrap_shares: pd.DataFrame = field(default_factory=pd.DataFrame)
     bootstrap_change: pd.DataFrame = field(default_factory=pd.DataFrame)
     bootstrap_change_by_valence: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -334,7 +335,7 @@ def rating_study_analyze(*, study: Study, options: AnalysisOptions) -> RatingAna
         result.distribution_by_emotion, scale, baseline, ["emotion"]
     )
     result.tests = stats.tests_table(kept, scale, conditions, baseline)
-    result.ordinal = stats.ordinal_model(
+    result.ordinal = ordinal_model(
         kept, conditions, baseline, with_emotion=options.ordinal_with_emotion
     )
     if result.ordinal.note:

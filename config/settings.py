@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "ratings",
     "generation",
     "analysis",
+    "recruiting",
 ]
 
 MIDDLEWARE = [
@@ -160,7 +161,23 @@ CELERY_BEAT_SCHEDULE = {
     "generation-batches-poll": {"task": "generation.tasks.generation_batches_poll_task", "schedule": 60.0},
     # Analyses live rating studies whose ratings changed, ahead of the next dashboard view (analysis/tasks.py).
     "analysis-refresh-live": {"task": "analysis.tasks.analysis_refresh_live_task", "schedule": 60.0},
+    # Reads every linked study's submissions on Prolific and repairs what lost webhooks left (recruiting/tasks.py).
+    "prolific-reconcile": {
+        "task": "recruiting.tasks.prolific_reconcile_all",
+        "schedule": float(env_int("PROLIFIC_RECONCILE_SECONDS", 300)),
+    },
 }
+
+# --- Recruiting (recruiting/) ---------------------------------------------------------------------------
+# Prolific's public API; the token is read from the environment variable each linked study names.
+PROLIFIC_API_URL = env_str("PROLIFIC_API_URL", "https://api.prolific.com/api/v1/")
+if not PROLIFIC_API_URL.startswith(("https://", "http://")):
+    raise ImproperlyConfigured("PROLIFIC_API_URL must be an http(s) address.")
+# Calls per request before a transient error (timeout, 429, 5xx) is given up; backoff in seconds.
+PROLIFIC_MAX_ATTEMPTS = env_int("PROLIFIC_MAX_ATTEMPTS", 5)
+PROLIFIC_BACKOFF_BASE = env_int("PROLIFIC_BACKOFF_BASE_MS", 1000) / 1000
+PROLIFIC_BACKOFF_CAP = env_int("PROLIFIC_BACKOFF_CAP_MS", 30000) / 1000
+PROLIFIC_TIMEOUT_SECONDS = env_int("PROLIFIC_TIMEOUT_MS", 15000) / 1000
 
 # --- Generation (generation/) ---------------------------------------------------------------------------
 # The queue generation tasks go to (workers consume the default "celery" queue unless told otherwise).

@@ -21,5 +21,6 @@ urlpatterns += [
     path("api/docs/", ApiDocsView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include("analysis.api_urls")),
     path("analysis/", include("analysis.urls")),
+    path("recruiting/", include("recruiting.urls")),
     path("", include("ratings.urls")),
 ]

@@ -170,7 +170,6 @@ def study_entry(request: HttpRequest, slug: str) -> HttpResponse:
             template = "start.html" if study.state == Study.State.LIVE else "study_not_open.html"
             return _page(request, study, template)
         return _page(request, study, "missing_id.html")
-
     if current is not None and current.external_id == fields["external_id"]:
         return _to_step(study)
     refusal = entry_guard.entry_refusal(request, study, fields)

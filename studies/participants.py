@@ -396,20 +396,34 @@ def participants_release_stale(*, now: datetime | None = None, study: Study | No
     return released
 
 
-def participant_return(*, participant: Participant, now: datetime | None = None) -> bool:
-    """The participant chooses to stop: status `returned`, slot and unanswered items given back.
-    Returns False (and changes nothing) unless the participant was active. A conditional UPDATE."""
+def _leave(participant: Participant, status: str, now: datetime | None) -> bool:
+    """An active participant stops (`status`): slot and unanswered items given back, in one transaction.
+    A conditional UPDATE: False, and nothing changed, unless the participant was active."""
     now = now or timezone.now()
     with transaction.atomic():
         changed = Participant.objects.filter(pk=participant.pk, status=Participant.Status.ACTIVE).update(
-            status=Participant.Status.RETURNED, finished_at=now
+            status=status, finished_at=now
         )
         if changed:
             _release([participant.pk])
     if changed:
-        participant.status = Participant.Status.RETURNED
+        participant.status = status
         participant.finished_at = now
     return bool(changed)
+
+
+def participant_return(*, participant: Participant, now: datetime | None = None) -> bool:
+    """The participant chooses to stop: status `returned`, slot and unanswered items given back.
+    Returns False (and changes nothing) unless the participant was active."""
+    return _leave(participant, Participant.Status.RETURNED, now)
+
+
+def participant_time_out(*, participant: Participant, now: datetime | None = None) -> bool:
+    """The recruiting platform timed the participant out (before our own time limit did): status
+    `timed_out`, slot and unanswered items given back. Returns False (and changes nothing) unless the
+    participant was active."""
+    return _leave(participant, Participant.Status.TIMED_OUT, now)
+
 
 
 def participant_touch(*, participant: Participant, now: datetime | None = None) -> Participant:

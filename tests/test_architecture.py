@@ -31,7 +31,7 @@ from scipy.sparse.csgraph import connected_components
 
 ROOT = Path(__file__).resolve().parents[1]
 
-PRODUCTION_APPS = ("studies", "ratings", "generation", "analysis", "config")
+PRODUCTION_APPS = ("studies", "ratings", "generation", "analysis", "recruiting", "config")
 BENCH_APP = "bench.targets"  # installed only while BENCH_FLOOR_ENABLED=1 (config/settings.py)
 APPS = (*PRODUCTION_APPS, BENCH_APP)
 MAX_MODULE_LINES = 500
@@ -40,10 +40,11 @@ MAX_MODULE_LINES = 500
 # the bench app and the benchmark scripts, `tests` the suite. config wires the apps (by name in settings and
 # URLs) and may import any production app; the bench app may import anything.
 FORBIDDEN = {
-    "studies": ("ratings", "generation", "analysis", "bench", "tests"),
-    "ratings": ("generation", "analysis", "bench", "tests"),
-    "generation": ("ratings", "analysis", "bench", "tests"),
-    "analysis": ("ratings", "generation", "bench", "tests"),
+    "studies": ("ratings", "generation", "analysis", "recruiting", "bench", "tests"),
+    "ratings": ("generation", "analysis", "recruiting", "bench", "tests"),
+    "generation": ("ratings", "analysis", "recruiting", "bench", "tests"),
+    "analysis": ("ratings", "generation", "recruiting", "bench", "tests"),
+    "recruiting": ("ratings", "generation", "analysis", "bench", "tests"),
     "config": ("bench", "tests"),
 }
 

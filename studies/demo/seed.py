@@ -13,7 +13,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from studies.emotionbench import instruments_import
+from studies.emotionbench.instruments import instruments_import
 from studies.importers import corpus_import, ratings_import
 from studies.models import (
     AttentionCheck,

@@ -7,7 +7,7 @@ import warnings
 import pandas as pd
 import pytest
 
-from analysis import figures, reports, stats
+from analysis import figures, ordinal, reports, stats
 from analysis.services import AnalysisOptions, study_analyze
 
 from .builders import Rated, build_rating_study, participants_from_counts
@@ -106,7 +106,7 @@ NESTED = [("llama", "anxious", 2), ("human", "afraid", 1), ("llama", "proud", 1)
 def test_an_ordinal_fit_without_standard_errors_is_not_reported_as_converged(recwarn):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing may reach stderr as a warning
-        fit = stats._ordinal_fit(_rows(NESTED), ["human", "gpt4", "llama"], "human", True)
+        fit = ordinal._ordinal_fit(_rows(NESTED), ["human", "gpt4", "llama"], "human", True)
     assert not fit.converged
     assert "standard errors not available" in fit.note
 
@@ -114,7 +114,7 @@ def test_an_ordinal_fit_without_standard_errors_is_not_reported_as_converged(rec
 def test_the_ordinal_model_falls_back_and_says_why():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        fit = stats.ordinal_model(_rows(NESTED), ["human", "gpt4", "llama"], "human")
+        fit = ordinal.ordinal_model(_rows(NESTED), ["human", "gpt4", "llama"], "human")
     assert fit.formula == "rating ~ condition"
     assert "rating ~ condition + emotion: standard errors not available" in fit.note
     if fit.converged:

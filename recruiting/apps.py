@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class RecruitingConfig(AppConfig):
+    name = "recruiting"
+    verbose_name = "Recruiting (Prolific)"

@@ -1,0 +1,209 @@
+"""Bonuses: granted by a rule (an amount per rating) or from an uploaded CSV, then paid on Prolific in bulk.
+
+Exactly once, although Prolific's pay call is not idempotent:
+* a bonus is unique per (study, participant, reason), so granting twice adds nothing;
+* unpaid bonuses are gathered into one `BonusBatch` under a lock on the study's link row;
+* the batch is set up on Prolific (a draft bulk bonus: harmless if repeated, it is only paid when we pay it);
+* the pay call is claimed by a conditional UPDATE (SET_UP → PAYING), so one worker makes it;
+* a batch left PAYING (error or timeout, perhaps after Prolific paid) is reconciled by reading the bulk
+  bonus's status on Prolific: paid → PAID; still unpaid → back to SET_UP for the next run; unknown → left.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from django.db import transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from studies.models import Participant
+
+from .client import ProlificClient, ProlificError
+from .models import Bonus, BonusBatch, ProlificStudy
+
+log = logging.getLogger(__name__)
+
+MAX_BONUS = Decimal("100.00")  # per participant and reason: a typo (250 for 2.50) must not be paid
+# Bulk bonus statuses read back from Prolific. Anything else (a status still in progress, or one we do not
+# know) leaves the batch PAYING: better a bonus paid late than twice.
+PAID_STATUSES = {"PAID", "COMPLETED", "APPROVED"}
+UNPAID_STATUSES = {"SET_UP", "CREATED", "DRAFT", "UNPAID"}
+
+
+class BonusError(Exception):
+    """The bonuses are refused; nothing was written."""
+
+
+def _amount(raw: str) -> Decimal:
+    try:
+        value = Decimal(raw.strip()).quantize(Decimal("0.01"))
+    except (InvalidOperation, AttributeError):
+        raise BonusError(f"{raw!r} is not an amount.") from None
+    if value <= 0 or value > MAX_BONUS:
+        raise BonusError(f"{value} is outside 0.01–{MAX_BONUS}.")
+    return value
+
+
+def _grant(link: ProlificStudy, rows: list[tuple[str, Decimal]], reason: str) -> int:
+    """Creates the bonuses that do not exist yet; returns how many were new."""
+    existing = set(Bonus.objects.filter(link=link, reason=reason).values_list("prolific_pid", flat=True))
+    new = [
+        Bonus(link=link, prolific_pid=pid, reason=reason, amount=amount)
+        for pid, amount in rows
+        if pid not in existing
+    ]
+    Bonus.objects.bulk_create(new, ignore_conflicts=True)  # a concurrent grant: the unique key keeps one
+    return len(new)
+
+
+def bonuses_grant_per_rating(
+    *, link: ProlificStudy, amount_per_rating: Decimal | str, reason: str = "per-rating"
+) -> int:
+    """Grants each completed participant `amount_per_rating` per rating they gave (attention checks
+    excluded). Idempotent per reason: running it again grants nothing new."""
+    amount_per_rating = _amount(str(amount_per_rating))
+    participants = (
+        Participant.objects.filter(study=link.study, status=Participant.Status.COMPLETED, is_preview=False)
+        .annotate(
+            n=Count(
+                "assignments", filter=Q(assignments__kind="response", assignments__answered_at__isnull=False)
+            )
+        )
+        .filter(n__gt=0)
+        .values_list("external_id", "n")
+    )
+    rows = [(pid, min(amount_per_rating * n, MAX_BONUS)) for pid, n in participants]
+    return _grant(link, rows, reason[:100])
+
+
+def bonuses_import_csv(*, link: ProlificStudy, text: str, reason: str) -> int:
+    """Grants the bonuses of a CSV of `participant_id,amount` lines (a header line is allowed). Every line
+    is checked first: one bad line refuses the whole file, with its line number, and writes nothing."""
+    if not reason.strip():
+        raise BonusError(
+            "Give the bonuses a reason (e.g. 'top-raters-june'): it keeps them from being paid twice."
+        )
+    known = set(Participant.objects.filter(study=link.study).values_list("external_id", flat=True))
+    rows, errors, seen = [], [], set()
+    for number, line in enumerate(csv.reader(io.StringIO(text)), start=1):
+        if not line or not "".join(line).strip():
+            continue
+        if number == 1 and line[0].strip().lower() in ("participant_id", "pid", "prolific_pid"):
+            continue
+        if len(line) != 2:
+            errors.append(f"line {number}: expected participant_id,amount")
+            continue
+        pid = line[0].strip()
+        try:
+            amount = _amount(line[1])
+        except BonusError as exc:
+            errors.append(f"line {number}: {exc}")
+            continue
+        if pid not in known:
+            errors.append(f"line {number}: {pid!r} is not a participant of this study")
+        elif pid in seen:
+            errors.append(f"line {number}: {pid!r} appears twice")
+        seen.add(pid)
+        rows.append((pid, amount))
+    if errors:
+        raise BonusError("; ".join(errors[:20]))
+    if not rows:
+        raise BonusError("The file has no bonuses.")
+    return _grant(link, rows, reason.strip()[:100])
+
+
+def _batch_gather(link: ProlificStudy) -> BonusBatch | None:
+    """Puts every unbatched bonus of the study into one new batch. Locks the link row (`FOR UPDATE`) so two
+    workers gathering at once cannot both take the same bonuses."""
+    with transaction.atomic():
+        ProlificStudy.objects.select_for_update().get(pk=link.pk)
+        bonuses = list(Bonus.objects.filter(link=link, batch__isnull=True).order_by("prolific_pid", "id"))
+        if not bonuses:
+            return None
+        totals: dict[str, Decimal] = {}
+        for bonus in bonuses:
+            totals[bonus.prolific_pid] = totals.get(bonus.prolific_pid, Decimal(0)) + bonus.amount
+        text = "".join(f"{pid},{amount}\n" for pid, amount in totals.items())
+        batch = BonusBatch.objects.create(link=link, csv=text)
+        Bonus.objects.filter(pk__in=[b.pk for b in bonuses]).update(batch=batch)
+    return batch
+
+
+@dataclass
+class PayReport:
+    paid_batches: int = 0
+    paid_bonuses: int = 0
+    reconciled: int = 0
+    pending: int = 0
+
+
+def _set_up(batch: BonusBatch, client: ProlificClient) -> None:
+    answer = client.bonus_set_up(batch.link.prolific_study_id, batch.csv)
+    bulk_id = answer.get("id", "")
+    if not bulk_id:
+        raise ProlificError("Prolific set up the bonuses but returned no id.")
+    BonusBatch.objects.filter(pk=batch.pk, state=BonusBatch.State.NEW).update(
+        state=BonusBatch.State.SET_UP, prolific_bulk_id=bulk_id
+    )
+
+
+def _pay(batch: BonusBatch, client: ProlificClient) -> bool:
+    """Makes the pay call if this worker claims it. Returns whether the batch is known to be paid."""
+    if not BonusBatch.objects.filter(pk=batch.pk, state=BonusBatch.State.SET_UP).update(
+        state=BonusBatch.State.PAYING, pay_claimed_at=timezone.now()
+    ):
+        return False
+    try:
+        client.bonus_pay(batch.prolific_bulk_id)
+    except ProlificError as exc:
+        # Unknown outcome (it may have been paid before the answer was lost): left PAYING for reconciliation.
+        BonusBatch.objects.filter(pk=batch.pk).update(last_error=str(exc)[:500])
+        return False
+    BonusBatch.objects.filter(pk=batch.pk, state=BonusBatch.State.PAYING).update(
+        state=BonusBatch.State.PAID, paid_at=timezone.now(), last_error=""
+    )
+    return True
+
+
+def _reconcile(batch: BonusBatch, client: ProlificClient) -> bool:
+    """A batch left PAYING: reads its status on Prolific. Returns whether it is now known to be paid."""
+    try:
+        answer = client.bonus_get(batch.prolific_bulk_id)
+    except ProlificError as exc:
+        log.warning("prolific: bonus batch %s status unknown: %s", batch.pk, exc)
+        return False
+    status = str(answer.get("status", "")).upper()
+    if status in PAID_STATUSES:
+        return bool(
+            BonusBatch.objects.filter(pk=batch.pk, state=BonusBatch.State.PAYING).update(
+                state=BonusBatch.State.PAID, paid_at=timezone.now(), last_error=""
+            )
+        )
+    if status in UNPAID_STATUSES:  # Prolific says it is not paid: pay it
+        BonusBatch.objects.filter(pk=batch.pk, state=BonusBatch.State.PAYING).update(
+            state=BonusBatch.State.SET_UP
+        )
+    return False
+
+
+def bonuses_pay(*, link: ProlificStudy, client: ProlificClient | None = None) -> PayReport:
+    """Pays every granted, unpaid bonus of the study, exactly once (see the module's docstring). Safe to
+    call concurrently and repeatedly."""
+    client = client or ProlificClient.for_link(link)
+    report = PayReport()
+    for batch in BonusBatch.objects.filter(link=link, state=BonusBatch.State.PAYING).select_related("link"):
+        report.reconciled += _reconcile(batch, client)
+    _batch_gather(link)
+    for batch in BonusBatch.objects.filter(link=link, state=BonusBatch.State.NEW).select_related("link"):
+        _set_up(batch, client)
+    for batch in BonusBatch.objects.filter(link=link, state=BonusBatch.State.SET_UP).select_related("link"):
+        if _pay(batch, client):
+            report.paid_batches += 1
+            report.paid_bonuses += batch.bonuses.count()
+    report.pending = BonusBatch.objects.filter(link=link).exclude(state=BonusBatch.State.PAID).count()
+    return report
