@@ -8,8 +8,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from analysis.emotionbench import (
-    emotionbench_analyse,
+from analysis.emotionbench import emotionbench_analyse
+from analysis.emotionbench_report import (
+    emotionbench_report_write,
     emotionbench_side_by_side,
     emotionbench_situation_agreement,
 )
@@ -80,8 +81,6 @@ def emotionbench_table_csv(request: HttpRequest, slug: str, name: str) -> HttpRe
 def emotionbench_figure(request: HttpRequest, slug: str) -> HttpResponse:
     import tempfile
     from pathlib import Path
-
-    from analysis.emotionbench import emotionbench_report_write
 
     analysis = emotionbench_analyse(study=_study(slug), alpha=_alpha(request))
     with tempfile.TemporaryDirectory() as folder:

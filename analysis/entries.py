@@ -13,7 +13,8 @@ from studies.kinds import kind_of
 from studies.models import Study
 
 from . import reports
-from .emotionbench import emotionbench_analyse, emotionbench_report_text, emotionbench_report_write
+from .emotionbench import emotionbench_analyse
+from .emotionbench_report import emotionbench_report_text, emotionbench_report_write
 from .services import AnalysisError, AnalysisOptions, rating_study_analyze
 
 

@@ -335,9 +335,7 @@ def rating_study_analyze(*, study: Study, options: AnalysisOptions) -> RatingAna
         result.distribution_by_emotion, scale, baseline, ["emotion"]
     )
     result.tests = stats.tests_table(kept, scale, conditions, baseline)
-    result.ordinal = ordinal_model(
-        kept, conditions, baseline, with_emotion=options.ordinal_with_emotion
-    )
+    result.ordinal = ordinal_model(kept, conditions, baseline, with_emotion=options.ordinal_with_emotion)
     if result.ordinal.note:
         result.notes.append(f"proportional-odds model: {result.ordinal.note}")
     result.bootstrap_shares, result.bootstrap_change = stats.bootstrap_shares(

@@ -11,27 +11,21 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.validators import validate_slug
-from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.module_loading import import_string
-from django.utils.text import Truncator
 
 from . import admin_extras
 from .admin_extras import FriendlyProtectedDeleteInline
 from .importers import CorpusImportError, corpus_import
 from .kinds import kind_of, registered_kinds
 from .models import (
-    Assignment,
     AttentionCheck,
     Condition,
-    Emotion,
     Participant,
-    Prompt,
-    Response,
     Study,
 )
 from .selectors import STATUSES, status_cell, study_list_with_counts, study_status
@@ -389,179 +383,4 @@ class StudyAdmin(admin.ModelAdmin):
         return super().change_view(request, object_id, form_url, extra_context)
 
 
-# --- Emotions -----------------------------------------------------------------------------------------------
-
-
-@admin.register(Emotion)
-class EmotionAdmin(admin.ModelAdmin):
-    list_display = ["name", "valence", "prompt_count"]
-    list_editable = ["valence"]
-    list_filter = ["valence"]
-    search_fields = ["name"]
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).annotate(n_prompts=Count("prompts"))
-
-    @admin.display(description="prompts", ordering="n_prompts")
-    def prompt_count(self, emotion: Emotion) -> int:
-        return emotion.n_prompts
-
-
-# --- Prompts and responses (read-mostly: they come from imports and generation) ------------------------------
-
-
-class ReadMostlyAdmin(admin.ModelAdmin):
-    """Rows that imports, generation and participants write: viewable, never added by hand."""
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-
-class ResponseInline(admin.TabularInline):
-    model = Response
-    extra = 0
-    fields = ["condition", "sample_index", "text", "source", "review"]
-    readonly_fields = ["condition", "sample_index", "text", "source"]
-    can_delete = False
-    show_change_link = True
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).select_related("condition__study", "prompt")
-
-
-@admin.register(Prompt)
-class PromptAdmin(ReadMostlyAdmin):
-    list_display = ["dialogue_id", "study", "emotion", "valence", "situation_short"]
-    list_filter = ["study", "emotion__valence", "emotion"]
-    search_fields = ["dialogue_id", "situation", "speaker_utterance"]
-    list_select_related = ["study", "emotion"]
-    readonly_fields = ["study", "dialogue_id", "emotion"]
-    fields = ["study", "dialogue_id", "emotion", "situation", "speaker_utterance"]
-    inlines = [ResponseInline]
-
-    @admin.display(description="valence", ordering="emotion__valence")
-    def valence(self, prompt: Prompt) -> str:
-        return prompt.emotion.get_valence_display()
-
-    @admin.display(description="situation")
-    def situation_short(self, prompt: Prompt) -> str:
-        return Truncator(prompt.situation).chars(90)
-
-
-@admin.register(Response)
-class ResponseAdmin(ReadMostlyAdmin):
-    list_display = ["dialogue_id", "study", "condition", "sample_index", "source", "review", "text_short"]
-    list_filter = ["condition__study", "condition__name", "source", "review"]
-    search_fields = ["text", "prompt__dialogue_id"]
-    list_select_related = ["prompt", "condition__study"]
-    readonly_fields = ["prompt", "condition", "sample_index", "source", "created_at", "updated_at"]
-    fields = ["prompt", "condition", "sample_index", "text", "source", "review", "review_flags"]
-    actions = ["approve_selected"]
-
-    @admin.display(description="dialogue", ordering="prompt__dialogue_id")
-    def dialogue_id(self, response: Response) -> str:
-        return response.prompt.dialogue_id
-
-    @admin.display(description="study", ordering="condition__study__slug")
-    def study(self, response: Response) -> str:
-        return response.condition.study.slug
-
-    @admin.display(description="text")
-    def text_short(self, response: Response) -> str:
-        return Truncator(response.text).chars(100)
-
-    @admin.action(description="Approve selected responses after review")
-    def approve_selected(self, request, queryset):
-        n = queryset.filter(review=Response.Review.FLAGGED).update(review=Response.Review.APPROVED)
-        self.message_user(request, f"{n} flagged responses approved.", messages.SUCCESS)
-
-
-# --- Participants (external ids: the admin is staff-only) ---------------------------------------------------
-
-
-class AssignmentInline(admin.TabularInline):
-    model = Assignment
-    extra = 0
-    can_delete = False
-    fields = ["position", "kind", "response", "attention_check", "shown_at", "answered_at", "rating_value"]
-    readonly_fields = fields
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def get_queryset(self, request):
-        return (
-            super()
-            .get_queryset(request)
-            .select_related(
-                "response__prompt", "response__condition", "attention_check", "rating", "participant"
-            )
-        )
-
-    @admin.display(description="rating")
-    def rating_value(self, assignment: Assignment):
-        rating = getattr(assignment, "rating", None)
-        return rating.value if rating is not None else "-"
-
-
-@admin.register(Participant)
-class ParticipantAdmin(ReadMostlyAdmin):
-    list_display = [
-        "external_id",
-        "study",
-        "condition",
-        "status",
-        "step",
-        "flagged_for_exclusion",
-        "is_preview",
-        "n_ratings",
-        "started_at",
-        "last_seen_at",
-    ]
-    list_filter = ["study", "status", "flagged_for_exclusion", "is_preview", "platform", "condition__name"]
-    search_fields = ["external_id", "platform_session_id", "mturk_assignment_id"]
-    list_select_related = ["study", "condition__study"]
-    date_hierarchy = "started_at"
-    inlines = [AssignmentInline]
-    readonly_fields = [
-        "study",
-        "condition",
-        "external_id",
-        "platform",
-        "platform_study_id",
-        "platform_session_id",
-        "mturk_assignment_id",
-        "mturk_hit_id",
-        "is_preview",
-        "status",
-        "step",
-        "seed",
-        "attention_failures",
-        "teq_answers",
-        "teq_score",
-        "demographics",
-        "completion_code",
-        "started_at",
-        "last_seen_at",
-        "finished_at",
-    ]
-    # Only the exclusion decision is edited here; everything else is the record of what happened.
-    fields = ["flagged_for_exclusion", "exclusion_reasons", *readonly_fields]
-
-    def get_queryset(self, request):
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(ratings_count=Count("assignments__rating", filter=Q(assignments__rating__isnull=False)))
-        )
-
-    @admin.display(description="ratings", ordering="ratings_count")
-    def n_ratings(self, participant: Participant) -> int:
-        return participant.ratings_count
-
-
-# The study kinds' own admin pieces (their settings, instruments, situations) register beside these.
-from . import admin_kinds  # noqa: E402,F401
+from . import admin_kinds, admin_records  # noqa: E402,F401  (they register their admins)

@@ -425,7 +425,6 @@ def participant_time_out(*, participant: Participant, now: datetime | None = Non
     return _leave(participant, Participant.Status.TIMED_OUT, now)
 
 
-
 def participant_touch(*, participant: Participant, now: datetime | None = None) -> Participant:
     """Records that an active participant is still here (`last_seen_at`); called on every request, it
     writes at most once per TOUCH_INTERVAL (a conditional UPDATE).

@@ -210,7 +210,7 @@ def test_the_analysis_matches_scipy_and_the_published_test_procedure(imported_ba
     assert human.headline is human.paired
 
     # Situation by situation: the model's per-situation changes against the humans' (one shared situation here).
-    from analysis.emotionbench import emotionbench_situation_agreement
+    from analysis.emotionbench_report import emotionbench_situation_agreement
 
     agreement = emotionbench_situation_agreement(analysis=analysis)
     row = agreement[(agreement["condition"] == "model-a") & (agreement["category"] == "NA")].iloc[0]

@@ -2,7 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from analysis.emotionbench import emotionbench_analyse, emotionbench_report_text
+from analysis.emotionbench import emotionbench_analyse
+from analysis.emotionbench_report import emotionbench_report_text
 from studies.kinds.questionnaire import QUESTIONNAIRE
 from studies.models import Study
 
