@@ -27,16 +27,31 @@ from django.db import connection
 from django.db.models import F
 
 from analysis import selectors
-from analysis.exclusions import ExclusionRules
+from analysis.exclusions import INCOMPLETE_STATUSES, ExclusionRules
 from studies.models import Study
 
 PIECE_BYTES = 256 * 1024  # the CSV text is written and handed on in pieces of about this size
-NARROW_FIELDS = ("participant_id", "value", "response_time_ms", "flagged_for_exclusion")
+NARROW_FIELDS = (
+    "participant_id",
+    "value",
+    "response_time_ms",
+    "flagged_for_exclusion",
+    "participant_status",
+    "attention_failures",
+)
 
-KNOWN_RULE_FIELDS = ("attention_checks", "min_median_response_ms", "straight_lining_min_items")
+KNOWN_RULE_FIELDS = (
+    "attention_checks",
+    "incomplete",
+    "min_median_response_ms",
+    "straight_lining_min_items",
+    "straight_lining_corroborating_ms",
+    "straight_lining_identical_alone",
+)
 KNOWN_FLAG_COLUMNS = [
     "excluded",
     "excluded_attention_checks",
+    "excluded_incomplete",
     "excluded_too_fast",
     "excluded_straight_lining",
 ]
@@ -55,7 +70,9 @@ TEXT_FIELDS = frozenset(
 )
 BOOL_FIELDS = frozenset({"flagged_for_exclusion"})
 TIME_FIELDS = frozenset({"rated_at"})
-NUMBER_FIELDS = frozenset({"rating_id", "participant_id", "prompt_id", "response_id", "position", "value"})
+NUMBER_FIELDS = frozenset(
+    {"rating_id", "participant_id", "prompt_id", "response_id", "position", "value", "attention_failures"}
+)
 KNOWN_EXPORT_FIELDS = TEXT_FIELDS | BOOL_FIELDS | TIME_FIELDS | NUMBER_FIELDS | {"response_time_ms"}
 TRIGGER_CODES_SQL = "(61, 43, 45, 64, 9, 13)"  # = + - @ TAB CR, as exports.FORMULA_TRIGGERS
 
@@ -92,21 +109,34 @@ def _iso(expr: str) -> str:
 
 
 def _flag_sql(rules: ExclusionRules) -> tuple[list[str], list]:
-    """SQL for (excluded, attention_checks, too_fast, straight_lining) over the per-participant aggregate `f`."""
+    """SQL for (excluded, attention_checks, incomplete, too_fast, straight_lining) over the per-participant
+    aggregate `f`: `exclusions.participant_exclusion_flags_one` in SQL (a test holds the two together)."""
     params: list = []
     attention = "f.flagged" if rules.attention_checks else "false"
+    if rules.incomplete:
+        statuses = sorted(INCOMPLETE_STATUSES)
+        incomplete = f"f.status IN ({', '.join(['%s'] * len(statuses))})"
+        params += statuses
+    else:
+        incomplete = "false"
     if rules.min_median_response_ms is not None:
         too_fast = "COALESCE(f.median_ms < %s, false)"
         params.append(float(rules.min_median_response_ms))
     else:
         too_fast = "false"
     if rules.straight_lining_min_items is not None:
-        straight = "(f.n >= %s AND f.n_distinct = 1)"
-        params.append(int(rules.straight_lining_min_items))
+        # Identical answers count only when corroborated: a failed attention check, or a fast median time
+        # (unless the study declared identical answers enough on their own, on a long scale).
+        alone = "true" if rules.straight_lining_identical_alone else "false"
+        straight = (
+            f"(f.n >= %s AND f.n_distinct = 1 AND ({alone} OR f.failures > 0"
+            " OR COALESCE(f.median_ms < %s, false)))"
+        )
+        params += [int(rules.straight_lining_min_items), float(rules.straight_lining_corroborating_ms)]
     else:
         straight = "false"
-    # Parameters in the order they appear: excluded (all three), then each flag again.
-    order = [attention, too_fast, straight]
+    # Parameters in the order they appear: excluded (all four), then each flag again.
+    order = [attention, incomplete, too_fast, straight]
     sqls = [f"({' OR '.join(order)})", *order]
     ordered_params = params + params
     return [f"CASE WHEN {s} THEN 'true' ELSE 'false' END" for s in sqls], ordered_params
@@ -148,6 +178,7 @@ def _export_sql(
     sql = (
         f"SELECT {', '.join(out)}, {', '.join(flags)} FROM ({wide_sql}) r JOIN ("
         "SELECT x_participant_id AS pid, bool_or(x_flagged_for_exclusion) AS flagged, "
+        "min(x_participant_status) AS status, max(x_attention_failures) AS failures, "
         "percentile_cont(0.5) WITHIN GROUP (ORDER BY x_response_time_ms) AS median_ms, count(*) AS n, "
         f"count(DISTINCT x_value) AS n_distinct FROM ({narrow_sql}) n GROUP BY x_participant_id"
         ") f ON f.pid = r.x_participant_id ORDER BY r.x_participant_id, r.x_position"

@@ -240,14 +240,14 @@ def test_rules_the_sql_does_not_know_fall_back_to_the_python_export(rated_study,
 
     @dataclasses.dataclass(frozen=True)
     class MoreRules(ExclusionRules):
-        incomplete: bool = True
+        too_slow: bool = True  # a rule export_sql does not translate
 
     assert export_sql.sql_export_supported(
         rules=ExclusionRules(), flag_columns=exports.RATING_FLAG_COLUMNS
     )
     assert not export_sql.sql_export_supported(rules=MoreRules(), flag_columns=exports.RATING_FLAG_COLUMNS)
     assert not export_sql.sql_export_supported(
-        rules=ExclusionRules(), flag_columns=[*exports.RATING_FLAG_COLUMNS, "excluded_incomplete"]
+        rules=ExclusionRules(), flag_columns=[*exports.RATING_FLAG_COLUMNS, "excluded_too_slow"]
     )
     monkeypatch.setitem(selectors.RATING_EXPORT_FIELDS, "prompt_note", "assignment__response__prompt__note")
     assert not export_sql.sql_export_supported(
