@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
 from analysis import figures, stats
+from analysis.design import design_json_write, design_of_slug
 from analysis.exports import table_lines
 
 TEST_SHORT = {
@@ -71,6 +72,7 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
     return {
         "analysis": analysis,
         "generated_at": timezone.now(),
+        "design": design_of_slug(analysis.study_slug),
         "figures": figs,
         "rules": analysis.options.rules.describe(),
         "exclusions_html": html_table(analysis.exclusions),
@@ -90,6 +92,10 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
         "ordinal_html": html_table(ordinal.coefficients) if ordinal is not None else "",
         "agreement": analysis.agreement,
         "table_names": ["main_tests", *analysis.tables()],
+        # A follow-up wave's (analysis/waves.py): its family's studies and the drift test.
+        "family_html": html_table(analysis.family) if hasattr(analysis, "family") else "",
+        "drift_html": html_table(analysis.drift) if hasattr(analysis, "drift") else "",
+        "drift_warning": getattr(analysis, "drift_warning", ""),
     }
 
 
@@ -113,7 +119,9 @@ def report_write(*, analysis, out_dir: Path) -> list[Path]:
                 path = out_dir / f"{name}.{fmt}"
                 path.write_bytes(figures.figure_render(analysis, name, fmt))
                 written.append(path)
-    html = render_to_string("analysis/report.html", report_context(analysis, inline_figures=True))
+    context = report_context(analysis, inline_figures=True)
+    written.append(design_json_write(context["design"], out_dir / "design.json"))
+    html = render_to_string("analysis/report.html", context)
     path = out_dir / "report.html"
     path.write_text(html, encoding="utf-8")
     written.append(path)

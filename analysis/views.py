@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from analysis import exports, figures, reports, selectors, stats
+from analysis.design import design_headers
 from analysis.permissions import analyst_required
 from analysis.services import AnalysisError, AnalysisOptions, analysis_entry, study_analyze_cached
 from studies.models import Study
@@ -93,12 +94,13 @@ def export(request: HttpRequest, slug: str, what: str) -> StreamingHttpResponse:
     if what not in exports.EXPORT_KINDS:
         raise Http404("No such export.")
     rules = options_from_query(request.GET).rules
-    return _csv_response(
+    response = _csv_response(
         exports.export_lines(
             study=study, what=what, rules=rules, reveal_participant_ids=request.user.is_staff
         ),
         f"{study.slug}-{what}.csv",
     )
+    return design_headers(response, study)
 
 
 @require_GET

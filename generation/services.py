@@ -50,6 +50,7 @@ from generation.providers import (
     tokens_estimate,
 )
 from studies.models import Condition, Prompt, Response, Study
+from studies.services import study_closed_problem
 
 logger = logging.getLogger(__name__)
 Status = GenerationItem.Status
@@ -137,7 +138,8 @@ def generation_conditions(*, study: Study, condition_name: str | None = None) ->
 
 def generation_problems(*, conditions: list[Condition]) -> list[str]:
     """Everything that stops these conditions from being generated, one sentence each, naming the condition."""
-    problems = []
+    closed = study_closed_problem(study=conditions[0].study) if conditions else None
+    problems = [closed] if closed else []
     for condition in conditions:
         config = LLMConditionConfig.objects.select_related("provider").filter(condition=condition).first()
         if config is None:

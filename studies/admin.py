@@ -20,6 +20,8 @@ from django.utils.html import format_html
 from django.utils.module_loading import import_string
 from django.utils.text import Truncator
 
+from .admin_design import FrozenInlineFormSet, StudyAdminForm, StudyDesignAdminMixin
+from .admin_waves import StudyWavesAdminMixin
 from .importers import CorpusImportError, corpus_import
 from .kinds import kind_of, registered_kinds
 from .models import (
@@ -55,12 +57,14 @@ def preview_url(study: Study) -> str:
 
 class ConditionInline(admin.TabularInline):
     model = Condition
+    formset = FrozenInlineFormSet
     extra = 0
     fields = ["name", "label", "kind", "is_baseline", "quota", "position", "enrolling"]
 
 
 class AttentionCheckInline(admin.StackedInline):
     model = AttentionCheck
+    formset = FrozenInlineFormSet
     extra = 0
     fields = [
         ("after_item", "expected_value", "emotion_label"),
@@ -106,7 +110,8 @@ class ImportCorpusForm(forms.Form):
 
 
 @admin.register(Study)
-class StudyAdmin(admin.ModelAdmin):
+class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, admin.ModelAdmin):
+    form = StudyAdminForm
     list_display = [
         "title",
         "slug",
@@ -120,9 +125,9 @@ class StudyAdmin(admin.ModelAdmin):
     list_filter = ["state", "kind", "platform"]
     search_fields = ["slug", "title"]
     prepopulated_fields = {"slug": ["title"]}
-    readonly_fields = ["state", "created_at", "launched_at", "closed_at", "participant_preview"]
+    readonly_fields = ["state", "created_at", "launched_at", "closed_at", "participant_preview", "parent"]
     inlines = [ConditionInline, AttentionCheckInline]  # every kind's; `get_inlines` adds the study kind's
-    actions = ["launch_selected", "pause_selected", "resume_selected", "close_selected"]
+    actions = ["launch_selected", "pause_selected", "resume_selected", "close_selected", "duplicate_selected"]
     save_on_top = True
     fieldsets = [
         (None, {"fields": ["title", "slug", "kind", "state", "description", "participant_preview"]}),
@@ -138,8 +143,15 @@ class StudyAdmin(admin.ModelAdmin):
                     "attention_check_max_failures",
                     "time_limit_minutes",
                     "seed",
+                    "parent",
+                    "rerate_share",
+                    "family_exclusive",
                 ]
             },
+        ),
+        (
+            "Hypotheses and planned analysis (frozen at launch)",
+            {"fields": ["hypotheses", "planned_analysis"]},
         ),
         (
             "Recruiting platform and outcomes",
@@ -260,7 +272,7 @@ class StudyAdmin(admin.ModelAdmin):
                 "<int:pk>/status/", self.admin_site.admin_view(self.status_view), name="studies_study_status"
             ),
         ]
-        return extra + super().get_urls()
+        return extra + self.design_urls() + self.wave_urls() + super().get_urls()
 
     def import_view(self, request: HttpRequest):
         if not self.has_add_permission(request):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
+from .design import design_freeze
 from .models import Assignment, Condition, Emotion, Participant, Prompt, Rating, Response, Study
 
 # Called as progress(stage, done, total) while rows are checked and written.
@@ -828,6 +829,7 @@ def ratings_import(
             batch_size=BULK_BATCH,
         )
         _tick(progress, "ratings", len(values), len(values))
+        design_freeze(study, reason="import of a finished study")
     return RatingsImportResult(
         study=study,
         prompts=len(prompt_rows),
