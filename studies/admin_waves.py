@@ -25,15 +25,18 @@ def free_slug(base: str) -> str:
 class ExtendForm(forms.Form):
     new_slug = forms.CharField(max_length=64, validators=[validate_slug], label="Slug of the wave")
     conditions = forms.CharField(
-        help_text="The new LLM conditions' names, separated by commas or spaces (e.g. gpt5, llama4)."
+        label="New conditions",
+        help_text="The new LLM conditions' names, separated by commas or spaces (e.g. gpt5, llama4).",
     )
     rerate_share = forms.FloatField(
+        label="Re-rating share",
         initial=DEFAULT_RERATE_SHARE,
         min_value=0.01,
         max_value=1.0,
         help_text="Share of the parent's baseline raters who re-rate its baseline responses (rater drift).",
     )
     like = forms.CharField(
+        label="Start from condition",
         required=False,
         help_text="Optional: a parent LLM condition whose configuration the new ones start from.",
     )

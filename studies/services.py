@@ -58,7 +58,7 @@ def study_closed_problem(*, study: Study) -> str | None:
     return (
         f"Study {study.slug} is closed: it takes no new conditions or responses. Run new models against its "
         f"stored human baseline as a follow-up wave: python manage.py study_extend {study.slug} NEW-SLUG "
-        "--condition NAME (admin: “Extend as a follow-up wave”)."
+        "--condition NAME (admin: the study's “Extend as a wave” button)."
     )
 
 
