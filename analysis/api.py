@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from analysis import exports, reports, selectors
+from analysis.design import design_headers
 from analysis.permissions import IsAnalyst
 from analysis.services import AnalysisError, study_analyze_cached
 from analysis.views import options_from_query
@@ -150,7 +151,7 @@ class StudyExport(APIView):
             content_type="text/csv; charset=utf-8",
         )
         response["Content-Disposition"] = f'attachment; filename="{study.slug}-{what}.csv"'
-        return response
+        return design_headers(response, study)
 
 
 class StudyTable(APIView):

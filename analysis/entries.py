@@ -13,9 +13,11 @@ from studies.kinds import kind_of
 from studies.models import Study
 
 from . import reports
+from .design import design_json_write, design_lines, design_of
 from .emotionbench import emotionbench_analyse
 from .emotionbench_report import emotionbench_report_text, emotionbench_report_write
 from .services import AnalysisError, AnalysisOptions, rating_study_analyze
+from .waves import wave_analyze
 
 
 class RatingAnalysisEntry:
@@ -24,6 +26,8 @@ class RatingAnalysisEntry:
     url_name = "analysis:dashboard"
 
     def analyze(self, study: Study, options: AnalysisOptions):
+        if study.parent_id is not None:  # a follow-up wave: its whole family, and the drift test
+            return wave_analyze(study=study, options=options)
         return rating_study_analyze(study=study, options=options)
 
     def report_write(self, study: Study, options: AnalysisOptions, out_dir: Path) -> list[str]:
@@ -34,6 +38,7 @@ class RatingAnalysisEntry:
             f"{study.slug}: {analysis.n_rows} of {analysis.n_rows_before} ratings analysed; "
             f"{len(written)} files in {out_dir}",
             f"report: {out_dir / 'report.html'}",
+            *design_lines(design_of(study)),
         ]
 
 
@@ -53,9 +58,12 @@ class QuestionnaireAnalysisEntry:
             raise AnalysisError(f"study {study.slug!r} has no instrument")
         analysis = emotionbench_analyse(study=study)
         written = emotionbench_report_write(analysis=analysis, out_dir=out_dir)
+        design = design_of(study)
+        written.append(design_json_write(design, out_dir / "design.json"))
         return [
             emotionbench_report_text(analysis=analysis),
             f"\n{study.slug}: {len(written)} files in {out_dir}",
+            *design_lines(design),
         ]
 
 

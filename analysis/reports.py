@@ -12,6 +12,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from analysis import figures, stats
+from analysis.design import design_json_write, design_of_slug
 from analysis.exclusions import ExclusionRules
 from analysis.exports import table_lines
 
@@ -112,6 +113,7 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
     return {
         "analysis": analysis,
         "generated_at": timezone.now(),
+        "design": design_of_slug(analysis.study_slug),
         "figures": figs,
         "rules": analysis.rules.describe(),
         "declared_rules": _declared_description(analysis),
@@ -150,6 +152,10 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
         else "",
         "agreement": analysis.agreement,
         "table_names": ["main_tests", *analysis.tables()],
+        # A follow-up wave's (analysis/waves.py): its family's studies and the drift test.
+        "family_html": html_table(analysis.family) if hasattr(analysis, "family") else "",
+        "drift_html": html_table(analysis.drift) if hasattr(analysis, "drift") else "",
+        "drift_warning": getattr(analysis, "drift_warning", ""),
     }
 
 
@@ -241,7 +247,9 @@ def report_write(*, analysis, out_dir: Path) -> list[Path]:
                 path = out_dir / f"{name}.{fmt}"
                 path.write_bytes(figures.figure_render(analysis, name, fmt))
                 written.append(path)
-    html = render_to_string("analysis/report.html", report_context(analysis, inline_figures=True))
+    context = report_context(analysis, inline_figures=True)
+    written.append(design_json_write(context["design"], out_dir / "design.json"))
+    html = render_to_string("analysis/report.html", context)
     path = out_dir / "report.html"
     path.write_text(html, encoding="utf-8")
     written.append(path)

@@ -276,6 +276,22 @@ def rating_study_analyze(*, study: Study, options: AnalysisOptions) -> RatingAna
     conditions = [c.name for c in infos]
     scale = stats.Scale.from_study_scale(study.scale)
     rows = selectors.rating_rows_frame(study=study)
+    return rating_frame_analyze(
+        rows, study=study, conditions=conditions, baseline=baseline, scale=scale, options=options
+    )
+
+
+def rating_frame_analyze(
+    rows: pd.DataFrame,
+    *,
+    study: Study,
+    conditions: list[str],
+    baseline: str,
+    scale: stats.Scale,
+    options: AnalysisOptions,
+) -> RatingAnalysis:
+    """The rating analysis of `rows` (a `selectors.rating_rows_frame`, or several studies' frames joined, as
+    the analysis of a wave does: analysis/waves.py)."""
     unknown = sorted(set(rows["value"]) - set(scale.values))
     if unknown:
         raise AnalysisError(

@@ -120,7 +120,8 @@ def snapshot_build(*, study: Study, baseline: str | None, no_exclusions: bool) -
         seconds=round(time.perf_counter() - started, 2),
         analysis=analysis,
         figures=svgs,
-        body_html=render_to_string("analysis/_body.html", context),
+        body_html=render_to_string("analysis/_waves.html", context)
+        + render_to_string("analysis/_body.html", context),
     )
 
 

@@ -10,6 +10,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from analysis import exports, figures, reports, selectors, snapshots
+from analysis.design import design_headers, design_of
 from analysis.exclusions import ExclusionRules
 from analysis.permissions import analyst_required
 from analysis.services import AnalysisError, AnalysisOptions, analysis_entry, study_analyze_cached
@@ -102,6 +103,7 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         figure_names=figures.FIGURES,
         query=_query_suffix(request),
         no_exclusions=request.GET.get("exclusions") == "none",
+        design=design_of(study),  # live: an amendment shows at once, whatever the snapshot's age
     )
     return render(request, "analysis/dashboard.html", context)
 
@@ -152,12 +154,13 @@ def export(request: HttpRequest, slug: str, what: str) -> StreamingHttpResponse:
     if what not in exports.EXPORT_KINDS:
         raise Http404("No such export.")
     rules = options_from_query(request.GET).rules
-    return _csv_response(
+    response = _csv_response(
         exports.export_lines(
             study=study, what=what, rules=rules, reveal_participant_ids=request.user.is_staff
         ),
         f"{study.slug}-{what}.csv",
     )
+    return design_headers(response, study)
 
 
 @require_GET

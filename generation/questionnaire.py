@@ -42,6 +42,7 @@ from studies.models import (
     Situation,
     Study,
 )
+from studies.services import study_closed_problem
 
 SITUATION_PREAMBLE = 'Imagine you are the protagonist in the scenario: "{text}"'
 DEFAULT_MAX_ASKS = 3
@@ -127,6 +128,8 @@ class GenerationSummary:
 def questionnaire_conditions(*, study: Study, condition_name: str | None = None) -> list[Condition]:
     """The LLM conditions to run, each with its configuration and provider loaded (`condition.llm_config`);
     refuses what cannot run, naming it."""
+    if closed := study_closed_problem(study=study):
+        raise QuestionnaireGenerationError(closed)
     if study.kind != QUESTIONNAIRE.name or QUESTIONNAIRE.settings(study).instrument is None:
         raise QuestionnaireGenerationError(
             f"study {study.slug!r} is not a questionnaire study with an instrument"

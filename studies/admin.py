@@ -19,7 +19,9 @@ from django.utils.html import format_html
 from django.utils.module_loading import import_string
 
 from . import admin_extras
+from .admin_design import FrozenInlineFormSet, StudyAdminForm, StudyDesignAdminMixin
 from .admin_extras import FriendlyProtectedDeleteInline
+from .admin_waves import StudyWavesAdminMixin
 from .importers import CorpusImportError, corpus_import
 from .kinds import kind_of, registered_kinds
 from .models import (
@@ -51,6 +53,7 @@ def preview_url(study: Study) -> str:
 
 class ConditionInline(FriendlyProtectedDeleteInline, admin.TabularInline):
     model = Condition
+    formset = FrozenInlineFormSet
     extra = 0
     protected_what = "a condition"
     protected_instead = "To stop it taking participants, untick “enrolling” instead."
@@ -59,6 +62,7 @@ class ConditionInline(FriendlyProtectedDeleteInline, admin.TabularInline):
 
 class AttentionCheckInline(FriendlyProtectedDeleteInline, admin.StackedInline):
     model = AttentionCheck
+    formset = FrozenInlineFormSet
     extra = 0
     protected_what = "an attention check"
     fields = [
@@ -105,7 +109,8 @@ class ImportCorpusForm(forms.Form):
 
 
 @admin.register(Study)
-class StudyAdmin(admin.ModelAdmin):
+class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, admin.ModelAdmin):
+    form = StudyAdminForm
     list_display = [
         "title",
         "slug",
@@ -119,9 +124,9 @@ class StudyAdmin(admin.ModelAdmin):
     list_filter = ["state", "kind", "platform"]
     search_fields = ["slug", "title"]
     prepopulated_fields = {"slug": ["title"]}
-    readonly_fields = ["state", "created_at", "launched_at", "closed_at", "participant_preview"]
+    readonly_fields = ["state", "created_at", "launched_at", "closed_at", "participant_preview", "parent"]
     inlines = [ConditionInline, AttentionCheckInline]  # every kind's; `get_inlines` adds the study kind's
-    actions = ["launch_selected", "pause_selected", "resume_selected", "close_selected"]
+    actions = ["launch_selected", "pause_selected", "resume_selected", "close_selected", "duplicate_selected"]
     save_on_top = True
     fieldsets = [
         (None, {"fields": ["title", "slug", "kind", "state", "description", "participant_preview"]}),
@@ -137,10 +142,17 @@ class StudyAdmin(admin.ModelAdmin):
                     "attention_check_max_failures",
                     "time_limit_minutes",
                     "seed",
+                    "parent",
+                    "rerate_share",
+                    "family_exclusive",
                 ]
             },
         ),
         ("Declared exclusion rules", {"fields": ["exclusion_rules"]}),
+        (
+            "Hypotheses and planned analysis (frozen at launch)",
+            {"fields": ["hypotheses", "planned_analysis"]},
+        ),
         (
             "Recruiting platform and outcomes",
             {
@@ -290,7 +302,7 @@ class StudyAdmin(admin.ModelAdmin):
                 name="studies_study_state",
             ),
         ]
-        return extra + super().get_urls()
+        return extra + self.design_urls() + self.wave_urls() + super().get_urls()
 
     def import_view(self, request: HttpRequest):
         if not self.has_add_permission(request):

@@ -13,3 +13,4 @@ class StudiesConfig(AppConfig):
     def ready(self):
         for module in BUILT_IN_KINDS:
             importlib.import_module(module)
+        importlib.import_module("studies.design")  # connects the frozen design's guards

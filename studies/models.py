@@ -15,7 +15,7 @@ invariants with unique and check constraints, so no code path can store an answe
 """
 
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
@@ -31,6 +31,20 @@ def default_scale() -> list[dict]:
         {"value": 2, "label": "Okay"},
         {"value": 1, "label": "Bad"},
     ]
+
+
+def default_planned_analysis() -> dict:
+    """What `analyze` runs on a rating study (analysis/stats.py): written into the frozen design."""
+    return {
+        "tests": [
+            "omnibus chi-square (condition x rating)",
+            "chi-square vs baseline (2 x scale)",
+            "chi-square vs baseline (2 x 2 top vs rest, Yates)",
+            "bootstrap CI of the top-share change (participants resampled)",
+        ],
+        "alpha": 0.05,
+        "correction": "holm",
+    }
 
 
 class Valence(models.TextChoices):
@@ -115,6 +129,14 @@ class Study(models.Model):
         "count only with a wrong attention check or a fast median time, unless the scale has 5+ points). "
         "See docs/analysis.md.",
     )
+    hypotheses = models.TextField(
+        blank=True, help_text="What the study tests, written before launch; frozen with the design."
+    )
+    planned_analysis = models.JSONField(
+        default=default_planned_analysis,
+        blank=True,
+        help_text="The tests, alpha and multiple-comparison correction planned before launch.",
+    )
 
     # Recruiting platform and outcomes.
     platform = models.CharField(max_length=16, choices=Platform.choices, default=Platform.PROLIFIC)
@@ -141,6 +163,24 @@ class Study(models.Model):
     )
     time_limit_minutes = models.PositiveIntegerField(
         default=60, help_text="An active participant silent this long times out and gives back their items."
+    )
+
+    # Follow-up waves (studies/waves.py): a wave re-runs its parent's design on new conditions.
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="waves",
+        help_text="The study this one is a follow-up wave of (its stored baseline is compared against).",
+    )
+    rerate_share = models.FloatField(
+        default=0.0,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="A wave's share of the parent's baseline participants who re-rate its baseline (rater drift).",
+    )
+    family_exclusive = models.BooleanField(
+        default=True, help_text="A participant of another study of the same family cannot join this one."
     )
 
     created_at = models.DateTimeField(auto_now_add=True)
@@ -409,7 +449,9 @@ class Rating(models.Model):
         return f"{self.assignment} = {self.value}"
 
 
-# The questionnaire kind's models live beside these; imported here so Django registers them with the app.
+# The questionnaire kind's and the frozen design's models live beside these; imported here so Django registers
+# them with the app.
+from .design_models import StudyAmendment, StudyDesign  # noqa: E402
 from .questionnaire_models import (  # noqa: E402
     Instrument,
     InstrumentCategory,
@@ -438,6 +480,8 @@ __all__ = [
     "Response",
     "Situation",
     "Study",
+    "StudyAmendment",
+    "StudyDesign",
     "StudySituation",
     "Valence",
 ]

@@ -42,6 +42,7 @@ from . import rows
 from .balancing import condition_counts, consent_cutoff, fewest_first, stale_cutoff
 from .kinds import DONE, kind_of, step_after
 from .models import Assignment, Condition, Participant, Study
+from .waves import seen_in_family
 
 EXTERNAL_ID_MAX_LENGTH = 128
 
@@ -86,6 +87,19 @@ class StudyFull(EnrollmentError):
     def __init__(self, study: Study):
         self.study = study
         super().__init__(f"Every condition of study {study.slug!r} has reached its quota.")
+
+
+class AlreadyInFamily(StudyFull):
+    """The external id took part in another study of this study's family (its parent or another wave): a wave
+    compares new conditions with the parent's raters, so it needs other people. Shown as a full study."""
+
+    code = "already_in_family"
+
+    def __init__(self, study: Study):
+        self.study = study
+        EnrollmentError.__init__(
+            self, f"This participant already took part in a study of the family of {study.slug!r}."
+        )
 
 
 class InvalidExternalId(EnrollmentError):
@@ -288,6 +302,8 @@ def participant_enroll(
         return _resume(existing)
     if not is_preview and study.state != Study.State.LIVE:
         raise StudyNotOpen(study)
+    if not is_preview and seen_in_family(study, external_id):
+        raise AlreadyInFamily(study)
 
     # Housekeeping before counting: counting already ignores stale participants, but releasing them also
     # frees their unanswered items for this arrival.

@@ -110,3 +110,30 @@ def study_list_with_counts():
         n_prompts=_count_of(Prompt),
         n_participants=_count_of(Participant, is_preview=False),
     )
+
+
+def study_design_summary(*, study: Study) -> dict[str, Any] | None:
+    """The study's frozen design as reports and exports cite it: the current hash, when and why it was written,
+    and every amendment (who, when, why, old → new). None: the design is not frozen yet (a draft)."""
+    current = study.designs.order_by("-created_at", "-id").first()
+    if current is None:
+        return None
+    return {
+        "sha256": current.sha256,
+        "frozen_at": current.created_at.isoformat(),
+        "reason": current.reason,
+        "versions": study.designs.count(),
+        "amendments": [
+            {
+                "field": a.field,
+                "old": a.old_value,
+                "new": a.new_value,
+                "reason": a.reason,
+                "author": a.author,
+                "at": a.created_at.isoformat(),
+                "sha256_before": a.sha256_before,
+                "sha256_after": a.sha256_after,
+            }
+            for a in study.amendments.order_by("created_at", "id")
+        ],
+    }

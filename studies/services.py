@@ -7,9 +7,11 @@ allow. Launching checks the study can actually be run (the launch gates) and say
 
 from __future__ import annotations
 
+from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from .design import design_freeze
 from .kinds import kind_of
 from .models import Study
 
@@ -48,6 +50,18 @@ def study_launch_problems(*, study: Study) -> list[str]:
     return problems + kind_of(study).launch_problems(study, conditions)
 
 
+def study_closed_problem(*, study: Study) -> str | None:
+    """Why nothing may be generated or added for `study` (None: it is not closed). A closed study is a finished
+    record; new models run against its stored human baseline as a follow-up wave."""
+    if study.state != State.CLOSED:
+        return None
+    return (
+        f"Study {study.slug} is closed: it takes no new conditions or responses. Run new models against its "
+        f"stored human baseline as a follow-up wave: python manage.py study_extend {study.slug} NEW-SLUG "
+        "--condition NAME (admin: the study's “Extend as a wave” button)."
+    )
+
+
 def _transition(*, study: Study, allowed_from: set[str], to: str, verb: str, **fields) -> Study:
     changed = Study.objects.filter(pk=study.pk, state__in=allowed_from).update(state=to, **fields)
     if changed != 1:
@@ -60,16 +74,19 @@ def _transition(*, study: Study, allowed_from: set[str], to: str, verb: str, **f
 
 def study_launch(*, study: Study) -> Study:
     """Make a draft study live, taking participants. Guarantees: the launch gates passed just before
-    (StudyLaunchError lists what fails) and the study moved from draft to live exactly once
-    (StudyStateError otherwise)."""
+    (StudyLaunchError lists what fails), the study moved from draft to live exactly once
+    (StudyStateError otherwise), and its design was frozen in the same transaction (studies/design.py)."""
     if study.state != State.DRAFT:
         raise StudyStateError(f"cannot launch study '{study.slug}': it is {study.state}, not draft")
     problems = study_launch_problems(study=study)
     if problems:
         raise StudyLaunchError(problems)
-    return _transition(
-        study=study, allowed_from={State.DRAFT}, to=State.LIVE, verb="launch", launched_at=timezone.now()
-    )
+    with transaction.atomic():
+        study = _transition(
+            study=study, allowed_from={State.DRAFT}, to=State.LIVE, verb="launch", launched_at=timezone.now()
+        )
+        design_freeze(study, reason="launch")
+    return study
 
 
 def study_pause(*, study: Study) -> Study:

@@ -18,6 +18,7 @@ from generation.providers import (
 from generation.providers.base import TRUNCATED_REASONS
 from generation.selectors import words_count
 from studies.models import Condition, Prompt, Response, Study
+from studies.services import study_closed_problem
 
 
 class GenerationSetupError(Exception):
@@ -97,7 +98,8 @@ def generation_conditions(*, study: Study, condition_name: str | None = None) ->
 
 def generation_problems(*, conditions: list[Condition]) -> list[str]:
     """Everything that stops these conditions from being generated, one sentence each, naming the condition."""
-    problems = []
+    closed = study_closed_problem(study=conditions[0].study) if conditions else None
+    problems = [closed] if closed else []
     for condition in conditions:
         config = LLMConditionConfig.objects.select_related("provider").filter(condition=condition).first()
         if config is None:

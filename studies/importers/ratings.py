@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
+from ..design import design_freeze
 from ..exclusion_rules import seed_study_exclusion_rules
 from ..models import Assignment, Participant, Prompt, Rating, Response, Study
 from .corpus import conditions_ensure, emotions_by_name, progress_tick
@@ -262,6 +263,7 @@ def ratings_import(
             batch_size=BULK_BATCH,
         )
         progress_tick(progress, "ratings", len(values), len(values))
+        design_freeze(study, reason="import of a finished study")
     return RatingsImportResult(
         study=study,
         prompts=len(prompt_rows),

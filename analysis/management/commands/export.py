@@ -8,6 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from analysis import exports, selectors
+from analysis.design import design_json_write, design_lines, design_of
 from analysis.exclusions import ExclusionRules
 from studies.models import Study
 
@@ -39,6 +40,8 @@ class Command(BaseCommand):
             for line in lines:
                 sys.stdout.write(line)
             sys.stdout.flush()
+            for line in design_lines(design_of(study)):
+                self.stderr.write(line)
             return
         target = Path(out)
         # Write beside the target and rename at the end: a failed export never leaves half a file behind.
@@ -52,3 +55,7 @@ class Command(BaseCommand):
             Path(tmp).unlink(missing_ok=True)
             raise
         self.stderr.write(f"{study.slug}: {lines.rows} {what} rows written to {target}")
+        design = design_of(study)
+        sidecar = design_json_write(design, target.with_name(target.name + ".design.json"))
+        for line in [*design_lines(design), f"design written to {sidecar}"]:
+            self.stderr.write(line)

@@ -1,0 +1,218 @@
+"""The frozen design in the admin: edits of a frozen field refused with a clear message (the study form and its
+condition / attention-check inlines), the design and pre-registration pages, and the amendment form.
+StudyAdmin (studies/admin.py) takes these pieces as mixins."""
+
+from __future__ import annotations
+
+import json
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import HttpRequest, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+
+from .design import (
+    FROZEN_STUDY_FIELDS,
+    AmendmentError,
+    FrozenDesignError,
+    design_current,
+    frozen_message,
+    is_frozen,
+    study_amend,
+)
+from .models import Condition, Study, StudyAmendment, StudyDesign
+from .prereg import prereg_context, prereg_markdown
+from .selectors import study_design_summary
+
+AMENDABLE = [f for f in FROZEN_STUDY_FIELDS if f != "kind"]
+
+
+class FrozenDesignFormMixin:
+    """On the study's form: a change to a frozen field of a launched study is a validation error per field."""
+
+    def clean(self):
+        cleaned = super().clean()
+        study = self.instance
+        if study.pk and is_frozen(study):
+            for name in self.changed_data:
+                if name in FROZEN_STUDY_FIELDS:
+                    self.add_error(name, frozen_message(study, f"“{self.fields[name].label}”"))
+        return cleaned
+
+
+class StudyAdminForm(FrozenDesignFormMixin, forms.ModelForm):
+    """The study's admin form (ModelAdmin supplies the model and fields)."""
+
+
+class FrozenInlineFormSet(forms.BaseInlineFormSet):
+    """A condition / attention-check inline of a launched study: adding, changing a frozen field or deleting a
+    row is refused with the reason (the model guards refuse it too; this says it on the page)."""
+
+    def clean(self):
+        super().clean()
+        study = self.instance
+        if not (study.pk and is_frozen(study)):
+            self._refuse_deleting_responses()
+            return
+        what = self.model._meta.verbose_name
+        for form in self.forms:
+            if (
+                not hasattr(form, "cleaned_data")
+                or not form.has_changed()
+                and not self._should_delete_form(form)
+            ):
+                continue
+            if self._should_delete_form(form):
+                raise ValidationError(frozen_message(study, f"Deleting a {what}"))
+            if form.instance.pk is None:
+                raise ValidationError(frozen_message(study, f"Adding a {what}"))
+            frozen = [n for n in form.changed_data if n not in {"enrolling", "position"}]
+            if frozen:
+                raise ValidationError(
+                    frozen_message(study, f"The {what} “{form.instance}” ({', '.join(frozen)})")
+                )
+
+    def _refuse_deleting_responses(self):
+        for form in self.forms:
+            target = form.instance
+            if self._should_delete_form(form) and isinstance(target, Condition) and target.pk:
+                if n := target.responses.count():
+                    raise ValidationError(
+                        f"Condition “{target.name}” has {n} response(s): deleting it would delete them with their "
+                        "generation records and spend. Switch it off (enrolling) instead."
+                    )
+
+
+class AmendForm(forms.Form):
+    field = forms.ChoiceField(choices=[(f, f) for f in AMENDABLE])
+    value = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text='The new value as JSON (e.g. 250, "text", a list); plain text is taken as a string.',
+    )
+    reason = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), help_text="Why the frozen design changes."
+    )
+
+
+class StudyDesignAdminMixin:
+    """Pages of a study's design: /design/ (JSON, hash, amendments), /prereg/ (HTML, ?format=md for Markdown),
+    /amend/ (the amendment form)."""
+
+    def design_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path("<int:pk>/design/", view(self.design_view), name="studies_study_design"),
+            path("<int:pk>/prereg/", view(self.prereg_view), name="studies_study_prereg"),
+            path("<int:pk>/amend/", view(self.amend_view), name="studies_study_amend"),
+        ]
+
+    def _study(self, request, pk: int, *, change: bool = False) -> Study:
+        study = get_object_or_404(Study, pk=pk)
+        allowed = (
+            self.has_change_permission(request, study) if change else self.has_view_permission(request, study)
+        )
+        if not allowed:
+            raise PermissionDenied
+        return study
+
+    def design_view(self, request: HttpRequest, pk: int):
+        study = self._study(request, pk)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "original": study,
+            "title": f"Design of {study.slug}",
+            "summary": study_design_summary(study=study),
+            "design_json": json.dumps(
+                prereg_context(study)["design"], indent=2, sort_keys=True, ensure_ascii=False
+            ),
+        }
+        return TemplateResponse(request, "admin/studies/study/design.html", context)
+
+    def prereg_view(self, request: HttpRequest, pk: int):
+        study = self._study(request, pk)
+        if request.GET.get("format") == "md":
+            response = TemplateResponse(
+                request, "admin/studies/study/prereg.md", {"text": prereg_markdown(study)}
+            )
+            response["Content-Type"] = "text/markdown; charset=utf-8"
+            response["Content-Disposition"] = f'attachment; filename="{study.slug}-prereg.md"'
+            return response
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "original": study,
+            "title": f"Pre-registration of {study.slug}",
+            **prereg_context(study),
+        }
+        return TemplateResponse(request, "admin/studies/study/prereg.html", context)
+
+    def amend_view(self, request: HttpRequest, pk: int):
+        study = self._study(request, pk, change=True)
+        if design_current(study) is None:
+            self.message_user(request, f"“{study.slug}” is a draft: edit it directly.", messages.WARNING)
+            return HttpResponseRedirect(reverse("admin:studies_study_change", args=[study.pk]))
+        form = AmendForm(request.POST or None, initial={"field": request.GET.get("field", "")})
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            try:
+                value = json.loads(data["value"])
+            except json.JSONDecodeError:
+                value = data["value"]
+            try:
+                amendment = study_amend(
+                    study=study, field=data["field"], value=value, reason=data["reason"],
+                    author=request.user.get_username(),
+                )  # fmt: skip
+            except (AmendmentError, FrozenDesignError) as exc:
+                form.add_error(None, "; ".join(getattr(exc, "messages", [str(exc)])))
+            else:
+                self.message_user(
+                    request,
+                    f"Amended {amendment.field}: design {amendment.sha256_before[:12]} → {amendment.sha256_after[:12]}.",
+                    messages.SUCCESS,
+                )
+                return HttpResponseRedirect(reverse("admin:studies_study_design", args=[study.pk]))
+        current = {f: json.dumps(getattr(study, f), ensure_ascii=False) for f in AMENDABLE}
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "original": study,
+            "title": f"Amend the design of {study.slug}",
+            "form": form,
+            "current": current,
+        }
+        return TemplateResponse(request, "admin/studies/study/amend.html", context)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(StudyDesign)
+class StudyDesignAdmin(ReadOnlyAdmin):
+    list_display = ["study", "sha256", "reason", "created_at"]
+    list_filter = ["study"]
+    list_select_related = ["study"]
+    fields = ["study", "sha256", "reason", "created_at", "canonical"]
+    readonly_fields = fields
+
+
+@admin.register(StudyAmendment)
+class StudyAmendmentAdmin(ReadOnlyAdmin):
+    list_display = ["study", "field", "author", "created_at", "sha256_after"]
+    list_filter = ["study"]
+    list_select_related = ["study"]
+    fields = ["study", "field", "old_value", "new_value", "reason", "author", "created_at", "sha256_before",
+              "sha256_after"]  # fmt: skip
+    readonly_fields = fields

@@ -1,0 +1,40 @@
+"""python manage.py study_amend <slug> --field F --value JSON --reason TEXT --author NAME
+
+Changes one frozen field of a launched study as a recorded amendment (old → new, who, when, why); the design
+gets a new version and hash. VALUE is JSON (e.g. 250, "text", '[{"value": 3, "label": "Good"}]'); a value that
+is not JSON is taken as a string."""
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from studies.design import AmendmentError, study_amend
+from studies.models import Study
+
+
+class Command(BaseCommand):
+    help = "Amend one frozen field of a launched study (recorded, changes the design's hash)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("slug")
+        parser.add_argument("--field", required=True)
+        parser.add_argument("--value", required=True, help="JSON, or a plain string.")
+        parser.add_argument("--reason", required=True, help="Why the frozen design changes.")
+        parser.add_argument("--author", required=True)
+
+    def handle(self, *args, slug, field, value, reason, author, **options):
+        study = Study.objects.filter(slug=slug).first()
+        if study is None:
+            raise CommandError(f"no study '{slug}'")
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = value
+        try:
+            amendment = study_amend(study=study, field=field, value=parsed, reason=reason, author=author)
+        except AmendmentError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(
+            f"amended {field} of '{slug}': {json.dumps(amendment.old_value)} → {json.dumps(amendment.new_value)}; "
+            f"design {amendment.sha256_before[:12]} → {amendment.sha256_after}"
+        )

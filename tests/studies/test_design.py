@@ -1,0 +1,405 @@
+"""The frozen design: its canonical JSON and hash, the refusal of every frozen field's edit after launch, and the
+recorded amendment (studies/design.py), through the services, the commands and the admin."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from studies.design import (
+    FROZEN_CHECK_FIELDS,
+    FROZEN_CONDITION_FIELDS,
+    FROZEN_STUDY_FIELDS,
+    AmendmentError,
+    FrozenDesignError,
+    canonical_json,
+    design_build,
+    design_current,
+    design_sha256,
+    study_amend,
+)
+from studies.models import AttentionCheck, Condition, Emotion, Prompt, Study, StudyAmendment, StudyDesign
+from studies.prereg import prereg_markdown
+from studies.services import study_close, study_launch
+from tests.factories import (
+    AttentionCheckFactory,
+    ConditionFactory,
+    PromptFactory,
+    ResponseFactory,
+    StudyFactory,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def ready_study(**fields) -> Study:
+    study = StudyFactory(
+        **{"items_per_participant": 3, "hypotheses": "LLMs are rated Good more often.", **fields}
+    )
+    human = ConditionFactory(study=study, name="human", is_baseline=True, position=0)
+    gpt = ConditionFactory(study=study, name="gpt4", kind=Condition.Kind.LLM, position=1)
+    for i in range(4):
+        prompt = PromptFactory(study=study, dialogue_id=f"d{i}")
+        ResponseFactory(prompt=prompt, condition=human)
+        ResponseFactory(prompt=prompt, condition=gpt)
+    AttentionCheckFactory(study=study)
+    return study
+
+
+# One new value per frozen study field (each differs from ready_study's).
+STUDY_EDITS = {
+    "kind": Study.Kind.QUESTIONNAIRE,
+    "consent_text": "Another consent.",
+    "instructions_text": "Other instructions.",
+    "worked_examples": [
+        {"emotion": "sad", "situation": "s", "speaker_utterance": "u", "response": "r", "rating": 3}
+    ],
+    "scale_question": "How kind is it?",
+    "scale": [{"value": 2, "label": "Good"}, {"value": 1, "label": "Bad"}],
+    "ask_teq": True,
+    "items_per_participant": 4,
+    "target_ratings_per_response": 2,
+    "quota_per_condition": 11,
+    "attention_check_max_failures": 1,
+    "seed": 7,
+    "exclusion_rules": {
+        "attention_checks": False,
+        "incomplete": True,
+        "too_fast": {"min_median_ms": 1500},
+        "straight_lining": None,
+    },
+    "hypotheses": "Another hypothesis.",
+    "planned_analysis": {"tests": ["omnibus"], "alpha": 0.01, "correction": "holm"},
+    "rerate_share": 0.2,
+    "family_exclusive": False,
+}
+CONDITION_EDITS = {
+    "name": "gpt5",
+    "label": "GPT-5",
+    "kind": Condition.Kind.HUMAN,
+    "is_baseline": True,
+    "quota": 3,
+}
+CHECK_EDITS = {
+    "emotion_label": "check",
+    "situation": "Other situation.",
+    "speaker_utterance": "Other utterance.",
+    "response_text": "Choose Good.",
+    "expected_value": 3,
+    "after_item": 2,
+}
+PROMPT_EDITS = {"dialogue_id": "d99", "situation": "Changed.", "speaker_utterance": "Changed too."}
+
+
+def test_every_frozen_field_has_an_edit_in_this_test():
+    assert set(STUDY_EDITS) == set(FROZEN_STUDY_FIELDS)
+    assert set(CONDITION_EDITS) == set(FROZEN_CONDITION_FIELDS)
+    assert set(CHECK_EDITS) == set(FROZEN_CHECK_FIELDS)
+
+
+def test_the_design_is_canonical_json_hashed_and_lists_everything_frozen():
+    study = ready_study()
+    design = design_build(study)
+    text = canonical_json(design)
+    assert text == json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert [c["name"] for c in design["conditions"]] == ["human", "gpt4"]
+    assert design["prompts"]["count"] == 4 and len(design["prompts"]["items"][0]["situation_sha256"]) == 64
+    assert design["attention_checks"][0]["expected_value"] == 2
+    assert design["quotas"]["by_condition"] == {"human": 10, "gpt4": 10}
+    assert design["planned_analysis"]["correction"] == "holm" and design["hypotheses"].startswith("LLMs")
+    assert "exclusion_rules" in design
+    study_launch(study=study)
+    frozen = design_current(study)
+    assert frozen.reason == "launch" and frozen.sha256 == design_sha256(design) == design_sha256(
+        frozen.design
+    )
+
+
+def _frozen(study: Study) -> StudyDesign:
+    study_launch(study=study)
+    return design_current(study)
+
+
+@pytest.mark.parametrize("field", sorted(STUDY_EDITS))
+def test_a_study_field_edit_changes_the_hash_and_is_refused_after_launch(field):
+    draft = ready_study()
+    before = design_sha256(design_build(draft))
+    setattr(draft, field, copy.deepcopy(STUDY_EDITS[field]))
+    assert design_sha256(design_build(draft)) != before
+
+    study = ready_study()
+    frozen = _frozen(study)
+    study.save()  # a no-op save keeps the design
+    assert design_sha256(design_build(Study.objects.get(pk=study.pk))) == frozen.sha256
+    setattr(study, field, copy.deepcopy(STUDY_EDITS[field]))
+    with pytest.raises(FrozenDesignError, match="frozen design"):
+        study.save()
+    assert design_sha256(design_build(Study.objects.get(pk=study.pk))) == frozen.sha256
+
+
+@pytest.mark.parametrize("field", sorted(CONDITION_EDITS))
+def test_a_condition_field_edit_changes_the_hash_and_is_refused_after_launch(field):
+    draft = ready_study()
+    before = design_sha256(design_build(draft))
+    condition = draft.conditions.get(name="gpt4")
+    setattr(condition, field, CONDITION_EDITS[field])
+    condition.save()
+    assert design_sha256(design_build(draft)) != before
+
+    study = ready_study()
+    frozen = _frozen(study)
+    condition = study.conditions.get(name="gpt4")
+    condition.enrolling = False  # operations, not design: allowed
+    condition.save()
+    assert design_sha256(design_build(study)) == frozen.sha256
+    setattr(condition, field, CONDITION_EDITS[field])
+    with pytest.raises(FrozenDesignError):
+        condition.save()
+    assert design_sha256(design_build(study)) == frozen.sha256
+
+
+@pytest.mark.parametrize("field", sorted(CHECK_EDITS))
+def test_an_attention_check_edit_changes_the_hash_and_is_refused_after_launch(field):
+    draft = ready_study()
+    before = design_sha256(design_build(draft))
+    check = draft.attention_checks.get()
+    setattr(check, field, CHECK_EDITS[field])
+    check.save()
+    assert design_sha256(design_build(draft)) != before
+
+    study = ready_study()
+    frozen = _frozen(study)
+    check = study.attention_checks.get()
+    check.save()
+    assert design_sha256(design_build(study)) == frozen.sha256
+    setattr(check, field, CHECK_EDITS[field])
+    with pytest.raises(FrozenDesignError):
+        check.save()
+    with pytest.raises(FrozenDesignError):
+        AttentionCheckFactory(study=study)
+    assert design_sha256(design_build(study)) == frozen.sha256
+
+
+@pytest.mark.parametrize("field", [*sorted(PROMPT_EDITS), "emotion"])
+def test_a_prompt_edit_changes_the_hash_and_is_refused_after_launch(field):
+    other = Emotion.objects.get_or_create(name="nostalgic")[0]
+    value = other if field == "emotion" else PROMPT_EDITS[field]
+    draft = ready_study()
+    before = design_sha256(design_build(draft))
+    prompt = draft.prompts.get(dialogue_id="d0")
+    setattr(prompt, field, value)
+    prompt.save()
+    assert design_sha256(design_build(draft)) != before
+
+    study = ready_study()
+    frozen = _frozen(study)
+    prompt = study.prompts.get(dialogue_id="d0")
+    setattr(prompt, field, value)
+    with pytest.raises(FrozenDesignError):
+        prompt.save()
+    with pytest.raises(FrozenDesignError):
+        PromptFactory(study=study)
+    assert design_sha256(design_build(study)) == frozen.sha256
+
+
+def test_adding_a_condition_to_a_closed_study_is_refused_with_a_pointer_to_waves():
+    study = ready_study()
+    study_launch(study=study)
+    study_close(study=study)
+    with pytest.raises(FrozenDesignError, match="study_extend"):
+        Condition.objects.create(study=study, name="claude", kind=Condition.Kind.LLM)
+    assert not Condition.objects.filter(study=study, name="claude").exists()
+
+
+def test_an_amendment_is_recorded_and_changes_the_hash():
+    study = ready_study()
+    frozen = _frozen(study)
+    amendment = study_amend(
+        study=study, field="quota_per_condition", value=12, reason="slow recruiting", author="ann"
+    )
+    study.refresh_from_db()
+    assert study.quota_per_condition == 12
+    current = design_current(study)
+    assert current.sha256 != frozen.sha256 and current.sha256 == design_sha256(design_build(study))
+    assert (amendment.old_value, amendment.new_value, amendment.author) == (10, 12, "ann")
+    assert (amendment.sha256_before, amendment.sha256_after) == (frozen.sha256, current.sha256)
+    assert StudyDesign.objects.filter(study=study).count() == 2
+
+
+@pytest.mark.parametrize(
+    "field, value, reason, message",
+    [
+        ("completion_code", "X", "why", "cannot be amended"),
+        ("kind", "questionnaire", "why", "cannot be amended"),
+        ("quota_per_condition", 10, "why", "nothing to amend"),
+        ("quota_per_condition", 0, "why", "quota_per_condition"),
+        ("quota_per_condition", 12, "  ", "needs a reason"),
+    ],
+)
+def test_a_bad_amendment_is_refused_and_writes_nothing(field, value, reason, message):
+    study = ready_study()
+    _frozen(study)
+    with pytest.raises(AmendmentError, match=message):
+        study_amend(study=study, field=field, value=value, reason=reason, author="ann")
+    assert not StudyAmendment.objects.exists() and StudyDesign.objects.count() == 1
+    assert Study.objects.get(pk=study.pk).quota_per_condition == 10
+
+
+def test_a_draft_cannot_be_amended_only_edited():
+    study = ready_study()
+    with pytest.raises(AmendmentError, match="draft"):
+        study_amend(study=study, field="seed", value=3, reason="r", author="ann")
+    study.seed = 3
+    study.save()  # a draft is edited directly
+
+
+def test_the_study_design_command_prints_or_writes_the_design_with_its_hash(tmp_path, capsys):
+    study = ready_study(slug="designed")
+    frozen = _frozen(study)
+    call_command("study_design", "designed")
+    out, err = capsys.readouterr()
+    assert out.strip() == frozen.canonical and frozen.sha256 in err
+    target = tmp_path / "design.json"
+    call_command("study_design", "designed", "--out", str(target))
+    assert json.loads(target.read_text()) == frozen.design
+    call_command("study_design", "designed", "--prereg")
+    out, _ = capsys.readouterr()
+    assert out.startswith("# Pre-registration") and frozen.sha256 in out and "LLMs are rated Good" in out
+    with pytest.raises(CommandError, match="no study"):
+        call_command("study_design", "nope")
+
+
+def test_the_study_amend_command_records_an_amendment(capsys):
+    study = ready_study(slug="amended")
+    _frozen(study)
+    call_command(
+        "study_amend", "amended", "--field", "scale_question", "--value", "How caring is it?",
+        "--reason", "typo", "--author", "ann",
+    )  # fmt: skip
+    assert Study.objects.get(pk=study.pk).scale_question == "How caring is it?"
+    assert "typo" in prereg_markdown(study) and "How caring is it?" in prereg_markdown(study)
+    with pytest.raises(CommandError, match="cannot be amended"):
+        call_command(
+            "study_amend", "amended", "--field", "title", "--value", "x", "--reason", "r", "--author", "a"
+        )
+
+
+# --- the admin ---------------------------------------------------------------------------------------------
+
+
+def change_form_data(client, study: Study) -> dict:
+    """The study's admin change form as the browser would post it unchanged (with its inlines)."""
+    response = client.get(reverse("admin:studies_study_change", args=[study.pk]))
+    assert response.status_code == 200
+    data = {}
+    form = response.context["adminform"].form
+    for name, field in form.fields.items():
+        value = form[name].value()
+        if value is None:
+            continue
+        if isinstance(value, (list, dict)) and name in {"scale", "worked_examples", "planned_analysis"}:
+            value = json.dumps(value)
+        if field.show_hidden_initial:  # fields with a callable default post their initial value too
+            data[form[name].html_initial_name] = value
+        if isinstance(value, bool):
+            if value:
+                data[name] = "on"
+            continue
+        data[name] = value
+    for inline in response.context["inline_admin_formsets"]:
+        formset = inline.formset
+        for key, value in formset.management_form.initial.items():
+            data[f"{formset.prefix}-{key}"] = value
+        for sub in formset.forms:
+            for name in sub.fields:
+                value = sub[name].value()
+                if value is None or value is False:
+                    continue
+                data[sub.add_prefix(name)] = "on" if value is True else value
+    return data
+
+
+def _errors(response) -> str:
+    context = response.context
+    return str(context["adminform"].form.errors) + str(
+        [(f.formset.errors, f.formset.non_form_errors()) for f in context["inline_admin_formsets"]]
+    )
+
+
+def test_the_admin_refuses_a_frozen_field_with_a_clear_message(staff_client):
+    study = ready_study()
+    frozen = _frozen(study)
+    data = change_form_data(staff_client, study)
+    response = staff_client.post(reverse("admin:studies_study_change", args=[study.pk]), data)
+    assert response.status_code == 302, _errors(response)  # an unchanged save passes
+    data["quota_per_condition"] = "99"
+    response = staff_client.post(reverse("admin:studies_study_change", args=[study.pk]), data)
+    assert response.status_code == 200
+    assert (
+        "part of its frozen design" in response.content.decode()
+        and "study_amend" in response.content.decode()
+    )
+    assert Study.objects.get(pk=study.pk).quota_per_condition == 10
+    assert design_current(study).sha256 == frozen.sha256
+
+
+def test_the_admin_refuses_to_add_or_delete_a_condition_of_a_launched_study(staff_client):
+    study = ready_study()
+    _frozen(study)
+    data = change_form_data(staff_client, study)
+    prefix = next(k for k in data if k.endswith("TOTAL_FORMS") and "conditions" in k).removesuffix(
+        "-TOTAL_FORMS"
+    )
+    deleting = {**data, f"{prefix}-1-DELETE": "on"}
+    response = staff_client.post(reverse("admin:studies_study_change", args=[study.pk]), deleting)
+    assert response.status_code == 200 and "Deleting a condition" in response.content.decode()
+    assert study.conditions.count() == 2
+
+
+def test_the_admin_design_prereg_and_amend_pages(staff_client, staff_user):
+    study = ready_study()
+    frozen = _frozen(study)
+    page = staff_client.get(reverse("admin:studies_study_design", args=[study.pk])).content.decode()
+    assert frozen.sha256 in page
+    page = staff_client.get(reverse("admin:studies_study_prereg", args=[study.pk])).content.decode()
+    assert frozen.sha256 in page and "LLMs are rated Good" in page
+    md = staff_client.get(reverse("admin:studies_study_prereg", args=[study.pk]) + "?format=md")
+    assert md["Content-Type"].startswith("text/markdown") and frozen.sha256 in md.content.decode()
+    url = reverse("admin:studies_study_amend", args=[study.pk])
+    response = staff_client.post(url, {"field": "seed", "value": "5", "reason": ""})
+    assert response.status_code == 200 and not StudyAmendment.objects.exists()
+    response = staff_client.post(url, {"field": "seed", "value": "5", "reason": "wrong seed typed"})
+    assert response.status_code == 302
+    amendment = StudyAmendment.objects.get()
+    assert amendment.author == staff_user.username and amendment.new_value == 5
+    page = staff_client.get(reverse("admin:studies_study_design", args=[study.pk])).content.decode()
+    assert "wrong seed typed" in page and amendment.sha256_after in page
+
+
+def test_a_draft_study_is_edited_freely_and_is_not_frozen(staff_client):
+    study = ready_study()
+    data = change_form_data(staff_client, study)
+    data["quota_per_condition"] = "99"
+    response = staff_client.post(reverse("admin:studies_study_change", args=[study.pk]), data)
+    assert response.status_code == 302 and Study.objects.get(pk=study.pk).quota_per_condition == 99
+    assert (
+        not StudyDesign.objects.exists()
+        and AttentionCheck.objects.count() == 1
+        and Prompt.objects.count() == 4
+    )
+
+
+def test_saving_an_unfrozen_field_of_a_stale_instance_is_allowed():
+    study = ready_study()
+    _frozen(study)
+    stale = Study.objects.get(pk=study.pk)
+    study_amend(study=study, field="seed", value=42, reason="typo", author="ann")
+    stale.title = "Renamed"
+    stale.save(update_fields=["title"])  # not a frozen field: allowed, and the amendment stays
+    assert Study.objects.get(pk=study.pk).seed == 42
+    with pytest.raises(FrozenDesignError):
+        stale.save()  # the stale seed would undo the amendment silently
