@@ -190,9 +190,9 @@ class Launch:
         raise RuntimeError("a webhook delivery failed ten times")
 
     def session(self, index: int) -> None:
-        from ratings.services import participant_step_advance, rating_submit
+        from ratings.services import rating_submit
         from studies.models import Assignment, Participant
-        from studies.participants import StudyFull, participant_enroll
+        from studies.participants import StudyFull, participant_advance, participant_enroll
 
         pid = f"BENCH{index:05d}"
         leaves = index in self.leavers
@@ -216,7 +216,7 @@ class Launch:
             self.places.release()
             return
         for step in (Participant.Step.CONSENT, Participant.Step.INSTRUCTIONS):
-            participant_step_advance(participant=participant, from_step=step)
+            participant_advance(participant=participant, from_step=step)
         assignments = list(Assignment.objects.filter(participant=participant).order_by("position"))
         answer_count = self._draw(lambda r: r.randrange(len(assignments))) if leaves else len(assignments)
         for assignment in assignments[:answer_count]:

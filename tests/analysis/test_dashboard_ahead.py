@@ -24,12 +24,15 @@ def dispatched(monkeypatch):
 
 
 def _add_participant(study, values):
-    """New ratings arrive: one more participant of an existing condition."""
+    """New ratings arrive: one more participant of an existing condition, finished (an unfinished one is
+    excluded by the declared rules)."""
     from studies.models import Assignment, Participant, Rating
 
     cond = study.conditions.get(name="human")
     responses = list(cond.responses.order_by("id")[: len(values)])
-    person = Participant.objects.create(study=study, condition=cond, external_id=f"late-{time.time_ns()}")
+    person = Participant.objects.create(
+        study=study, condition=cond, external_id=f"late-{time.time_ns()}", status=Participant.Status.COMPLETED
+    )
     for position, (response, value) in enumerate(zip(responses, values, strict=False)):
         assignment = Assignment.objects.create(
             participant=person, position=position, kind=Assignment.Kind.RESPONSE, response=response

@@ -86,13 +86,14 @@ def enroll(link, pid: str, fake=None, status="ACTIVE") -> tuple[Participant, dic
 
 def finish(participant: Participant, *, fail_checks: bool = False) -> Participant:
     """Takes an enrolled participant through consent, instructions and every item, as the pages would."""
-    from ratings.services import participant_step_advance, rating_submit
+    from ratings.services import rating_submit
     from studies.models import Assignment
+    from studies.participants import participant_advance
 
     for step in (Participant.Step.CONSENT, Participant.Step.INSTRUCTIONS):
         participant.refresh_from_db()
         if participant.step == step:
-            assert participant_step_advance(participant=participant, from_step=step)
+            assert participant_advance(participant=participant, from_step=step)
     for assignment in Assignment.objects.filter(participant=participant).order_by("position"):
         value = 2
         if assignment.kind == Assignment.Kind.ATTENTION:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
+from playwright.sync_api import expect
 
 from studies.demo.seed import DEMO_SLUG, QUESTIONNAIRE_SLUG, demo_seed
 from studies.models import Study
@@ -83,9 +84,8 @@ def test_the_live_status_refreshes_in_place_and_can_be_paused(admin_page, live_s
     stamp = admin_page.locator("[data-refreshed-at]").inner_text()
     admin_page.evaluate("document.getElementById('study-state').dataset.marker = 'same page'")
     Study.objects.filter(pk=demo.pk).update(state=Study.State.PAUSED)
-    admin_page.wait_for_function(
-        "document.getElementById('study-state').textContent === 'paused'", timeout=25_000
-    )
+    # A locator waits without evaluating a string in the page (the Content-Security-Policy forbids eval).
+    expect(admin_page.locator("#study-state")).to_have_text("paused", timeout=25_000)
     # Swapped in place: no reload (the marker survives), and the time stamp moved.
     assert admin_page.evaluate("document.getElementById('study-state').dataset.marker") == "same page"
     assert admin_page.locator("[data-refreshed-at]").inner_text() != stamp
