@@ -24,6 +24,7 @@ A new kind is one subclass and one `registry.register(...)` call; nothing else b
 from __future__ import annotations
 
 import random
+from abc import ABC, abstractmethod
 from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar
 
@@ -37,8 +38,9 @@ SPINE_PAGES = {CONSENT: "ratings.views.CONSENT_PAGE"}
 SPINE_STEP_LABELS = {CONSENT: "Consent", DONE: "Done"}
 
 
-class StudyKind:
-    """One kind of study. Subclass, fill in the class attributes, implement the methods, register once."""
+class StudyKind(ABC):
+    """One kind of study. Subclass, fill in the class attributes, implement the abstract methods (the others have
+    defaults), register once."""
 
     name: ClassVar[str]  # the value stored in Study.kind, and the kind's one name in code
     label: ClassVar[str]  # shown in the admin's kind menu
@@ -57,9 +59,9 @@ class StudyKind:
 
     # --- participant steps ---------------------------------------------------------------------------
 
+    @abstractmethod
     def steps(self, study: Study) -> list[str]:
         """The kind's steps between consent and done, in order, for this study's settings."""
-        raise NotImplementedError
 
     # --- assignment policy ---------------------------------------------------------------------------
 
@@ -67,11 +69,11 @@ class StudyKind:
         """The conditions (among the enrolling ones) that have something to show a newcomer."""
         return conditions
 
+    @abstractmethod
     def assignments_create(
         self, participant: Participant, *, rng: random.Random, now: datetime
     ) -> list[Assignment]:
         """Creates the new participant's pages (in the enrolment's transaction, the study's row locked)."""
-        raise NotImplementedError
 
     # --- launch, status ------------------------------------------------------------------------------
 
