@@ -200,15 +200,20 @@ def _anchors_from_prompt(prompt: str, lo: int, hi: int) -> list[str] | None:
     return [labels.get(v, "") for v in range(lo, hi + 1)]
 
 
-def instruments_parse_file(*, path: Path) -> list[InstrumentSpec]:
+def _json_read(path: Path):
+    """The file's JSON, or an EmotionBenchImportError naming the file and what is wrong with it."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise EmotionBenchImportError(f"{path}: cannot read: {exc}") from exc
     except json.JSONDecodeError as exc:
         raise EmotionBenchImportError(
             f"{path}: not JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from exc
+
+
+def instruments_parse_file(*, path: Path) -> list[InstrumentSpec]:
+    data = _json_read(path)
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list) or not data:
@@ -309,14 +314,7 @@ def situations_parse_file(*, path: Path) -> list[SituationSpec]:
     once, and every factor has a name and at least one non-empty situation.
     """
     name = Path(path).name
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EmotionBenchImportError(f"{path}: cannot read: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise EmotionBenchImportError(
-            f"{path}: not JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from exc
+    data = _json_read(path)
     emotions = data.get("emotions") if isinstance(data, dict) else None
     if not isinstance(emotions, list) or not emotions:
         raise EmotionBenchImportError(f"{name}: $.emotions: expected a non-empty list")
