@@ -353,4 +353,5 @@ class GeneratedResponse(Response):
         verbose_name_plural = "generated responses (review)"
 
 
+from generation.judge_models import Judge, JudgeRating  # noqa: E402, F401  (the LLM judge)
 from generation.questionnaire_models import QuestionnaireExchange  # noqa: E402, F401  (EmotionBench LLM subjects)

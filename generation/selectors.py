@@ -16,7 +16,7 @@ from decimal import Decimal
 
 from django.db.models import Count, Sum
 
-from generation.models import GenerationItem, LLMConditionConfig, ResponseProvenance
+from generation.models import GenerationItem, Judge, JudgeRating, LLMConditionConfig, ResponseProvenance
 from studies.models import Condition, Prompt, Response, Study
 
 Status = GenerationItem.Status
@@ -196,3 +196,44 @@ def provenance_export(*, study: Study, path, include_superseded: bool = False) -
                 writer.writerow(row)
                 count += 1
     return count
+
+
+def judges_of(*, study: Study) -> list[Judge]:
+    """The study's judges, by name."""
+    return list(Judge.objects.filter(study=study).select_related("provider").order_by("name"))
+
+
+def judge_ratings_frame(*, judge: Judge, conditions: list[Condition] | None = None):
+    """The judge's stored ratings as a DataFrame: response_id, sample_index, value, condition, emotion, words.
+
+    Only rows that are done (a value on the study's scale). This is the only way analysis reads judge ratings;
+    they never enter a human statistic."""
+    import pandas as pd
+
+    rows = JudgeRating.objects.filter(judge=judge, status=JudgeRating.Status.DONE)
+    if conditions is not None:
+        rows = rows.filter(response__condition__in=conditions)
+    records = list(
+        rows.order_by("response_id", "sample_index").values_list(
+            "response_id",
+            "sample_index",
+            "value",
+            "response__condition__name",
+            "response__prompt__emotion__name",
+            "response__text",
+        )
+    )
+    return pd.DataFrame(
+        [
+            {
+                "response_id": r,
+                "sample_index": s,
+                "value": v,
+                "condition": c,
+                "emotion": e,
+                "words": words_count(t),
+            }
+            for r, s, v, c, e, t in records
+        ],
+        columns=["response_id", "sample_index", "value", "condition", "emotion", "words"],
+    )

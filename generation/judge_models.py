@@ -1,0 +1,114 @@
+"""An LLM judge: a model that rates a study's responses on the study's own scale.
+
+* Judge: which provider and model rate, with which rubric prompt and decoding settings, how many samples per
+  response, and whether it screens new conditions before any person sees them.
+* JudgeRating: one judge's rating of one response, one row per (judge, response, sample). The unique constraint
+  makes a second stored rating impossible; the row's status is the record of the work, like GenerationItem's.
+
+Judge ratings live here, apart from ratings.Rating: no human statistic reads this table. Analysis reads them
+through generation.selectors.judge_ratings_frame only.
+"""
+
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from studies.models import Response, Study
+
+#: The fields of a response a rubric may use.
+RUBRIC_PLACEHOLDERS = ("situation", "speaker_utterance", "emotion", "response", "scale")
+
+# The seed study's definitions of Good / Okay / Bad, in our own words. {scale} lists the study's labels.
+DEFAULT_RUBRIC = (
+    "You rate how empathetic a reply is in a short conversation.\n\n"
+    "A person described a situation in which they felt {emotion}, and said something about it. Someone replied.\n"
+    "Rate the reply:\n"
+    "- Good: the reply shows it understands what the person feels and why, and responds with care; it fits "
+    "the situation and reads like something a caring person would say.\n"
+    "- Okay: the reply is relevant and not unkind, but generic, shallow, or only partly acknowledges the feeling.\n"
+    "- Bad: the reply misreads or ignores the feeling, is off-topic, dismissive, inappropriate, or incoherent.\n\n"
+    "Situation: {situation}\n"
+    "What they said: {speaker_utterance}\n"
+    "The reply: {response}\n\n"
+    "Answer with exactly one word, one of: {scale}."
+)
+
+
+class Judge(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judges")
+    name = models.SlugField(max_length=64, help_text="Unique within the study, e.g. gpt-4o-judge.")
+    provider = models.ForeignKey("generation.Provider", on_delete=models.PROTECT, related_name="judges")
+    model = models.CharField(max_length=200, help_text="As the endpoint names it.")
+    rubric = models.TextField(
+        default=DEFAULT_RUBRIC,
+        help_text="The prompt sent for each response. Placeholders: "
+        + ", ".join("{" + p + "}" for p in RUBRIC_PLACEHOLDERS)
+        + ". The reply must name one of the scale's labels.",
+    )
+    system_prompt = models.TextField(blank=True)
+    temperature = models.FloatField(default=0.0, validators=[MinValueValidator(0), MaxValueValidator(2)])
+    max_tokens = models.PositiveIntegerField(default=8, validators=[MinValueValidator(1)])
+    seed = models.BigIntegerField(null=True, blank=True, help_text="Sent where the endpoint supports it.")
+    n_samples = models.PositiveSmallIntegerField(
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(20)], help_text="Ratings per response."
+    )
+    screens_new_conditions = models.BooleanField(
+        default=False,
+        help_text="Rate new LLM conditions' responses as soon as they are generated, before any person sees them.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "name"]
+        constraints = [models.UniqueConstraint(fields=["study", "name"], name="judge_unique_name_per_study")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.model})"
+
+
+class JudgeRating(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="ratings")
+    response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="judge_ratings")
+    sample_index = models.PositiveSmallIntegerField(default=0)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
+    value = models.SmallIntegerField(null=True, blank=True, help_text="A value of the study's scale.")
+    reply_text = models.TextField(blank=True, help_text="The judge's reply as received.")
+    # Work bookkeeping, as GenerationItem's.
+    attempts = models.PositiveIntegerField(default=0)
+    claim_token = models.CharField(max_length=36, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    error_kind = models.CharField(max_length=32, blank=True)
+    provider_batch_id = models.CharField(max_length=200, blank=True)
+    # Provenance of the stored value.
+    request = models.JSONField(null=True, blank=True, help_text="The exact request body sent (no key).")
+    raw_response = models.JSONField(null=True, blank=True)
+    model_returned = models.CharField(max_length=200, blank=True)
+    provider_response_id = models.CharField(max_length=200, blank=True)
+    input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cost = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True, help_text="USD.")
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    rated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["judge", "response", "sample_index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["judge", "response", "sample_index"], name="judge_rating_unique_per_response_sample"
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(status="done") | models.Q(value__isnull=False),
+                name="judge_rating_done_has_value",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge.name} on response {self.response_id}#{self.sample_index}: {self.value}"
