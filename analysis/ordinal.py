@@ -84,6 +84,18 @@ def _frequency_weighted_ordered_model():
     return FrequencyWeightedOrderedModel
 
 
+#: A log-odds standard error above this means separated cells, not an estimate (an odds-ratio CI of e^±98).
+SE_SEPARATION = 50.0
+
+
+def _exp(value: float) -> float:
+    """exp of a log-odds, inf where a diverging fit (separated cells) pushes it past float range."""
+    try:
+        return math.exp(value)
+    except OverflowError:
+        return math.inf
+
+
 def _ordinal_fit(rows: pd.DataFrame, conditions: list[str], baseline: str, use_emotion: bool) -> OrdinalFit:
     present = [c for c in conditions if c in set(rows["condition"])]
     if baseline not in present or len(present) < 2:
@@ -120,14 +132,20 @@ def _ordinal_fit(rows: pd.DataFrame, conditions: list[str], baseline: str, use_e
         ci = result.conf_int()
     converged = bool(result.mle_retvals.get("converged", False))
     note = "" if converged else "optimizer did not report convergence"
-    if converged and not np.all(np.isfinite(np.asarray(bse, dtype=float))):
+    se = np.asarray(bse, dtype=float)
+    if converged and not np.all(np.isfinite(se) & (se < SE_SEPARATION)):
+        # A nearly singular information matrix either fails to invert (NaN) or, depending on the floating-point
+        # path of the machine, inverts to standard errors of thousands on the log-odds scale: both mean the
+        # cells are (quasi-)separated and no interval is meaningful.
         converged = False
         inverted = any("Hessian" in type(w.message).__name__ or "Hessian" in str(w.message) for w in caught)
-        note = (
-            "standard errors not available: "
-            + ("the Hessian could not be inverted" if inverted else "some are not finite")
-            + " (too few ratings in some cells for this model)"
-        )
+        if inverted:
+            reason = "the Hessian could not be inverted"
+        elif np.all(np.isfinite(se)):
+            reason = f"some exceed {SE_SEPARATION:g} on the log-odds scale"
+        else:
+            reason = "some are not finite"
+        note = f"standard errors not available: {reason} (too few ratings in some cells for this model)"
     lines = []
     for name in params.index:
         if not name.startswith("condition_"):
@@ -138,9 +156,9 @@ def _ordinal_fit(rows: pd.DataFrame, conditions: list[str], baseline: str, use_e
                 "log_odds": float(params[name]),
                 "se": float(bse[name]),
                 "p": float(pvalues[name]),
-                "odds_ratio": math.exp(params[name]),
-                "or_ci_low": math.exp(ci.loc[name, 0]),
-                "or_ci_high": math.exp(ci.loc[name, 1]),
+                "odds_ratio": _exp(params[name]),
+                "or_ci_low": _exp(ci.loc[name, 0]),
+                "or_ci_high": _exp(ci.loc[name, 1]),
             }
         )
     return OrdinalFit(
