@@ -26,27 +26,21 @@ Conventions
 
 from __future__ import annotations
 
-import hashlib
-import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from django.core.cache import cache
 
 from analysis import exclusions, selectors, stats
 from analysis.calibration import Calibration, calibrate
 from analysis.judge_screening import judge_per_response, screening_table
 from analysis.ppi import ppi_share_table
-from analysis.services import _jsonable, baseline_choose, study_alpha, study_data_fingerprint
+from analysis.services import _jsonable, baseline_choose, study_alpha
 from generation.selectors import judge_ratings_frame, judge_run_summary, judges_of
 from studies.models import Study
 
 CALIBRATION_BOOTSTRAP = 1000
-REPORT_CACHE_SECONDS = 7 * 24 * 3600  # keyed on the data's version: a stale entry is never read
-
-logger = logging.getLogger(__name__)
 
 
 class JudgeReportError(ValueError):
@@ -294,29 +288,3 @@ def judge_report_of(*, study: Study, judge, b: int = CALIBRATION_BOOTSTRAP) -> J
         seed=int(study.seed),
         b=b,
     )
-
-
-def judge_report_key(*, study: Study, judge) -> str:
-    """A cache key that changes with anything the report reads: the study's data and the judge's ratings."""
-    run = judge_run_summary(judge=judge)
-    version = (run["done"], run["last_rating_id"], run["last_rated_at"], judge.n_samples)
-    digest = hashlib.sha256(repr(version).encode()).hexdigest()[:16]
-    return f"judge-report:{study.pk}:{judge.pk}:{study_data_fingerprint(study=study)}:{digest}"
-
-
-def judge_report_cached(*, study: Study, judge) -> JudgeReport:
-    """`judge_report_of`, kept in the cache under the data's version (fails open: no cache, a recomputation)."""
-    key = judge_report_key(study=study, judge=judge)
-    try:
-        found = cache.get(key)
-    except Exception:  # noqa: BLE001 — Redis down costs a recomputation, never an error
-        logger.warning("judge report cache: could not read %s", key, exc_info=True)
-        found = None
-    if found is not None:
-        return found
-    report = judge_report_of(study=study, judge=judge)
-    try:
-        cache.set(key, report, REPORT_CACHE_SECONDS)
-    except Exception:  # noqa: BLE001
-        logger.warning("judge report cache: could not store %s", key, exc_info=True)
-    return report

@@ -8,8 +8,9 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
-from analysis import judge_report, judge_screening
+from analysis import judge_ahead, judge_report, judge_screening
 from analysis.stats import Scale
 
 from .builders import build_rating_study, participants_from_counts
@@ -101,22 +102,47 @@ def test_a_judge_value_never_seen_in_calibration_passes_through():
     assert est == pytest.approx([0, 0, 1])
 
 
-def test_pages_exports_and_access(judged_study, analyst_client):
+@pytest.fixture
+def dispatched(monkeypatch):
+    """The computes handed to the workers (the broker is the edge: what reaches it is recorded instead)."""
+    calls = []
+    monkeypatch.setattr(judge_ahead, "_dispatch", lambda *args: calls.append(args))
+    return calls
+
+
+def test_the_page_shows_the_report_computed_ahead(judged_study, analyst_client, dispatched):
     study, judge = judged_study
     url = reverse("analysis:judge_report", args=[study.slug, judge.name])
     assert Client().get(url).status_code == 302  # anonymous: to the login page
-    page = analyst_client.get(url)
-    assert page.status_code == 200
-    text = page.content.decode()
-    assert "MAY" in text and "newmodel" in text and "Judge–human" in text
+    first = analyst_client.get(url).content.decode()
+    assert "Computing the report…" in first and "Screening" not in first
+    analyst_client.get(url)
+    assert dispatched == [(study.pk, judge.pk)]  # asked once
+    status = analyst_client.get(reverse("analysis:judge_status", args=[study.slug, judge.name])).json()
+    assert status == {"current": False, "computing": True, "computed_at": None}
+    assert judge_ahead.judge_report_compute(study_id=study.pk, judge_id=judge.pk) is not None
+    text = analyst_client.get(url).content.decode()
+    assert "Up to date: computed at" in text and 'data-computing="false"' in text
+    assert "newmodel" in text and "Judge–human" in text and "Human–human" in text
+    # A new judge rating: the page shows the stored report as not current and asks again
+    other = study.conditions.get(name="other").responses.exclude(judge_ratings__judge=judge).first()
+    judge.ratings.create(response=other, status="done", value=3, rated_at=timezone.now())
+    text = analyst_client.get(url).content.decode()
+    assert "Computing the report on the latest data" in text and "newmodel" in text
+    assert len(dispatched) == 2
     dashboard = analyst_client.get(reverse("analysis:dashboard", args=[study.slug]))
     assert url in dashboard.content.decode()
+
+
+def test_downloads_are_current_and_refuse_unknown_names(judged_study, analyst_client):
+    study, judge = judged_study
     csv = analyst_client.get(
         reverse("analysis:judge_table", args=[study.slug, judge.name, "judge_screening"])
     )
     assert csv.status_code == 200 and b"newmodel" in b"".join(csv.streaming_content)
     data = analyst_client.get(reverse("analysis:judge_json", args=[study.slug, judge.name])).json()
     assert data["judge"] == judge.name and data["tables"]["judge_screening"][0]["condition"] == "newmodel"
+    assert data["run"]["done"] == 300
     assert (
         analyst_client.get(reverse("analysis:judge_report", args=[study.slug, "nobody"])).status_code == 404
     )
