@@ -172,7 +172,6 @@ def screening_html(report: JudgeReport) -> SafeString:
     if frame.empty:
         return _table(frame, "Screening")
     top = report.scale.top_label
-    labels = list(report.scale.labels)
     shown = pd.DataFrame(
         {
             "Rank": frame["rank"],
@@ -192,12 +191,9 @@ def screening_html(report: JudgeReport) -> SafeString:
             )
             for _, r in frame.iterrows()
         ]
-        shown["Corrected " + " / ".join(labels)] = [
-            " / ".join(_pct(r[f"corrected_{label}"]) for label in labels) for _, r in frame.iterrows()
-        ]
         shown["Human ratings needed"] = frame["human_ratings_needed"].map(_count)
-        shown["With the judge (PPI)"] = frame["ppi_ratings_needed"].map(_count)
-        shown["Participants with the judge"] = frame["ppi_participants_needed"].map(_count)
+        shown["With the judge"] = frame["ppi_ratings_needed"].map(_count)
+        shown["Participants, with the judge"] = frame["ppi_participants_needed"].map(_count)
     return _table(shown, "Screening: conditions people have not rated, ranked by the judge")
 
 

@@ -39,6 +39,7 @@ def judge_ratings_create(
     *,
     agree: float = 1.0,
     screen: dict[str, dict[int, float]] | None = None,
+    rate_all: tuple[str, ...] = (),
     pending: int = 0,
     failed: int = 0,
     seed: int = 0,
@@ -46,7 +47,8 @@ def judge_ratings_create(
 ) -> None:
     """The judge rates every response people rated (the person's value with probability `agree`, otherwise one of
     the other values), and every response of each condition in `screen` by the given value → probability; then
-    `pending` and `failed` rows on responses of the study it has not rated."""
+    `pending` and `failed` rows on responses of the study it has not rated. Conditions in `rate_all`: the judge
+    also rates their responses nobody rated, with a value drawn from the condition's human ratings."""
     rng = random.Random(seed)
     study = judge.study
     scale = sorted(int(o["value"]) for o in study.scale)
@@ -63,6 +65,19 @@ def judge_ratings_create(
         ).values_list("id", flat=True):
             for s in range(judge.n_samples):
                 rows.append(_done(judge, response_id, s, rng.choices(values, weights)[0], now, cost))
+    by_condition: dict[str, list[int]] = {}
+    for response_id, condition in Response.objects.filter(id__in=list(rated)).values_list(
+        "id", "condition__name"
+    ):
+        by_condition.setdefault(condition, []).append(rated[response_id])
+    for condition in rate_all:
+        for response_id in (
+            Response.objects.filter(condition__study=study, condition__name=condition)
+            .exclude(id__in=list(rated))
+            .values_list("id", flat=True)
+        ):
+            for s in range(judge.n_samples):
+                rows.append(_done(judge, response_id, s, rng.choice(by_condition[condition]), now, cost))
     taken = {r.response_id for r in rows}
     spare = list(
         Response.objects.filter(condition__study=study)

@@ -43,7 +43,7 @@ def draft_study(slug: str, parent: Study | None = None, prompts: int = 400) -> S
 
 
 def _cells(page: str) -> list[str]:
-    return re.findall(r"<td>([^<]*)</td>", page.split("Power before launch", 1)[1])
+    return re.findall(r"<td[^>]*>([^<]*)</td>", page.split("Power before launch", 1)[1])
 
 
 def test_the_launch_page_shows_the_plan_without_a_judge(staff_client):
@@ -64,7 +64,7 @@ def test_the_launch_page_shows_the_plan_without_a_judge(staff_client):
         str(expected[("gpt5", plan.lines[0].test, 0.9)]),
     ]
     assert "No judge has been measured against people yet" in page
-    assert "with the judge</th>" not in page
+    assert "judge</th>" not in page
 
 
 def test_a_wave_uses_the_judge_calibrated_on_its_root(staff_client):
@@ -81,7 +81,7 @@ def test_a_wave_uses_the_judge_calibrated_on_its_root(staff_client):
     found = launch_power.calibrated_judge(study=wave)
     assert found["name"] == "root-judge" and found["responses"] == 200 and found["study"] == "root"
     page = staff_client.get(reverse("admin:studies_study_state", args=[wave.pk, "launch"])).content.decode()
-    assert "80 %, with the judge" in page and "root-judge" in page
+    assert "80 %, judge" in page and "root-judge" in page
     context = launch_power.launch_power_context(study=wave)
     for row in context["rows"]:
         assert row["ppi_80"] < row["people_80"] and row["ppi_90"] < row["people_90"]
