@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 
 import pandas as pd
-from django.utils.safestring import SafeString
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 
 from analysis.judge_report import JudgeReport
 from analysis.reports import html_table
@@ -36,6 +37,27 @@ def _table(frame: pd.DataFrame, caption: str) -> SafeString:
     return html_table(frame, caption=caption, label=caption)
 
 
+def stacked_table(frame: pd.DataFrame, caption: str) -> SafeString:
+    """A table that stacks on a phone: each row becomes a card of "heading: value" lines (CSS in the page), so the
+    figures that matter are read without scrolling sideways. Cells are escaped strings."""
+    if frame.empty:
+        return _table(frame, caption)
+    head = "".join(f'<th scope="col">{escape(c)}</th>' for c in frame.columns)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td data-label="{escape(c)}">{escape(v)}</td>' for c, v in zip(frame.columns, row, strict=True)
+        )
+        + "</tr>"
+        for row in frame.astype(str).itertuples(index=False, name=None)
+    )
+    name = escape(caption)
+    return mark_safe(
+        f'<div class="table-scroll" tabindex="0" role="region" aria-label="{name}"><table class="data stack">'
+        f"<caption>{name}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+    )
+
+
 def agreement_html(report: JudgeReport) -> SafeString:
     frame = report.agreement()
     if frame.empty:
@@ -53,7 +75,7 @@ def agreement_html(report: JudgeReport) -> SafeString:
             ],
         }
     )
-    return _table(shown, "Agreement: the judge with people beside people with each other")
+    return stacked_table(shown, "Agreement: the judge with people beside people with each other")
 
 
 def breakdown_html(frame: pd.DataFrame, by: str, caption: str) -> SafeString:
@@ -194,7 +216,7 @@ def screening_html(report: JudgeReport) -> SafeString:
         shown["Human ratings needed"] = frame["human_ratings_needed"].map(_count)
         shown["With the judge"] = frame["ppi_ratings_needed"].map(_count)
         shown["Participants, with the judge"] = frame["ppi_participants_needed"].map(_count)
-    return _table(shown, "Screening: conditions people have not rated, ranked by the judge")
+    return stacked_table(shown, "Screening: conditions people have not rated, ranked by the judge")
 
 
 def _count(x) -> str:
