@@ -142,9 +142,7 @@ def wave_analyze(*, study: Study, options: AnalysisOptions) -> WaveAnalysis:
     parent = Study.objects.get(pk=study.parent_id)
     parent_rows = selectors.rating_rows_frame(study=parent)
     original = parent_rows[parent_rows["condition"] == parent_baseline(parent).name]
-    original = _kept(
-        original, result.rules
-    )  # the rules the wave's analysis applied (by default its declared)
+    original = _kept(original, result.rules)  # the rules the wave's analysis applied (by default its declared)
     rerate = _kept(rerate, result.rules)
     result.drift, result.drift_warning = drift_test(
         original, rerate, scale, b=options.bootstrap_samples, seed=options.seed + 2, alpha=_alpha(study)
