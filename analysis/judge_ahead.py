@@ -113,6 +113,18 @@ def judge_report_state(*, study: Study, judge) -> JudgeReportState:
     return JudgeReportState(stored, current=False, computing=True)
 
 
+def judge_reports_refresh() -> int:
+    """Ask for a new report of every judge of a rating study whose data changed since its stored report (beat runs
+    this: a judge run that finishes, or new human ratings, are reported before the next view). Returns how many
+    computes were asked for (a compute already claimed is not asked twice)."""
+    asked = 0
+    for study in Study.objects.filter(kind=Study.Kind.RATING).order_by("id"):
+        for judge in judges_of(study=study):
+            state = judge_report_state(study=study, judge=judge)
+            asked += int(not state.current)
+    return asked
+
+
 def judge_report_current(*, study: Study, judge) -> JudgeReport:
     """The report on the data as it is now: the stored one when current, else computed here and stored (the
     downloads, the API and the command want current numbers, not the page's quick answer)."""

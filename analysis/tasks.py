@@ -26,3 +26,9 @@ def analysis_refresh_live_task() -> int:
 def judge_report_task(study_id: int, judge_id: int) -> bool:
     """Compute one judge's report on one study and keep it in the cache (the judge report page asks for it)."""
     return judge_ahead.judge_report_compute(study_id=study_id, judge_id=judge_id) is not None
+
+
+@shared_task(acks_late=True, ignore_result=True, soft_time_limit=50, time_limit=60)
+def judge_reports_refresh_task() -> int:
+    """Run by beat: ask for a new report of every judge whose study's data or ratings changed since its last one."""
+    return judge_ahead.judge_reports_refresh()

@@ -1,11 +1,13 @@
 """The judge report: calibration, PPI and screening on a study in the database, its pages, exports and CLI."""
 
 import json
+import threading
 
 import numpy as np
 import pandas as pd
 import pytest
 from django.core.management import call_command
+from django.db import connections
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -176,3 +178,46 @@ def test_command_refuses_an_unknown_judge(judged_study):
 
     with pytest.raises(CommandError, match="no judge"):
         call_command("judge_report", judged_study[0].slug, "nobody")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_simultaneous_views_ask_for_one_compute(monkeypatch):
+    """Six requests of a stale report at once (separate threads and database connections, the real cache): one
+    compute is asked for; the others see it claimed."""
+    people = participants_from_counts("human", {1: 10, 2: 20, 3: 30}) + participants_from_counts(
+        "gpt4", {1: 10, 2: 20, 3: 30}
+    )
+    study = build_rating_study(slug="raced", conditions=["human", "gpt4"], participants=people).study
+    judge = judge_create(study)
+    judge_ratings_create(judge, agree=0.8)
+    calls, lock = [], threading.Lock()
+
+    def record(*args):
+        with lock:
+            calls.append(args)
+
+    monkeypatch.setattr(judge_ahead, "_dispatch", record)
+    barrier = threading.Barrier(6)
+    states = []
+
+    def view():
+        try:
+            barrier.wait()
+            states.append(judge_ahead.judge_report_state(study=study, judge=judge))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=view) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(states) == 6 and all(s.computing and not s.current for s in states)
+    assert calls == [(study.pk, judge.pk)]
+
+
+def test_beat_asks_for_stale_reports_only(judged_study, dispatched):
+    study, judge = judged_study
+    assert judge_ahead.judge_reports_refresh() == 1 and dispatched == [(study.pk, judge.pk)]
+    judge_ahead.judge_report_compute(study_id=study.pk, judge_id=judge.pk)  # the worker; releases the claim
+    assert judge_ahead.judge_reports_refresh() == 0 and len(dispatched) == 1

@@ -58,8 +58,8 @@ class Command(BaseCommand):
         agreement = report.agreement()
         for line in agreement.itertuples():
             w(
-                f"  {line.coefficient:<28} judge–human {line.judge_human:.3f} [{line.judge_human_ci_low:.3f}, "
-                f"{line.judge_human_ci_high:.3f}]   human–human {line.human_human:.3f}"
+                f"  {line.coefficient:<28} judge–human {_f(line.judge_human)} [{_f(line.judge_human_ci_low)}, "
+                f"{_f(line.judge_human_ci_high)}]   human–human {_f(line.human_human)}"
             )
         top = report.scale.top_label
         if not report.screening.empty:
@@ -70,8 +70,18 @@ class Command(BaseCommand):
                     f"  {line['rank']}. {line['condition']}: judge {100 * line[f'judge_{top}']:.1f} %"
                     + (f", corrected {100 * corrected:.1f} %" if corrected is not None else "")
                     + f" ({line['responses_judged']} responses judged, {line['human_ratings']} human ratings)"
+                    + (
+                        f"; 80 % power needs {_f(line['human_ratings_needed'], 0)} human ratings, "
+                        f"{_f(line['ppi_ratings_needed'], 0)} with the judge"
+                        if line.get("human_ratings_needed") == line.get("human_ratings_needed")
+                        else ""
+                    )
                 )
         for note in report.notes:
             w(f"Note: {note}")
         if out:
             w(f"Written to {out}")
+
+
+def _f(value, digits: int = 3) -> str:
+    return "n/a" if value is None or value != value else f"{value:.{digits}f}"
