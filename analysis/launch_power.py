@@ -6,7 +6,8 @@ studies admin shows it without importing analysis.
 A judge counts as calibrated here when it rated at least `calibration.MIN_RESPONSES` responses that people rated
 (in this study or, for a wave, in its family's root study); its per-value indicator correlations are measured on
 those pairs (no bootstrap: the page stays quick). Whether it may screen is its report's verdict, linked.
-Judge ratings per human rating under PPI: (responses per condition − human ratings needed) / human ratings needed,
+For a wave, the baseline's expected shares are the family root's stored baseline as its people rated it (the wave
+is analysed against it, analysis/waves.py). Judge ratings per human rating under PPI: (responses per condition − human ratings needed) / human ratings needed,
 with the smallest condition's responses and the 90 % requirement: conservative (see analysis.judge_report).
 """
 
@@ -18,14 +19,14 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.safestring import SafeString
 
-from analysis import power
+from analysis import power, stats
 from analysis.calibration import MIN_RESPONSES, indicator_correlations, pairs_frame
 from analysis.judge_report import human_ratings_frame
 from analysis.judge_screening import judge_per_response
-from analysis.study_power import StudyPower, StudyPowerError, study_power_plan
+from analysis.study_power import MIN_OBSERVED_RATINGS, StudyPower, StudyPowerError, study_power_plan
 from generation.selectors import judge_ratings_frame, judges_of
 from studies.models import Response, Study
-from studies.waves import family_root
+from studies.waves import StudyCopyError, family_root, parent_baseline
 
 
 def calibrated_judge(*, study: Study) -> dict | None:
@@ -73,16 +74,45 @@ def _judge_ratio(study: Study, plan: StudyPower) -> float:
     return max(int(counts.min()) - needed, 0) / needed
 
 
+def stored_baseline_shares(*, study: Study) -> tuple[list[float], str] | None:
+    """For a wave: the family root's baseline, as its people rated it (counted ratings after its declared
+    exclusion rules), when it has at least MIN_OBSERVED_RATINGS of them: (shares, where they came from)."""
+    if study.parent_id is None:
+        return None
+    root = family_root(study)
+    try:
+        baseline = parent_baseline(root)
+    except StudyCopyError:  # a root without a baseline: nothing stored to plan from
+        return None
+    human = human_ratings_frame(study=root)
+    mine = human[human["condition"] == baseline.name]
+    if len(mine) < MIN_OBSERVED_RATINGS:
+        return None
+    scale = stats.Scale.from_study_scale(root.scale)
+    counts = mine["value"].value_counts().reindex(list(scale.values), fill_value=0)
+    return (
+        counts / counts.sum()
+    ).tolist(), f"stored baseline: {baseline.name} of {root.slug} ({len(mine)} ratings)"
+
+
 def launch_power_context(*, study: Study) -> dict:
+    stored = stored_baseline_shares(study=study)
     try:
         plan = study_power_plan(study=study)
+        given = {plan.baseline: stored[0]} if stored else None
+        if given:
+            plan = study_power_plan(study=study, shares=given)
     except (StudyPowerError, power.PowerError) as exc:
         return {"error": str(exc), "study": study}
     judge = calibrated_judge(study=study)
     ratio = None
     if judge is not None:
         ratio = _judge_ratio(study, plan)
-        plan = study_power_plan(study=study, judge_correlation=judge["correlations"], judge_ratio=ratio)
+        plan = study_power_plan(
+            study=study, shares=given, judge_correlation=judge["correlations"], judge_ratio=ratio
+        )
+    if stored:
+        plan.share_sources[plan.baseline] = stored[1]
         judge["ratio"] = ratio
         judge["top_correlation"] = judge["correlations"][len(plan.scale) - 1]
     rows: dict[tuple[str, str], dict] = {}

@@ -82,12 +82,20 @@ def test_a_wave_uses_the_judge_calibrated_on_its_root(staff_client):
     assert found["name"] == "root-judge" and found["responses"] == 200 and found["study"] == "root"
     page = staff_client.get(reverse("admin:studies_study_state", args=[wave.pk, "launch"])).content.decode()
     assert "80 %, judge" in page and "root-judge" in page
+    # The baseline's expected shares: the root's stored baseline as people rated it (20 / 40 / 40 %)
+    assert (
+        "Bad 20.0 %, Okay 40.0 %, Good 40.0 %" in page
+        and "stored baseline: human of root (100 ratings)" in page
+    )
     context = launch_power.launch_power_context(study=wave)
     for row in context["rows"]:
         assert row["ppi_80"] < row["people_80"] and row["ppi_90"] < row["people_90"]
     # The same figures as study_power's own command would give with that judge
     plan = study_power_plan(
-        study=wave, judge_correlation=found["correlations"], judge_ratio=context["judge"]["ratio"]
+        study=wave,
+        shares={"human": [0.2, 0.4, 0.4]},
+        judge_correlation=found["correlations"],
+        judge_ratio=context["judge"]["ratio"],
     )
     expected = {(ln.condition, ln.test, ln.power): ln.ppi_participants_per_condition for ln in plan.lines}
     short = {"2×3 χ²": power.TEST_2X3, "2×2 top vs rest (Yates)": power.TEST_2X2_YATES}
