@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 
 from analysis import exports, reports, selectors
 from analysis.design import design_headers
+from analysis.judge_views import report_for
 from analysis.permissions import IsAnalyst
 from analysis.services import AnalysisError, study_analyze_cached
 from analysis.views import options_from_query
@@ -182,3 +183,16 @@ class StudyTable(APIView):
         )
         response["Content-Disposition"] = f'attachment; filename="{analysis.study_slug}-{name}.csv"'
         return response
+
+
+class StudyJudgeReport(APIView):
+    """One LLM judge's report on the study: the verdict, its run (done, pending, failed, spend), agreement with
+    people beside people's with each other, the confusion matrix, by valence and emotion, the alternative annotator
+    test, bias checks, prediction-powered shares beside human-only ones, and the screening of unrated conditions."""
+
+    permission_classes = [IsAnalyst]
+    http_method_names = READ_ONLY
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request, slug: str, name: str) -> Response:
+        return Response(report_for(slug, name).summary())

@@ -10,4 +10,9 @@ urlpatterns = [
     path("studies/<slug:slug>/aggregates/", api.StudyAggregates.as_view(), name="study-aggregates"),
     path("studies/<slug:slug>/exports/<str:what>.csv", api.StudyExport.as_view(), name="study-export"),
     path("studies/<slug:slug>/tables/<str:name>.csv", api.StudyTable.as_view(), name="study-table"),
+    path(
+        "studies/<slug:slug>/judges/<slug:name>/report/",
+        api.StudyJudgeReport.as_view(),
+        name="study-judge-report",
+    ),
 ]

@@ -3,7 +3,7 @@ snapshot already computed on the current data is kept)."""
 
 from celery import shared_task
 
-from analysis import snapshots
+from analysis import judge_ahead, snapshots
 
 
 @shared_task(acks_late=True, ignore_result=True, soft_time_limit=540, time_limit=snapshots.RUNNING_SECONDS)
@@ -20,3 +20,15 @@ def analysis_refresh_live_task() -> int:
     """Run by beat: ask for a fresh default analysis of every live rating study whose ratings changed since its
     last snapshot, so the dashboard is current before anyone opens it. Returns how many were asked for."""
     return snapshots.snapshots_refresh_live()
+
+
+@shared_task(acks_late=True, ignore_result=True, soft_time_limit=540, time_limit=judge_ahead.RUNNING_SECONDS)
+def judge_report_task(study_id: int, judge_id: int) -> bool:
+    """Compute one judge's report on one study and keep it in the cache (the judge report page asks for it)."""
+    return judge_ahead.judge_report_compute(study_id=study_id, judge_id=judge_id) is not None
+
+
+@shared_task(acks_late=True, ignore_result=True, soft_time_limit=50, time_limit=60)
+def judge_reports_refresh_task() -> int:
+    """Run by beat: ask for a new report of every judge whose study's data or ratings changed since its last one."""
+    return judge_ahead.judge_reports_refresh()

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import emotionbench_views, views
+from . import emotionbench_views, judge_views, views
 
 app_name = "analysis"
 
@@ -28,4 +28,10 @@ urlpatterns = [
     path("<slug:slug>/figures/<str:name>.<str:fmt>", views.figure, name="figure"),
     path("<slug:slug>/exports/<str:what>.csv", views.export, name="export"),
     path("<slug:slug>/tables/<str:name>.csv", views.table, name="table"),
+    path("<slug:slug>/judges/<slug:name>/", judge_views.judge_report_page, name="judge_report"),
+    path("<slug:slug>/judges/<slug:name>/status.json", judge_views.judge_status, name="judge_status"),
+    path("<slug:slug>/judges/<slug:name>/report.json", judge_views.judge_json, name="judge_json"),
+    path(
+        "<slug:slug>/judges/<slug:name>/tables/<str:table>.csv", judge_views.judge_table, name="judge_table"
+    ),
 ]

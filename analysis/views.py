@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 from analysis import exports, figures, reports, selectors, snapshots
 from analysis.design import design_headers, design_of
 from analysis.exclusions import ExclusionRules
+from analysis.judge_report import judges_list
 from analysis.permissions import analyst_required
 from analysis.services import AnalysisError, AnalysisOptions, analysis_entry, study_analyze_cached
 from studies.models import Study
@@ -104,6 +105,7 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         query=_query_suffix(request),
         no_exclusions=request.GET.get("exclusions") == "none",
         design=design_of(study),  # live: an amendment shows at once, whatever the snapshot's age
+        judges=judges_list(study=study),
     )
     return render(request, "analysis/dashboard.html", context)
 

@@ -237,3 +237,31 @@ def judge_ratings_frame(*, judge: Judge, conditions: list[Condition] | None = No
         ],
         columns=["response_id", "sample_index", "value", "condition", "emotion", "words"],
     )
+
+
+def judge_run_summary(*, judge: Judge) -> dict:
+    """What a judge's run has done so far, read-only: its rows by status, the responses it rated, tokens and
+    spend (USD, rows with a cost), the last rating's time and id (a new rating changes them)."""
+    rows = JudgeRating.objects.filter(judge=judge)
+    by_status = dict(rows.order_by().values_list("status").annotate(n=Count("id")))
+    totals = rows.aggregate(
+        cost=Sum("cost"), input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens")
+    )
+    done = rows.filter(status=JudgeRating.Status.DONE)
+    last = done.order_by("-rated_at", "-id").values_list("id", "rated_at").first()
+    return {
+        "judge": judge.name,
+        "model": judge.model,
+        "provider": str(judge.provider),
+        "samples_per_response": judge.n_samples,
+        "done": by_status.get(JudgeRating.Status.DONE, 0),
+        "pending": by_status.get(JudgeRating.Status.PENDING, 0)
+        + by_status.get(JudgeRating.Status.RUNNING, 0),
+        "failed": by_status.get(JudgeRating.Status.FAILED, 0),
+        "responses_rated": done.values("response_id").distinct().count(),
+        "cost_usd": float(totals["cost"] or Decimal(0)),
+        "input_tokens": int(totals["input_tokens"] or 0),
+        "output_tokens": int(totals["output_tokens"] or 0),
+        "last_rating_id": last[0] if last else None,
+        "last_rated_at": last[1].isoformat() if last and last[1] else None,
+    }

@@ -4,6 +4,7 @@ that says who is still taking part), and a plain summary of what stops a deletio
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 
 from django.contrib import messages
@@ -15,8 +16,11 @@ from django.http import HttpRequest, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.module_loading import import_string
 from django.utils.text import get_text_list
 
+from .kinds import kind_of
 from .models import Participant, Study
 from .services import (
     StudyLaunchError,
@@ -36,6 +40,8 @@ STATE_CHANGES = {
     "close": (study_close, {Study.State.LIVE, Study.State.PAUSED}, "Close for good"),
 }
 
+logger = logging.getLogger(__name__)
+
 PROLIFIC_PARAMETERS = "PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
 
 
@@ -45,6 +51,21 @@ def participant_link(request: HttpRequest, study: Study) -> str:
     if study.platform == Study.Platform.PROLIFIC:
         return f"{base}?{PROLIFIC_PARAMETERS}"
     return base
+
+
+def launch_panel(study: Study) -> str:
+    """The kind's launch panel (e.g. the rating kind's power before launch), or "" when it has none. The panel is
+    advice: when it fails, the launch page says so and still works."""
+    path = kind_of(study).launch_panel
+    if path is None:
+        return ""
+    try:
+        return import_string(path)(study)
+    except Exception:
+        logger.exception("launch panel %s failed for study %s", path, study.slug)
+        return format_html(
+            "<p class='errornote'>{}</p>", "The power figures could not be computed (see the log)."
+        )
 
 
 def state_changes_for(study: Study) -> list[tuple[str, str]]:
@@ -85,6 +106,7 @@ def state_change_view(model_admin, request: HttpRequest, pk: int, verb: str):
         "words": words,
         "allowed": study.state in sources,
         "problems": study_launch_problems(study=study) if verb == "launch" else [],
+        "launch_panel": launch_panel(study) if verb == "launch" else "",
         "active": active_participants(study) if verb in {"close", "pause"} else 0,
         "change_url": change_url,
         "participant_link": participant_link(request, study),

@@ -92,6 +92,7 @@ class RatingKind(StudyKind):
         ("ratings_per_response.mean", "mean/resp"),
     ]
     analysis = "analysis.entries.RATING_ANALYSIS"
+    launch_panel = "analysis.launch_power.launch_power_html"
     admin_fieldsets = [
         ("Rating study", {"fields": ["worked_examples", "ask_teq", "scale_question", "scale"]}),
     ]
