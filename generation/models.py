@@ -20,6 +20,7 @@ from django.db.models import Q
 
 from generation.keys import key_env_problem
 from generation.providers.registry import adapter_choices
+from studies.fields import PlainTextField
 from studies.models import Condition, Prompt, Response
 
 #: The fields of a prompt a template may use.
@@ -37,7 +38,7 @@ DEFAULT_PROMPT_TEMPLATE = (
 )
 
 
-def template_validate(template: str) -> None:
+def template_validate(template: str, *, what: str = "the template") -> None:
     """Raise ValidationError naming every placeholder a template uses that a prompt does not have.
 
     Placeholders are Python format fields ({situation}); write {{ and }} for literal braces."""
@@ -45,17 +46,24 @@ def template_validate(template: str) -> None:
         fields = [field for _, field, _, _ in string.Formatter().parse(template) if field is not None]
     except ValueError as exc:
         raise ValidationError(
-            f"The template is not well formed: {exc} (write {{{{ and }}}} for literal braces)."
+            f"{what[0].upper()}{what[1:]} is not well formed: {exc} (write {{{{ and }}}} for literal braces)."
         ) from None
     unknown = sorted({f for f in fields if f not in TEMPLATE_PLACEHOLDERS})
     if unknown:
         raise ValidationError(
-            "Unknown placeholder(s) in the template: %(unknown)s. Allowed: %(allowed)s.",
+            "Unknown placeholder(s) in %(what)s: %(unknown)s; it would reach the model unfilled. Allowed: "
+            "%(allowed)s (write {{ and }} for literal braces).",
             params={
+                "what": what,
                 "unknown": ", ".join("{" + f + "}" for f in unknown),
                 "allowed": ", ".join("{" + f + "}" for f in TEMPLATE_PLACEHOLDERS),
             },
         )
+
+
+def system_prompt_validate(text: str) -> None:
+    """The system prompt is filled like the prompt template (the same placeholders, {{ and }} for braces)."""
+    template_validate(text, what="the system prompt")
 
 
 def env_var_name_validate(value: str) -> None:
@@ -121,8 +129,13 @@ class LLMConditionConfig(models.Model):
     n_samples = models.PositiveSmallIntegerField(
         default=1, validators=[MinValueValidator(1)], help_text="Responses per prompt (sample 0, 1, …)."
     )
-    system_prompt = models.TextField(blank=True)
-    prompt_template = models.TextField(
+    system_prompt = PlainTextField(
+        blank=True,
+        validators=[system_prompt_validate],
+        help_text="Filled like the prompt template: {situation}, {speaker_utterance}, {emotion} are replaced. "
+        "Write {{ and }} for literal braces.",
+    )
+    prompt_template = PlainTextField(
         default=DEFAULT_PROMPT_TEMPLATE,
         validators=[template_validate],
         help_text="Placeholders: {situation}, {speaker_utterance}, {emotion}. Write {{ and }} for literal braces.",
@@ -141,11 +154,13 @@ class LLMConditionConfig(models.Model):
 
 
 class GenerationJob(models.Model):
-    """One start of generation for a condition (the log of who started what, and its cancellation)."""
+    """One start of generation for a condition (the log of who started what, its cancellation, and why it was
+    stopped when the same permanent failure kept repeating)."""
 
     class Status(models.TextChoices):
         RUNNING = "running", "Running"
         CANCELLED = "cancelled", "Cancelled"
+        STOPPED = "stopped", "Stopped after repeated failures"
 
     condition = models.ForeignKey(Condition, on_delete=models.CASCADE, related_name="generation_jobs")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
@@ -153,6 +168,9 @@ class GenerationJob(models.Model):
     via = models.CharField(max_length=16, default="command")
     created_at = models.DateTimeField(auto_now_add=True)
     cancelled_at = models.DateTimeField(null=True, blank=True)
+    stopped_reason = models.TextField(
+        blank=True, help_text="Why generation stopped by itself (the repeated failure and what to check)."
+    )
 
     class Meta:
         ordering = ["-created_at"]
