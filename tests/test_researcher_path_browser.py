@@ -52,16 +52,24 @@ class Path_:
     def __init__(self, page, base: str, shots: Path):
         self.page, self.base, self.shots = page, base, shots
         self.violations: list[str] = []
+        self.wide: list[str] = []  # pages that scroll sideways
         self.n = 0
 
     def look(self, name: str, *, phone: bool = False) -> None:
         self.violations += axe_violations(self.page)
         self.n += 1
         self.page.screenshot(path=str(self.shots / f"{self.n:02d}-{name}-desktop.png"), full_page=True)
+        self.wide += self._wider_than_the_screen(name)
         if phone:
             self.page.set_viewport_size(PHONE)
             self.page.screenshot(path=str(self.shots / f"{self.n:02d}-{name}-phone.png"), full_page=True)
+            self.wide += self._wider_than_the_screen(name)
             self.page.set_viewport_size(DESKTOP)
+
+    def _wider_than_the_screen(self, name: str) -> list[str]:
+        width = self.page.evaluate("document.documentElement.scrollWidth")
+        screen = self.page.viewport_size["width"]
+        return [f"{name}: {width} px wide at {screen} px"] if width > screen else []
 
     def go(self, path: str) -> None:
         response = self.page.goto(self.base + path)
@@ -195,7 +203,7 @@ def test_a_researcher_runs_a_study_through_the_admin_alone(
     # 8. Preview as a participant (never counted).
     r.go(f"/s/{SLUG}/?preview=1")
     expect(page.get_by_role("button", name="I agree, start the study")).to_be_visible()
-    page.screenshot(path=str(shots / "08-preview-desktop.png"), full_page=True)
+    page.screenshot(path=str(shots / f"{r.n:02d}b-preview-desktop.png"), full_page=True)
 
     # 9. Launch.
     r.go(f"/admin/studies/study/{study.pk}/change/")
@@ -215,7 +223,7 @@ def test_a_researcher_runs_a_study_through_the_admin_alone(
     expect(participant.get_by_role("button", name="I agree, start the study")).to_be_visible()
     steps = walk(participant, participant.url)
     assert steps[-1] == "done" and steps.count("items") == 4
-    participant.screenshot(path=str(shots / "10-participant-done-phone.png"), full_page=True)
+    participant.screenshot(path=str(shots / f"{r.n:02d}b-participant-done-phone.png"), full_page=True)
     page.get_by_role("link", name="Refresh now").click()
     expect(page.locator("#participants-table")).to_contain_text("1")
     r.look("status-after", phone=True)
@@ -245,3 +253,4 @@ def test_a_researcher_runs_a_study_through_the_admin_alone(
     assert len(rows) == 4 and {row["condition"] for row in rows} <= {"human", "gpt"}
 
     assert r.violations == [], "\n".join(r.violations)
+    assert r.wide == []
