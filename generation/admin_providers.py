@@ -4,7 +4,7 @@ conditions' configurations (with a rendered example before anything is sent)."""
 import os
 
 from django.contrib import admin
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -86,6 +86,8 @@ class ProviderAdmin(admin.ModelAdmin):
         )
         result = None
         if request.method == "POST":
+            if not self.has_change_permission(request, provider):  # a test call is paid for
+                raise PermissionDenied
             result = connection.provider_connection_test(provider=provider, model=model)
         context = {
             **self.admin_site.each_context(request),

@@ -21,6 +21,9 @@ from tests.studies.helpers import PUBLIC_HEADER
 from .conftest import TEST_KEY, json_response, make_provider, make_study, openai_body
 
 CHAT = "/v1/chat/completions"
+REFUSED_WITH_KEY = {
+    "error": {"message": f"Incorrect API key provided: {TEST_KEY}", "code": "invalid_api_key"}
+}
 
 
 def connection_page(client, provider, model="gpt-test"):
@@ -48,8 +51,7 @@ def test_a_working_provider_shows_the_model_that_answered_and_the_latency(
 def test_a_refused_key_names_the_variable_and_never_shows_the_key_even_when_the_provider_quotes_it(
     staff_client, openai_provider, httpserver
 ):
-    body = {"error": {"message": f"Incorrect API key provided: {TEST_KEY}", "code": "invalid_api_key"}}
-    httpserver.expect_request(CHAT).respond_with_json(body, status=401)
+    httpserver.expect_request(CHAT).respond_with_json(REFUSED_WITH_KEY, status=401)
     page = connection_page(staff_client, openai_provider)
     assert "It does not work yet." in page
     assert "refused the key (HTTP 401)" in page and "TEST_GEN_API_KEY" in page
@@ -249,3 +251,19 @@ def test_a_regeneration_that_returns_the_same_text_is_said_plainly_and_not_repea
     generation_run_in_process(item_ids=[GenerationItem.objects.get(response=response).id], threads=1)
     response.refresh_from_db()
     assert response.text == "That sounds so hard; I'm sorry." and response.review_flags == []
+
+
+@pytest.mark.django_db
+def test_the_terminal_test_uses_the_configured_model_and_fails_with_the_reason(openai_provider, httpserver):
+    from django.core.management import CommandError
+
+    make_study(provider=openai_provider, n_prompts=1)
+    httpserver.expect_ordered_request(CHAT).respond_with_json(openai_body("OK", model="gpt-test-0613"))
+    httpserver.expect_ordered_request(CHAT).respond_with_json(REFUSED_WITH_KEY, status=401)
+    out = StringIO()
+    call_command("provider_test", openai_provider.name, stdout=out)
+    assert "answered as model gpt-test-0613" in out.getvalue()
+    assert json.loads(httpserver.log[0][0].get_data())["model"] == "gpt-test"
+    with pytest.raises(CommandError, match="refused the key") as refused:
+        call_command("provider_test", openai_provider.name, stdout=StringIO())
+    assert TEST_KEY not in str(refused.value)
