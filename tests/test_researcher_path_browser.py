@@ -18,6 +18,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
+from generation.models import ResponseEdit
 from studies.models import Participant, Rating, Response, Study
 from tests.a11y import axe_violations
 from tests.generation.conftest import TEST_KEY, json_response, openai_body
@@ -199,6 +200,8 @@ def test_a_researcher_runs_a_study_through_the_admin_alone(
     r.look("review-edit")
     page.get_by_role("button", name="Save", exact=True).click()
     assert not Response.objects.filter(condition__study=study, review=Response.Review.FLAGGED).exists()
+    edit = ResponseEdit.objects.get(response__condition__study=study)
+    assert (edit.before, edit.editor_username) == (FLAGGED, "researcher")
 
     # 8. Preview as a participant (never counted).
     r.go(f"/s/{SLUG}/?preview=1")
