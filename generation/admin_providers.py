@@ -2,8 +2,9 @@
 conditions' configurations (with a rendered example before anything is sent)."""
 
 import os
+import re
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -13,6 +14,9 @@ from django.utils.html import format_html
 from generation.models import LLMConditionConfig, Provider
 from generation.services import connection, prompts
 from studies.models import Condition
+
+#: An API root with a version in its path (/v1, /v1beta/openai/, …).
+VERSIONED_PATH = re.compile(r"/v\d")
 
 
 @admin.register(Provider)
@@ -100,6 +104,15 @@ class ProviderAdmin(admin.ModelAdmin):
             "original": provider,
         }
         return TemplateResponse(request, "admin/generation/provider/test_connection.html", context)
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if obj.kind == "openai" and obj.base_url and not VERSIONED_PATH.search(obj.base_url):
+            messages.warning(
+                request,
+                f"The base URL {obj.base_url} has no version in its path: OpenAI-compatible servers usually "
+                "serve the API under /v1 (e.g. http://host:8000/v1). Use Test connection to check it.",
+            )
 
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         if db_field.name == "base_url":

@@ -10,11 +10,14 @@
 * ResponseEdit: the audit trail of an admin's edits to a generated response.
 """
 
+import re
 import string
+from urllib.parse import urlsplit, urlunsplit
 
+from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, URLValidator
 from django.db import models
 from django.db.models import Q
 
@@ -73,14 +76,45 @@ def env_var_name_validate(value: str) -> None:
         raise ValidationError(problem)
 
 
+_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?", re.IGNORECASE)
+
+
+def endpoint_url_validate(value: str) -> None:
+    """An http(s) URL, as URLValidator checks it, except that a host of one label is allowed too: a Docker
+    Compose service (http://vllm:8000/v1) or a machine on the local network is named that way."""
+    parts = urlsplit(value)
+    host = parts.hostname or ""
+    if host and "." not in host and ":" not in host and _LABEL.fullmatch(host):
+        netloc = parts.netloc.replace(host, "localhost", 1) if "@" not in parts.netloc else parts.netloc
+        value = urlunsplit(parts._replace(netloc=netloc))
+    URLValidator(schemes=["http", "https"])(value)
+
+
+class EndpointFormField(forms.URLField):
+    default_validators = [endpoint_url_validate]
+
+
+class EndpointURLField(models.URLField):
+    """A provider's base URL (see `endpoint_url_validate`). Deconstructs as a URLField: same column, no migration."""
+
+    default_validators = [endpoint_url_validate]
+
+    def formfield(self, **kwargs):
+        return super().formfield(**{"form_class": EndpointFormField, **kwargs})
+
+    def deconstruct(self):
+        name, _path, args, kwargs = super().deconstruct()
+        return name, "django.db.models.URLField", args, kwargs
+
+
 class Provider(models.Model):
     name = models.SlugField(max_length=64, unique=True)
     # The wire format: one choice per registered adapter (generation.providers.registry).
     kind = models.CharField(max_length=16, choices=adapter_choices, default="openai")
-    base_url = models.URLField(
+    base_url = EndpointURLField(
         max_length=300,
         blank=True,
-        help_text="Blank: the vendor's own endpoint. E.g. http://vllm:8000/v1, http://localhost:11434/v1 (Ollama), "
+        help_text="Blank: the vendor's own endpoint. E.g. http://vllm:8000/v1 (a Compose service), http://localhost:11434/v1 (Ollama), "
         "https://api.together.xyz/v1, https://generativelanguage.googleapis.com/v1beta/openai/.",
     )
     api_key_env = models.CharField(

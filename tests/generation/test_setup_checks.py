@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from generation.models import GenerationItem, LLMConditionConfig
+from generation.models import GenerationItem, LLMConditionConfig, Provider
 from generation.services.dispatch import generation_run_in_process
 from generation.services.running import SAME_TEXT_FLAG
 from studies.models import Condition, Prompt, Response, Study
@@ -267,3 +267,45 @@ def test_the_terminal_test_uses_the_configured_model_and_fails_with_the_reason(o
     with pytest.raises(CommandError, match="refused the key") as refused:
         call_command("provider_test", openai_provider.name, stdout=StringIO())
     assert TEST_KEY not in str(refused.value)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("base_url", "warned"),
+    [
+        ("http://vllm:8000", True),
+        ("http://vllm:8000/v1", False),
+        ("https://generativelanguage.googleapis.com/v1beta/openai/", False),
+    ],
+)
+def test_saving_an_openai_compatible_provider_without_a_version_in_its_url_warns(
+    staff_client, base_url, warned
+):
+    page = staff_client.post(
+        reverse("admin:generation_provider_add"),
+        {
+            "name": "local",
+            "kind": "openai",
+            "base_url": base_url,
+            "api_key_env": "LOCAL_API_KEY",
+            "requests_per_minute": 60,
+            "tokens_per_minute": 100000,
+            "max_concurrency": 2,
+            "timeout_seconds": 30,
+            "max_attempts": 3,
+            "price_input_per_million": 0,
+            "price_output_per_million": 0,
+        },
+        follow=True,
+    ).content.decode()
+    assert Provider.objects.get(name="local").base_url == base_url  # a Docker service name is a host too
+    assert ("has no version in its path" in page) is warned
+
+
+@pytest.mark.django_db
+def test_a_base_url_that_is_not_a_url_is_refused(staff_client):
+    page = staff_client.post(
+        reverse("admin:generation_provider_add"),
+        {"name": "bad", "kind": "openai", "base_url": "http://exa mple/v1", "api_key_env": "LOCAL_API_KEY"},
+    ).content.decode()
+    assert "Enter a valid URL." in page and not Provider.objects.exists()
