@@ -18,7 +18,7 @@ from generation.services.running import SAME_TEXT_FLAG
 from studies.models import Condition, Prompt, Response, Study
 from tests.studies.helpers import PUBLIC_HEADER
 
-from .conftest import TEST_KEY, json_response, make_provider, make_study, openai_body
+from .conftest import TEST_KEY, anthropic_body, json_response, make_provider, make_study, openai_body
 
 CHAT = "/v1/chat/completions"
 REFUSED_WITH_KEY = {
@@ -309,3 +309,14 @@ def test_a_base_url_that_is_not_a_url_is_refused(staff_client):
         {"name": "bad", "kind": "openai", "base_url": "http://exa mple/v1", "api_key_env": "LOCAL_API_KEY"},
     ).content.decode()
     assert "Enter a valid URL." in page and not Provider.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_anthropic_provider_is_tested_through_its_own_wire_format(
+    staff_client, anthropic_provider, httpserver
+):
+    httpserver.expect_request("/v1/messages").respond_with_json(anthropic_body("OK", model="claude-loop-1"))
+    page = connection_page(staff_client, anthropic_provider, model="claude-loop")
+    assert "It works." in page and "claude-loop-1" in page
+    sent = json.loads(httpserver.log[0][0].get_data())
+    assert sent["model"] == "claude-loop" and sent["max_tokens"] == 5
