@@ -193,6 +193,9 @@ GENERATION_BACKOFF_CAP = env_int("GENERATION_BACKOFF_CAP_MS", 60000) / 1000
 GENERATION_MAX_LIMIT_WAIT = env_int("GENERATION_MAX_LIMIT_WAIT", 20)
 # Without a broker (`make run`) items run on this many background threads of the web process.
 GENERATION_LOCAL_THREADS = env_int("GENERATION_LOCAL_THREADS", 4)
+# A condition's run stops (its waiting items cancelled, the reason on its job) once this many items have failed
+# with the same permanent error (a refused key, a model or path not served, no quota); 0 never stops.
+GENERATION_STOP_AFTER_SAME_FAILURES = env_int("GENERATION_STOP_AFTER_SAME_FAILURES", 3)
 # A provider's key variable must look like a key (generation/keys.py: NAME_API_KEY, NAME_TOKEN, NAME_KEY) and is
 # never one of the site's own secrets: these names, every DJANGO_* name, and any added here (comma-separated).
 PROVIDER_KEY_ENV_DENYLIST = [

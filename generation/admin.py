@@ -3,8 +3,6 @@ generation page (start, cancel, retry failed, live progress, spend, length stati
 generated responses (approve, edit with an audit trail, regenerate). Every action calls a generation service
 (generation.services.*) or selector."""
 
-import os
-
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.http import HttpResponseRedirect
@@ -21,118 +19,13 @@ from generation.models import (
     GenerationBatch,
     GenerationItem,
     GenerationJob,
-    LLMConditionConfig,
-    Provider,
     ResponseEdit,
     ResponseProvenance,
 )
 from generation.services import dispatch, prompts, review
+from generation.services.running import SAME_TEXT_FLAG
 from studies.kinds import kind_of
 from studies.models import Condition, Study
-
-
-@admin.register(Provider)
-class ProviderAdmin(admin.ModelAdmin):
-    list_display = [
-        "name",
-        "kind",
-        "base_url",
-        "api_key_env",
-        "key_present",
-        "requests_per_minute",
-        "tokens_per_minute",
-        "max_concurrency",
-        "price_input_per_million",
-        "price_output_per_million",
-    ]
-    fieldsets = [
-        (None, {"fields": ["name", "kind", "base_url", "api_key_env", "key_present"]}),
-        (
-            "Limits",
-            {
-                "fields": [
-                    "requests_per_minute",
-                    "tokens_per_minute",
-                    "max_concurrency",
-                    "timeout_seconds",
-                    "max_attempts",
-                ]
-            },
-        ),
-        (
-            "Prices (USD per million tokens)",
-            {"fields": ["price_input_per_million", "price_output_per_million"]},
-        ),
-    ]
-    readonly_fields = ["key_present"]
-
-    def formfield_for_dbfield(self, db_field, request, **kwargs):
-        if db_field.name == "base_url":
-            kwargs["assume_scheme"] = "https"  # a bare host name means https (and Django 6's default)
-        return super().formfield_for_dbfield(db_field, request, **kwargs)
-
-    @admin.display(boolean=True, description="Key in the environment")
-    def key_present(self, obj):
-        # Only whether the variable is set: the key itself is never shown.
-        return bool(obj and obj.api_key_env and os.environ.get(obj.api_key_env))
-
-
-@admin.register(LLMConditionConfig)
-class LLMConditionConfigAdmin(admin.ModelAdmin):
-    list_display = ["condition", "provider", "model", "temperature", "max_tokens", "n_samples"]
-    list_filter = ["provider", "condition__study"]
-    list_select_related = ["condition__study", "provider"]
-    autocomplete_fields = []
-    readonly_fields = ["rendered_example", "cost_estimate"]
-    fieldsets = [
-        (None, {"fields": ["condition", "provider", "model"]}),
-        ("Decoding", {"fields": ["temperature", "top_p", "max_tokens", "seed", "n_samples"]}),
-        ("Prompt", {"fields": ["system_prompt", "prompt_template", "rendered_example", "cost_estimate"]}),
-    ]
-
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        if db_field.name == "condition":
-            kwargs["queryset"] = Condition.objects.filter(kind=Condition.Kind.LLM).select_related("study")
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
-
-    @admin.display(description="What would be sent (first prompt of the study; nothing is sent from here)")
-    def rendered_example(self, obj):
-        if not obj or not obj.pk:
-            return "Save to see the prompt rendered with the study's first prompt."
-        try:
-            example = prompts.generation_example(config=obj)
-        except ValidationError as exc:
-            return format_html('<p class="errornote">{}</p>', " ".join(exc.messages))
-        if example["prompt"] is None:
-            return "The study has no prompts yet."
-        return format_html(
-            "<p><strong>Prompt</strong> {} ({})</p>{}<p><strong>User message</strong></p>"
-            '<pre style="white-space:pre-wrap">{}</pre>',
-            example["prompt"].dialogue_id,
-            example["prompt"].emotion.name,
-            format_html(
-                '<p><strong>System</strong></p><pre style="white-space:pre-wrap">{}</pre>', example["system"]
-            )
-            if example["system"]
-            else "",
-            example["user"],
-        )
-
-    @admin.display(description="Cost estimate for the slots not yet generated")
-    def cost_estimate(self, obj):
-        if not obj or not obj.pk:
-            return "-"
-        try:
-            rows = prompts.generation_estimate(conditions=[obj.condition])
-        except ValidationError as exc:
-            return " ".join(exc.messages)
-        if not rows:
-            return "-"
-        row = rows[0]
-        return (
-            f"{row['calls']} calls, ~{row['input_tokens']} input tokens + at most {row['output_tokens_max']} output "
-            f"tokens: at most ${row['cost_max']:.4f}; at least {row['minutes_at_rate_limit']} min at the request limit."
-        )
 
 
 class GenerationAttemptInline(admin.TabularInline):
@@ -185,9 +78,25 @@ class GenerationItemAdmin(admin.ModelAdmin):
 class GenerationJobAdmin(admin.ModelAdmin):
     """The log of generation starts; its changelist links to the per-study generation pages."""
 
-    list_display = ["condition", "status", "started_by", "via", "created_at", "cancelled_at"]
+    list_display = [
+        "condition",
+        "status",
+        "started_by",
+        "via",
+        "created_at",
+        "cancelled_at",
+        "stopped_reason",
+    ]
     list_filter = ["status", "condition__study"]
-    readonly_fields = ["condition", "status", "started_by", "via", "created_at", "cancelled_at"]
+    readonly_fields = [
+        "condition",
+        "status",
+        "started_by",
+        "via",
+        "created_at",
+        "cancelled_at",
+        "stopped_reason",
+    ]
 
     def has_add_permission(self, request):
         return False
@@ -326,6 +235,12 @@ class GenerationJobAdmin(admin.ModelAdmin):
         return back
 
 
+#: How the review queue words a response's flags (the stored flags are short names).
+FLAG_LABELS = {
+    SAME_TEXT_FLAG: "same text again after regenerating (change the seed or edit the text)",
+}
+
+
 class ResponseEditInline(admin.TabularInline):
     model = ResponseEdit
     fk_name = "response"
@@ -376,8 +291,8 @@ class GeneratedResponseAdmin(admin.ModelAdmin):
     list_filter = ["review", "source", "condition__study", "condition"]
     list_select_related = ["condition__study", "prompt"]
     search_fields = ["text", "prompt__dialogue_id"]
-    fields = ["context", "text", "edit_note", "source", "review", "review_flags"]
-    readonly_fields = ["context", "source", "review", "review_flags", "edit_note"]
+    fields = ["context", "text", "edit_note", "source", "review", "flags"]
+    readonly_fields = ["context", "source", "review", "flags", "edit_note"]
     inlines = [ResponseEditInline, ProvenanceInline]
     actions = ["approve", "regenerate"]
 
@@ -401,7 +316,7 @@ class GeneratedResponseAdmin(admin.ModelAdmin):
 
     @admin.display(description="Flags")
     def flags(self, obj):
-        return ", ".join(obj.review_flags or []) or "-"
+        return ", ".join(FLAG_LABELS.get(f, f) for f in obj.review_flags or []) or "-"
 
     @admin.display(description="Prompt")
     def context(self, obj):
@@ -441,15 +356,26 @@ class GeneratedResponseAdmin(admin.ModelAdmin):
     @admin.action(description="Regenerate the selected responses (ask the model again)")
     def regenerate(self, request, queryset):
         done = 0
-        for response in queryset:
+        seeds = set()
+        for response in queryset.select_related("condition__llm_config"):
             try:
                 review.response_regenerate(response=response)
                 done += 1
             except ValidationError as exc:
                 messages.error(request, " ".join(exc.messages))
+                continue
+            config = getattr(response.condition, "llm_config", None)
+            if config is not None and config.seed is not None:
+                seeds.add((response.condition.name, config.seed))
         if done:
             messages.success(
                 request, f"Regenerating {done} responses; the new text replaces the old when it arrives."
+            )
+        for name, seed in sorted(seeds):
+            messages.warning(
+                request,
+                f"Condition {name} sends the fixed seed {seed}, so the provider may return the same text; if it "
+                "does, the response is flagged “same text again” and you can change the seed or edit the text.",
             )
 
 
@@ -457,3 +383,6 @@ def questionnaire_generation_view(model_admin: GenerationJobAdmin, request, stud
     """The questionnaire kind's generation page (named by studies/kinds/questionnaire.py): its LLM conditions
     answer the study's instrument instead of writing responses."""
     return model_admin._questionnaire_view(request, study)
+
+
+from generation import admin_providers  # noqa: E402,F401  (registers the providers' and configurations' admins)

@@ -10,16 +10,20 @@
 * ResponseEdit: the audit trail of an admin's edits to a generated response.
 """
 
+import re
 import string
+from urllib.parse import urlsplit, urlunsplit
 
+from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, URLValidator
 from django.db import models
 from django.db.models import Q
 
 from generation.keys import key_env_problem
 from generation.providers.registry import adapter_choices
+from studies.fields import PlainTextField
 from studies.models import Condition, Prompt, Response
 
 #: The fields of a prompt a template may use.
@@ -37,7 +41,7 @@ DEFAULT_PROMPT_TEMPLATE = (
 )
 
 
-def template_validate(template: str) -> None:
+def template_validate(template: str, *, what: str = "the template") -> None:
     """Raise ValidationError naming every placeholder a template uses that a prompt does not have.
 
     Placeholders are Python format fields ({situation}); write {{ and }} for literal braces."""
@@ -45,17 +49,24 @@ def template_validate(template: str) -> None:
         fields = [field for _, field, _, _ in string.Formatter().parse(template) if field is not None]
     except ValueError as exc:
         raise ValidationError(
-            f"The template is not well formed: {exc} (write {{{{ and }}}} for literal braces)."
+            f"{what[0].upper()}{what[1:]} is not well formed: {exc} (write {{{{ and }}}} for literal braces)."
         ) from None
     unknown = sorted({f for f in fields if f not in TEMPLATE_PLACEHOLDERS})
     if unknown:
         raise ValidationError(
-            "Unknown placeholder(s) in the template: %(unknown)s. Allowed: %(allowed)s.",
+            "Unknown placeholder(s) in %(what)s: %(unknown)s; it would reach the model unfilled. Allowed: "
+            "%(allowed)s (write {{ and }} for literal braces).",
             params={
+                "what": what,
                 "unknown": ", ".join("{" + f + "}" for f in unknown),
                 "allowed": ", ".join("{" + f + "}" for f in TEMPLATE_PLACEHOLDERS),
             },
         )
+
+
+def system_prompt_validate(text: str) -> None:
+    """The system prompt is filled like the prompt template (the same placeholders, {{ and }} for braces)."""
+    template_validate(text, what="the system prompt")
 
 
 def env_var_name_validate(value: str) -> None:
@@ -65,14 +76,45 @@ def env_var_name_validate(value: str) -> None:
         raise ValidationError(problem)
 
 
+_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?", re.IGNORECASE)
+
+
+def endpoint_url_validate(value: str) -> None:
+    """An http(s) URL, as URLValidator checks it, except that a host of one label is allowed too: a Docker
+    Compose service (http://vllm:8000/v1) or a machine on the local network is named that way."""
+    parts = urlsplit(value)
+    host = parts.hostname or ""
+    if host and "." not in host and ":" not in host and _LABEL.fullmatch(host):
+        netloc = parts.netloc.replace(host, "localhost", 1) if "@" not in parts.netloc else parts.netloc
+        value = urlunsplit(parts._replace(netloc=netloc))
+    URLValidator(schemes=["http", "https"])(value)
+
+
+class EndpointFormField(forms.URLField):
+    default_validators = [endpoint_url_validate]
+
+
+class EndpointURLField(models.URLField):
+    """A provider's base URL (see `endpoint_url_validate`). Deconstructs as a URLField: same column, no migration."""
+
+    default_validators = [endpoint_url_validate]
+
+    def formfield(self, **kwargs):
+        return super().formfield(**{"form_class": EndpointFormField, **kwargs})
+
+    def deconstruct(self):
+        name, _path, args, kwargs = super().deconstruct()
+        return name, "django.db.models.URLField", args, kwargs
+
+
 class Provider(models.Model):
     name = models.SlugField(max_length=64, unique=True)
     # The wire format: one choice per registered adapter (generation.providers.registry).
     kind = models.CharField(max_length=16, choices=adapter_choices, default="openai")
-    base_url = models.URLField(
+    base_url = EndpointURLField(
         max_length=300,
         blank=True,
-        help_text="Blank: the vendor's own endpoint. E.g. http://vllm:8000/v1, http://localhost:11434/v1 (Ollama), "
+        help_text="Blank: the vendor's own endpoint. E.g. http://vllm:8000/v1 (a Compose service), http://localhost:11434/v1 (Ollama), "
         "https://api.together.xyz/v1, https://generativelanguage.googleapis.com/v1beta/openai/.",
     )
     api_key_env = models.CharField(
@@ -121,8 +163,13 @@ class LLMConditionConfig(models.Model):
     n_samples = models.PositiveSmallIntegerField(
         default=1, validators=[MinValueValidator(1)], help_text="Responses per prompt (sample 0, 1, …)."
     )
-    system_prompt = models.TextField(blank=True)
-    prompt_template = models.TextField(
+    system_prompt = PlainTextField(
+        blank=True,
+        validators=[system_prompt_validate],
+        help_text="Filled like the prompt template: {situation}, {speaker_utterance}, {emotion} are replaced. "
+        "Write {{ and }} for literal braces.",
+    )
+    prompt_template = PlainTextField(
         default=DEFAULT_PROMPT_TEMPLATE,
         validators=[template_validate],
         help_text="Placeholders: {situation}, {speaker_utterance}, {emotion}. Write {{ and }} for literal braces.",
@@ -141,11 +188,13 @@ class LLMConditionConfig(models.Model):
 
 
 class GenerationJob(models.Model):
-    """One start of generation for a condition (the log of who started what, and its cancellation)."""
+    """One start of generation for a condition (the log of who started what, its cancellation, and why it was
+    stopped when the same permanent failure kept repeating)."""
 
     class Status(models.TextChoices):
         RUNNING = "running", "Running"
         CANCELLED = "cancelled", "Cancelled"
+        STOPPED = "stopped", "Stopped after repeated failures"
 
     condition = models.ForeignKey(Condition, on_delete=models.CASCADE, related_name="generation_jobs")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
@@ -153,6 +202,9 @@ class GenerationJob(models.Model):
     via = models.CharField(max_length=16, default="command")
     created_at = models.DateTimeField(auto_now_add=True)
     cancelled_at = models.DateTimeField(null=True, blank=True)
+    stopped_reason = models.TextField(
+        blank=True, help_text="Why generation stopped by itself (the repeated failure and what to check)."
+    )
 
     class Meta:
         ordering = ["-created_at"]

@@ -16,7 +16,14 @@ from decimal import Decimal
 
 from django.db.models import Count, Sum
 
-from generation.models import GenerationItem, Judge, JudgeRating, LLMConditionConfig, ResponseProvenance
+from generation.models import (
+    GenerationItem,
+    GenerationJob,
+    Judge,
+    JudgeRating,
+    LLMConditionConfig,
+    ResponseProvenance,
+)
 from studies.models import Condition, Prompt, Response, Study
 
 Status = GenerationItem.Status
@@ -55,6 +62,8 @@ def generation_progress(*, study: Study) -> list[dict]:
             )
         ).most_common(3)
         stored = Response.objects.filter(condition=condition).count()
+        latest_job = GenerationJob.objects.filter(condition=condition).order_by("-created_at").first()
+        stopped = latest_job is not None and latest_job.status == GenerationJob.Status.STOPPED
         rows.append(
             {
                 "condition": condition,
@@ -73,6 +82,7 @@ def generation_progress(*, study: Study) -> list[dict]:
                     condition=condition, review=Response.Review.FLAGGED
                 ).count(),
                 "errors": errors,
+                "stopped_reason": latest_job.stopped_reason if stopped else "",
                 "percent": round(100 * counts.get(Status.DONE, 0) / slots) if slots else 0,
             }
         )

@@ -20,6 +20,7 @@ from django.db import models
 from django.db.models import Q
 
 from studies.exclusion_rules import default_exclusion_rules, exclusion_rules_normalise
+from studies.fields import PlainTextField
 
 from .kinds.registry import kind_choices, step_choices
 
@@ -247,8 +248,8 @@ class Prompt(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="prompts")
     dialogue_id = models.CharField(max_length=100)
     emotion = models.ForeignKey(Emotion, on_delete=models.PROTECT, related_name="prompts")
-    situation = models.TextField()
-    speaker_utterance = models.TextField()
+    situation = PlainTextField()
+    speaker_utterance = PlainTextField()
 
     class Meta:
         ordering = ["study", "id"]
@@ -276,7 +277,7 @@ class Response(models.Model):
     prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="responses")
     condition = models.ForeignKey(Condition, on_delete=models.CASCADE, related_name="responses")
     sample_index = models.PositiveSmallIntegerField(default=0)
-    text = models.TextField()
+    text = PlainTextField()
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.CORPUS)
     review = models.CharField(max_length=16, choices=Review.choices, default=Review.OK, db_index=True)
     review_flags = models.JSONField(default=list, blank=True)
@@ -302,9 +303,9 @@ class AttentionCheck(models.Model):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="attention_checks")
     emotion_label = models.CharField(max_length=64, default="attention check")
-    situation = models.TextField()
-    speaker_utterance = models.TextField()
-    response_text = models.TextField(help_text="Shown where a response would be; says which option to pick.")
+    situation = PlainTextField()
+    speaker_utterance = PlainTextField()
+    response_text = PlainTextField(help_text="Shown where a response would be; says which option to pick.")
     expected_value = models.SmallIntegerField()
     after_item = models.PositiveSmallIntegerField(help_text="Shown after this many regular items (0: first).")
 

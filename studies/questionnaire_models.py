@@ -5,6 +5,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from studies.fields import PlainTextField
+
 
 class QuestionnaireSettings(models.Model):
     """A questionnaire study's own settings (one per study of that kind)."""
@@ -47,8 +49,8 @@ class Instrument(models.Model):
     name = models.CharField(max_length=64, unique=True)
     title = models.CharField(max_length=200, blank=True)
     instructions = models.TextField(blank=True, help_text="Shown to participants above the items.")
-    llm_prompt = models.TextField(blank=True, help_text="The question put to a model; SCENARIO is replaced.")
-    llm_system_prompt = models.TextField(blank=True)
+    llm_prompt = PlainTextField(blank=True, help_text="The question put to a model; SCENARIO is replaced.")
+    llm_system_prompt = PlainTextField(blank=True)
     scale_min = models.SmallIntegerField(default=1)
     scale_max = models.SmallIntegerField(default=5)
     anchors = models.JSONField(
@@ -109,7 +111,7 @@ class Situation(models.Model):
     factor_index = models.PositiveSmallIntegerField(help_text="1-based, within the emotion.")
     factor_name = models.CharField(max_length=200)
     index = models.PositiveSmallIntegerField(help_text="1-based, within the factor.")
-    text = models.TextField()
+    text = PlainTextField()
 
     class Meta:
         ordering = ["emotion", "factor_index", "index"]

@@ -5,6 +5,7 @@
     running.py   one item: claim, call, store exactly once; the one retry policy and loop every caller shares
     dispatch.py  start, cancel, retry, sweep; handing work to Celery or to in-process threads
     review.py    approve, edit, regenerate a response
+    connection.py  a provider's Test connection: one cheap call and what to check when it fails
 
 Reads live in generation.selectors. Arrows point one way: review → dispatch → running → prompts → selectors;
 generation.tasks, generation.batches and generation.questionnaire sit above them; none of these imports tasks.

@@ -21,7 +21,7 @@ from django.utils import timezone
 from config.celery import app
 from generation.models import GenerationItem, GenerationJob
 from generation.services.prompts import GenerationSetupError, generation_problems
-from generation.services.running import item_run_until_settled, lease_cutoff
+from generation.services.running import item_run_until_settled, items_stop, lease_cutoff
 from studies.models import Condition, Prompt, Response, Study
 
 Status = GenerationItem.Status
@@ -181,14 +181,7 @@ def generation_start(
 def generation_cancel(*, conditions: list[Condition]) -> int:
     """Stop sending: every pending item becomes cancelled (calls already in flight finish and are stored).
     Returns how many items were cancelled; generation_start resumes them."""
-    with transaction.atomic():
-        cancelled = GenerationItem.objects.filter(condition__in=conditions, status=Status.PENDING).update(
-            status=Status.CANCELLED, updated_at=timezone.now()
-        )
-        GenerationJob.objects.filter(condition__in=conditions, status=GenerationJob.Status.RUNNING).update(
-            status=GenerationJob.Status.CANCELLED, cancelled_at=timezone.now()
-        )
-    return cancelled
+    return items_stop(condition_ids=[c.id for c in conditions], job_status=GenerationJob.Status.CANCELLED)
 
 
 def generation_retry_failed(

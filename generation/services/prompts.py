@@ -7,7 +7,7 @@ import re
 
 from django.core.exceptions import ValidationError
 
-from generation.models import LLMConditionConfig, template_validate
+from generation.models import LLMConditionConfig, system_prompt_validate, template_validate
 from generation.providers import (
     PermanentProviderError,
     cost_compute,
@@ -37,10 +37,13 @@ def prompt_fields(prompt: Prompt) -> dict[str, str]:
 
 
 def config_render(*, config: LLMConditionConfig, prompt: Prompt) -> tuple[str, list[dict]]:
-    """The system prompt and messages a condition sends for a prompt (its template filled with the prompt)."""
+    """The system prompt and messages a condition sends for a prompt (both filled with the prompt's fields; a
+    placeholder a prompt does not have is a ValidationError, never sent unfilled)."""
     template_validate(config.prompt_template)
-    user = config.prompt_template.format_map(prompt_fields(prompt))
-    return config.system_prompt, [{"role": "user", "content": user}]
+    system_prompt_validate(config.system_prompt)
+    fields = prompt_fields(prompt)
+    user = config.prompt_template.format_map(fields)
+    return config.system_prompt.format_map(fields), [{"role": "user", "content": user}]
 
 
 def config_params(config: LLMConditionConfig) -> dict:
@@ -109,6 +112,10 @@ def generation_problems(*, conditions: list[Condition]) -> list[str]:
             template_validate(config.prompt_template)
         except ValidationError as exc:
             problems.append(f"Condition {condition.name}: prompt template: {' '.join(exc.messages)}")
+        try:
+            system_prompt_validate(config.system_prompt)
+        except ValidationError as exc:
+            problems.append(f"Condition {condition.name}: {' '.join(exc.messages)}")
         try:
             provider_api_key(config.provider)
         except PermanentProviderError as exc:

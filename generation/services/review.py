@@ -6,9 +6,10 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from generation.models import GenerationItem, ResponseEdit
+from generation.models import GenerationItem, LLMConditionConfig, ResponseEdit, ResponseProvenance
 from generation.services.dispatch import generation_dispatch
 from generation.services.prompts import generation_problems
+from generation.services.running import SAME_TEXT_FLAG
 from studies.models import Response
 
 Status = GenerationItem.Status
@@ -44,10 +45,36 @@ def response_edit(*, response: Response, text: str, user, note: str = "") -> Res
     return edit
 
 
+def same_text_repeat(*, response: Response, item: GenerationItem) -> str:
+    """Why regenerating would only return the same text again ("" if it may not): the last regeneration gave
+    the old text back and the condition still sends the seed that produced it."""
+    if SAME_TEXT_FLAG not in (response.review_flags or []):
+        return ""
+    seed = (
+        LLMConditionConfig.objects.filter(condition_id=item.condition_id)
+        .values_list("seed", flat=True)
+        .first()
+    )
+    request = (
+        ResponseProvenance.objects.filter(response=response, superseded_at__isnull=True)
+        .values_list("request", flat=True)
+        .first()
+        or {}
+    )
+    sent = request.get("seed", request.get("_seed_not_sent"))
+    if seed is None or sent != seed:
+        return ""
+    return (
+        f"Response {response.id}: the provider returned the same text again with seed {seed}, so asking again "
+        "would give it once more. Change the condition's seed (or clear it) or edit the text."
+    )
+
+
 def response_regenerate(*, response: Response) -> None:
     """Ask the provider again for this response's slot; the new text replaces the old when it arrives (the old
     provenance is kept, marked superseded). Refused (ValidationError) for a response participants have seen,
-    one not generated here, or one whose generation is running."""
+    one not generated here, one whose generation is running, or one whose last regeneration gave the same text
+    back under the seed the condition still sends (see `same_text_repeat`)."""
     if response.assignments.exists():
         raise ValidationError(
             f"Response {response.id} has been shown to participants; it cannot be regenerated."
@@ -60,6 +87,9 @@ def response_regenerate(*, response: Response) -> None:
             )
         if item.status in (Status.RUNNING, Status.PENDING):
             raise ValidationError(f"Response {response.id} is already being generated.")
+        repeat = same_text_repeat(response=response, item=item)
+        if repeat:
+            raise ValidationError(repeat)
         problems = generation_problems(conditions=[item.condition])
         if problems:
             raise ValidationError(" ".join(problems))

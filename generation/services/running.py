@@ -32,7 +32,13 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from generation.models import GenerationAttempt, GenerationItem, LLMConditionConfig, ResponseProvenance
+from generation.models import (
+    GenerationAttempt,
+    GenerationItem,
+    GenerationJob,
+    LLMConditionConfig,
+    ResponseProvenance,
+)
 from generation.providers import (
     Completion,
     LimiterWait,
@@ -41,7 +47,11 @@ from generation.providers import (
     provider_complete,
 )
 from generation.services.prompts import config_params, config_render, response_quality_flags
+from studies.fields import newlines_normalise
 from studies.models import Response
+
+#: The flag of a regenerated response whose new text is the old one again.
+SAME_TEXT_FLAG = "same_text_again"
 
 logger = logging.getLogger(__name__)
 Status = GenerationItem.Status
@@ -134,7 +144,15 @@ def item_attempt_failed(
     outcome = retry_decision(error=error, attempt=item.attempts, max_attempts=max_attempts)
     mine = GenerationItem.objects.filter(id=item.id, claim_token=token, status=Status.RUNNING)
     if outcome.status == "failed":
-        mine.update(status=Status.FAILED, error_kind=error.kind, last_error=outcome.message, claim_token="")
+        held = mine.update(
+            status=Status.FAILED,
+            error_kind=error.kind,
+            last_error=outcome.message,
+            claim_token="",
+            updated_at=timezone.now(),
+        )
+        if held and permanent:
+            condition_stop_if_failing(condition_id=item.condition_id, error=error)
     else:
         mine.update(
             status=Status.PENDING,
@@ -144,6 +162,77 @@ def item_attempt_failed(
             next_attempt_at=timezone.now() + timedelta(seconds=outcome.countdown),
         )
     return outcome
+
+
+# --- stopping a run that keeps failing the same way ---------------------------------------------------------
+
+#: Permanent failures that belong to one item's text, not to the set-up: however many, they never stop a run.
+ITEM_SPECIFIC_FAILURES = frozenset({"content_filter", "context_too_long"})
+
+_STOP_HINTS = {
+    "bad_key": "the key in the provider's environment variable",
+    "missing_key": "the provider's key variable",
+    "forbidden_key_env": "the provider's key variable",
+    "model_not_found": "the model's name and the provider's base URL (an OpenAI-compatible one usually ends in /v1)",
+    "quota": "the account's quota with the provider",
+}
+
+
+def items_stop(*, condition_ids: list[int], job_status: str, reason: str = "") -> int:
+    """Cancel the pending items of these conditions and mark their running jobs `job_status` (with `reason`) in
+    one transaction; calls in flight still finish. Returns how many items were cancelled (starting again
+    resumes them). Safe to call twice or from two workers at once: both are conditional UPDATEs."""
+    now = timezone.now()
+    with transaction.atomic():
+        cancelled = GenerationItem.objects.filter(
+            condition_id__in=condition_ids, status=Status.PENDING
+        ).update(status=Status.CANCELLED, updated_at=now)
+        GenerationJob.objects.filter(
+            condition_id__in=condition_ids, status=GenerationJob.Status.RUNNING
+        ).update(status=job_status, cancelled_at=now, stopped_reason=reason)
+    return cancelled
+
+
+def condition_stop_if_failing(*, condition_id: int, error: PermanentProviderError) -> bool:
+    """After an item failed permanently with `error`: if GENERATION_STOP_AFTER_SAME_FAILURES items of the
+    condition's current run (since its latest start) have now failed with the same kind of error (a refused key,
+    a model or path the endpoint does not serve, an exhausted quota, …), stop the run instead of spending every
+    other item on the same failure; the job records why. Refusals of one item's text never stop a run.
+
+    Every worker checks after committing its own failure, so once the threshold is reached some worker sees it."""
+    if error.kind in ITEM_SPECIFIC_FAILURES:
+        return False
+    threshold = settings.GENERATION_STOP_AFTER_SAME_FAILURES
+    if threshold <= 0:
+        return False
+    failed = GenerationItem.objects.filter(
+        condition_id=condition_id, status=Status.FAILED, error_kind=error.kind
+    )
+    latest = GenerationJob.objects.filter(condition_id=condition_id).order_by("-created_at").first()
+    if latest is not None:
+        failed = failed.filter(updated_at__gte=latest.created_at)
+    count = failed.count()
+    if count < threshold:
+        return False
+    hint = _STOP_HINTS.get(error.kind, "what the provider refuses in the request")
+    reason = (
+        f"Stopped after {count} items failed the same way: {error}. Nothing more is sent for this condition "
+        f"until you fix the cause (check {hint}; the provider's Test connection shows whether it answers now), "
+        "then use Retry failed and Start / resume."
+    )
+    cancelled = items_stop(
+        condition_ids=[condition_id], job_status=GenerationJob.Status.STOPPED, reason=reason
+    )
+    logger.warning(
+        "generation stopped after repeated failures",
+        extra={
+            "condition_id": condition_id,
+            "error_kind": error.kind,
+            "failed": count,
+            "cancelled": cancelled,
+        },
+    )
+    return True
 
 
 def generation_item_run(*, item_id: int) -> RunOutcome:
@@ -239,6 +328,11 @@ def response_store(
         with transaction.atomic():
             if item.regenerate and item.response_id:
                 response = Response.objects.select_for_update().get(id=item.response_id)
+                if newlines_normalise(response.text) == newlines_normalise(completion.text):
+                    # A fixed seed (or a deterministic model) gave the same text back: say so instead of
+                    # letting the reviewer regenerate it again and again.
+                    flags = [*flags, SAME_TEXT_FLAG]
+                    review = Response.Review.FLAGGED
                 response.text = completion.text
                 response.source = Response.Source.GENERATED
                 response.review = review

@@ -101,7 +101,8 @@ def test_starting_from_the_admin_creates_the_work_and_shows_progress_and_lengths
     assert GenerationItem.objects.filter(condition__name="gpt", status="pending").count() == 3
     assert not GenerationItem.objects.filter(condition__name="claude").exists()
     page = response.content.decode()
-    assert 'http-equiv="refresh"' in page  # live progress while work is pending
+    assert "data-refresh-region" in page and "studies/status.js" in page  # live progress while pending
+    assert 'http-equiv="refresh"' not in page  # no reload under a screen reader's feet
     assert "0 / 3" in page and "human (baseline)" in page
 
     page = staff_client.post(url, {"action": "cancel", "condition": "gpt"}, follow=True).content.decode()

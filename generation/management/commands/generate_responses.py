@@ -241,6 +241,8 @@ class Command(BaseCommand):
                 f"{row['pending'] + row['running']} pending, {row['cancelled']} cancelled, "
                 f"{row['flagged']} flagged, spend ${row['spend']:.4f}"
             )
+            if row["stopped_reason"]:
+                self.stdout.write(f"    {row['stopped_reason']}")
             for message, count in row["errors"]:
                 self.stdout.write(f"    failed ×{count}: {message}")
         self.stdout.write("Response length in words (n, mean, median, SD):")

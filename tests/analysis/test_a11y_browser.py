@@ -1,0 +1,68 @@
+"""The analysis pages in headless Chromium pass axe-core (no serious or critical violation) on a desktop and a
+phone: the list of studies, the dashboard with its exports, the same without exclusions, the EmotionBench
+dashboard, and the self-contained report.html the `analyze` command writes."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group
+
+from analysis import snapshots
+from analysis.entries import RATING_ANALYSIS
+from analysis.permissions import ANALYSTS_GROUP
+from analysis.services import AnalysisOptions
+from studies.demo.seed import QUESTIONNAIRE_SLUG, demo_seed
+from studies.models import Study
+from tests.a11y import axe_violations
+
+from .builders import build_rating_study, participants_from_counts
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+
+
+def test_the_analysis_pages_pass_axe_on_a_desktop_and_a_phone(
+    live_server, page_at, django_user_model, settings, tmp_path
+):
+    settings.VAR_DIR = tmp_path
+    demo_seed(base_url=live_server.url)
+    people = participants_from_counts("human", {1: 30, 2: 50, 3: 20}) + participants_from_counts(
+        "gpt4", {1: 20, 2: 40, 3: 40}
+    )
+    study = build_rating_study(slug="axe-study", conditions=["human", "gpt4"], participants=people).study
+    snapshots.snapshot_compute(study_id=study.pk, baseline=None, no_exclusions=False)  # what the worker does
+    snapshots.snapshot_compute(study_id=study.pk, baseline=None, no_exclusions=True)
+    user = django_user_model.objects.create_user(
+        username="analyst", password="analyst-pass-123", is_staff=True
+    )
+    user.groups.add(Group.objects.get_or_create(name=ANALYSTS_GROUP)[0])
+    RATING_ANALYSIS.report_write(study, AnalysisOptions(), tmp_path / "report")
+
+    page = page_at("desktop")
+    page.set_default_timeout(30_000)
+    page.goto(f"{live_server.url}/admin/login/?next=/analysis/")
+    page.fill("#id_username", "analyst")
+    page.fill("#id_password", "analyst-pass-123")
+    page.click("input[type=submit]")
+    page.wait_for_url("**/analysis/")
+    questionnaire = Study.objects.get(slug=QUESTIONNAIRE_SLUG)
+    violations = []
+    for viewport, size in {"desktop": DESKTOP, "phone": PHONE}.items():
+        page.set_viewport_size(size)
+        page.goto(f"{live_server.url}/analysis/")
+        violations += axe_violations(page)
+        for path in (
+            f"/analysis/{study.slug}/",
+            f"/analysis/{study.slug}/?exclusions=none",
+            f"/analysis/{questionnaire.slug}/emotionbench/",
+        ):
+            response = page.goto(live_server.url + path)
+            assert response.status == 200, path
+            violations += axe_violations(page)
+            name = path.strip("/").replace("/", "-").replace("?", "-")
+            page.screenshot(path=str(tmp_path / f"{viewport}-{name}.png"), full_page=True)
+        page.goto(f"file://{tmp_path / 'report' / 'report.html'}")
+        violations += axe_violations(page)
+    assert violations == [], "\n".join(violations)
