@@ -10,8 +10,6 @@
 * ResponseEdit: the audit trail of an admin's edits to a generated response.
 """
 
-import string
-
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -19,6 +17,7 @@ from django.db import models
 from django.db.models import Q
 
 from generation.keys import key_env_problem
+from generation.placeholders import placeholders_validate
 from generation.providers.registry import adapter_choices
 from studies.models import Condition, Prompt, Response
 
@@ -41,21 +40,7 @@ def template_validate(template: str) -> None:
     """Raise ValidationError naming every placeholder a template uses that a prompt does not have.
 
     Placeholders are Python format fields ({situation}); write {{ and }} for literal braces."""
-    try:
-        fields = [field for _, field, _, _ in string.Formatter().parse(template) if field is not None]
-    except ValueError as exc:
-        raise ValidationError(
-            f"The template is not well formed: {exc} (write {{{{ and }}}} for literal braces)."
-        ) from None
-    unknown = sorted({f for f in fields if f not in TEMPLATE_PLACEHOLDERS})
-    if unknown:
-        raise ValidationError(
-            "Unknown placeholder(s) in the template: %(unknown)s. Allowed: %(allowed)s.",
-            params={
-                "unknown": ", ".join("{" + f + "}" for f in unknown),
-                "allowed": ", ".join("{" + f + "}" for f in TEMPLATE_PLACEHOLDERS),
-            },
-        )
+    placeholders_validate(template, allowed=TEMPLATE_PLACEHOLDERS, what="template")
 
 
 def env_var_name_validate(value: str) -> None:
@@ -353,5 +338,5 @@ class GeneratedResponse(Response):
         verbose_name_plural = "generated responses (review)"
 
 
-from generation.judge_models import Judge, JudgeRating  # noqa: E402, F401  (the LLM judge)
+from generation.judge_models import Judge, JudgeBatch, JudgeRating  # noqa: E402, F401  (the LLM judge)
 from generation.questionnaire_models import QuestionnaireExchange  # noqa: E402, F401  (EmotionBench LLM subjects)

@@ -123,20 +123,16 @@ def attempt_record(item_id, number, outcome, started, *, error=None, latency_ms=
     )
 
 
-def item_attempt_failed(
-    *, item: GenerationItem, token: str, error: ProviderError, max_attempts: int, started
-) -> RunOutcome:
-    """Record a failed call of a held item and settle it by `retry_decision`: failed with the reason, or back to
-    pending with its next attempt's time (nothing happens if `token` no longer holds the item)."""
-    permanent = isinstance(error, PermanentProviderError)
-    kind = GenerationAttempt.Outcome.PERMANENT if permanent else GenerationAttempt.Outcome.TRANSIENT
-    attempt_record(item.id, item.attempts, kind, started, error=error)
-    outcome = retry_decision(error=error, attempt=item.attempts, max_attempts=max_attempts)
-    mine = GenerationItem.objects.filter(id=item.id, claim_token=token, status=Status.RUNNING)
+def held_settle(held, *, error: ProviderError, attempt: int, max_attempts: int) -> RunOutcome:
+    """Settle a failed call of a held work row by `retry_decision`: failed with the reason, or back to pending
+    with its next attempt's time. `held` is the row filtered by its claim token and running status, so nothing
+    happens if the claim was lost. Shared by every kind of work row with the same bookkeeping (GenerationItem,
+    JudgeRating)."""
+    outcome = retry_decision(error=error, attempt=attempt, max_attempts=max_attempts)
     if outcome.status == "failed":
-        mine.update(status=Status.FAILED, error_kind=error.kind, last_error=outcome.message, claim_token="")
+        held.update(status=Status.FAILED, error_kind=error.kind, last_error=outcome.message, claim_token="")
     else:
-        mine.update(
+        held.update(
             status=Status.PENDING,
             error_kind=error.kind,
             last_error=str(error),
@@ -144,6 +140,25 @@ def item_attempt_failed(
             next_attempt_at=timezone.now() + timedelta(seconds=outcome.countdown),
         )
     return outcome
+
+
+def row_claim(rows, *, token: str, now) -> int:
+    """Claim a work row (conditional UPDATE: pending, or running with an expired lease → running with our token,
+    one more attempt). Returns 1 if we hold it now, 0 if it is done, failed, cancelled or held elsewhere."""
+    return rows.filter(
+        Q(status=Status.PENDING) | Q(status=Status.RUNNING, claimed_at__lt=lease_cutoff())
+    ).update(status=Status.RUNNING, claim_token=token, claimed_at=now, attempts=F("attempts") + 1)
+
+
+def item_attempt_failed(
+    *, item: GenerationItem, token: str, error: ProviderError, max_attempts: int, started
+) -> RunOutcome:
+    """Record a failed call of a held item and settle it by `retry_decision` (see `held_settle`)."""
+    permanent = isinstance(error, PermanentProviderError)
+    kind = GenerationAttempt.Outcome.PERMANENT if permanent else GenerationAttempt.Outcome.TRANSIENT
+    attempt_record(item.id, item.attempts, kind, started, error=error)
+    mine = GenerationItem.objects.filter(id=item.id, claim_token=token, status=Status.RUNNING)
+    return held_settle(mine, error=error, attempt=item.attempts, max_attempts=max_attempts)
 
 
 def generation_item_run(*, item_id: int) -> RunOutcome:
@@ -155,12 +170,7 @@ def generation_item_run(*, item_id: int) -> RunOutcome:
     cancelled, or running elsewhere) or discarded (our lease had expired and another worker took over)."""
     token = uuid.uuid4().hex
     started = timezone.now()
-    claimed = (
-        GenerationItem.objects.filter(id=item_id)
-        .filter(Q(status=Status.PENDING) | Q(status=Status.RUNNING, claimed_at__lt=lease_cutoff()))
-        .update(status=Status.RUNNING, claim_token=token, claimed_at=started, attempts=F("attempts") + 1)
-    )
-    if not claimed:
+    if not row_claim(GenerationItem.objects.filter(id=item_id), token=token, now=started):
         return RunOutcome("skipped")
     item = GenerationItem.objects.select_related(
         "condition__study", "prompt__emotion", "condition__llm_config__provider"
@@ -214,6 +224,16 @@ def item_run_until_settled(item_id: int, *, own_thread: bool = True) -> None:
 
 
 # --- storing ------------------------------------------------------------------------------------------------
+
+#: Called inside the transaction that stores a generated response, as hook(response=..., replaced=bool): what
+#: another part of generation does with a new response in the same transaction (the judge's screening enqueues
+#: its ratings; generation/apps.py registers it). A hook must not call a provider.
+_RESPONSE_STORED_HOOKS: list[Callable] = []
+
+
+def response_stored_hook_register(hook: Callable) -> None:
+    if hook not in _RESPONSE_STORED_HOOKS:
+        _RESPONSE_STORED_HOOKS.append(hook)
 
 
 class _LostClaim(Exception):
@@ -273,6 +293,8 @@ def response_store(
                 requested_at=started,
                 completed_at=timezone.now(),
             )
+            for hook in _RESPONSE_STORED_HOOKS:
+                hook(response=response, replaced=bool(item.regenerate and item.response_id))
             attempt_record(
                 item.id,
                 item.attempts,
