@@ -255,6 +255,7 @@ class GenerationJobAdmin(admin.ModelAdmin):
             "lengths": selectors.response_length_stats(study=study),
             "busy": busy,
             "batches": GenerationBatch.objects.filter(condition__study=study).select_related("condition"),
+            "judges": selectors.judges_of(study=study),
             "opts": self.model._meta,
             "review_url": reverse("admin:generation_generatedresponse_changelist")
             + f"?condition__study__id__exact={study.id}&review__exact=flagged",
@@ -457,3 +458,6 @@ def questionnaire_generation_view(model_admin: GenerationJobAdmin, request, stud
     """The questionnaire kind's generation page (named by studies/kinds/questionnaire.py): its LLM conditions
     answer the study's instrument instead of writing responses."""
     return model_admin._questionnaire_view(request, study)
+
+
+from generation import judge_admin  # noqa: E402, F401  (the LLM judges' admin, registered there)
