@@ -55,11 +55,38 @@ class BatchCollected:
     retried: list[int] = dataclasses.field(default_factory=list)
 
 
-def _batch_api(provider) -> BatchAPI | None:
+def batch_api_of(provider) -> BatchAPI | None:
+    """The provider's adapter if its wire format has a Batch API (None otherwise, or for an unknown kind)."""
     try:
         return adapter_batch_api(provider)
     except ProviderError:
         return None
+
+
+def line_completion(*, api: BatchAPI, provider, line, request: dict, latency_ms: int, price_factor: Decimal):
+    """The Completion of one answered batch line, at the batch price; the line's classified error, or a
+    malformed, empty or refused body's, is raised as for a synchronous call. Shared by every kind of batch."""
+    if line.error is not None:
+        raise line.error
+    data, reply = api.body_read(line.body, http_status=200)
+    completion = completion_checked(
+        provider=provider,
+        reply=reply,
+        request=request,
+        raw_response=data,
+        latency_ms=latency_ms,
+        http_status=200,
+    )
+    return dataclasses.replace(completion, cost=completion.cost * price_factor)
+
+
+def ended_error(state, *, unreadable_lines: int) -> str:
+    """What went wrong with an ended batch, in words (empty when nothing did)."""
+    return "; ".join(
+        [f"the batch ended {state.status}"] * (not state.completed)
+        + state.errors
+        + [f"{unreadable_lines} unreadable output lines"] * bool(unreadable_lines)
+    )
 
 
 def batch_submit(
@@ -70,7 +97,7 @@ def batch_submit(
     provider's adapter has no Batch API, and when the upload or the batch is refused (its items are given back)."""
     for condition in conditions:
         provider = condition.llm_config.provider
-        if _batch_api(provider) is None:
+        if batch_api_of(provider) is None:
             raise GenerationSetupError(
                 f"{condition.name}: provider {provider.name} is {provider.get_kind_display()}, whose wire format "
                 "has no Batch API here. Use ordinary generation for it."
@@ -115,7 +142,7 @@ def _batch_send(batch: GenerationBatch) -> None:
     items = list(_held(batch).select_related("prompt__emotion"))
     requests = [(f"item-{item.id}", config_request(config=config, prompt=item.prompt)) for item in items]
     try:
-        submitted = _batch_api(provider).batch_submit(
+        submitted = batch_api_of(provider).batch_submit(
             provider=provider,
             api_key=provider_api_key(provider),
             requests=requests,
@@ -166,7 +193,7 @@ def batch_poll(*, batch: GenerationBatch) -> GenerationBatch:
     if batch.status != GenerationBatch.Status.SUBMITTED:
         return batch
     provider = batch.condition.llm_config.provider
-    api, api_key = _batch_api(provider), provider_api_key(provider)
+    api, api_key = batch_api_of(provider), provider_api_key(provider)
     state = api.batch_state(provider=provider, api_key=api_key, batch_id=batch.provider_batch_id)
     now = timezone.now()
     if not state.ended:
@@ -191,11 +218,7 @@ def batch_poll(*, batch: GenerationBatch) -> GenerationBatch:
         locked.items_failed = collected.failed
         locked.items_returned = len(returned)
         locked.cost = collected.cost
-        locked.error = "; ".join(
-            [f"the batch ended {state.status}"] * (not state.completed)
-            + state.errors
-            + [f"{collected.unreadable_lines} unreadable output lines"] * bool(collected.unreadable_lines)
-        )
+        locked.error = ended_error(state, unreadable_lines=collected.unreadable_lines)
         locked.checked_at = locked.completed_at = now
         locked.save()
         if returned:
@@ -207,7 +230,7 @@ def _collect(batch: GenerationBatch, lines, *, price_factor: Decimal) -> BatchCo
     """Store, fail or send back each answered item the batch holds (inside the caller's transaction)."""
     config = batch.condition.llm_config
     provider = config.provider
-    api = _batch_api(provider)
+    api = batch_api_of(provider)
     items = {
         item.id: item
         for item in _held(batch).select_related("prompt__emotion", "condition__llm_config__provider")
@@ -225,19 +248,16 @@ def _collect(batch: GenerationBatch, lines, *, price_factor: Decimal) -> BatchCo
         if item is None:
             continue  # not ours, or seen already
         try:
-            if line.error is not None:
-                raise line.error
-            data, reply = api.body_read(line.body, http_status=200)
-            completion = completion_checked(
+            completion = line_completion(
+                api=api,
                 provider=provider,
-                reply=reply,
+                line=line,
                 request={
                     **config_request(config=config, prompt=item.prompt),
                     "_batch": batch.provider_batch_id,
                 },
-                raw_response=data,
                 latency_ms=turnaround_ms,
-                http_status=200,
+                price_factor=price_factor,
             )
         except ProviderError as exc:  # refused, empty, filtered, malformed: settled as for a synchronous call
             outcome = item_attempt_failed(
@@ -252,7 +272,6 @@ def _collect(batch: GenerationBatch, lines, *, price_factor: Decimal) -> BatchCo
             else:
                 result.retried.append(item.id)
             continue
-        completion = dataclasses.replace(completion, cost=completion.cost * price_factor)
         outcome = response_store(
             item=item,
             token=batch.claim_token,

@@ -12,6 +12,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from generation import judge_batches, selectors
+from generation.batches import batch_api_of
 from generation.judge_models import Judge, JudgeBatch, JudgeRating
 from generation.services import judging
 from studies.models import Response
@@ -92,7 +93,7 @@ class JudgeAdmin(admin.ModelAdmin):
             "problems": judging.judge_problems(judge=judge),
             "conditions": list(judge.study.conditions.order_by("position", "name")),
             "batches": JudgeBatch.objects.filter(judge=judge)[:20],
-            "has_batch_api": judge_batches._batch_api(judge.provider) is not None,
+            "has_batch_api": batch_api_of(judge.provider) is not None,
             "recent_failures": JudgeRating.objects.filter(judge=judge, status=JudgeRating.Status.FAILED)
             .select_related("response__condition")
             .order_by("-id")[:10],

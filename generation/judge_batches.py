@@ -15,19 +15,16 @@ open batches every minute (`generation.tasks.judge_batches_poll_task`). No provi
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-from dataclasses import dataclass
 from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from generation.batches import HOLD
+from generation.batches import HOLD, BatchCollected, batch_api_of, ended_error, line_completion
 from generation.judge_models import Judge, JudgeBatch, JudgeRating
-from generation.providers import ProviderError, adapter_batch_api, provider_api_key
-from generation.providers.base import BatchAPI, completion_checked
+from generation.providers import ProviderError, provider_api_key
 from generation.services.judging import (
     JudgeSetupError,
     judge_dispatch,
@@ -44,29 +41,13 @@ Status = JudgeRating.Status
 CUSTOM_ID_PREFIX = "judge-rating-"
 
 
-@dataclass
-class Collected:
-    stored: int = 0
-    failed: int = 0
-    unreadable_lines: int = 0
-    cost: Decimal = Decimal(0)
-    retried: list[int] = dataclasses.field(default_factory=list)
-
-
-def _batch_api(provider) -> BatchAPI | None:
-    try:
-        return adapter_batch_api(provider)
-    except ProviderError:
-        return None
-
-
 def judge_batch_submit(
     *, judge: Judge, conditions: list[Condition] | None = None, started_by: str = ""
 ) -> JudgeBatch | None:
     """Create the missing rating rows (as `judge_start`, without dispatching) and submit every pending one as one
     batch. None when nothing is pending. JudgeSetupError, naming it, when the provider's wire format has no
     Batch API, the judge cannot run, or the upload is refused (the ratings are given back)."""
-    if _batch_api(judge.provider) is None:
+    if batch_api_of(judge.provider) is None:
         raise JudgeSetupError(
             f"Judge {judge.name}: provider {judge.provider.name} is {judge.provider.get_kind_display()}, whose "
             "wire format has no Batch API here. Run the judge without --batch."
@@ -119,7 +100,7 @@ def _send(batch: JudgeBatch) -> None:
         for rating in held.iterator(chunk_size=2000)
     ]
     try:
-        submitted = _batch_api(provider).batch_submit(
+        submitted = batch_api_of(provider).batch_submit(
             provider=provider,
             api_key=provider_api_key(provider),
             requests=requests,
@@ -167,7 +148,7 @@ def judge_batch_poll(*, batch: JudgeBatch) -> JudgeBatch:
     if batch.status != JudgeBatch.Status.SUBMITTED:
         return batch
     provider = batch.judge.provider
-    api, api_key = _batch_api(provider), provider_api_key(provider)
+    api, api_key = batch_api_of(provider), provider_api_key(provider)
     state = api.batch_state(provider=provider, api_key=api_key, batch_id=batch.provider_batch_id)
     if not state.ended:
         JudgeBatch.objects.filter(pk=batch.pk).update(provider_status=state.status)
@@ -192,11 +173,7 @@ def judge_batch_poll(*, batch: JudgeBatch) -> JudgeBatch:
         locked.ratings_failed = collected.failed
         locked.ratings_returned = len(returned)
         locked.cost = collected.cost
-        locked.error = "; ".join(
-            [f"the batch ended {state.status}"] * (not state.completed)
-            + state.errors
-            + [f"{collected.unreadable_lines} unreadable output lines"] * bool(collected.unreadable_lines)
-        )
+        locked.error = ended_error(state, unreadable_lines=collected.unreadable_lines)
         locked.completed_at = timezone.now()
         locked.save()
         if returned:
@@ -204,17 +181,17 @@ def judge_batch_poll(*, batch: JudgeBatch) -> JudgeBatch:
     return locked
 
 
-def _collect(batch: JudgeBatch, lines, *, price_factor: Decimal) -> Collected:
+def _collect(batch: JudgeBatch, lines, *, price_factor: Decimal) -> BatchCollected:
     """Store, fail or give back each answered rating the batch holds (inside the caller's transaction)."""
     judge = batch.judge
     provider = judge.provider
-    api = _batch_api(provider)
+    api = batch_api_of(provider)
     ratings = {
         rating.id: rating
         for rating in _held(batch).select_related("response__prompt__emotion").iterator(chunk_size=2000)
     }
     turnaround_ms = int((timezone.now() - (batch.submitted_at or timezone.now())).total_seconds() * 1000)
-    result = Collected()
+    result = BatchCollected()
     for line in lines:
         try:
             rating_id = int(line.custom_id.removeprefix(CUSTOM_ID_PREFIX))
@@ -226,19 +203,16 @@ def _collect(batch: JudgeBatch, lines, *, price_factor: Decimal) -> Collected:
             continue  # not ours, or seen already
         rating.judge = judge
         try:
-            if line.error is not None:
-                raise line.error
-            data, reply = api.body_read(line.body, http_status=200)
-            completion = completion_checked(
+            completion = line_completion(
+                api=api,
                 provider=provider,
-                reply=reply,
+                line=line,
                 request={
                     **judge_request(judge=judge, response=rating.response, sample_index=rating.sample_index),
                     "_batch": batch.provider_batch_id,
                 },
-                raw_response=data,
                 latency_ms=turnaround_ms,
-                http_status=200,
+                price_factor=price_factor,
             )
         except ProviderError as exc:  # refused, empty, filtered, malformed: settled as for a synchronous call
             held = JudgeRating.objects.filter(
@@ -252,7 +226,6 @@ def _collect(batch: JudgeBatch, lines, *, price_factor: Decimal) -> Collected:
             else:
                 result.retried.append(rating.id)
             continue
-        completion = dataclasses.replace(completion, cost=completion.cost * price_factor)
         outcome = judge_reply_store(
             rating=rating, token=batch.claim_token, completion=completion, batch_id=batch.provider_batch_id
         )
