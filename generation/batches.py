@@ -284,14 +284,19 @@ def _collect(batch: GenerationBatch, lines, *, price_factor: Decimal) -> BatchCo
     return result
 
 
-def batches_poll_open() -> int:
-    """Polls every submitted batch (beat runs this every minute); returns how many ended now."""
+def batches_poll_each(batches, poll) -> int:
+    """`poll(batch=...)` each submitted batch (of any kind); returns how many ended now. One provider down does
+    not stop the others: its batch is logged and polled again next time."""
     ended = 0
-    for batch in GenerationBatch.objects.filter(status=GenerationBatch.Status.SUBMITTED).select_related(
-        "condition__llm_config__provider"
-    ):
+    for batch in batches:
         try:
-            ended += batch_poll(batch=batch).status != GenerationBatch.Status.SUBMITTED
-        except Exception:  # one provider down must not stop the others; the next poll tries again
+            ended += poll(batch=batch).status != GenerationBatch.Status.SUBMITTED
+        except Exception:
             logger.exception("polling a batch failed", extra={"batch": batch.provider_batch_id})
     return ended
+
+
+def batches_poll_open() -> int:
+    """Polls every submitted batch (beat runs this every minute); returns how many ended now."""
+    submitted = GenerationBatch.objects.filter(status=GenerationBatch.Status.SUBMITTED)
+    return batches_poll_each(submitted.select_related("condition__llm_config__provider"), batch_poll)

@@ -22,7 +22,14 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from generation.batches import HOLD, BatchCollected, batch_api_of, ended_error, line_completion
+from generation.batches import (
+    HOLD,
+    BatchCollected,
+    batch_api_of,
+    batches_poll_each,
+    ended_error,
+    line_completion,
+)
 from generation.judge_models import Judge, JudgeBatch, JudgeRating
 from generation.providers import ProviderError, provider_api_key
 from generation.services.judging import (
@@ -241,12 +248,7 @@ def _collect(batch: JudgeBatch, lines, *, price_factor: Decimal) -> BatchCollect
 
 def judge_batches_poll_open() -> int:
     """Poll every submitted judge batch (beat runs this every minute); returns how many ended now."""
-    ended = 0
-    for batch in JudgeBatch.objects.filter(status=JudgeBatch.Status.SUBMITTED).select_related(
+    submitted = JudgeBatch.objects.filter(status=JudgeBatch.Status.SUBMITTED).select_related(
         "judge__provider"
-    ):
-        try:
-            ended += judge_batch_poll(batch=batch).status != JudgeBatch.Status.SUBMITTED
-        except Exception:  # one provider down must not stop the others; the next poll tries again
-            logger.exception("polling a judge batch failed", extra={"batch": batch.provider_batch_id})
-    return ended
+    )
+    return batches_poll_each(submitted, judge_batch_poll)

@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from generation.batch_records import BatchRecord
 from generation.placeholders import placeholders_validate
 from studies.models import Response, Study
 
@@ -94,42 +95,22 @@ class Judge(models.Model):
             raise ValidationError(errors)
 
 
-class JudgeBatch(models.Model):
+class JudgeBatch(BatchRecord):
     """One submission of a judge's pending ratings to the provider's Batch API (a day's turnaround, cheaper).
 
     While a batch is open its ratings are held by it (running, the batch's claim token, claimed until the batch
     window ends), so no worker rates them one by one meanwhile; collecting stores, fails or gives back each."""
 
-    class Status(models.TextChoices):
-        PREPARING = "preparing", "Preparing"
-        SUBMITTED = "submitted", "Submitted"
-        COMPLETED = "completed", "Completed"
-        FAILED = "failed", "Failed"
-
     judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="batches")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PREPARING)
-    provider_status = models.CharField(max_length=32, blank=True)
-    provider_batch_id = models.CharField(max_length=200, blank=True)
-    input_file_id = models.CharField(max_length=200, blank=True)
-    output_file_id = models.CharField(max_length=200, blank=True)
-    error_file_id = models.CharField(max_length=200, blank=True)
     ratings_total = models.PositiveIntegerField(default=0)
     ratings_stored = models.PositiveIntegerField(default=0)
     ratings_failed = models.PositiveIntegerField(default=0)
     ratings_returned = models.PositiveIntegerField(
         default=0, help_text="Given back to ordinary rating (transient errors, unreadable or missing lines)."
     )
-    cost = models.DecimalField(
-        max_digits=14, decimal_places=8, default=0, help_text="USD, at the batch price."
-    )
-    error = models.TextField(blank=True)
-    started_by = models.CharField(max_length=150, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    submitted_at = models.DateTimeField(null=True, blank=True)
-    completed_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created_at"]
+    class Meta(BatchRecord.Meta):
+        pass
 
     def __str__(self) -> str:
         return f"{self.judge.name} batch {self.provider_batch_id or self.pk} ({self.status})"

@@ -16,6 +16,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from generation.batch_records import BatchRecord
 from generation.keys import key_env_problem
 from generation.placeholders import placeholders_validate
 from generation.providers.registry import adapter_choices
@@ -146,44 +147,24 @@ class GenerationJob(models.Model):
         return f"{self.condition} ({self.status}, {self.created_at:%Y-%m-%d %H:%M})"
 
 
-class GenerationBatch(models.Model):
+class GenerationBatch(BatchRecord):
     """One submission of a condition's pending items to OpenAI's Batch API (results within 24 h, half price).
 
     While a batch is open its items are held by it (running, claimed until the batch window ends), so no
     worker calls them one by one; when the batch ends each item is stored, failed with its reason, or given
     back to the ordinary generation."""
 
-    class Status(models.TextChoices):
-        PREPARING = "preparing", "Preparing"
-        SUBMITTED = "submitted", "Submitted"
-        COMPLETED = "completed", "Completed"
-        FAILED = "failed", "Failed"
-
     condition = models.ForeignKey(Condition, on_delete=models.CASCADE, related_name="generation_batches")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PREPARING)
-    provider_status = models.CharField(max_length=32, blank=True, help_text="The provider's own status.")
-    provider_batch_id = models.CharField(max_length=200, blank=True)
-    input_file_id = models.CharField(max_length=200, blank=True)
-    output_file_id = models.CharField(max_length=200, blank=True)
-    error_file_id = models.CharField(max_length=200, blank=True)
     items_total = models.PositiveIntegerField(default=0)
     items_stored = models.PositiveIntegerField(default=0)
     items_failed = models.PositiveIntegerField(default=0)
     items_returned = models.PositiveIntegerField(
         default=0, help_text="Given back to ordinary generation (transient errors, missing from the output)."
     )
-    cost = models.DecimalField(
-        max_digits=14, decimal_places=8, default=0, help_text="USD, at the batch price."
-    )
-    error = models.TextField(blank=True)
-    started_by = models.CharField(max_length=150, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    submitted_at = models.DateTimeField(null=True, blank=True)
     checked_at = models.DateTimeField(null=True, blank=True)
-    completed_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created_at"]
+    class Meta(BatchRecord.Meta):
+        pass
 
     def __str__(self) -> str:
         return f"{self.condition} batch {self.provider_batch_id or self.pk} ({self.status})"

@@ -21,12 +21,10 @@
 from __future__ import annotations
 
 import logging
-import random
 import re
 import uuid
 from dataclasses import dataclass, field
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import F, Q
@@ -35,18 +33,17 @@ from django.utils import timezone
 from generation.judge_models import Judge, JudgeRating, rubric_validate, scale_labels_problem
 from generation.providers import (
     Completion,
-    LimiterWait,
     PermanentProviderError,
     ProviderError,
     TransientProviderError,
     provider_api_key,
-    provider_complete,
     provider_request_build,
 )
 from generation.services.dispatch import tasks_dispatch
 from generation.services.prompts import prompt_fields
 from generation.services.running import (
     RunOutcome,
+    held_call,
     held_settle,
     lease_cutoff,
     row_claim,
@@ -283,20 +280,18 @@ def judge_rating_run(*, rating_id: int) -> RunOutcome:
         )
         return RunOutcome("failed", message="bad rubric")
     try:
-        completion = provider_complete(
+        completion = held_call(
+            mine,
             provider=judge.provider,
             model=judge.model,
             system=system,
             messages=messages,
             params=judge_params(judge, rating.sample_index),
-            max_wait=settings.GENERATION_MAX_LIMIT_WAIT,
         )
-    except LimiterWait as wait:
-        # Nothing was sent: give the rating back without spending an attempt.
-        mine.update(status=Status.PENDING, attempts=F("attempts") - 1, claim_token="")
-        return RunOutcome("retry", countdown=wait.retry_after + random.uniform(0, 0.5), message="limiter")
     except ProviderError as exc:
         return held_settle(mine, error=exc, attempt=rating.attempts, max_attempts=judge.provider.max_attempts)
+    if isinstance(completion, RunOutcome):
+        return completion
     return judge_reply_store(rating=rating, token=token, completion=completion, batch_id="")
 
 

@@ -161,6 +161,24 @@ def item_attempt_failed(
     return held_settle(mine, error=error, attempt=item.attempts, max_attempts=max_attempts)
 
 
+def held_call(held, *, provider, model: str, system: str, messages: list[dict], params: dict):
+    """Call the provider for a held work row (outside any transaction): the Completion, or, when our own limiter
+    did not admit the call in time, the row given back without spending an attempt and the RunOutcome to retry.
+    A classified provider error is raised for the caller to settle."""
+    try:
+        return provider_complete(
+            provider=provider,
+            model=model,
+            system=system,
+            messages=messages,
+            params=params,
+            max_wait=settings.GENERATION_MAX_LIMIT_WAIT,
+        )
+    except LimiterWait as wait:  # nothing was sent
+        held.update(status=Status.PENDING, attempts=F("attempts") - 1, claim_token="")
+        return RunOutcome("retry", countdown=wait.retry_after + random.uniform(0, 0.5), message="limiter")
+
+
 def generation_item_run(*, item_id: int) -> RunOutcome:
     """Claim the item, call its provider once (outside any transaction) and record what happened.
 
@@ -189,22 +207,20 @@ def generation_item_run(*, item_id: int) -> RunOutcome:
         mine.update(status=Status.FAILED, error_kind="template", last_error=" ".join(exc.messages))
         return RunOutcome("failed", message="bad template")
     try:
-        completion = provider_complete(
+        completion = held_call(
+            mine,
             provider=config.provider,
             model=config.model,
             system=system,
             messages=messages,
             params=config_params(config),
-            max_wait=settings.GENERATION_MAX_LIMIT_WAIT,
         )
-    except LimiterWait as wait:
-        # Nothing was sent: give the item back without spending an attempt.
-        mine.update(status=Status.PENDING, attempts=F("attempts") - 1, claim_token="")
-        return RunOutcome("retry", countdown=wait.retry_after + random.uniform(0, 0.5), message="limiter")
     except ProviderError as exc:
         return item_attempt_failed(
             item=item, token=token, error=exc, max_attempts=config.provider.max_attempts, started=started
         )
+    if isinstance(completion, RunOutcome):
+        return completion
     return response_store(item=item, token=token, completion=completion, config=config, started=started)
 
 

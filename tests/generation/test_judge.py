@@ -9,7 +9,6 @@ from decimal import Decimal
 
 import pytest
 from django.core.exceptions import ValidationError
-from django.db import connection
 from werkzeug import Response as WResponse
 
 from generation.judge_models import JudgeRating
@@ -19,7 +18,7 @@ from generation.services import judging
 from generation.services.running import run_until_settled
 from studies.models import default_scale
 
-from .conftest import json_response, make_provider, make_study
+from .conftest import json_response, make_provider, make_study, race
 from .judge_helpers import judge_reply_body, make_judge
 
 CHAT = "/v1/chat/completions"
@@ -229,22 +228,7 @@ def test_a_missing_key_stops_the_run_before_anything_is_written(httpserver, api_
 
 
 def _race(rating_id, n):
-    barrier = threading.Barrier(n)
-    outcomes = []
-
-    def worker():
-        barrier.wait()
-        try:
-            outcomes.append(judging.judge_rating_run(rating_id=rating_id).status)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker) for _ in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return outcomes
+    return race(lambda: judging.judge_rating_run(rating_id=rating_id), n)
 
 
 @pytest.mark.django_db(transaction=True)
