@@ -33,7 +33,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from generation.models import GenerationBatch, GenerationItem
-from generation.providers import ProviderError, adapter_batch_api, provider_api_key
+from generation.providers import ProviderError, batch_api_of, provider_api_key
 from generation.providers.base import BatchAPI, completion_checked
 from generation.services.dispatch import generation_dispatch, generation_start
 from generation.services.prompts import GenerationSetupError, config_request
@@ -53,14 +53,6 @@ class BatchCollected:
     unreadable_lines: int = 0
     cost: Decimal = Decimal(0)
     retried: list[int] = dataclasses.field(default_factory=list)
-
-
-def batch_api_of(provider) -> BatchAPI | None:
-    """The provider's adapter if its wire format has a Batch API (None otherwise, or for an unknown kind)."""
-    try:
-        return adapter_batch_api(provider)
-    except ProviderError:
-        return None
 
 
 def line_completion(*, api: BatchAPI, provider, line, request: dict, latency_ms: int, price_factor: Decimal):

@@ -12,8 +12,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from generation import judge_batches, selectors
-from generation.batches import batch_api_of
 from generation.judge_models import Judge, JudgeBatch, JudgeRating
+from generation.providers import batch_api_of
 from generation.services import judging
 from studies.models import Response
 
@@ -91,6 +91,7 @@ class JudgeAdmin(admin.ModelAdmin):
             "progress": progress,
             "busy": busy,
             "problems": judging.judge_problems(judge=judge),
+            "estimate": judging.judge_estimate(judge=judge),
             "conditions": list(judge.study.conditions.order_by("position", "name")),
             "batches": JudgeBatch.objects.filter(judge=judge)[:20],
             "has_batch_api": batch_api_of(judge.provider) is not None,

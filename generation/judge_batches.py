@@ -25,13 +25,12 @@ from django.utils import timezone
 from generation.batches import (
     HOLD,
     BatchCollected,
-    batch_api_of,
     batches_poll_each,
     ended_error,
     line_completion,
 )
 from generation.judge_models import Judge, JudgeBatch, JudgeRating
-from generation.providers import ProviderError, provider_api_key
+from generation.providers import ProviderError, batch_api_of, provider_api_key
 from generation.services.judging import (
     JudgeSetupError,
     judge_dispatch,

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from generation.judge_models import Judge, JudgeRating, rubric_validate, scale_labels_problem
@@ -36,8 +36,11 @@ from generation.providers import (
     PermanentProviderError,
     ProviderError,
     TransientProviderError,
+    batch_api_of,
+    cost_compute,
     provider_api_key,
     provider_request_build,
+    tokens_estimate,
 )
 from generation.services.dispatch import tasks_dispatch
 from generation.services.prompts import prompt_fields
@@ -354,10 +357,27 @@ def judge_rating_run_until_settled(rating_id: int, *, own_thread: bool = True) -
 # --- screening -------------------------------------------------------------------------------------------------
 
 
+def judge_ratings_stale(*, response: Response) -> int:
+    """The response's text changed (regenerated, edited): every judge's ratings of it rated a text that is gone.
+    They go back to pending (their spend stays), to be rated again. Returns how many were reset."""
+    return JudgeRating.objects.filter(response=response).update(
+        status=Status.PENDING,
+        value=None,
+        reply_text="",
+        attempts=0,
+        claim_token="",
+        last_error="",
+        error_kind="",
+        rated_at=None,
+    )
+
+
 def screening_enqueue(*, response: Response, replaced: bool = False) -> list[int]:
     """Called as a generated response is stored (inside that transaction): every judge of the study that
     screens new conditions gets its rating rows for the response, dispatched after commit. A regenerated
-    response's earlier ratings rated a text that is gone: they are reset to pending and rated again."""
+    response's earlier ratings (every judge's) are reset to pending (`judge_ratings_stale`)."""
+    if replaced:
+        judge_ratings_stale(response=response)
     judges = list(
         Judge.objects.filter(
             study_id=response.condition.study_id, screens_new_conditions=True
@@ -365,20 +385,41 @@ def screening_enqueue(*, response: Response, replaced: bool = False) -> list[int
     )
     if not judges:
         return []
-    rows = JudgeRating.objects.filter(judge__in=judges, response=response)
-    if replaced:
-        rows.update(
-            status=Status.PENDING,
-            value=None,
-            reply_text="",
-            attempts=0,
-            claim_token="",
-            last_error="",
-            error_kind="",
-            rated_at=None,
-        )
     for judge in judges:
         judge_enqueue(judge=judge, responses=Response.objects.filter(id=response.id))
-    ids = list(rows.filter(status=Status.PENDING).values_list("id", flat=True))
+    rows = JudgeRating.objects.filter(judge__in=judges, response=response, status=Status.PENDING)
+    ids = list(rows.values_list("id", flat=True))
     transaction.on_commit(lambda: judge_dispatch(rating_ids=ids))
     return ids
+
+
+def judge_estimate(*, judge: Judge, conditions: list[Condition] | None = None) -> dict:
+    """For the ratings not yet done: calls, input tokens (estimated), output tokens at most (max_tokens each) and
+    the cost at most, one call at a time and through the Batch API where the provider has one. Sends nothing."""
+    responses = Response.objects.filter(condition__study=judge.study).select_related("prompt__emotion")
+    if conditions is not None:
+        responses = responses.filter(condition__in=conditions)
+    done = dict(
+        JudgeRating.objects.filter(judge=judge, status=Status.DONE)
+        .values_list("response_id")
+        .annotate(n=Count("id"))
+        .values_list("response_id", "n")
+    )
+    calls = tokens_in = 0
+    for response in responses.iterator(chunk_size=2000):
+        missing = judge.n_samples - done.get(response.id, 0)
+        if missing > 0:
+            system, messages = judge_render(judge=judge, response=response)
+            calls += missing
+            tokens_in += missing * tokens_estimate(system=system, messages=messages, max_tokens=0)
+    tokens_out = calls * judge.max_tokens
+    cost = cost_compute(provider=judge.provider, usage_in=tokens_in, usage_out=tokens_out)
+    batch_api = batch_api_of(judge.provider)
+    return {
+        "calls": calls,
+        "input_tokens": tokens_in,
+        "output_tokens_max": tokens_out,
+        "cost_max": cost,
+        "batch_cost_max": cost * batch_api.price_factor if batch_api else None,
+        "minutes_at_rate_limit": round(calls / judge.provider.requests_per_minute, 1),
+    }

@@ -61,6 +61,7 @@ def test_run_page_runs_and_shows_progress_spend_and_the_most_common_errors(
 
     page = staff_client.get(url).content.decode()
     assert "0 of 3 rated" in page and "Run judge" in page and "Submit pending as a batch" in page
+    assert "Before sending: 3 calls left" in page and "through the Batch API" in page
 
     staff_client.post(url, {"action": "run", "condition": "human"})  # rows created; dispatch waits for commit
     assert JudgeRating.objects.filter(judge=judge, status="pending").count() == 3

@@ -68,11 +68,13 @@ def test_judge_run_in_process_rates_prints_counts_and_spend_and_resumes(threaded
     out = StringIO()
     call_command("judge_run", "gen-study", "j", "--in-process", "--no-progress", stdout=out)
     assert "4 new ratings, 4 to run" in out.getvalue()
+    assert "Estimate: 4 calls, ~" in out.getvalue() and "through the Batch API" in out.getvalue()
     assert "Judge j (loop-openai/judge-test): 4/4 rated, 0 pending, 0 failed" in out.getvalue()
     assert "spend $0.0031" in out.getvalue()  # 4 × (300 × 2.5 + 2 × 10) / 1e6
     again = StringIO()
     call_command("judge_run", "gen-study", "j", "--in-process", "--no-progress", stdout=again)
     assert "0 new ratings, 0 to run" in again.getvalue() and len(threaded_server.log) == 4
+    assert "Estimate: 0 calls" in again.getvalue()
 
     with pytest.raises(CommandError, match="no judge named 'nope' \\(its judges: j\\)"):
         call_command("judge_run", "gen-study", "nope", stdout=StringIO())
@@ -170,3 +172,20 @@ def test_judge_ratings_never_change_the_human_statistics(httpserver, api_key):
     assert json.dumps(before.summary(), sort_keys=True, default=str) == json.dumps(
         after.summary(), sort_keys=True, default=str
     )
+
+
+def test_an_edited_response_is_rated_again_by_every_judge(httpserver, api_key, django_user_model):
+    from generation.services.review import response_edit
+
+    provider = make_provider(httpserver)
+    study = make_study(provider=provider, n_prompts=2, conditions=())
+    judges = [make_judge(study, provider, name=name) for name in ("a", "b")]
+    for judge in judges:
+        judging.judge_enqueue(judge=judge)
+    JudgeRating.objects.update(status="done", value=2, reply_text="Okay")
+    response = Response.objects.order_by("id").first()
+    editor = django_user_model.objects.create_user(username="ed", password="x-long-password-1")
+    response_edit(response=response, text="I am so sorry. Do you want to talk about him?", user=editor)
+    reset = JudgeRating.objects.filter(response=response)
+    assert set(reset.values_list("status", "value")) == {("pending", None)} and reset.count() == 2
+    assert set(JudgeRating.objects.exclude(response=response).values_list("status", flat=True)) == {"done"}

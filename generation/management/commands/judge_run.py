@@ -82,8 +82,20 @@ class Command(BaseCommand):
         except judging.JudgeSetupError as exc:
             raise CommandError(str(exc)) from None
 
+    def _estimate(self, judge, conditions):
+        e = judging.judge_estimate(judge=judge, conditions=conditions)
+        batch = (
+            f"; ≤ ${e['batch_cost_max']:.4f} through the Batch API" if e["batch_cost_max"] is not None else ""
+        )
+        self.stdout.write(
+            f"Estimate: {e['calls']} calls, ~{e['input_tokens']} input + ≤{e['output_tokens_max']} output tokens, "
+            f"≤ ${e['cost_max']:.4f}{batch}; ≥ {e['minutes_at_rate_limit']} min at the request limit."
+        )
+
     def _run(self, judge, conditions, options):
         in_process = options["in_process"] or dispatch.tasks_run_in_process()
+        if not options["retry_failed"]:
+            self._estimate(judge, conditions)
         if options["retry_failed"]:
             ids = judging.judge_retry_failed(judge=judge, conditions=conditions, dispatch=not in_process)
             self.stdout.write(f"Retrying {len(ids)} failed ratings.")
@@ -123,6 +135,7 @@ class Command(BaseCommand):
         self._summary(judge, conditions)
 
     def _batch(self, judge, conditions, *, wait: bool, every: float):
+        self._estimate(judge, conditions)
         batch = judge_batches.judge_batch_submit(judge=judge, conditions=conditions, started_by="command")
         if batch is None:
             self.stdout.write("No pending ratings to submit.")
