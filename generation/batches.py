@@ -55,6 +55,24 @@ class BatchCollected:
     retried: list[int] = dataclasses.field(default_factory=list)
 
 
+def batch_record_submit(batch, *, provider, requests: list[tuple[str, dict]], metadata: dict):
+    """Upload (custom id, request body) pairs as one batch and record the provider's ids on `batch` (any
+    BatchRecord: submitted, with its batch and input file ids). Raises the classified ProviderError when nothing
+    was submitted (refused, unreachable, key missing or not allowed); the caller gives its rows back."""
+    submitted = batch_api_of(provider).batch_submit(
+        provider=provider, api_key=provider_api_key(provider), requests=requests, metadata=metadata
+    )
+    type(batch).objects.filter(pk=batch.pk).update(
+        status=batch.Status.SUBMITTED,
+        provider_batch_id=submitted.batch_id,
+        provider_status=submitted.status,
+        input_file_id=submitted.input_file_id,
+        submitted_at=timezone.now(),
+    )
+    batch.refresh_from_db()
+    return submitted
+
+
 def line_completion(*, api: BatchAPI, provider, line, request: dict, latency_ms: int, price_factor: Decimal):
     """The Completion of one answered batch line, at the batch price; the line's classified error, or a
     malformed, empty or refused body's, is raised as for a synchronous call. Shared by every kind of batch."""
@@ -134,23 +152,15 @@ def _batch_send(batch: GenerationBatch) -> None:
     items = list(_held(batch).select_related("prompt__emotion"))
     requests = [(f"item-{item.id}", config_request(config=config, prompt=item.prompt)) for item in items]
     try:
-        submitted = batch_api_of(provider).batch_submit(
+        submitted = batch_record_submit(
+            batch,
             provider=provider,
-            api_key=provider_api_key(provider),
             requests=requests,
             metadata={"platform_batch": str(batch.pk), "condition": batch.condition.name},
         )
     except ProviderError as exc:  # refused, unreachable, key missing or not allowed: nothing was submitted
         _batch_release(batch, error=f"submitting the batch failed: {exc}")
         raise GenerationSetupError(f"{batch.condition.name}: submitting the batch failed: {exc}") from None
-    GenerationBatch.objects.filter(pk=batch.pk).update(
-        status=GenerationBatch.Status.SUBMITTED,
-        provider_batch_id=submitted.batch_id,
-        provider_status=submitted.status,
-        input_file_id=submitted.input_file_id,
-        submitted_at=timezone.now(),
-    )
-    batch.refresh_from_db()
     logger.info(
         "batch submitted",
         extra={"condition": batch.condition.name, "items": len(items), "batch": submitted.batch_id},

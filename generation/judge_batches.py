@@ -25,6 +25,7 @@ from django.utils import timezone
 from generation.batches import (
     HOLD,
     BatchCollected,
+    batch_record_submit,
     batches_poll_each,
     ended_error,
     line_completion,
@@ -106,23 +107,15 @@ def _send(batch: JudgeBatch) -> None:
         for rating in held.iterator(chunk_size=2000)
     ]
     try:
-        submitted = batch_api_of(provider).batch_submit(
+        batch_record_submit(
+            batch,
             provider=provider,
-            api_key=provider_api_key(provider),
             requests=requests,
             metadata={"platform_judge_batch": str(batch.pk), "judge": judge.name},
         )
     except ProviderError as exc:  # refused, unreachable, key missing: nothing was submitted
         _release(batch, error=f"submitting the batch failed: {exc}")
         raise JudgeSetupError(f"Judge {judge.name}: submitting the batch failed: {exc}") from None
-    JudgeBatch.objects.filter(pk=batch.pk).update(
-        status=JudgeBatch.Status.SUBMITTED,
-        provider_batch_id=submitted.batch_id,
-        provider_status=submitted.status,
-        input_file_id=submitted.input_file_id,
-        submitted_at=timezone.now(),
-    )
-    batch.refresh_from_db()
     logger.info("judge batch submitted", extra={"judge": judge.name, "ratings": len(requests)})
 
 

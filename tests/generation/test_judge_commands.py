@@ -189,3 +189,25 @@ def test_an_edited_response_is_rated_again_by_every_judge(httpserver, api_key, d
     reset = JudgeRating.objects.filter(response=response)
     assert set(reset.values_list("status", "value")) == {("pending", None)} and reset.count() == 2
     assert set(JudgeRating.objects.exclude(response=response).values_list("status", flat=True)) == {"done"}
+
+
+def test_a_refused_batch_upload_gives_every_rating_back_and_says_why(httpserver, api_key):
+    from generation.judge_batches import judge_batch_submit
+    from generation.judge_models import JudgeBatch
+
+    fake = FakeBatchAPI(httpserver)
+    fake.refuse_upload = True
+    provider = make_provider(httpserver)
+    study = make_study(provider=provider, n_prompts=3, conditions=())
+    judge = make_judge(study, provider)
+    with pytest.raises(judging.JudgeSetupError, match="submitting the batch failed: .*Invalid file format"):
+        judge_batch_submit(judge=judge)
+    ratings = JudgeRating.objects.filter(judge=judge)
+    assert set(ratings.values_list("status", "attempts", "claim_token")) == {("pending", 0, "")}
+    batch = JudgeBatch.objects.get()
+    assert (batch.status, batch.ratings_returned) == ("failed", 3) and "Invalid file format" in batch.error
+    anthropic = make_provider(httpserver, kind="anthropic", name="claude")
+    judge.provider = anthropic
+    judge.save()
+    with pytest.raises(judging.JudgeSetupError, match="has no Batch API here"):
+        judge_batch_submit(judge=judge)
