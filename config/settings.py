@@ -159,6 +159,8 @@ CELERY_BEAT_SCHEDULE = {
     "generation-sweep": {"task": "generation.tasks.generation_sweep_task", "schedule": 120.0},
     # Collects finished OpenAI Batch API batches (generation/batches.py).
     "generation-batches-poll": {"task": "generation.tasks.generation_batches_poll_task", "schedule": 60.0},
+    # Collects finished Batch API batches of LLM judges (generation/judge_batches.py).
+    "judge-batches-poll": {"task": "generation.tasks.judge_batches_poll_task", "schedule": 60.0},
     # Analyses live rating studies whose ratings changed, ahead of the next dashboard view (analysis/tasks.py).
     "analysis-refresh-live": {"task": "analysis.tasks.analysis_refresh_live_task", "schedule": 60.0},
     # Reports each LLM judge whose study's data or ratings changed, ahead of the next view (analysis/judge_ahead.py).

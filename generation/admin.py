@@ -164,6 +164,7 @@ class GenerationJobAdmin(admin.ModelAdmin):
             "lengths": selectors.response_length_stats(study=study),
             "busy": busy,
             "batches": GenerationBatch.objects.filter(condition__study=study).select_related("condition"),
+            "judges": selectors.judges_of(study=study),
             "opts": self.model._meta,
             "review_url": reverse("admin:generation_generatedresponse_changelist")
             + f"?condition__study__id__exact={study.id}&review__exact=flagged",
@@ -385,4 +386,5 @@ def questionnaire_generation_view(model_admin: GenerationJobAdmin, request, stud
     return model_admin._questionnaire_view(request, study)
 
 
-from generation import admin_providers  # noqa: E402,F401  (registers the providers' and configurations' admins)
+# Registered in their own modules: the providers' and configurations' admins, the LLM judges' admin.
+from generation import admin_providers, judge_admin  # noqa: E402, F401

@@ -10,3 +10,7 @@ class GenerationConfig(AppConfig):
     def ready(self):
         # What generation adds to a study's frozen design, copies and waves (studies/design.py's hooks).
         importlib.import_module("generation.design").register()
+        # A judge that screens new conditions rates each generated response as it is stored.
+        running = importlib.import_module("generation.services.running")
+        judging = importlib.import_module("generation.services.judging")
+        running.response_stored_hook_register(judging.screening_enqueue)

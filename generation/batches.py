@@ -33,7 +33,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from generation.models import GenerationBatch, GenerationItem
-from generation.providers import ProviderError, adapter_batch_api, provider_api_key
+from generation.providers import ProviderError, batch_api_of, provider_api_key
 from generation.providers.base import BatchAPI, completion_checked
 from generation.services.dispatch import generation_dispatch, generation_start
 from generation.services.prompts import GenerationSetupError, config_request
@@ -55,11 +55,48 @@ class BatchCollected:
     retried: list[int] = dataclasses.field(default_factory=list)
 
 
-def _batch_api(provider) -> BatchAPI | None:
-    try:
-        return adapter_batch_api(provider)
-    except ProviderError:
-        return None
+def batch_record_submit(batch, *, provider, requests: list[tuple[str, dict]], metadata: dict):
+    """Upload (custom id, request body) pairs as one batch and record the provider's ids on `batch` (any
+    BatchRecord: submitted, with its batch and input file ids). Raises the classified ProviderError when nothing
+    was submitted (refused, unreachable, key missing or not allowed); the caller gives its rows back."""
+    submitted = batch_api_of(provider).batch_submit(
+        provider=provider, api_key=provider_api_key(provider), requests=requests, metadata=metadata
+    )
+    type(batch).objects.filter(pk=batch.pk).update(
+        status=batch.Status.SUBMITTED,
+        provider_batch_id=submitted.batch_id,
+        provider_status=submitted.status,
+        input_file_id=submitted.input_file_id,
+        submitted_at=timezone.now(),
+    )
+    batch.refresh_from_db()
+    return submitted
+
+
+def line_completion(*, api: BatchAPI, provider, line, request: dict, latency_ms: int, price_factor: Decimal):
+    """The Completion of one answered batch line, at the batch price; the line's classified error, or a
+    malformed, empty or refused body's, is raised as for a synchronous call. Shared by every kind of batch."""
+    if line.error is not None:
+        raise line.error
+    data, reply = api.body_read(line.body, http_status=200)
+    completion = completion_checked(
+        provider=provider,
+        reply=reply,
+        request=request,
+        raw_response=data,
+        latency_ms=latency_ms,
+        http_status=200,
+    )
+    return dataclasses.replace(completion, cost=completion.cost * price_factor)
+
+
+def ended_error(state, *, unreadable_lines: int) -> str:
+    """What went wrong with an ended batch, in words (empty when nothing did)."""
+    return "; ".join(
+        [f"the batch ended {state.status}"] * (not state.completed)
+        + state.errors
+        + [f"{unreadable_lines} unreadable output lines"] * bool(unreadable_lines)
+    )
 
 
 def batch_submit(
@@ -70,7 +107,7 @@ def batch_submit(
     provider's adapter has no Batch API, and when the upload or the batch is refused (its items are given back)."""
     for condition in conditions:
         provider = condition.llm_config.provider
-        if _batch_api(provider) is None:
+        if batch_api_of(provider) is None:
             raise GenerationSetupError(
                 f"{condition.name}: provider {provider.name} is {provider.get_kind_display()}, whose wire format "
                 "has no Batch API here. Use ordinary generation for it."
@@ -115,23 +152,15 @@ def _batch_send(batch: GenerationBatch) -> None:
     items = list(_held(batch).select_related("prompt__emotion"))
     requests = [(f"item-{item.id}", config_request(config=config, prompt=item.prompt)) for item in items]
     try:
-        submitted = _batch_api(provider).batch_submit(
+        submitted = batch_record_submit(
+            batch,
             provider=provider,
-            api_key=provider_api_key(provider),
             requests=requests,
             metadata={"platform_batch": str(batch.pk), "condition": batch.condition.name},
         )
     except ProviderError as exc:  # refused, unreachable, key missing or not allowed: nothing was submitted
         _batch_release(batch, error=f"submitting the batch failed: {exc}")
         raise GenerationSetupError(f"{batch.condition.name}: submitting the batch failed: {exc}") from None
-    GenerationBatch.objects.filter(pk=batch.pk).update(
-        status=GenerationBatch.Status.SUBMITTED,
-        provider_batch_id=submitted.batch_id,
-        provider_status=submitted.status,
-        input_file_id=submitted.input_file_id,
-        submitted_at=timezone.now(),
-    )
-    batch.refresh_from_db()
     logger.info(
         "batch submitted",
         extra={"condition": batch.condition.name, "items": len(items), "batch": submitted.batch_id},
@@ -166,7 +195,7 @@ def batch_poll(*, batch: GenerationBatch) -> GenerationBatch:
     if batch.status != GenerationBatch.Status.SUBMITTED:
         return batch
     provider = batch.condition.llm_config.provider
-    api, api_key = _batch_api(provider), provider_api_key(provider)
+    api, api_key = batch_api_of(provider), provider_api_key(provider)
     state = api.batch_state(provider=provider, api_key=api_key, batch_id=batch.provider_batch_id)
     now = timezone.now()
     if not state.ended:
@@ -191,11 +220,7 @@ def batch_poll(*, batch: GenerationBatch) -> GenerationBatch:
         locked.items_failed = collected.failed
         locked.items_returned = len(returned)
         locked.cost = collected.cost
-        locked.error = "; ".join(
-            [f"the batch ended {state.status}"] * (not state.completed)
-            + state.errors
-            + [f"{collected.unreadable_lines} unreadable output lines"] * bool(collected.unreadable_lines)
-        )
+        locked.error = ended_error(state, unreadable_lines=collected.unreadable_lines)
         locked.checked_at = locked.completed_at = now
         locked.save()
         if returned:
@@ -207,7 +232,7 @@ def _collect(batch: GenerationBatch, lines, *, price_factor: Decimal) -> BatchCo
     """Store, fail or send back each answered item the batch holds (inside the caller's transaction)."""
     config = batch.condition.llm_config
     provider = config.provider
-    api = _batch_api(provider)
+    api = batch_api_of(provider)
     items = {
         item.id: item
         for item in _held(batch).select_related("prompt__emotion", "condition__llm_config__provider")
@@ -225,19 +250,16 @@ def _collect(batch: GenerationBatch, lines, *, price_factor: Decimal) -> BatchCo
         if item is None:
             continue  # not ours, or seen already
         try:
-            if line.error is not None:
-                raise line.error
-            data, reply = api.body_read(line.body, http_status=200)
-            completion = completion_checked(
+            completion = line_completion(
+                api=api,
                 provider=provider,
-                reply=reply,
+                line=line,
                 request={
                     **config_request(config=config, prompt=item.prompt),
                     "_batch": batch.provider_batch_id,
                 },
-                raw_response=data,
                 latency_ms=turnaround_ms,
-                http_status=200,
+                price_factor=price_factor,
             )
         except ProviderError as exc:  # refused, empty, filtered, malformed: settled as for a synchronous call
             outcome = item_attempt_failed(
@@ -252,7 +274,6 @@ def _collect(batch: GenerationBatch, lines, *, price_factor: Decimal) -> BatchCo
             else:
                 result.retried.append(item.id)
             continue
-        completion = dataclasses.replace(completion, cost=completion.cost * price_factor)
         outcome = response_store(
             item=item,
             token=batch.claim_token,
@@ -265,14 +286,19 @@ def _collect(batch: GenerationBatch, lines, *, price_factor: Decimal) -> BatchCo
     return result
 
 
-def batches_poll_open() -> int:
-    """Polls every submitted batch (beat runs this every minute); returns how many ended now."""
+def batches_poll_each(batches, poll) -> int:
+    """`poll(batch=...)` each submitted batch (of any kind); returns how many ended now. One provider down does
+    not stop the others: its batch is logged and polled again next time."""
     ended = 0
-    for batch in GenerationBatch.objects.filter(status=GenerationBatch.Status.SUBMITTED).select_related(
-        "condition__llm_config__provider"
-    ):
+    for batch in batches:
         try:
-            ended += batch_poll(batch=batch).status != GenerationBatch.Status.SUBMITTED
-        except Exception:  # one provider down must not stop the others; the next poll tries again
+            ended += poll(batch=batch).status != GenerationBatch.Status.SUBMITTED
+        except Exception:
             logger.exception("polling a batch failed", extra={"batch": batch.provider_batch_id})
     return ended
+
+
+def batches_poll_open() -> int:
+    """Polls every submitted batch (beat runs this every minute); returns how many ended now."""
+    submitted = GenerationBatch.objects.filter(status=GenerationBatch.Status.SUBMITTED)
+    return batches_poll_each(submitted.select_related("condition__llm_config__provider"), batch_poll)

@@ -9,9 +9,12 @@ Judge ratings live here, apart from ratings.Rating: no human statistic reads thi
 through generation.selectors.judge_ratings_frame only.
 """
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from generation.batch_records import BatchRecord
+from generation.placeholders import placeholders_validate
 from studies.models import Response, Study
 
 #: The fields of a response a rubric may use.
@@ -31,6 +34,21 @@ DEFAULT_RUBRIC = (
     "The reply: {response}\n\n"
     "Answer with exactly one word, one of: {scale}."
 )
+
+
+def rubric_validate(rubric: str) -> None:
+    """ValidationError naming any placeholder a rubric uses that a response does not have."""
+    placeholders_validate(rubric, allowed=RUBRIC_PLACEHOLDERS, what="the rubric")
+
+
+def scale_labels_problem(scale) -> str | None:
+    """Why a judge cannot answer on this scale (labels missing or equal up to case), or None."""
+    labels = [str(option.get("label", "")).strip() for option in scale or [] if isinstance(option, dict)]
+    if len(labels) < 2 or not all(labels):
+        return "the study's scale needs at least two labelled values for a judge to name one"
+    if len({label.casefold() for label in labels}) != len(labels):
+        return "the study's scale has two labels that differ only in case; a judge's reply could not tell them apart"
+    return None
 
 
 class Judge(models.Model):
@@ -64,6 +82,43 @@ class Judge(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.model})"
 
+    def clean(self):
+        super().clean()
+        errors = {}
+        try:
+            rubric_validate(self.rubric or "")
+        except ValidationError as exc:
+            errors["rubric"] = exc.messages
+        if self.study_id and (problem := scale_labels_problem(self.study.scale)):
+            errors["study"] = [problem[0].upper() + problem[1:] + "."]
+        if errors:
+            raise ValidationError(errors)
+
+
+class JudgeBatch(BatchRecord):
+    """One submission of a judge's pending ratings to the provider's Batch API (a day's turnaround, cheaper).
+
+    While a batch is open its ratings are held by it (running, the batch's claim token, claimed until the batch
+    window ends), so no worker rates them one by one meanwhile; collecting stores, fails or gives back each."""
+
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="batches")
+    ratings_total = models.PositiveIntegerField(default=0)
+    ratings_stored = models.PositiveIntegerField(default=0)
+    ratings_failed = models.PositiveIntegerField(default=0)
+    ratings_returned = models.PositiveIntegerField(
+        default=0, help_text="Given back to ordinary rating (transient errors, unreadable or missing lines)."
+    )
+
+    class Meta(BatchRecord.Meta):
+        pass
+
+    def __str__(self) -> str:
+        return f"{self.judge.name} batch {self.provider_batch_id or self.pk} ({self.status})"
+
+    @property
+    def claim_token(self) -> str:
+        return f"judgebatch-{self.pk}"
+
 
 class JudgeRating(models.Model):
     class Status(models.TextChoices):
@@ -86,6 +141,9 @@ class JudgeRating(models.Model):
     last_error = models.TextField(blank=True)
     error_kind = models.CharField(max_length=32, blank=True)
     provider_batch_id = models.CharField(max_length=200, blank=True)
+    batch = models.ForeignKey(
+        JudgeBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="ratings"
+    )
     # Provenance of the stored value.
     request = models.JSONField(null=True, blank=True, help_text="The exact request body sent (no key).")
     raw_response = models.JSONField(null=True, blank=True)
@@ -93,7 +151,12 @@ class JudgeRating(models.Model):
     provider_response_id = models.CharField(max_length=200, blank=True)
     input_tokens = models.PositiveIntegerField(null=True, blank=True)
     output_tokens = models.PositiveIntegerField(null=True, blank=True)
-    cost = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True, help_text="USD.")
+    cost = models.DecimalField(
+        max_digits=14,
+        decimal_places=8,
+        default=0,
+        help_text="USD spent on this rating: every call, including unparseable replies and discarded duplicates.",
+    )
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     rated_at = models.DateTimeField(null=True, blank=True)

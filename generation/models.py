@@ -11,7 +11,6 @@
 """
 
 import re
-import string
 from urllib.parse import urlsplit, urlunsplit
 
 from django import forms
@@ -21,7 +20,9 @@ from django.core.validators import MaxValueValidator, MinValueValidator, URLVali
 from django.db import models
 from django.db.models import Q
 
+from generation.batch_records import BatchRecord
 from generation.keys import key_env_problem
+from generation.placeholders import placeholders_validate
 from generation.providers.registry import adapter_choices
 from studies.fields import PlainTextField
 from studies.models import Condition, Prompt, Response
@@ -45,23 +46,7 @@ def template_validate(template: str, *, what: str = "the template") -> None:
     """Raise ValidationError naming every placeholder a template uses that a prompt does not have.
 
     Placeholders are Python format fields ({situation}); write {{ and }} for literal braces."""
-    try:
-        fields = [field for _, field, _, _ in string.Formatter().parse(template) if field is not None]
-    except ValueError as exc:
-        raise ValidationError(
-            f"{what[0].upper()}{what[1:]} is not well formed: {exc} (write {{{{ and }}}} for literal braces)."
-        ) from None
-    unknown = sorted({f for f in fields if f not in TEMPLATE_PLACEHOLDERS})
-    if unknown:
-        raise ValidationError(
-            "Unknown placeholder(s) in %(what)s: %(unknown)s; it would reach the model unfilled. Allowed: "
-            "%(allowed)s (write {{ and }} for literal braces).",
-            params={
-                "what": what,
-                "unknown": ", ".join("{" + f + "}" for f in unknown),
-                "allowed": ", ".join("{" + f + "}" for f in TEMPLATE_PLACEHOLDERS),
-            },
-        )
+    placeholders_validate(template, allowed=TEMPLATE_PLACEHOLDERS, what=what)
 
 
 def system_prompt_validate(text: str) -> None:
@@ -213,44 +198,24 @@ class GenerationJob(models.Model):
         return f"{self.condition} ({self.status}, {self.created_at:%Y-%m-%d %H:%M})"
 
 
-class GenerationBatch(models.Model):
+class GenerationBatch(BatchRecord):
     """One submission of a condition's pending items to OpenAI's Batch API (results within 24 h, half price).
 
     While a batch is open its items are held by it (running, claimed until the batch window ends), so no
     worker calls them one by one; when the batch ends each item is stored, failed with its reason, or given
     back to the ordinary generation."""
 
-    class Status(models.TextChoices):
-        PREPARING = "preparing", "Preparing"
-        SUBMITTED = "submitted", "Submitted"
-        COMPLETED = "completed", "Completed"
-        FAILED = "failed", "Failed"
-
     condition = models.ForeignKey(Condition, on_delete=models.CASCADE, related_name="generation_batches")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PREPARING)
-    provider_status = models.CharField(max_length=32, blank=True, help_text="The provider's own status.")
-    provider_batch_id = models.CharField(max_length=200, blank=True)
-    input_file_id = models.CharField(max_length=200, blank=True)
-    output_file_id = models.CharField(max_length=200, blank=True)
-    error_file_id = models.CharField(max_length=200, blank=True)
     items_total = models.PositiveIntegerField(default=0)
     items_stored = models.PositiveIntegerField(default=0)
     items_failed = models.PositiveIntegerField(default=0)
     items_returned = models.PositiveIntegerField(
         default=0, help_text="Given back to ordinary generation (transient errors, missing from the output)."
     )
-    cost = models.DecimalField(
-        max_digits=14, decimal_places=8, default=0, help_text="USD, at the batch price."
-    )
-    error = models.TextField(blank=True)
-    started_by = models.CharField(max_length=150, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    submitted_at = models.DateTimeField(null=True, blank=True)
     checked_at = models.DateTimeField(null=True, blank=True)
-    completed_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created_at"]
+    class Meta(BatchRecord.Meta):
+        pass
 
     def __str__(self) -> str:
         return f"{self.condition} batch {self.provider_batch_id or self.pk} ({self.status})"
@@ -405,5 +370,5 @@ class GeneratedResponse(Response):
         verbose_name_plural = "generated responses (review)"
 
 
-from generation.judge_models import Judge, JudgeRating  # noqa: E402, F401  (the LLM judge)
+from generation.judge_models import Judge, JudgeBatch, JudgeRating  # noqa: E402, F401  (the LLM judge)
 from generation.questionnaire_models import QuestionnaireExchange  # noqa: E402, F401  (EmotionBench LLM subjects)

@@ -213,6 +213,48 @@ def judges_of(*, study: Study) -> list[Judge]:
     return list(Judge.objects.filter(study=study).select_related("provider").order_by("name"))
 
 
+def judge_progress(*, judge: Judge, conditions: list[Condition] | None = None) -> dict:
+    """How far a judge has got: ratings done / running / pending / failed (of responses × samples), spend and
+    tokens so far, the most common errors of failed ratings, and the same counts per condition."""
+    rows = JudgeRating.objects.filter(judge=judge)
+    responses = Response.objects.filter(condition__study_id=judge.study_id)
+    if conditions is not None:
+        rows = rows.filter(response__condition__in=conditions)
+        responses = responses.filter(condition__in=conditions)
+    counts = dict(rows.order_by().values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    totals = rows.aggregate(spend=Sum("cost"), tokens_in=Sum("input_tokens"), tokens_out=Sum("output_tokens"))
+    per_condition = {}
+    for name, status, n in (
+        rows.order_by()
+        .values_list("response__condition__name", "status")
+        .annotate(n=Count("id"))
+        .values_list("response__condition__name", "status", "n")
+    ):
+        per_condition.setdefault(name, {})[status] = n
+    slots = responses.count() * judge.n_samples
+    S = JudgeRating.Status
+    return {
+        "slots": slots,
+        "done": counts.get(S.DONE, 0),
+        "running": counts.get(S.RUNNING, 0),
+        "pending": counts.get(S.PENDING, 0),
+        "failed": counts.get(S.FAILED, 0),
+        "not_started": max(slots - sum(counts.values()), 0),
+        "spend": totals["spend"] or Decimal(0),
+        "tokens_in": totals["tokens_in"] or 0,
+        "tokens_out": totals["tokens_out"] or 0,
+        "errors": Counter(rows.filter(status=S.FAILED).values_list("last_error", flat=True)).most_common(3),
+        "error_kinds": Counter(
+            rows.filter(status=S.FAILED).values_list("error_kind", flat=True)
+        ).most_common(),
+        "percent": round(100 * counts.get(S.DONE, 0) / slots) if slots else 0,
+        "conditions": [
+            {"name": name, **{s: per_condition[name].get(s, 0) for s in S.values}}
+            for name in sorted(per_condition)
+        ],
+    }
+
+
 def judge_ratings_frame(*, judge: Judge, conditions: list[Condition] | None = None):
     """The judge's stored ratings as a DataFrame: response_id, sample_index, value, condition, emotion, words.
 

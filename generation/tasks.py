@@ -14,8 +14,10 @@ from celery import shared_task
 from django.conf import settings
 
 from generation.batches import batches_poll_open
+from generation.judge_batches import judge_batches_poll_open
 from generation.questionnaire import QUESTIONNAIRE_SLOT_TASK, questionnaire_slot_task_run
 from generation.services.dispatch import GENERATE_ITEM, generation_sweep
+from generation.services.judging import JUDGE_RATING_TASK, judge_rating_run, judge_sweep
 from generation.services.running import generation_item_run, run_until_settled
 
 
@@ -36,10 +38,39 @@ def generate_item(self, item_id: int) -> str:
     return run_until_settled(lambda: generation_item_run(item_id=item_id), wait=wait).status
 
 
+def _requeue_or_sleep(task, args):
+    """The wait between tries: sleep when eager, else a fresh message after `countdown` (the attempt count lives
+    in the database, not the message)."""
+
+    def wait(countdown: float) -> bool:
+        if task.request.is_eager:
+            time.sleep(countdown)
+            return True
+        task.apply_async(args, countdown=countdown, queue=settings.GENERATION_QUEUE)
+        return False
+
+    return wait
+
+
+@shared_task(
+    bind=True, name=JUDGE_RATING_TASK, acks_late=True, ignore_result=True, soft_time_limit=210, time_limit=240
+)
+def judge_rating(self, rating_id: int) -> str:
+    """One judge rating of one (response, sample). A transient failure re-queues it with its backoff."""
+    wait = _requeue_or_sleep(self, (rating_id,))
+    return run_until_settled(lambda: judge_rating_run(rating_id=rating_id), wait=wait).status
+
+
+@shared_task(acks_late=True, ignore_result=True, soft_time_limit=100, time_limit=120)
+def judge_batches_poll_task() -> int:
+    """Collect finished judge batches (run by beat)."""
+    return judge_batches_poll_open()
+
+
 @shared_task(acks_late=True, ignore_result=True, soft_time_limit=50, time_limit=60)
 def generation_sweep_task() -> int:
-    """Re-dispatch items whose worker died mid-call (run by beat)."""
-    return generation_sweep()
+    """Re-dispatch items and judge ratings whose worker died mid-call (run by beat)."""
+    return generation_sweep() + judge_sweep()
 
 
 @shared_task(

@@ -50,7 +50,13 @@ from generation.providers.base import (
     tokens_estimate,
 )
 from generation.providers.call import provider_api_key, provider_complete, provider_request_build
-from generation.providers.registry import adapter_batch_api, adapter_for, adapter_register, adapter_unregister
+from generation.providers.registry import (
+    adapter_batch_api,
+    adapter_for,
+    adapter_register,
+    adapter_unregister,
+    batch_api_of,
+)
 
 __all__ = [
     "BatchAPI",
@@ -65,6 +71,7 @@ __all__ = [
     "adapter_for",
     "adapter_register",
     "adapter_unregister",
+    "batch_api_of",
     "cost_compute",
     "provider_api_key",
     "provider_complete",

@@ -43,5 +43,14 @@ def adapter_batch_api(provider) -> BatchAPI | None:
     return adapter if isinstance(adapter, BatchAPI) else None
 
 
+def batch_api_of(provider) -> BatchAPI | None:
+    """The provider's adapter if its wire format has a Batch API; None otherwise, and for a kind no adapter
+    speaks (the ordinary path reports that one)."""
+    try:
+        return adapter_batch_api(provider)
+    except PermanentProviderError:
+        return None
+
+
 adapter_register(OpenAICompatAdapter())
 adapter_register(AnthropicAdapter())

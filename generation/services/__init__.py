@@ -6,7 +6,9 @@
     dispatch.py  start, cancel, retry, sweep; handing work to Celery or to in-process threads
     review.py    approve, edit, regenerate a response
     connection.py  a provider's Test connection: one cheap call and what to check when it fails
+    judging.py   an LLM judge: rubric, reading replies, enqueue, rate one (claim, call, store once), screening
 
 Reads live in generation.selectors. Arrows point one way: review → dispatch → running → prompts → selectors;
-generation.tasks, generation.batches and generation.questionnaire sit above them; none of these imports tasks.
+judging → dispatch → running; generation.tasks, generation.batches, generation.judge_batches and
+generation.questionnaire sit above them; none of these imports tasks.
 """

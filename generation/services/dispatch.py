@@ -73,17 +73,20 @@ def generation_dispatch(*, item_ids: list[int]) -> None:
     )
 
 
-def generation_run_in_process(*, item_ids: list[int], threads: int, on_settled=None) -> None:
+def generation_run_in_process(
+    *, item_ids: list[int], threads: int, on_settled=None, runner: Callable = item_run_until_settled
+) -> None:
     """Run items in this process and return when each has settled (done, failed, skipped). threads <= 1: one
-    after the other in the calling thread; otherwise on a pool of threads. The provider limits still hold."""
+    after the other in the calling thread; otherwise on a pool of threads. The provider limits still hold.
+    `runner(id, own_thread=...)` runs one through the retry loop (a judge's ratings pass their own)."""
     if threads <= 1:
         for item_id in item_ids:
-            item_run_until_settled(item_id, own_thread=False)
+            runner(item_id, own_thread=False)
             if on_settled:
                 on_settled()
         return
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="generation") as pool:
-        futures = [pool.submit(item_run_until_settled, item_id) for item_id in item_ids]
+        futures = [pool.submit(runner, item_id) for item_id in item_ids]
         for future in futures:
             future.result()
             if on_settled:

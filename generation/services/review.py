@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from generation.models import GenerationItem, LLMConditionConfig, ResponseEdit, ResponseProvenance
 from generation.services.dispatch import generation_dispatch
+from generation.services.judging import judge_ratings_stale
 from generation.services.prompts import generation_problems
 from generation.services.running import SAME_TEXT_FLAG
 from studies.models import Response
@@ -22,7 +23,7 @@ def response_approve(*, response: Response) -> None:
 
 def response_edit(*, response: Response, text: str, user, note: str = "") -> ResponseEdit | None:
     """Replace a response's text, keeping who changed what and when (ResponseEdit). The response becomes
-    source=edited and approved. No-op (None) if the text is unchanged; ValidationError if it is empty."""
+    source=edited and approved; judges' ratings of the old text go back to pending. No-op (None) if the text is unchanged; ValidationError if it is empty."""
     text = (text or "").strip()
     if not text:
         raise ValidationError("A response cannot be empty.")
@@ -42,6 +43,7 @@ def response_edit(*, response: Response, text: str, user, note: str = "") -> Res
         locked.source = Response.Source.EDITED
         locked.review = Response.Review.APPROVED
         locked.save(update_fields=["text", "source", "review", "updated_at"])
+        judge_ratings_stale(response=locked)  # judges rated the old text: rate again
     return edit
 
 

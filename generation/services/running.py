@@ -133,28 +133,23 @@ def attempt_record(item_id, number, outcome, started, *, error=None, latency_ms=
     )
 
 
-def item_attempt_failed(
-    *, item: GenerationItem, token: str, error: ProviderError, max_attempts: int, started
-) -> RunOutcome:
-    """Record a failed call of a held item and settle it by `retry_decision`: failed with the reason, or back to
-    pending with its next attempt's time (nothing happens if `token` no longer holds the item)."""
-    permanent = isinstance(error, PermanentProviderError)
-    kind = GenerationAttempt.Outcome.PERMANENT if permanent else GenerationAttempt.Outcome.TRANSIENT
-    attempt_record(item.id, item.attempts, kind, started, error=error)
-    outcome = retry_decision(error=error, attempt=item.attempts, max_attempts=max_attempts)
-    mine = GenerationItem.objects.filter(id=item.id, claim_token=token, status=Status.RUNNING)
+def _has_field(model, name: str) -> bool:
+    return any(field.name == name for field in model._meta.concrete_fields)
+
+
+def held_settle(held, *, error: ProviderError, attempt: int, max_attempts: int) -> RunOutcome:
+    """Settle a failed call of a held work row by `retry_decision`: failed with the reason, or back to pending
+    with its next attempt's time. `held` is the row filtered by its claim token and running status, so nothing
+    happens if the claim was lost. Shared by every kind of work row with the same bookkeeping (GenerationItem,
+    JudgeRating)."""
+    outcome = retry_decision(error=error, attempt=attempt, max_attempts=max_attempts)
     if outcome.status == "failed":
-        held = mine.update(
-            status=Status.FAILED,
-            error_kind=error.kind,
-            last_error=outcome.message,
-            claim_token="",
-            updated_at=timezone.now(),
+        stamp = {"updated_at": timezone.now()} if _has_field(held.model, "updated_at") else {}
+        held.update(
+            status=Status.FAILED, error_kind=error.kind, last_error=outcome.message, claim_token="", **stamp
         )
-        if held and permanent:
-            condition_stop_if_failing(condition_id=item.condition_id, error=error)
     else:
-        mine.update(
+        held.update(
             status=Status.PENDING,
             error_kind=error.kind,
             last_error=str(error),
@@ -162,6 +157,47 @@ def item_attempt_failed(
             next_attempt_at=timezone.now() + timedelta(seconds=outcome.countdown),
         )
     return outcome
+
+
+def row_claim(rows, *, token: str, now) -> int:
+    """Claim a work row (conditional UPDATE: pending, or running with an expired lease → running with our token,
+    one more attempt). Returns 1 if we hold it now, 0 if it is done, failed, cancelled or held elsewhere."""
+    return rows.filter(
+        Q(status=Status.PENDING) | Q(status=Status.RUNNING, claimed_at__lt=lease_cutoff())
+    ).update(status=Status.RUNNING, claim_token=token, claimed_at=now, attempts=F("attempts") + 1)
+
+
+def item_attempt_failed(
+    *, item: GenerationItem, token: str, error: ProviderError, max_attempts: int, started
+) -> RunOutcome:
+    """Record a failed call of a held item and settle it by `retry_decision` (see `held_settle`)."""
+    permanent = isinstance(error, PermanentProviderError)
+    kind = GenerationAttempt.Outcome.PERMANENT if permanent else GenerationAttempt.Outcome.TRANSIENT
+    attempt_record(item.id, item.attempts, kind, started, error=error)
+    mine = GenerationItem.objects.filter(id=item.id, claim_token=token, status=Status.RUNNING)
+    outcome = held_settle(mine, error=error, attempt=item.attempts, max_attempts=max_attempts)
+    if outcome.status == "failed" and permanent:
+        # Counting is idempotent: if the claim was lost meanwhile, this only recounts.
+        condition_stop_if_failing(condition_id=item.condition_id, error=error)
+    return outcome
+
+
+def held_call(held, *, provider, model: str, system: str, messages: list[dict], params: dict):
+    """Call the provider for a held work row (outside any transaction): the Completion, or, when our own limiter
+    did not admit the call in time, the row given back without spending an attempt and the RunOutcome to retry.
+    A classified provider error is raised for the caller to settle."""
+    try:
+        return provider_complete(
+            provider=provider,
+            model=model,
+            system=system,
+            messages=messages,
+            params=params,
+            max_wait=settings.GENERATION_MAX_LIMIT_WAIT,
+        )
+    except LimiterWait as wait:  # nothing was sent
+        held.update(status=Status.PENDING, attempts=F("attempts") - 1, claim_token="")
+        return RunOutcome("retry", countdown=wait.retry_after + random.uniform(0, 0.5), message="limiter")
 
 
 # --- stopping a run that keeps failing the same way ---------------------------------------------------------
@@ -244,12 +280,7 @@ def generation_item_run(*, item_id: int) -> RunOutcome:
     cancelled, or running elsewhere) or discarded (our lease had expired and another worker took over)."""
     token = uuid.uuid4().hex
     started = timezone.now()
-    claimed = (
-        GenerationItem.objects.filter(id=item_id)
-        .filter(Q(status=Status.PENDING) | Q(status=Status.RUNNING, claimed_at__lt=lease_cutoff()))
-        .update(status=Status.RUNNING, claim_token=token, claimed_at=started, attempts=F("attempts") + 1)
-    )
-    if not claimed:
+    if not row_claim(GenerationItem.objects.filter(id=item_id), token=token, now=started):
         return RunOutcome("skipped")
     item = GenerationItem.objects.select_related(
         "condition__study", "prompt__emotion", "condition__llm_config__provider"
@@ -268,22 +299,20 @@ def generation_item_run(*, item_id: int) -> RunOutcome:
         mine.update(status=Status.FAILED, error_kind="template", last_error=" ".join(exc.messages))
         return RunOutcome("failed", message="bad template")
     try:
-        completion = provider_complete(
+        completion = held_call(
+            mine,
             provider=config.provider,
             model=config.model,
             system=system,
             messages=messages,
             params=config_params(config),
-            max_wait=settings.GENERATION_MAX_LIMIT_WAIT,
         )
-    except LimiterWait as wait:
-        # Nothing was sent: give the item back without spending an attempt.
-        mine.update(status=Status.PENDING, attempts=F("attempts") - 1, claim_token="")
-        return RunOutcome("retry", countdown=wait.retry_after + random.uniform(0, 0.5), message="limiter")
     except ProviderError as exc:
         return item_attempt_failed(
             item=item, token=token, error=exc, max_attempts=config.provider.max_attempts, started=started
         )
+    if isinstance(completion, RunOutcome):
+        return completion
     return response_store(item=item, token=token, completion=completion, config=config, started=started)
 
 
@@ -303,6 +332,16 @@ def item_run_until_settled(item_id: int, *, own_thread: bool = True) -> None:
 
 
 # --- storing ------------------------------------------------------------------------------------------------
+
+#: Called inside the transaction that stores a generated response, as hook(response=..., replaced=bool): what
+#: another part of generation does with a new response in the same transaction (the judge's screening enqueues
+#: its ratings; generation/apps.py registers it). A hook must not call a provider.
+_RESPONSE_STORED_HOOKS: list[Callable] = []
+
+
+def response_stored_hook_register(hook: Callable) -> None:
+    if hook not in _RESPONSE_STORED_HOOKS:
+        _RESPONSE_STORED_HOOKS.append(hook)
 
 
 class _LostClaim(Exception):
@@ -367,6 +406,8 @@ def response_store(
                 requested_at=started,
                 completed_at=timezone.now(),
             )
+            for hook in _RESPONSE_STORED_HOOKS:
+                hook(response=response, replaced=bool(item.regenerate and item.response_id))
             attempt_record(
                 item.id,
                 item.attempts,

@@ -1,8 +1,10 @@
 """Fixtures for generation: a loopback provider (pytest-httpserver) speaking OpenAI's or Anthropic's wire format."""
 
 import json
+import threading
 
 import pytest
+from django.db import connection
 
 from generation.models import LLMConditionConfig, Provider
 from generation.ratelimit import limit_spec_for, limiter_reset
@@ -140,3 +142,24 @@ def threaded_server():
     server.clear()
     if server.is_running():
         server.stop()
+
+
+def race(run, n: int) -> list[str]:
+    """Call `run()` from n threads released at once (each on its own database connection); their outcomes'
+    statuses, in finishing order."""
+    barrier = threading.Barrier(n)
+    outcomes = []
+
+    def worker():
+        barrier.wait()
+        try:
+            outcomes.append(run().status)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return outcomes

@@ -17,29 +17,14 @@ from generation.services.dispatch import generation_start
 from generation.services.running import generation_item_run
 from studies.models import Response
 
-from .conftest import json_response, make_provider, make_study, openai_body
+from .conftest import json_response, make_provider, make_study, openai_body, race
 
 CHAT = "/v1/chat/completions"
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _race(item_id, n):
-    barrier = threading.Barrier(n)
-    outcomes = []
-
-    def worker():
-        barrier.wait()
-        try:
-            outcomes.append(generation_item_run(item_id=item_id).status)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker) for _ in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return outcomes
+    return race(lambda: generation_item_run(item_id=item_id), n)
 
 
 @pytest.mark.django_db(transaction=True)
