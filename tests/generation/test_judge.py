@@ -64,8 +64,8 @@ def test_an_unknown_placeholder_in_the_rubric_is_a_clear_error_of_clean(httpserv
     with pytest.raises(ValidationError) as caught:
         make_judge(study, provider, rubric="Rate {response} given {feeling} and {mood}.")
     assert caught.value.message_dict["rubric"] == [
-        "Unknown placeholder(s) in the rubric: {feeling}, {mood}. Allowed: {situation}, {speaker_utterance}, "
-        "{emotion}, {response}, {scale}."
+        "Unknown placeholder(s) in the rubric: {feeling}, {mood}; it would reach the model unfilled. Allowed: "
+        "{situation}, {speaker_utterance}, {emotion}, {response}, {scale} (write {{ and }} for literal braces)."
     ]
     with pytest.raises(ValidationError, match="not well formed"):
         make_judge(study, provider, rubric="Rate {response")
