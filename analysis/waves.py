@@ -1,8 +1,9 @@
 """The analysis of a follow-up wave (studies/waves.py): every condition of the family (the parent's stored
 baseline and conditions, each wave's new conditions) in one analysis, so the tests against the stored baseline
-are Holm-corrected across the whole family; and the drift test: the wave's re-rating of the parent's baseline
-against the original ratings (χ² and the top-share difference with a participant bootstrap CI), with a plain
-warning when raters seem to have drifted.
+are corrected across the whole family (by the wave's planned correction, Holm by default); and the drift test:
+the wave's re-rating of the parent's baseline against the original ratings (χ² and the top-share difference
+with a participant bootstrap CI), with a plain warning when raters seem to have drifted (`drift_warning`, shown once: on its own line of the report, the
+dashboard and `analyze`'s output, not among the notes).
 
 Conditions are labelled `<condition> · <study> (<launch date>)`, so tables and figures say where each came
 from. The re-rating condition is left out of the comparisons (it is the drift test's)."""
@@ -19,8 +20,6 @@ from analysis.exclusions import ExclusionRules, participant_exclusion_flags
 from analysis.services import AnalysisOptions, RatingAnalysis, rating_frame_analyze
 from studies.models import Study
 from studies.waves import RERATE_SUFFIX, family_members, parent_baseline
-
-DEFAULT_ALPHA = 0.05
 
 
 @dataclass
@@ -43,14 +42,6 @@ class WaveAnalysis(RatingAnalysis):
 def condition_label(study: Study, condition: str) -> str:
     when = study.launched_at or study.closed_at or study.created_at
     return f"{condition} · {study.slug} ({when:%Y-%m-%d})"
-
-
-def _alpha(study: Study) -> float:
-    planned = study.planned_analysis or {}
-    try:
-        return float(planned.get("alpha", DEFAULT_ALPHA))
-    except (TypeError, ValueError):
-        return DEFAULT_ALPHA
 
 
 def _kept(rows: pd.DataFrame, rules: ExclusionRules) -> pd.DataFrame:
@@ -142,11 +133,11 @@ def wave_analyze(*, study: Study, options: AnalysisOptions) -> WaveAnalysis:
     parent = Study.objects.get(pk=study.parent_id)
     parent_rows = selectors.rating_rows_frame(study=parent)
     original = parent_rows[parent_rows["condition"] == parent_baseline(parent).name]
-    original = _kept(original, result.rules)  # the rules the wave's analysis applied (by default its declared)
+    original = _kept(
+        original, result.rules
+    )  # the rules the wave's analysis applied (by default its declared)
     rerate = _kept(rerate, result.rules)
     result.drift, result.drift_warning = drift_test(
-        original, rerate, scale, b=options.bootstrap_samples, seed=options.seed + 2, alpha=_alpha(study)
+        original, rerate, scale, b=options.bootstrap_samples, seed=options.seed + 2, alpha=result.alpha
     )
-    if result.drift_warning:
-        result.notes.append(result.drift_warning)
     return result

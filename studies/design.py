@@ -30,6 +30,7 @@ from django.forms.models import model_to_dict
 from .exclusion_rules import exclusion_rules_normalise
 from .kinds import kind_of
 from .models import AttentionCheck, Condition, Prompt, Study, StudyAmendment, StudyDesign
+from .planned_analysis import planned_analysis_normalise
 
 FORMAT = 1
 
@@ -110,6 +111,16 @@ def design_sha256(design: dict) -> str:
 def exclusion_rules_of(study: Study) -> Any:
     """The study's declared exclusion rules (Study.exclusion_rules): what its analysis applies by default."""
     return study.exclusion_rules
+
+
+def planned_analysis_of(study: Study) -> tuple[dict, str | None]:
+    """The analysis the study planned, with every key present, and the SHA-256 of the design it comes from: the
+    current frozen version (amendments included) once the study is launched; the study's field, and None, while
+    it is a draft. Bad data in a draft gives ValidationError."""
+    current = design_current(study) if study.pk else None
+    if current is not None:
+        return planned_analysis_normalise(current.design.get("planned_analysis")), current.sha256
+    return planned_analysis_normalise(study.planned_analysis), None
 
 
 def _kind_settings(study: Study) -> dict | None:
@@ -294,6 +305,8 @@ def _value_clean(study: Study, field: str, value: Any) -> Any:
         if field == "exclusion_rules":  # validated as the admin and Study.clean validate a declaration
             points = len(study.scale) if isinstance(study.scale, list) else None
             clean = exclusion_rules_normalise(clean, scale_points=points)
+        if field == "planned_analysis":
+            clean = planned_analysis_normalise(clean)
         return clean
     except ValidationError as exc:
         raise AmendmentError(f"{field}: " + "; ".join(exc.messages)) from None

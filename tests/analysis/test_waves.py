@@ -97,7 +97,7 @@ def test_a_wave_is_analysed_against_the_stored_baseline_with_the_drift_test(
     assert len(declared.drift) == 1
 
     call_command("analyze", "wave1", "--out", str(tmp_path), "--bootstrap", "200", "--no-exclusions")
-    assert "note: Rater drift" in capsys.readouterr().out
+    assert "WARNING: Rater drift" in capsys.readouterr().out
     family = pd.read_csv(tmp_path / "family.csv")
     assert list(family["study"]) == ["seed", "seed", "wave1", "wave1"]
     assert (tmp_path / "drift.csv").exists() and "Rater drift" in (tmp_path / "report.html").read_text()
