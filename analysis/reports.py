@@ -119,7 +119,6 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
         "design": design_of_slug(analysis.study_slug),
         "figures": figs,
         "rules": analysis.rules.describe(),
-        "planned_line": planned_line(analysis),
         "declared_rules": _declared_description(analysis),
         "exclusions_html": html_table(
             exclusions_display(analysis.exclusions),

@@ -86,10 +86,11 @@ def drift_test(
     warning = ""
     if significant:
         warning = (
-            f"Rater drift: the re-rated baseline differs from the original ratings (χ² p = {line['p']:.3g}; "
-            f"{top} share {line['change']:+.1%}, 95% CI {line['ci_low']:+.1%} to {line['ci_high']:+.1%}). "
-            "Differences between the new conditions and the stored baseline may come from today's raters, "
-            "not only from the models."
+            f"Rater drift: today's raters judge the parent's baseline responses differently from the original "
+            f"raters. Re-rating them, they chose {top} {line[f'{top}_share_rerated']:.0%} of the time, against "
+            f"{line[f'{top}_share_original']:.0%} originally (relative change {line['change']:+.0%}, 95% CI "
+            f"{line['ci_low']:+.0%} to {line['ci_high']:+.0%}; χ² p = {line['p']:.3g}). Part of any difference "
+            "between the new conditions and the stored baseline may come from the raters, not the models."
         )
     return pd.DataFrame([line]), warning
 
