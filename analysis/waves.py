@@ -56,15 +56,18 @@ def drift_test(
     original: pd.DataFrame, rerated: pd.DataFrame, scale: stats.Scale, *, b: int, seed: int, alpha: float
 ) -> tuple[pd.DataFrame, str]:
     """The re-rated baseline against its original ratings: a 2 × scale χ² (no correction) and the change of
-    the top share with a percentile bootstrap CI (participants resampled). Returns the one-row table and a
-    warning ("" when neither the test nor the interval shows drift)."""
+    the top share with a percentile bootstrap CI at 1 − alpha (participants resampled). Returns the one-row
+    table and a warning ("" when neither the test nor the interval shows drift)."""
     if original.empty or rerated.empty:
         note = "no re-ratings yet" if rerated.empty else "the parent's baseline has no ratings"
         return pd.DataFrame([{"note": note}]), ""
     joined = pd.concat([original.assign(condition="original"), rerated.assign(condition="rerated")])
     counts = stats.counts_table(joined, scale, ["condition"]).reindex(["original", "rerated"]).fillna(0)
     test = stats.chi_square(counts.to_numpy(dtype=float), yates=False)
-    _, change = stats.bootstrap_shares(joined, scale, ["original", "rerated"], "original", b=b, seed=seed)
+    level = 1 - alpha  # the interval and the test decide at the same, planned, α
+    _, change = stats.bootstrap_shares(
+        joined, scale, ["original", "rerated"], "original", b=b, seed=seed, level=level
+    )
     row = change.iloc[0] if not change.empty else None
     top = scale.top_label
     line = {
@@ -78,6 +81,7 @@ def drift_test(
         "change": float(row["change"]) if row is not None else np.nan,
         "ci_low": float(row["ci_low"]) if row is not None else np.nan,
         "ci_high": float(row["ci_high"]) if row is not None else np.nan,
+        "ci_level": level,
         "alpha": alpha,
     }
     significant = (not np.isnan(line["p"]) and line["p"] < alpha) or (
@@ -88,7 +92,7 @@ def drift_test(
         warning = (
             f"Rater drift: today's raters judge the parent's baseline responses differently from the original "
             f"raters. Re-rating them, they chose {top} {line[f'{top}_share_rerated']:.0%} of the time, against "
-            f"{line[f'{top}_share_original']:.0%} originally (relative change {line['change']:+.0%}, 95% CI "
+            f"{line[f'{top}_share_original']:.0%} originally (relative change {line['change']:+.0%}, {level:.0%} CI "
             f"{line['ci_low']:+.0%} to {line['ci_high']:+.0%}; χ² p = {line['p']:.3g}). Part of any difference "
             "between the new conditions and the stored baseline may come from the raters, not the models."
         )

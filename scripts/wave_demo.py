@@ -290,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("DJANGO_ENV", "test")
+    # 4,000 provider calls: the JSON figures, not a log line each.
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
     import django
 
     django.setup()

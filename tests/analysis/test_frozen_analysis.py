@@ -59,11 +59,14 @@ def test_the_analysis_applies_the_planned_alpha_and_correction_draft_then_frozen
     assert (draft.alpha, draft.correction, draft.planned["design_sha256"]) == (0.01, "bonferroni", None)
     _families_adjusted(draft.tests, "bonferroni")
     assert (draft.tests["significant"] == (draft.tests["p_adjusted"] < 0.01)).all()
-    assert (draft.tests["p_holm"].notna() == draft.tests["p_adjusted"].notna()).all()  # Holm stays for reference
+    # Holm's p-values stay beside them, for reference.
+    assert (draft.tests["p_holm"].notna() == draft.tests["p_adjusted"].notna()).all()
 
     frozen = design_freeze(study, reason="launch")
     # A write that goes around the design's guard does not change what the analysis applies: the frozen design does.
-    Study.objects.filter(pk=study.pk).update(planned_analysis={"alpha": 0.2, "correction": "none", "tests": []})
+    Study.objects.filter(pk=study.pk).update(
+        planned_analysis={"alpha": 0.2, "correction": "none", "tests": []}
+    )
     launched = study_analyze(study=Study.objects.get(pk=study.pk), options=options)
     assert (launched.alpha, launched.correction) == (0.01, "bonferroni")
     assert launched.planned["design_sha256"] == frozen.sha256

@@ -451,3 +451,16 @@ def test_the_kind_settings_are_frozen_too():
         settings.save()
     assert QuestionnaireSettings.objects.get(pk=settings.pk).significance_level == 0.02
     assert design_sha256(design_build(Study.objects.get(pk=study.pk))) == frozen.sha256
+
+
+def test_the_admin_refuses_a_change_of_a_launched_studys_kind_settings(staff_client):
+    study = StudyFactory(kind=Study.Kind.QUESTIONNAIRE)
+    QuestionnaireSettings.objects.create(study=study, significance_level=0.01)
+    design_freeze(study, reason="launch")
+    data = change_form_data(staff_client, study)
+    url = reverse("admin:studies_study_change", args=[study.pk])
+    assert staff_client.post(url, data).status_code == 302  # an unchanged save passes
+    key = next(k for k in data if k.endswith("-significance_level"))
+    response = staff_client.post(url, {**data, key: "0.05"})
+    assert response.status_code == 200 and "part of its frozen design" in response.content.decode()
+    assert QuestionnaireSettings.objects.get(study=study).significance_level == 0.01
