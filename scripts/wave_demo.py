@@ -8,8 +8,9 @@ participants through the real participant pages (entry, consent, instructions, T
 wave (`analyze`): each new condition against the published human baseline, and the drift test of the re-rated
 baseline. It reports the human ratings the wave needs against a full re-run of the same design.
 
-Usage (a scratch database `test_<name>` is created from DATABASE_URL's server and dropped at the end; nothing is
-written into DATABASE_URL's own database):
+Usage (Django's test database is created from DATABASE_URL — `test_<name>` on a PostgreSQL server, in memory
+on SQLite, the default of `make run` — and dropped at the end; nothing is written into DATABASE_URL's own
+database):
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/empathy REDIS_URL=redis://127.0.0.1:6379/0 \
         .venv/bin/python scripts/wave_demo.py [--participants 30] [--out DIR] [--dataset FILE]
