@@ -173,9 +173,10 @@ def adjusted_labels(analysis) -> dict[str, str]:
 
 def planned_line(analysis) -> str:
     """Which α and correction the analysis applied, and where they come from (the report, the dashboard)."""
+    tests = "; ".join(analysis.planned.get("tests") or []) or "none listed"
     return (
         f"α = {analysis.alpha:g}; multiple-comparison correction: {analysis.correction_name}, within each family of "
-        f"tests; from the planned analysis of {analysis.planned_source}."
+        f"tests; from the planned analysis of {analysis.planned_source}. Tests planned: {tests}."
     )
 
 

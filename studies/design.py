@@ -125,9 +125,18 @@ def planned_analysis_of(study: Study) -> tuple[dict, str | None]:
     """The analysis the study planned, with every key present, and the SHA-256 of the design it comes from: the
     current frozen version (amendments included) once the study is launched; the study's field, and None, while
     it is a draft. Bad data in a draft gives ValidationError."""
-    current = design_current(study) if study.pk else None
+    # Only the key and the hash: a design holds every prompt's hash (hundreds of kB for the published study), and
+    # the dashboard's status poll reads this.
+    current = (
+        StudyDesign.objects.filter(study_id=study.pk)
+        .order_by("-created_at", "-id")
+        .values_list("design__planned_analysis", "sha256")
+        .first()
+        if study.pk
+        else None
+    )
     if current is not None:
-        return planned_analysis_normalise(current.design.get("planned_analysis")), current.sha256
+        return planned_analysis_normalise(current[0]), current[1]
     return planned_analysis_normalise(study.planned_analysis), None
 
 
