@@ -121,7 +121,8 @@ SVG_HASHSALT = "empathy-analysis"
 
 def figure_metadata(analysis, fmt: str) -> dict:
     """What a figure file says about itself: its study and the SHA-256 of the design it was computed under."""
-    sha = (analysis.planned or {}).get("design_sha256") or "not frozen (draft)"
+    # getattr: a dashboard snapshot computed before analyses carried their planned analysis has no `planned`.
+    sha = (getattr(analysis, "planned", None) or {}).get("design_sha256") or "not frozen (draft)"
     text = f"{analysis.study_slug}: design sha256 {sha}"
     if fmt == "svg":
         return {"Date": None, "Description": text}
