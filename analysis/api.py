@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from analysis import exports, reports, selectors
-from analysis.design import design_headers
+from analysis.design import design_headers, design_of
 from analysis.judge_views import report_for
 from analysis.permissions import IsAnalyst
 from analysis.services import AnalysisError, study_analyze_cached
@@ -109,13 +109,12 @@ class StudyAggregates(APIView):
 
     @extend_schema(parameters=ANALYSIS_PARAMETERS, responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, slug: str) -> Response:
+        study = _study(slug)
         try:
-            analysis = study_analyze_cached(
-                study=_study(slug), options=options_from_query(request.query_params)
-            )
+            analysis = study_analyze_cached(study=study, options=options_from_query(request.query_params))
         except AnalysisError as exc:
             raise Http404(str(exc)) from None
-        return Response(analysis.summary())
+        return Response({**analysis.summary(), "design": design_of(study)})
 
 
 class CSVRenderer(BaseRenderer):
@@ -169,10 +168,9 @@ class StudyTable(APIView):
         responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="CSV")},
     )
     def get(self, request: Request, slug: str, name: str) -> StreamingHttpResponse:
+        study = _study(slug)
         try:
-            analysis = study_analyze_cached(
-                study=_study(slug), options=options_from_query(request.query_params)
-            )
+            analysis = study_analyze_cached(study=study, options=options_from_query(request.query_params))
         except AnalysisError as exc:
             raise Http404(str(exc)) from None
         tables = {"main_tests": reports.main_table(analysis), **analysis.tables()}
@@ -182,7 +180,7 @@ class StudyTable(APIView):
             exports.table_lines(tables[name]), content_type="text/csv; charset=utf-8"
         )
         response["Content-Disposition"] = f'attachment; filename="{analysis.study_slug}-{name}.csv"'
-        return response
+        return design_headers(response, study)
 
 
 class StudyJudgeReport(APIView):

@@ -33,8 +33,11 @@ class RatingAnalysisEntry:
     def report_write(self, study: Study, options: AnalysisOptions, out_dir: Path) -> list[str]:
         analysis = self.analyze(study, options)
         written = reports.report_write(analysis=analysis, out_dir=out_dir)
+        drift = getattr(analysis, "drift_warning", "")
         return [
+            *([f"WARNING: {drift}"] if drift else []),
             *reports.exclusion_lines(analysis),
+            reports.planned_line(analysis),
             f"{study.slug}: {analysis.n_rows} of {analysis.n_rows_before} ratings analysed; "
             f"{len(written)} files in {out_dir}",
             f"report: {out_dir / 'report.html'}",

@@ -114,21 +114,37 @@ def change_vs_baseline(analysis) -> Figure:
     return fig
 
 
+# Figures are reproducible byte for byte: no date in the SVG, its element ids drawn from a fixed salt, and the
+# PNG's only text chunks are the ones written here (the design the figure cites, the software).
+SVG_HASHSALT = "empathy-analysis"
+
+
+def figure_metadata(analysis, fmt: str) -> dict:
+    """What a figure file says about itself: its study and the SHA-256 of the design it was computed under."""
+    # getattr: a dashboard snapshot computed before analyses carried their planned analysis has no `planned`.
+    sha = (getattr(analysis, "planned", None) or {}).get("design_sha256") or "not frozen (draft)"
+    text = f"{analysis.study_slug}: design sha256 {sha}"
+    if fmt == "svg":
+        return {"Date": None, "Description": text}
+    return {"Description": text}
+
+
 def figure_render(analysis, name: str, fmt: str) -> bytes:
-    """One named figure as PNG or SVG bytes."""
+    """One named figure as PNG or SVG bytes; the same analysis gives the same bytes."""
     if name not in FIGURES:
         raise ValueError(f"unknown figure {name!r}")
     if fmt not in {"png", "svg"}:
         raise ValueError(f"unknown format {fmt!r}")
-    fig = globals()[name](analysis)
-    buffer = io.BytesIO()
-    try:
-        fig.savefig(
-            buffer,
-            format=fmt,
-            dpi=150 if fmt == "png" else None,
-            metadata={"Date": None} if fmt == "svg" else None,
-        )
-    finally:
-        plt.close(fig)
+    with matplotlib.rc_context({"svg.hashsalt": SVG_HASHSALT}):
+        fig = globals()[name](analysis)
+        buffer = io.BytesIO()
+        try:
+            fig.savefig(
+                buffer,
+                format=fmt,
+                dpi=150 if fmt == "png" else None,
+                metadata=figure_metadata(analysis, fmt),
+            )
+        finally:
+            plt.close(fig)
     return buffer.getvalue()

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pandas as pd
 from django.template.loader import render_to_string
-from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from analysis import figures, stats
-from analysis.design import design_json_write, design_of_slug
+from analysis.design import amendment_line, design_json_write, design_of_slug
 from analysis.exclusions import ExclusionRules
 from analysis.exports import table_lines
 
@@ -22,13 +21,15 @@ TEST_SHORT = {
     stats.TEST_2X2: "χ² 2×2 top vs rest (Yates)",
 }
 MAIN_COLUMNS = [
-    "scope", "group", "test", "comparison", "n", "small_sample", "chi2", "dof", "p", "p_holm", "cramers_v",
+    "scope", "group", "test", "comparison", "n", "small_sample", "chi2", "dof", "p", "p_adjusted", "significant",
+    "cramers_v",
     "top_share", "top_share_baseline", "change", "min_expected", "p_exact",
 ]  # fmt: skip
 # What people read above the columns of the tests' HTML tables (the CSV files keep the short names scripts use).
 COLUMN_LABELS = {
     "scope": "Scope", "group": "Group", "test": "Test", "comparison": "Comparison", "n": "Ratings (n)",
-    "chi2": "χ²", "dof": "df", "p": "p", "p_holm": "p (Holm)", "cramers_v": "Cramér's V",
+    "chi2": "χ²", "dof": "df", "p": "p", "p_holm": "p (Holm)", "p_adjusted": "p (adjusted)",
+    "significant": "Significant", "cramers_v": "Cramér's V",
     "top_share": "Top share", "top_share_baseline": "Top share, baseline", "change": "Relative change",
     "min_expected": "Smallest expected count", "small_sample": "Sample size", "p_exact": "Fisher's exact p",
 }  # fmt: skip
@@ -52,10 +53,11 @@ def html_table(
     caption: str = "",
     label: str = "",
     readable: bool = False,
+    labels: dict[str, str] | None = None,
 ) -> SafeString:
     """A DataFrame as an escaped HTML table (pandas escapes cell text), in a scroll area that the keyboard can
     reach (tabindex=0, a named region) since wide tables scroll sideways on small screens. `readable`: the
-    columns get their COLUMN_LABELS and small-sample rows a plain-words mark."""
+    columns get their COLUMN_LABELS (`labels` overrides some) and small-sample rows a plain-words mark."""
     if frame is None or frame.empty:
         return mark_safe("<p class='empty'>No rows.</p>")
     if columns:
@@ -67,7 +69,9 @@ def html_table(
             frame = frame.assign(
                 small_sample=frame["small_sample"].map(lambda s: SMALL_SAMPLE_MARK if s else "ok")
             )
-        frame = frame.rename(columns=COLUMN_LABELS)
+        if "significant" in frame.columns:
+            frame = frame.assign(significant=frame["significant"].map(lambda s: "yes" if s is True else "no"))
+        frame = frame.rename(columns={**COLUMN_LABELS, **(labels or {})})
     html = frame.to_html(index=False, border=0, classes="data", na_rep="", formatters=None, float_format=_fmt)
     html = html.replace('<table border="0" class="dataframe data">', '<table class="data">', 1)
     if caption:
@@ -112,7 +116,6 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
     main = main_table(analysis)
     return {
         "analysis": analysis,
-        "generated_at": timezone.now(),
         "design": design_of_slug(analysis.study_slug),
         "figures": figs,
         "rules": analysis.rules.describe(),
@@ -135,7 +138,7 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
         "change_by_valence_html": html_table(
             analysis.bootstrap_change_by_valence, label="Change against the baseline by valence"
         ),
-        "main_html": html_table(main, label="Main tests", readable=True),
+        "main_html": html_table(main, label="Main tests", readable=True, labels=adjusted_labels(analysis)),
         "small_sample_min": stats.SMALL_SAMPLE_MIN_EXPECTED,
         "small_sample_tests": int(main["small_sample"].sum()) if "small_sample" in main.columns else 0,
         "pairwise_2xk_html": html_table(
@@ -145,6 +148,7 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
             columns=MAIN_COLUMNS,
             label="2 × scale chi-square tests",
             readable=True,
+            labels=adjusted_labels(analysis),
         ),
         "ordinal": ordinal,
         "ordinal_html": html_table(ordinal.coefficients, label="Proportional-odds model coefficients")
@@ -157,6 +161,23 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
         "drift_html": html_table(analysis.drift) if hasattr(analysis, "drift") else "",
         "drift_warning": getattr(analysis, "drift_warning", ""),
     }
+
+
+def adjusted_labels(analysis) -> dict[str, str]:
+    """The adjusted p-value's and the significance column's headings name the planned correction and α."""
+    return {
+        "p_adjusted": f"p ({analysis.correction_name})",
+        "significant": f"Significant (α = {analysis.alpha:g})",
+    }
+
+
+def planned_line(analysis) -> str:
+    """Which α and correction the analysis applied, and where they come from (the report, the dashboard)."""
+    tests = "; ".join(analysis.planned.get("tests") or []) or "none listed"
+    return (
+        f"α = {analysis.alpha:g}; multiple-comparison correction: {analysis.correction_name}, within each family of "
+        f"tests; from the planned analysis of {analysis.planned_source}. Tests planned: {tests}."
+    )
 
 
 def _declared_description(analysis) -> dict[str, str]:
@@ -184,10 +205,14 @@ def report_markdown(analysis) -> str:
     """The report's text in Markdown: exclusions (per condition, with their test and warnings), the sensitivity
     line, the distribution and the main tests. Figures and the longer tables are in the HTML report and CSVs."""
     out = [f"# Analysis of {analysis.study_title} ({analysis.study_slug})", ""]
+    out += [*design_markdown(design_of_slug(analysis.study_slug)), ""]
     out.append(
         f"Conditions: {', '.join(analysis.conditions)}; baseline **{analysis.baseline}**; ratings analysed: "
-        f"{analysis.n_rows} of {analysis.n_rows_before}; α = {analysis.alpha:g}."
+        f"{analysis.n_rows} of {analysis.n_rows_before}."
     )
+    out += ["", f"Planned analysis applied: {planned_line(analysis)}"]
+    if getattr(analysis, "drift_warning", ""):
+        out += ["", f"> **Warning.** {analysis.drift_warning}" + "\n"]
     out += ["", *[f"> **Warning.** {w}" + "\n" for w in analysis.warnings]]
     out += [f"> Note: {n}" + "\n" for n in analysis.notes]
     source = "the study's declared rules" if analysis.rules_declared else "rules overridden for this analysis"
@@ -202,7 +227,27 @@ def report_markdown(analysis) -> str:
     if not analysis.empty:
         out += ["## Ratings by condition", "", markdown_table(analysis.distribution)]
         out += ["## Main tests", "", markdown_table(main_table(analysis))]
+    if hasattr(analysis, "family"):
+        out += ["## Family: every condition of every wave", "", markdown_table(analysis.family)]
+        out += ["## Rater drift: the re-rated baseline against its original ratings", ""]
+        out += [markdown_table(analysis.drift)]
     return "\n".join(out)
+
+
+def design_markdown(design: dict | None) -> list[str]:
+    """The design the report cites: its hash and every amendment."""
+    if design is None:
+        return ["Design: not frozen yet (a draft study): these figures cite no pre-registered design."]
+    lines = [f"Frozen design SHA-256 `{design['sha256']}` ({design['reason']}, {design['frozen_at']})."]
+    if not design["amendments"]:
+        return [*lines, "", "No amendments."]
+    return [
+        *lines,
+        "",
+        "Amendments since launch:",
+        "",
+        *(f"- {amendment_line(a)}" for a in design["amendments"]),
+    ]
 
 
 def exclusion_lines(analysis) -> list[str]:

@@ -22,6 +22,8 @@ from analysis import exclusions, selectors, stats
 from analysis.ordinal import OrdinalFit, ordinal_model
 from studies.kinds import kind_of
 from studies.models import Study
+from studies.planned_analysis import correction_name
+from studies.selectors import study_planned_analysis
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +77,21 @@ class RatingAnalysis:
     bootstrap_change_by_valence: pd.DataFrame = field(default_factory=pd.DataFrame)
     agreement: stats.Agreement | None = None
     notes: list[str] = field(default_factory=list)
+    # The planned analysis applied (tests, alpha, correction) and the frozen design it was read from (None: a draft).
+    planned: dict = field(default_factory=dict)
+
+    @property
+    def correction(self) -> str:
+        return self.planned.get("correction", "holm")
+
+    @property
+    def correction_name(self) -> str:
+        return correction_name(self.correction)
+
+    @property
+    def planned_source(self) -> str:
+        sha = self.planned.get("design_sha256")
+        return f"the frozen design {sha}" if sha else "the draft's current design (not frozen yet)"
 
     @property
     def empty(self) -> bool:
@@ -126,6 +143,8 @@ class RatingAnalysis:
                 "exclusion_rules_declared": self.declared_rules,
                 "exclusion_rules_are_declared": self.rules_declared,
                 "alpha": self.alpha,
+                "correction": self.correction,
+                "planned_analysis": self.planned,
                 "warnings": self.warnings,
                 "sensitivity": self.sensitivity.to_dict(orient="records"),
                 "sensitivity_lines": self.sensitivity_lines,
@@ -199,14 +218,26 @@ def study_analyze(*, study: Study, options: AnalysisOptions | None = None) -> An
 CACHE_SECONDS = 600
 
 
-RATING_ALPHA = 0.05  # the seed study's
+RATING_ALPHA = 0.05  # the seed study's, and the default of a planned analysis
 
 
-def study_alpha(*, study: Study) -> float:
-    """The study's significance level (the differential-exclusion warnings and the sensitivity line use it): the
-    kind's own setting where its settings have one (the questionnaire kind's), else RATING_ALPHA."""
+def study_planned(*, study: Study) -> dict:
+    """The study's planned analysis (tests, alpha, correction; studies/planned_analysis.py) from its frozen design,
+    or as it stands for a draft, with `design_sha256` naming the design it comes from."""
+    try:
+        return study_planned_analysis(study=study)
+    except ValidationError as exc:
+        raise AnalysisError(f"the study's planned analysis is invalid: {'; '.join(exc.messages)}") from None
+
+
+def study_alpha(*, study: Study, planned: dict | None = None) -> float:
+    """The study's significance level (the tests' `significant` column, the differential-exclusion warnings, the
+    sensitivity line and the drift test use it): the kind's own setting where its settings have one (the
+    questionnaire kind's), else the planned analysis' alpha."""
     own = kind_of(study).settings(study)
-    return float(getattr(own, "significance_level", RATING_ALPHA))
+    if hasattr(own, "significance_level"):
+        return float(own.significance_level)
+    return float((planned if planned is not None else study_planned(study=study))["alpha"])
 
 
 def study_data_fingerprint(*, study: Study) -> str:
@@ -227,6 +258,7 @@ def study_data_fingerprint(*, study: Study) -> str:
     )
     conditions = list(Condition.objects.filter(study=study).values_list("name", "is_baseline", "position"))
     emotions = list(Emotion.objects.filter(prompts__study=study).distinct().values_list("name", "valence"))
+    planned = study_planned(study=study)
     raw = repr(
         (
             ratings,
@@ -237,7 +269,8 @@ def study_data_fingerprint(*, study: Study) -> str:
             study.kind,
             study.seed,
             study.exclusion_rules,
-            study_alpha(study=study),
+            study_alpha(study=study, planned=planned),
+            sorted(planned.items()),
         )
     )
     return hashlib.sha256(raw.encode()).hexdigest()[:24]
@@ -304,7 +337,8 @@ def rating_frame_analyze(
             f"the study's declared exclusion rules are invalid: {'; '.join(exc.messages)}"
         ) from None
     rules = options.rules if options.rules is not None else declared
-    alpha = study_alpha(study=study)
+    planned = study_planned(study=study)
+    alpha = study_alpha(study=study, planned=planned)
     kept, flags, summary = exclusions.exclusions_apply(
         rows, rules, conditions=conditions, alpha=alpha, seed=options.seed
     )
@@ -324,6 +358,7 @@ def rating_frame_analyze(
         participant_flags=flags,
         n_rows=len(kept),
         n_rows_before=len(rows),
+        planned=planned,
     )
     result.warnings = exclusions.differential_warnings(summary, alpha=alpha)
     result.notes += exclusions.removal_notes(summary)
@@ -350,7 +385,9 @@ def rating_frame_analyze(
     result.change_by_emotion = stats.change_table(
         result.distribution_by_emotion, scale, baseline, ["emotion"]
     )
-    result.tests = stats.tests_table(kept, scale, conditions, baseline)
+    result.tests = stats.tests_table(
+        kept, scale, conditions, baseline, correction=result.correction, alpha=alpha
+    )
     result.ordinal = ordinal_model(kept, conditions, baseline, with_emotion=options.ordinal_with_emotion)
     if result.ordinal.note:
         result.notes.append(f"proportional-odds model: {result.ordinal.note}")

@@ -176,8 +176,17 @@ def top_vs_rest(counts: np.ndarray) -> np.ndarray:
     return np.column_stack([counts[:, -1], counts[:, :-1].sum(axis=1)])
 
 
-def tests_table(rows: pd.DataFrame, scale: Scale, conditions: list[str], baseline: str) -> pd.DataFrame:
-    """Every test, overall / by valence / per emotion, with raw and Holm-corrected p-values (see the module)."""
+def tests_table(
+    rows: pd.DataFrame,
+    scale: Scale,
+    conditions: list[str],
+    baseline: str,
+    *,
+    correction: str = "holm",
+    alpha: float = 0.05,
+) -> pd.DataFrame:
+    """Every test, overall / by valence / per emotion, with raw and Holm-corrected p-values (see the module), and
+    `p_adjusted` by the planned `correction` within the same families with `significant` (p_adjusted < alpha)."""
     lines = []
     breakdowns = [(OVERALL, None), (BY_VALENCE, "valence"), (BY_EMOTION, "emotion")]
     for scope, column in breakdowns:
@@ -213,23 +222,34 @@ def tests_table(rows: pd.DataFrame, scale: Scale, conditions: list[str], baselin
                 )
     table = pd.DataFrame(lines)
     table["p_holm"] = np.nan
+    table["p_adjusted"] = np.nan
     for (_scope, _test), idx in table.groupby(["scope", "test"]).groups.items():
         p = table.loc[idx, "p"]
         ok = p.notna()
         if ok.any():
             table.loc[p[ok].index, "p_holm"] = holm(p[ok].to_numpy())
+            table.loc[p[ok].index, "p_adjusted"] = p_adjust(p[ok].to_numpy(), correction)
+    table["significant"] = table["p_adjusted"] < alpha  # NaN (not testable) compares False
     table["holm_family"] = table["scope"] + ": " + table["test"]
     return table
 
 
 def holm(p_values: np.ndarray) -> np.ndarray:
     """Holm-adjusted p-values (statsmodels `multipletests(method="holm")`)."""
+    return p_adjust(p_values, "holm")
+
+
+def p_adjust(p_values: np.ndarray, correction: str) -> np.ndarray:
+    """p-values adjusted by `correction` (a statsmodels `multipletests` method: holm, bonferroni, fdr_bh; "none"
+    returns them as they are)."""
+    if correction == "none":
+        return np.asarray(p_values, dtype=float)
     # statsmodels' Holm branch ends with a full gc.collect(), ~0.1 s in a Django process and nine families per
     # analysis; the numbers do not depend on it, so the collection is skipped for the duration of the call.
     collect = gc.collect
     gc.collect = lambda *args, **kwargs: 0
     try:
-        return multipletests(p_values, method="holm")[1]
+        return multipletests(p_values, method=correction)[1]
     finally:
         gc.collect = collect
 

@@ -135,11 +135,14 @@ def dashboard_status(request: HttpRequest, slug: str) -> JsonResponse:
 def figure(request: HttpRequest, slug: str, name: str, fmt: str) -> HttpResponse:
     if name not in figures.FIGURES or fmt not in {"png", "svg"}:
         raise Http404("No such figure.")
-    analysis = _analysis(_study(slug), request)
+    study = _study(slug)
+    analysis = _analysis(study, request)
     if analysis.empty:
         raise Http404("No ratings yet.")
     content_type = "image/png" if fmt == "png" else "image/svg+xml"
-    return HttpResponse(figures.figure_render(analysis, name, fmt), content_type=content_type)
+    return design_headers(
+        HttpResponse(figures.figure_render(analysis, name, fmt), content_type=content_type), study
+    )
 
 
 def _csv_response(lines, filename: str) -> StreamingHttpResponse:
@@ -168,9 +171,12 @@ def export(request: HttpRequest, slug: str, what: str) -> StreamingHttpResponse:
 @require_GET
 @analyst_required
 def table(request: HttpRequest, slug: str, name: str) -> StreamingHttpResponse:
-    analysis = _analysis(_study(slug), request)
+    study = _study(slug)
+    analysis = _analysis(study, request)
     tables = analysis.tables()
     tables["main_tests"] = reports.main_table(analysis)
     if name not in tables:
         raise Http404("No such table.")
-    return _csv_response(exports.table_lines(tables[name]), f"{analysis.study_slug}-{name}.csv")
+    return design_headers(
+        _csv_response(exports.table_lines(tables[name]), f"{analysis.study_slug}-{name}.csv"), study
+    )

@@ -1,8 +1,9 @@
 """The analysis of a follow-up wave (studies/waves.py): every condition of the family (the parent's stored
 baseline and conditions, each wave's new conditions) in one analysis, so the tests against the stored baseline
-are Holm-corrected across the whole family; and the drift test: the wave's re-rating of the parent's baseline
-against the original ratings (χ² and the top-share difference with a participant bootstrap CI), with a plain
-warning when raters seem to have drifted.
+are corrected across the whole family (by the wave's planned correction, Holm by default); and the drift test:
+the wave's re-rating of the parent's baseline against the original ratings (χ² and the top-share difference
+with a participant bootstrap CI), with a plain warning when raters seem to have drifted (`drift_warning`, shown once: on its own line of the report, the
+dashboard and `analyze`'s output, not among the notes).
 
 Conditions are labelled `<condition> · <study> (<launch date>)`, so tables and figures say where each came
 from. The re-rating condition is left out of the comparisons (it is the drift test's)."""
@@ -19,8 +20,6 @@ from analysis.exclusions import ExclusionRules, participant_exclusion_flags
 from analysis.services import AnalysisOptions, RatingAnalysis, rating_frame_analyze
 from studies.models import Study
 from studies.waves import RERATE_SUFFIX, family_members, parent_baseline
-
-DEFAULT_ALPHA = 0.05
 
 
 @dataclass
@@ -45,14 +44,6 @@ def condition_label(study: Study, condition: str) -> str:
     return f"{condition} · {study.slug} ({when:%Y-%m-%d})"
 
 
-def _alpha(study: Study) -> float:
-    planned = study.planned_analysis or {}
-    try:
-        return float(planned.get("alpha", DEFAULT_ALPHA))
-    except (TypeError, ValueError):
-        return DEFAULT_ALPHA
-
-
 def _kept(rows: pd.DataFrame, rules: ExclusionRules) -> pd.DataFrame:
     """`rows` without the participants `rules` exclude."""
     if rows.empty:
@@ -65,15 +56,18 @@ def drift_test(
     original: pd.DataFrame, rerated: pd.DataFrame, scale: stats.Scale, *, b: int, seed: int, alpha: float
 ) -> tuple[pd.DataFrame, str]:
     """The re-rated baseline against its original ratings: a 2 × scale χ² (no correction) and the change of
-    the top share with a percentile bootstrap CI (participants resampled). Returns the one-row table and a
-    warning ("" when neither the test nor the interval shows drift)."""
+    the top share with a percentile bootstrap CI at 1 − alpha (participants resampled). Returns the one-row
+    table and a warning ("" when neither the test nor the interval shows drift)."""
     if original.empty or rerated.empty:
         note = "no re-ratings yet" if rerated.empty else "the parent's baseline has no ratings"
         return pd.DataFrame([{"note": note}]), ""
     joined = pd.concat([original.assign(condition="original"), rerated.assign(condition="rerated")])
     counts = stats.counts_table(joined, scale, ["condition"]).reindex(["original", "rerated"]).fillna(0)
     test = stats.chi_square(counts.to_numpy(dtype=float), yates=False)
-    _, change = stats.bootstrap_shares(joined, scale, ["original", "rerated"], "original", b=b, seed=seed)
+    level = 1 - alpha  # the interval and the test decide at the same, planned, α
+    _, change = stats.bootstrap_shares(
+        joined, scale, ["original", "rerated"], "original", b=b, seed=seed, level=level
+    )
     row = change.iloc[0] if not change.empty else None
     top = scale.top_label
     line = {
@@ -87,6 +81,7 @@ def drift_test(
         "change": float(row["change"]) if row is not None else np.nan,
         "ci_low": float(row["ci_low"]) if row is not None else np.nan,
         "ci_high": float(row["ci_high"]) if row is not None else np.nan,
+        "ci_level": level,
         "alpha": alpha,
     }
     significant = (not np.isnan(line["p"]) and line["p"] < alpha) or (
@@ -95,10 +90,11 @@ def drift_test(
     warning = ""
     if significant:
         warning = (
-            f"Rater drift: the re-rated baseline differs from the original ratings (χ² p = {line['p']:.3g}; "
-            f"{top} share {line['change']:+.1%}, 95% CI {line['ci_low']:+.1%} to {line['ci_high']:+.1%}). "
-            "Differences between the new conditions and the stored baseline may come from today's raters, "
-            "not only from the models."
+            f"Rater drift: today's raters judge the parent's baseline responses differently from the original "
+            f"raters. Re-rating them, they chose {top} {line[f'{top}_share_rerated']:.0%} of the time, against "
+            f"{line[f'{top}_share_original']:.0%} originally (relative change {line['change']:+.0%}, {level:.0%} CI "
+            f"{line['ci_low']:+.0%} to {line['ci_high']:+.0%}; χ² p = {line['p']:.3g}). Part of any difference "
+            "between the new conditions and the stored baseline may come from the raters, not the models."
         )
     return pd.DataFrame([line]), warning
 
@@ -142,11 +138,11 @@ def wave_analyze(*, study: Study, options: AnalysisOptions) -> WaveAnalysis:
     parent = Study.objects.get(pk=study.parent_id)
     parent_rows = selectors.rating_rows_frame(study=parent)
     original = parent_rows[parent_rows["condition"] == parent_baseline(parent).name]
-    original = _kept(original, result.rules)  # the rules the wave's analysis applied (by default its declared)
+    original = _kept(
+        original, result.rules
+    )  # the rules the wave's analysis applied (by default its declared)
     rerate = _kept(rerate, result.rules)
     result.drift, result.drift_warning = drift_test(
-        original, rerate, scale, b=options.bootstrap_samples, seed=options.seed + 2, alpha=_alpha(study)
+        original, rerate, scale, b=options.bootstrap_samples, seed=options.seed + 2, alpha=result.alpha
     )
-    if result.drift_warning:
-        result.notes.append(result.drift_warning)
     return result

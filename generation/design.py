@@ -4,9 +4,15 @@ refuses an edit of a frozen study's configuration. Registered in GenerationConfi
 
 from __future__ import annotations
 
-from django.db.models.signals import pre_save
+from django.db.models.signals import pre_delete, pre_save
 
-from studies.design import ConditionHook, changed_fields, condition_hook_register, design_edit_refuse
+from studies.design import (
+    ConditionHook,
+    changed_fields,
+    condition_hook_register,
+    deleted_with_study,
+    design_edit_refuse,
+)
 from studies.models import Condition
 
 from .models import LLMConditionConfig
@@ -58,6 +64,22 @@ def _guard_config(sender, instance: LLMConditionConfig, raw=False, **kwargs):
         design_edit_refuse(condition.study, f"The LLM configuration of condition '{condition.name}'")
 
 
+def _guard_config_delete(sender, instance: LLMConditionConfig, origin=None, **kwargs):
+    """Removing a launched condition's configuration would drop it from the frozen design (its condition's own
+    deletion is refused by studies' guard; with the whole study it goes)."""
+    if (
+        deleted_with_study(origin)
+        or isinstance(origin, Condition)
+        or getattr(origin, "model", None) is Condition
+    ):
+        return
+    condition = Condition.objects.select_related("study").get(pk=instance.condition_id)
+    design_edit_refuse(condition.study, f"Deleting the LLM configuration of condition '{condition.name}'")
+
+
 def register() -> None:
     condition_hook_register("llm", ConditionHook(describe=llm_configs_describe, copy=llm_config_copy))
     pre_save.connect(_guard_config, sender=LLMConditionConfig, dispatch_uid="design_guard_llm_config")
+    pre_delete.connect(
+        _guard_config_delete, sender=LLMConditionConfig, dispatch_uid="design_guard_llm_delete"
+    )

@@ -7,6 +7,7 @@ from django.contrib import admin
 from django.db.models import Count
 from django.utils.text import Truncator
 
+from .admin_design import FrozenInlineFormSet
 from .admin_extras import FriendlyProtectedDeleteInline
 from .models import (
     Instrument,
@@ -20,6 +21,7 @@ from .models import (
 
 class QuestionnaireSettingsInline(admin.StackedInline):
     model = QuestionnaireSettings
+    formset = FrozenInlineFormSet  # frozen with the design at launch: a change is refused on the page
     can_delete = False
     max_num = 1
     min_num = 1

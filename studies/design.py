@@ -29,7 +29,16 @@ from django.forms.models import model_to_dict
 
 from .exclusion_rules import exclusion_rules_normalise
 from .kinds import kind_of
-from .models import AttentionCheck, Condition, Prompt, Study, StudyAmendment, StudyDesign
+from .models import (
+    AttentionCheck,
+    Condition,
+    Prompt,
+    QuestionnaireSettings,
+    Study,
+    StudyAmendment,
+    StudyDesign,
+)
+from .planned_analysis import planned_analysis_normalise
 
 FORMAT = 1
 
@@ -110,6 +119,25 @@ def design_sha256(design: dict) -> str:
 def exclusion_rules_of(study: Study) -> Any:
     """The study's declared exclusion rules (Study.exclusion_rules): what its analysis applies by default."""
     return study.exclusion_rules
+
+
+def planned_analysis_of(study: Study) -> tuple[dict, str | None]:
+    """The analysis the study planned, with every key present, and the SHA-256 of the design it comes from: the
+    current frozen version (amendments included) once the study is launched; the study's field, and None, while
+    it is a draft. Bad data in a draft gives ValidationError."""
+    # Only the key and the hash: a design holds every prompt's hash (hundreds of kB for the published study), and
+    # the dashboard's status poll reads this.
+    current = (
+        StudyDesign.objects.filter(study_id=study.pk)
+        .order_by("-created_at", "-id")
+        .values_list("design__planned_analysis", "sha256")
+        .first()
+        if study.pk
+        else None
+    )
+    if current is not None:
+        return planned_analysis_normalise(current[0]), current[1]
+    return planned_analysis_normalise(study.planned_analysis), None
 
 
 def _kind_settings(study: Study) -> dict | None:
@@ -268,11 +296,39 @@ def _guard_prompt(sender, instance: Prompt, raw=False, **kwargs):
         design_edit_refuse(instance.study, "The prompt sample")
 
 
+@receiver(pre_save, sender=QuestionnaireSettings, dispatch_uid="design_guard_kind_settings")
+def _guard_kind_settings(sender, instance: QuestionnaireSettings, raw=False, **kwargs):
+    fields = tuple(f.attname for f in sender._meta.concrete_fields if f.name not in {"id", "study"})
+    if not raw and instance.pk is not None and changed_fields(instance, fields):
+        design_edit_refuse(instance.study, "The study kind's settings")
+
+
+def deleted_with_study(origin) -> bool:
+    """Whether a pre_delete's `origin` is the deletion of whole studies (which the admin lists before it goes)."""
+    return isinstance(origin, Study) or getattr(origin, "model", None) is Study
+
+
+@receiver(pre_delete, sender=Prompt, dispatch_uid="design_guard_prompt_delete")
+def _guard_prompt_delete(sender, instance: Prompt, origin=None, **kwargs):
+    """A launched study's prompt goes only with its study: on its own it would take its responses and their
+    ratings with it, and change the frozen prompt sample."""
+    if not deleted_with_study(origin):
+        design_edit_refuse(
+            instance.study, f"Deleting the prompt '{instance.dialogue_id}' (with its responses)"
+        )
+
+
+@receiver(pre_delete, sender=AttentionCheck, dispatch_uid="design_guard_check_delete")
+def _guard_check_delete(sender, instance: AttentionCheck, origin=None, **kwargs):
+    if not deleted_with_study(origin):
+        design_edit_refuse(instance.study, "Deleting an attention check")
+
+
 @receiver(pre_delete, sender=Condition, dispatch_uid="design_guard_condition_delete")
 def _guard_condition_delete(sender, instance: Condition, origin=None, **kwargs):
     """Nothing deleted silently: a condition with responses (and their generation records and spend) goes only
     with its whole study, whose deletion lists everything it takes."""
-    if isinstance(origin, Study) or getattr(origin, "model", None) is Study:
+    if deleted_with_study(origin):
         return
     design_edit_refuse(instance.study, f"Deleting the condition '{instance.name}'")
     n = instance.responses.count()
@@ -294,6 +350,8 @@ def _value_clean(study: Study, field: str, value: Any) -> Any:
         if field == "exclusion_rules":  # validated as the admin and Study.clean validate a declaration
             points = len(study.scale) if isinstance(study.scale, list) else None
             clean = exclusion_rules_normalise(clean, scale_points=points)
+        if field == "planned_analysis":
+            clean = planned_analysis_normalise(clean)
         return clean
     except ValidationError as exc:
         raise AmendmentError(f"{field}: " + "; ".join(exc.messages)) from None

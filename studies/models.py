@@ -21,6 +21,7 @@ from django.db.models import Q
 
 from studies.exclusion_rules import default_exclusion_rules, exclusion_rules_normalise
 from studies.fields import PlainTextField
+from studies.planned_analysis import planned_analysis_normalise
 
 from .kinds.registry import kind_choices, step_choices
 
@@ -206,6 +207,10 @@ class Study(models.Model):
             self.exclusion_rules = exclusion_rules_normalise(self.exclusion_rules, scale_points=points)
         except ValidationError as exc:
             raise ValidationError({"exclusion_rules": exc.messages}) from None
+        try:
+            self.planned_analysis = planned_analysis_normalise(self.planned_analysis)
+        except ValidationError as exc:
+            raise ValidationError({"planned_analysis": exc.messages}) from None
 
 
 class Condition(models.Model):

@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
+from .design import planned_analysis_of
 from .kinds import kind_of
 from .models import Condition, Participant, Prompt, Study
 
@@ -137,3 +138,11 @@ def study_design_summary(*, study: Study) -> dict[str, Any] | None:
             for a in study.amendments.order_by("created_at", "id")
         ],
     }
+
+
+def study_planned_analysis(*, study: Study) -> dict[str, Any]:
+    """What the analysis applies: the study's planned analysis (tests, alpha, correction) from its frozen design
+    (amendments included) or, for a draft, as it stands; `design_sha256` names the design it comes from (None
+    for a draft)."""
+    planned, sha256 = planned_analysis_of(study)
+    return {**planned, "design_sha256": sha256}

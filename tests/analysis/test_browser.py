@@ -2,6 +2,7 @@
 
 import csv
 import io
+import os
 
 import pytest
 from django.contrib.auth.models import Group
@@ -45,3 +46,57 @@ def test_an_analyst_signs_in_opens_the_dashboard_and_downloads_the_ratings(
         rows = list(csv.DictReader(io.StringIO(fh.read())))
     assert len(rows) == 200
     assert sum(r["condition"] == "gpt4" and r["value"] == "3" for r in rows) == 40
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_waves_dashboard_and_family_show_the_drift_warning_once_and_pass_axe(
+    live_server, page_at, django_user_model
+):
+    """A wave whose re-raters drifted: the dashboard says so once, in plain words, on a phone and a desktop, and
+    the dashboard and the admin's family view pass axe. SCREENSHOTS=DIR keeps the screenshots."""
+    from django.test import Client
+    from django.urls import reverse
+
+    from analysis import snapshots
+    from studies.models import Response
+    from studies.services import study_launch
+    from studies.waves import study_extend
+    from tests.a11y import axe_violations
+
+    from .test_waves import seed_study, walk
+
+    wave = study_extend(parent=seed_study(), new_slug="wave1", conditions=["llama", "qwen"], rerate_share=0.2)
+    for name in ("llama", "qwen"):
+        condition = wave.conditions.get(name=name)
+        Response.objects.bulk_create(
+            Response(prompt=p, condition=condition, text=f"{name}: {p.dialogue_id}", source="generated")
+            for p in wave.prompts.all()
+        )
+    study_launch(study=wave)
+    for i in range(10):
+        walk(Client(), wave, f"wavepid{i:03d}")
+    snapshots.snapshot_compute(study_id=wave.pk, baseline=None, no_exclusions=True)  # what the worker does
+    django_user_model.objects.create_superuser(username="analyst", email="", password="analyst-pass-123")
+    shots = os.environ.get("SCREENSHOTS")
+    violations = []
+    for viewport in ("phone", "desktop"):
+        page = page_at(viewport)
+        page.set_default_timeout(30_000)
+        page.goto(f"{live_server.url}/admin/login/?next=/analysis/wave1/%3Fexclusions%3Dnone")
+        page.fill("#id_username", "analyst")
+        page.fill("#id_password", "analyst-pass-123")
+        page.click("input[type=submit]")
+        page.wait_for_url("**/analysis/wave1/?exclusions=none")
+        warning = page.locator("#drift-warning")
+        assert warning.count() == 1 and warning.is_visible()
+        assert page.content().count("today's raters judge") == 1  # once, not again among the notes
+        violations += axe_violations(page)
+        if shots:
+            page.screenshot(path=f"{shots}/wave-dashboard-{viewport}.png", full_page=True)
+        page.goto(live_server.url + reverse("admin:studies_study_family", args=[wave.pk]))
+        assert page.locator("#family tbody tr").count() == 2
+        violations += axe_violations(page)
+        if shots:
+            page.screenshot(path=f"{shots}/wave-family-{viewport}.png", full_page=True)
+    assert violations == []

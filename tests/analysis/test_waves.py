@@ -97,7 +97,7 @@ def test_a_wave_is_analysed_against_the_stored_baseline_with_the_drift_test(
     assert len(declared.drift) == 1
 
     call_command("analyze", "wave1", "--out", str(tmp_path), "--bootstrap", "200", "--no-exclusions")
-    assert "note: Rater drift" in capsys.readouterr().out
+    assert "WARNING: Rater drift" in capsys.readouterr().out
     family = pd.read_csv(tmp_path / "family.csv")
     assert list(family["study"]) == ["seed", "seed", "wave1", "wave1"]
     assert (tmp_path / "drift.csv").exists() and "Rater drift" in (tmp_path / "report.html").read_text()
@@ -124,3 +124,18 @@ def test_the_drift_test_is_quiet_when_raters_agree():
     assert warning == "" and table.iloc[0]["p"] > 0.05 and table.iloc[0]["change"] == 0
     table, warning = drift_test(original, frame([], 0), scale, b=200, seed=1, alpha=0.05)
     assert table.iloc[0]["note"] == "no re-ratings yet" and warning == ""
+
+
+def test_the_drift_tests_interval_is_at_the_planned_alpha():
+    scale = stats.Scale.from_study_scale([{"value": 1, "label": "Bad"}, {"value": 3, "label": "Good"}])
+    original = pd.DataFrame({"participant_id": [i // 5 for i in range(40)], "value": [1, 3, 3, 1, 1] * 8})
+    rerated = pd.DataFrame(
+        {"participant_id": [100 + i // 5 for i in range(20)], "value": [3, 3, 3, 1, 3] * 4}
+    )
+    wide, _ = drift_test(original, rerated, scale, b=400, seed=1, alpha=0.01)
+    narrow, _ = drift_test(original, rerated, scale, b=400, seed=1, alpha=0.10)
+    assert (wide.iloc[0]["ci_level"], narrow.iloc[0]["ci_level"]) == (0.99, 0.9)
+    assert (
+        wide.iloc[0]["ci_low"] <= narrow.iloc[0]["ci_low"]
+        and wide.iloc[0]["ci_high"] >= narrow.iloc[0]["ci_high"]
+    )

@@ -1,8 +1,10 @@
 """Generation's part of the frozen design: each LLM configuration, described, guarded and copied."""
 
 import pytest
+from django.db import transaction
 
-from generation.models import LLMConditionConfig
+from generation.design import FROZEN_CONFIG_FIELDS
+from generation.models import LLMConditionConfig, Provider
 from studies.design import (
     FrozenDesignError,
     design_build,
@@ -38,3 +40,46 @@ def test_the_llm_configuration_is_in_the_frozen_design_and_refused_after_launch(
     assert design_sha256(design_build(study)) == frozen
     study_amend(study=study, field="seed", value=99, reason="r", author="a")
     assert design_current(study).sha256 != frozen
+
+
+# One new value per frozen field of an LLM configuration (each differs from make_study's).
+CONFIG_EDITS = {
+    "model": "gpt-other",
+    "temperature": 0.1,
+    "top_p": 0.5,
+    "max_tokens": 77,
+    "seed": 12345,
+    "n_samples": 3,
+    "system_prompt": "Be brief.",
+    "prompt_template": "Reply to: {speaker_utterance}",
+}
+
+
+def test_every_frozen_configuration_field_has_an_edit_here():
+    assert set(CONFIG_EDITS) | {"provider_id"} == set(FROZEN_CONFIG_FIELDS)
+
+
+@pytest.mark.parametrize("field", [*sorted(CONFIG_EDITS), "provider_id"])
+def test_a_configuration_field_edit_changes_the_hash_and_is_refused_after_launch(field, openai_provider):
+    study = make_study(provider=openai_provider)
+    config = LLMConditionConfig.objects.get(condition__study=study)
+    value = (
+        Provider.objects.create(name="other", api_key_env="OTHER_KEY").pk
+        if field == "provider_id"
+        else CONFIG_EDITS[field]
+    )
+    before = design_sha256(design_build(study))
+    original = getattr(config, field)
+    setattr(config, field, value)
+    config.save()  # a draft: free, and the hash follows
+    assert design_sha256(design_build(study)) != before
+    setattr(config, field, original)
+    config.save()
+    frozen = design_freeze(study, reason="launch").sha256
+    config.save()  # a no-op save keeps the design
+    setattr(config, field, value)
+    with pytest.raises(FrozenDesignError, match="LLM configuration"):
+        config.save()
+    with pytest.raises(FrozenDesignError, match="Deleting the LLM configuration"), transaction.atomic():
+        LLMConditionConfig.objects.get(pk=config.pk).delete()
+    assert design_sha256(design_build(study)) == frozen

@@ -8,6 +8,7 @@ import json
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import transaction
 from django.urls import reverse
 
 from studies.design import (
@@ -19,10 +20,21 @@ from studies.design import (
     canonical_json,
     design_build,
     design_current,
+    design_freeze,
     design_sha256,
     study_amend,
 )
-from studies.models import AttentionCheck, Condition, Emotion, Prompt, Study, StudyAmendment, StudyDesign
+from studies.models import (
+    AttentionCheck,
+    Condition,
+    Emotion,
+    Prompt,
+    QuestionnaireSettings,
+    Response,
+    Study,
+    StudyAmendment,
+    StudyDesign,
+)
 from studies.prereg import prereg_markdown
 from studies.services import study_close, study_launch
 from tests.factories import (
@@ -403,3 +415,52 @@ def test_saving_an_unfrozen_field_of_a_stale_instance_is_allowed():
     assert Study.objects.get(pk=study.pk).seed == 42
     with pytest.raises(FrozenDesignError):
         stale.save()  # the stale seed would undo the amendment silently
+
+
+def test_nothing_of_a_launched_design_is_deleted_on_its_own_but_the_whole_study_goes():
+    study = ready_study()
+    frozen = _frozen(study)
+    prompt = study.prompts.get(dialogue_id="d0")
+    with pytest.raises(FrozenDesignError, match="Deleting the prompt 'd0'"), transaction.atomic():
+        prompt.delete()
+    with pytest.raises(FrozenDesignError, match="Deleting the prompt"), transaction.atomic():
+        Prompt.objects.filter(study=study).delete()
+    with pytest.raises(FrozenDesignError, match="Deleting an attention check"), transaction.atomic():
+        study.attention_checks.get().delete()
+    assert study.prompts.count() == 4 and study.attention_checks.count() == 1
+    assert Response.objects.filter(prompt__study=study).count() == 8
+    assert design_sha256(design_build(study)) == frozen.sha256
+    study.delete()  # the whole study (the admin lists everything it takes first)
+    assert (
+        not Study.objects.filter(pk=study.pk).exists()
+        and not Prompt.objects.filter(study_id=study.pk).exists()
+    )
+
+
+def test_the_kind_settings_are_frozen_too():
+    study = StudyFactory(kind=Study.Kind.QUESTIONNAIRE)
+    settings = QuestionnaireSettings.objects.create(study=study, significance_level=0.01)
+    before = design_sha256(design_build(study))
+    settings.significance_level = 0.02
+    settings.save()  # a draft: free, and the hash follows
+    assert design_sha256(design_build(study)) != before
+    frozen = design_freeze(study, reason="launch")
+    settings.save()  # no-op
+    settings.significance_level = 0.05
+    with pytest.raises(FrozenDesignError, match="kind's settings"):
+        settings.save()
+    assert QuestionnaireSettings.objects.get(pk=settings.pk).significance_level == 0.02
+    assert design_sha256(design_build(Study.objects.get(pk=study.pk))) == frozen.sha256
+
+
+def test_the_admin_refuses_a_change_of_a_launched_studys_kind_settings(staff_client):
+    study = StudyFactory(kind=Study.Kind.QUESTIONNAIRE)
+    QuestionnaireSettings.objects.create(study=study, significance_level=0.01)
+    design_freeze(study, reason="launch")
+    data = change_form_data(staff_client, study)
+    url = reverse("admin:studies_study_change", args=[study.pk])
+    assert staff_client.post(url, data).status_code == 302  # an unchanged save passes
+    key = next(k for k in data if k.endswith("-significance_level"))
+    response = staff_client.post(url, {**data, key: "0.05"})
+    assert response.status_code == 200 and "part of its frozen design" in response.content.decode()
+    assert QuestionnaireSettings.objects.get(study=study).significance_level == 0.01
