@@ -192,5 +192,5 @@ class StudyJudgeReport(APIView):
     http_method_names = READ_ONLY
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
-    def get(self, request: Request, slug: str, name: str) -> Response:
-        return Response(report_for(slug, name).summary())
+    def get(self, request: Request, slug: str, judge: str) -> Response:
+        return Response(report_for(slug, judge).summary())

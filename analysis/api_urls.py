@@ -11,7 +11,7 @@ urlpatterns = [
     path("studies/<slug:slug>/exports/<str:what>.csv", api.StudyExport.as_view(), name="study-export"),
     path("studies/<slug:slug>/tables/<str:name>.csv", api.StudyTable.as_view(), name="study-table"),
     path(
-        "studies/<slug:slug>/judges/<slug:name>/report/",
+        "studies/<slug:slug>/judges/<slug:judge>/report/",
         api.StudyJudgeReport.as_view(),
         name="study-judge-report",
     ),

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from rest_framework.authtoken.models import Token
 
 from analysis.permissions import ANALYSTS_GROUP
+from generation.models import Judge, Provider
 from studies.models import Participant, Rating, Response, Study
 
 from .flow_helpers import hidden_fields, live_study, post_step, to_first_item
@@ -23,7 +24,11 @@ pytestmark = pytest.mark.django_db
 
 WRITE_METHODS = ("post", "put", "patch", "delete")
 # Path parameters the schema gives no enum for: values that exist for every rated study.
-KNOWN_PATH_VALUES = {"what": ["ratings", "participants", "responses"], "name": ["main_tests"]}
+KNOWN_PATH_VALUES = {
+    "what": ["ratings", "participants", "responses"],
+    "name": ["main_tests"],
+    "judge": ["screening-judge"],
+}
 PID = "5f00aa11bb22cc33dd44ee55"
 
 
@@ -36,6 +41,10 @@ def rated_study(client):
         fields = hidden_fields(client.get(f"/s/{study.slug}/step/").content.decode())
         post_step(client, study, {**fields, "value": "2"})
     assert Participant.objects.get(external_id=PID).status == "completed"
+    provider = Provider.objects.create(
+        name="judge-endpoint", base_url="http://127.0.0.1:9/v1", api_key_env="JUDGE_KEY"
+    )
+    Judge.objects.create(study=study, name="screening-judge", provider=provider, model="judge-model")
     return study
 
 
