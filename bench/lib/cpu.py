@@ -1,0 +1,115 @@
+"""Server CPU time over a phase of a benchmark, read from /proc: the gunicorn processes, the PostgreSQL backends
+serving the benchmark's database, and the Redis server.
+
+CPU time is utime + stime of each process (/proc/<pid>/stat, in clock ticks: 10 ms on Linux), taken before
+and after the phase. Gunicorn: the master and its workers (a worker that died during the phase takes its
+time with it: the benchmark reports worker restarts as 5xx anyway). PostgreSQL: the backends whose
+`pg_stat_activity.datname` is the benchmark's database (the workers keep their connections, DB_CONN_MAX_AGE;
+a backend that ended during the phase is missed, one that started is counted from zero), not the shared
+background processes (WAL writer, checkpointer). Redis: the one server process (from `INFO server`), which
+other users of this machine's Redis share — so its figure is an upper bound, reported apart.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+TICK_SECONDS = 1 / os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """utime + stime of one process, or None when it is gone or unreadable."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(")") + 2 :].split()  # after "pid (comm) ": state is field 3 of stat(5)
+    return (int(fields[11]) + int(fields[12])) * TICK_SECONDS
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+@dataclass
+class CpuSample:
+    gunicorn: dict[int, float]
+    postgres: dict[int, float]
+    redis: dict[int, float]
+
+
+class CpuMeter:
+    """`sample()` before and after a phase; `between(before, after)` is the CPU seconds each group used."""
+
+    def __init__(self, *, gunicorn_pid: int, db_name: str, redis_url: str) -> None:
+        self.gunicorn_pid = gunicorn_pid
+        self.db_name = db_name
+        self.redis_pid = _redis_pid(redis_url)
+
+    def _postgres_pids(self) -> list[int]:
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                [self.db_name],
+            )
+            return [row[0] for row in cursor.fetchall()]
+
+    @staticmethod
+    def _read(pids: list[int]) -> dict[int, float]:
+        out = {}
+        for pid in pids:
+            seconds = process_cpu_seconds(pid)
+            if seconds is not None:
+                out[pid] = seconds
+        return out
+
+    def sample(self) -> CpuSample:
+        return CpuSample(
+            gunicorn=self._read([self.gunicorn_pid, *_children(self.gunicorn_pid)]),
+            postgres=self._read(self._postgres_pids()),
+            redis=self._read([self.redis_pid] if self.redis_pid else []),
+        )
+
+    @staticmethod
+    def between(before: CpuSample, after: CpuSample) -> dict[str, float]:
+        def used(start: dict[int, float], end: dict[int, float]) -> float:
+            return sum(seconds - start.get(pid, 0.0) for pid, seconds in end.items())
+
+        return {
+            "gunicorn": used(before.gunicorn, after.gunicorn),
+            "postgres": used(before.postgres, after.postgres),
+            "redis": used(before.redis, after.redis),
+        }
+
+
+def _redis_pid(redis_url: str) -> int | None:
+    try:
+        import redis
+
+        pid = int(redis.Redis.from_url(redis_url, socket_timeout=2).info("server")["process_id"])
+    except Exception:
+        return None
+    return pid if process_cpu_seconds(pid) is not None else None
+
+
+def per_participant(used: dict[str, float], completed: int) -> dict:
+    """CPU milliseconds per completed participant, per group and in all (gunicorn + PostgreSQL + Redis), and
+    what that means for sizing: participants per minute that one fully used core serves."""
+    if not completed:
+        return {"participants_completed": 0}
+    total = used["gunicorn"] + used["postgres"] + used["redis"]
+    per = {name: round(seconds * 1000 / completed, 1) for name, seconds in used.items()}
+    total_ms = total * 1000 / completed
+    return {
+        "participants_completed": completed,
+        "cpu_seconds": {name: round(seconds, 2) for name, seconds in used.items()},
+        "cpu_ms_per_participant": {**per, "total": round(total_ms, 1)},
+        "participants_per_minute_per_core": round(60_000 / total_ms, 1) if total_ms else None,
+    }
