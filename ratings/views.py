@@ -403,27 +403,33 @@ def item_answer(request, participant: Participant) -> JsonResponse:
     form = ItemAnswerForm(request.POST)
     if not form.is_valid():
         return JsonResponse({"error": "bad_request"}, status=400)
+    submitted = None
     try:
-        services.rating_submit(
-            participant=participant, position=form.cleaned_data["position"], value=form.cleaned_data["value"]
+        submitted = services.rating_submit(
+            participant=participant,
+            position=form.cleaned_data["position"],
+            value=form.cleaned_data["value"],
+            show_next=True,
         )
-        saved = True
     except (services.NotCurrentItem, services.ParticipantNotActive):
-        saved = False
+        pass  # a stale page: nothing stored, the current item is shown
     except services.AnswerRejected as error:
         return JsonResponse({"error": type(error).__name__}, status=error.status)
     study = participant.study
     if participant.status != Participant.Status.ACTIVE or participant.step != Participant.Step.ITEMS:
         return _go(_step_url(study.slug))
-    current = assignment_current_for_participant(participant=participant)
+    # A new answer brings its next item along (same query, same transaction); a retried or stale one reads it.
+    current = submitted.next_item if submitted is not None else None
     if current is None:
-        participant_complete(participant=participant)
-        return _go(_step_url(study.slug))
-    services.assignment_mark_shown(assignment=current.assignment)
+        current = assignment_current_for_participant(participant=participant)
+        if current is None:
+            participant_complete(participant=participant)
+            return _go(_step_url(study.slug))
+        services.assignment_mark_shown(assignment=current.assignment)
     current = item_disguise_attention_check(item=current, participant=participant)
     return JsonResponse(
         {
-            "saved": saved,
+            "saved": submitted is not None,
             "item": {
                 "position": current.assignment.position,
                 "number": current.number,

@@ -6,7 +6,7 @@ import re
 import pytest
 from django.test import Client
 
-from studies.models import Participant, Rating
+from studies.models import Assignment, Participant, Rating
 from tests.factories import AttentionCheckFactory, rating_study_build
 from tests.ratings.helpers import (
     consent_and_instructions,
@@ -46,6 +46,8 @@ def test_each_answer_gets_the_next_item_as_json_and_the_last_one_the_completion_
         assert (item["number"], item["total"], item["answered"]) == (number, 3, number - 1)
         assert item["position"] not in seen and item["response"] and item["situation"] and item["emotion"]
         assert item["title"] == f"Item {number} of 3: {study.title}"
+        # Shown from the moment the reply left (the response time of its answer counts from there).
+        assert Assignment.objects.get(participant__external_id="PID1", position=item["position"]).shown_at
         assert current_position(client, study) == item["position"]  # a refresh shows the same item
         position = item["position"]
         seen.append(position)
