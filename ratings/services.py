@@ -286,9 +286,14 @@ def rating_submit(
             assignment = item.assignment
             if response_time_ms is None and assignment.shown_at is not None:
                 response_time_ms = max(0, int((now - assignment.shown_at).total_seconds() * 1000))
-            rating = Rating.objects.create(
-                assignment=assignment, value=value, response_time_ms=response_time_ms
+            rating = rows.insert(
+                Rating,
+                assignment_id=assignment.pk,
+                value=value,
+                response_time_ms=response_time_ms,
+                created_at=now,
             )
+            rating.assignment = assignment
             following = unanswered[1] if show_next and len(unanswered) > 1 else None
             _assignment_times_set(
                 assignment.pk,
