@@ -3,7 +3,11 @@ shape (gunicorn + PostgreSQL + Redis), and the floor of the same stack measured 
 
     .venv/bin/python bench/participants.py [--participants 300] [--arrival-seconds 60] [--think-ms 12000]
 
-Prints ONE JSON object (progress goes to stderr). Phases, all against one server:
+Prints ONE JSON object (progress goes to stderr); `must_show` at its top gathers the headline figures.
+Every participant phase runs in two modes, measured in the same run: `in_place` does what the item page's
+script does (static/ratings/participant.js: each answer one background POST asking for JSON, the next
+item read from the reply) and `form` is a browser without JavaScript (each answer a form POST and the
+redirected GET of the next item page: the baseline). Phases, all against one server:
 
 1. launch: `--participants` arrive at random moments within `--arrival-seconds`; each walks entry → consent
    → instructions → (TEQ) → 10 rating pages → completion, thinking `--think-ms` (±50 %) per rating page
@@ -11,13 +15,17 @@ Prints ONE JSON object (progress goes to stderr). Phases, all against one server
    acknowledged vs stored; balance. The default think time is realistic and still hurried: 12 s to read a
    situation, an utterance and a reply and pick an answer puts a whole visit at about 2.5 minutes, where
    the seed study's participants took 9–10 (Welivita et al., arXiv 2406.05063).
+   Server CPU per completed participant (gunicorn, PostgreSQL backends, Redis: bench/lib/cpu.py) and
+   "participants per minute per core" for each mode (`--wave-modes`).
 2. stress: the same arrival with `--stress-think-ms` (default 2.5 s per rating page, a visit in about 30 s):
    five times the realistic request rate, to show the headroom. Reported apart; 0 participants skips it.
 3. saturation, alternating in --rounds slices so all see the same background load:
    floor: `--concurrency` clients POST back to back to a view that writes one row (full middleware stack);
    page ceiling: the same clients GET a view doing everything a rating page does except the study's
    own work — session read, rate limiter, honeypot, CSRF token, the item template — with no query;
-   flow: `--concurrency` clients run whole participants back to back with no think time.
+   flow: `--concurrency` clients run whole participants back to back with no think time, in place
+   (`flow_at_saturation`) and with form posts (`flow_with_form_posts_at_saturation`); answers stored per
+   second over the floor's writes per second, and server CPU per participant again.
 
 ratio_to_floor = flow requests/s ÷ floor requests/s at the same concurrency on the same server: the
 share of the stack's raw capacity (one HTTP request + one INSERT) the participant flow keeps per request.
@@ -40,7 +48,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.lib.browser import Browser  # noqa: E402
-from bench.lib.cpu import CpuMeter, per_participant  # noqa: E402
+from bench.lib.cpu import CpuMeter, cpu_compare, per_participant  # noqa: E402
 from bench.lib.journey import Recorder, entry_path, percentiles, run_participant, run_wave  # noqa: E402
 from bench.lib.stack import DEFAULT_CORPUS, Stack, log  # noqa: E402
 from bench.lib.study import COMPLETION_CODE, outcomes_check, study_seed  # noqa: E402
@@ -382,41 +390,12 @@ def main(argv: list[str] | None = None) -> dict:
     def wave(key: str) -> dict | None:
         return waves[key][2] if key in waves else None
 
-    def cpu_total(report: dict | None) -> float | None:
-        if not report:
-            return None
-        return report["server_cpu"].get("cpu_ms_per_participant", {}).get("total")
-
-    def cpu_ratio(new: dict | None, old: dict | None) -> float | None:
-        a, b = cpu_total(new), cpu_total(old)
-        return round(a / b, 3) if a and b else None
-
-    saturation_cpu = {name: saturation[name]["server_cpu"] for name in FLOWS}
-    cpu_comparison = {
-        "definition": (
-            "server CPU ms per completed participant (gunicorn master + workers, the PostgreSQL backends of "
-            "the benchmark's database, the Redis server; utime+stime from /proc over the phase, divided by "
-            "the participants it completed), in place (one background POST per answer) over form posts "
-            "(the no-JavaScript baseline), same run; participants_per_minute_per_core = 60,000 / that"
-        ),
-        "launch": {"in_place": cpu_total(wave("launch")), "form": cpu_total(wave("launch_form"))},
-        "launch_ratio": cpu_ratio(wave("launch"), wave("launch_form")),
-        "stress": {"in_place": cpu_total(wave("stress")), "form": cpu_total(wave("stress_form"))},
-        "stress_ratio": cpu_ratio(wave("stress"), wave("stress_form")),
-        "saturation": {
-            "in_place": saturation_cpu["flow"].get("cpu_ms_per_participant", {}).get("total"),
-            "form": saturation_cpu["flow_form"].get("cpu_ms_per_participant", {}).get("total"),
+    cpu_comparison = cpu_compare(
+        waves={key: report for key, (_r, _o, report) in waves.items()},
+        saturation={
+            "in_place": saturation["flow"]["server_cpu"],
+            "form": saturation["flow_form"]["server_cpu"],
         },
-        "participants_per_minute_per_core": {
-            "in_place": saturation_cpu["flow"].get("participants_per_minute_per_core"),
-            "form": saturation_cpu["flow_form"].get("participants_per_minute_per_core"),
-        },
-    }
-    saturation_pair = cpu_comparison["saturation"]
-    cpu_comparison["saturation_ratio"] = (
-        round(saturation_pair["in_place"] / saturation_pair["form"], 3)
-        if saturation_pair["in_place"] and saturation_pair["form"]
-        else None
     )
     stress = wave("stress")
     stress_p99 = stress["rating_page_latency"].get("p99_ms", 1e9) if stress else None

@@ -113,3 +113,36 @@ def per_participant(used: dict[str, float], completed: int) -> dict:
         "cpu_ms_per_participant": {**per, "total": round(total_ms, 1)},
         "participants_per_minute_per_core": round(60_000 / total_ms, 1) if total_ms else None,
     }
+
+
+def _total(server_cpu: dict | None) -> float | None:
+    return (server_cpu or {}).get("cpu_ms_per_participant", {}).get("total")
+
+
+def _ratio(new: float | None, old: float | None) -> float | None:
+    return round(new / old, 3) if new and old else None
+
+
+def cpu_compare(*, waves: dict[str, dict], saturation: dict[str, dict]) -> dict:
+    """Server CPU per completed participant, in place over form posts, for each wave (`launch` / `launch_form`,
+    `stress` / `stress_form`) and at saturation (`saturation["in_place"]`, `saturation["form"]`)."""
+    out: dict = {
+        "definition": (
+            "server CPU ms per completed participant (gunicorn master + workers, the PostgreSQL backends of "
+            "the benchmark's database, the Redis server; utime+stime from /proc over the phase, divided by "
+            "the participants it completed), in place (one background POST per answer) over form posts "
+            "(the no-JavaScript baseline), same run; participants_per_minute_per_core = 60,000 / that"
+        )
+    }
+    for name in ("launch", "stress"):
+        new = _total(waves.get(name, {}).get("server_cpu"))
+        old = _total(waves.get(f"{name}_form", {}).get("server_cpu"))
+        out[name] = {"in_place": new, "form": old}
+        out[f"{name}_ratio"] = _ratio(new, old)
+    new, old = _total(saturation["in_place"]), _total(saturation["form"])
+    out["saturation"] = {"in_place": new, "form": old}
+    out["saturation_ratio"] = _ratio(new, old)
+    out["participants_per_minute_per_core"] = {
+        mode: saturation[mode].get("participants_per_minute_per_core") for mode in ("in_place", "form")
+    }
+    return out
