@@ -334,7 +334,12 @@ def main(argv: list[str] | None = None) -> dict:
         stack.django_setup()
         seeded = study_seed(stack, slug=slug, corpus=args.corpus, ask_teq=args.teq, quota_per_condition=1000)
         stack.start_server()
-        meter = CpuMeter(gunicorn_pid=stack.gunicorn.pid, db_name=stack.db_name, redis_url=args.redis_url)
+        meter = CpuMeter(
+            gunicorn_pid=stack.gunicorn.pid,
+            db_url=stack.env["DATABASE_URL"],
+            db_name=stack.db_name,
+            redis_url=args.redis_url,
+        )
 
         waves = {}
         stress_participants = (
@@ -384,6 +389,7 @@ def main(argv: list[str] | None = None) -> dict:
             seed=args.seed,
             meter=meter,
         )
+        meter.close()
         all_outcomes = [o for _r, outcomes, _w in waves.values() for o in outcomes]
         final_check = outcomes_check(slug=slug, outcomes=all_outcomes + saturation["outcomes"])
 

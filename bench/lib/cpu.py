@@ -1,18 +1,18 @@
 """Server CPU time over a phase of a benchmark, read from /proc: the gunicorn processes, the PostgreSQL backends
 serving the benchmark's database, and the Redis server.
 
-CPU time is utime + stime of each process (/proc/<pid>/stat, in clock ticks: 10 ms on Linux), taken before
-and after the phase. Gunicorn: the master and its workers (a worker that died during the phase takes its
-time with it: the benchmark reports worker restarts as 5xx anyway). PostgreSQL: the backends whose
-`pg_stat_activity.datname` is the benchmark's database (the workers keep their connections, DB_CONN_MAX_AGE;
-a backend that ended during the phase is missed, one that started is counted from zero), not the shared
-background processes (WAL writer, checkpointer). Redis: the one server process (from `INFO server`), which
+CPU time is utime + stime of each process (/proc/<pid>/stat, in clock ticks: 10 ms on Linux), polled every
+half second during the run (see CpuMeter) and compared before and after the phase. Gunicorn: the master and
+its workers. PostgreSQL: the backends whose `pg_stat_activity.datname` is the benchmark's database (they come
+and go with DB_CONN_MAX_AGE; one that started during the phase counts from zero), not the shared background
+processes (WAL writer, checkpointer). Redis: the one server process (from `INFO server`), which
 other users of this machine's Redis share — so its figure is an upper bound, reported apart.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,38 +44,74 @@ class CpuSample:
 
 
 class CpuMeter:
-    """`sample()` before and after a phase; `between(before, after)` is the CPU seconds each group used."""
+    """`sample()` before and after a phase; `between(before, after)` is the CPU seconds each group used.
 
-    def __init__(self, *, gunicorn_pid: int, db_name: str, redis_url: str) -> None:
+    A thread polls every `interval` seconds and remembers the last CPU time seen of every process of each
+    group, those that have exited since included: gunicorn workers live for the whole run, but each worker
+    closes its PostgreSQL connection once it is DB_CONN_MAX_AGE (60 s) old, so over a three-minute wave most
+    backends come and go. What a backend used between the last poll and its exit is missed (under
+    `interval` of its life)."""
+
+    def __init__(
+        self, *, gunicorn_pid: int, db_url: str, db_name: str, redis_url: str, interval: float = 0.5
+    ):
         self.gunicorn_pid = gunicorn_pid
+        self.db_url = db_url
         self.db_name = db_name
         self.redis_pid = _redis_pid(redis_url)
+        self.interval = interval
+        self._seen: dict[str, dict[int, float]] = {"gunicorn": {}, "postgres": {}, "redis": {}}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll_forever, daemon=True)
+        self._thread.start()
 
-    def _postgres_pids(self) -> list[int]:
-        from django.db import connection
+    def _poll_forever(self) -> None:
+        import psycopg2
 
+        connection = psycopg2.connect(self.db_url)
+        connection.autocommit = True
+        try:
+            while not self._stop.is_set():
+                self._poll(connection)
+                self._stop.wait(self.interval)
+        finally:
+            connection.close()
+
+    def _poll(self, connection) -> None:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
                 [self.db_name],
             )
-            return [row[0] for row in cursor.fetchall()]
-
-    @staticmethod
-    def _read(pids: list[int]) -> dict[int, float]:
-        out = {}
-        for pid in pids:
-            seconds = process_cpu_seconds(pid)
-            if seconds is not None:
-                out[pid] = seconds
-        return out
+            postgres = [row[0] for row in cursor.fetchall()]
+        groups = {
+            "gunicorn": [self.gunicorn_pid, *_children(self.gunicorn_pid)],
+            "postgres": postgres,
+            "redis": [self.redis_pid] if self.redis_pid else [],
+        }
+        with self._lock:
+            for group, pids in groups.items():
+                for pid in pids:
+                    seconds = process_cpu_seconds(pid)
+                    if seconds is not None:
+                        self._seen[group][pid] = seconds
 
     def sample(self) -> CpuSample:
-        return CpuSample(
-            gunicorn=self._read([self.gunicorn_pid, *_children(self.gunicorn_pid)]),
-            postgres=self._read(self._postgres_pids()),
-            redis=self._read([self.redis_pid] if self.redis_pid else []),
-        )
+        """The last CPU time seen of every process so far (polled once more now, so it is current)."""
+        import psycopg2
+
+        connection = psycopg2.connect(self.db_url)
+        try:
+            self._poll(connection)
+        finally:
+            connection.close()
+        with self._lock:
+            return CpuSample(**{group: dict(seen) for group, seen in self._seen.items()})
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
 
     @staticmethod
     def between(before: CpuSample, after: CpuSample) -> dict[str, float]:
