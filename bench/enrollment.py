@@ -31,7 +31,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault(
-    "DATABASE_URL", os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432") + "/empathy_bench"
+    "DATABASE_URL",
+    os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432") + "/empathy_bench",
 )
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("DJANGO_ENV", "test")

@@ -3,7 +3,11 @@ shape (gunicorn + PostgreSQL + Redis), and the floor of the same stack measured 
 
     .venv/bin/python bench/participants.py [--participants 300] [--arrival-seconds 60] [--think-ms 12000]
 
-Prints ONE JSON object (progress goes to stderr). Phases, all against one server:
+Prints ONE JSON object (progress goes to stderr); `must_show` at its top gathers the headline figures.
+Every participant phase runs in two modes, measured in the same run: `in_place` does what the item page's
+script does (static/ratings/participant.js: each answer one background POST asking for JSON, the next
+item read from the reply) and `form` is a browser without JavaScript (each answer a form POST and the
+redirected GET of the next item page: the baseline). Phases, all against one server:
 
 1. launch: `--participants` arrive at random moments within `--arrival-seconds`; each walks entry → consent
    → instructions → (TEQ) → 10 rating pages → completion, thinking `--think-ms` (±50 %) per rating page
@@ -11,13 +15,17 @@ Prints ONE JSON object (progress goes to stderr). Phases, all against one server
    acknowledged vs stored; balance. The default think time is realistic and still hurried: 12 s to read a
    situation, an utterance and a reply and pick an answer puts a whole visit at about 2.5 minutes, where
    the seed study's participants took 9–10 (Welivita et al., arXiv 2406.05063).
+   Server CPU per completed participant (gunicorn, PostgreSQL backends, Redis: bench/lib/cpu.py) and
+   "participants per minute per core" for each mode (`--wave-modes`).
 2. stress: the same arrival with `--stress-think-ms` (default 2.5 s per rating page, a visit in about 30 s):
    five times the realistic request rate, to show the headroom. Reported apart; 0 participants skips it.
 3. saturation, alternating in --rounds slices so all see the same background load:
    floor: `--concurrency` clients POST back to back to a view that writes one row (full middleware stack);
    page ceiling: the same clients GET a view doing everything a rating page does except the study's
    own work — session read, rate limiter, honeypot, CSRF token, the item template — with no query;
-   flow: `--concurrency` clients run whole participants back to back with no think time.
+   flow: `--concurrency` clients run whole participants back to back with no think time, in place
+   (`flow_at_saturation`) and with form posts (`flow_with_form_posts_at_saturation`); answers stored per
+   second over the floor's writes per second, and server CPU per participant again.
 
 ratio_to_floor = flow requests/s ÷ floor requests/s at the same concurrency on the same server: the
 share of the stack's raw capacity (one HTTP request + one INSERT) the participant flow keeps per request.
@@ -40,15 +48,25 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.lib.browser import Browser  # noqa: E402
+from bench.lib.cpu import CpuMeter, cpu_compare, per_participant  # noqa: E402
 from bench.lib.journey import Recorder, entry_path, percentiles, run_participant, run_wave  # noqa: E402
 from bench.lib.stack import DEFAULT_CORPUS, Stack, log  # noqa: E402
 from bench.lib.study import COMPLETION_CODE, outcomes_check, study_seed  # noqa: E402
 
 
 def launch_phase(
-    stack: Stack, *, slug: str, participants: int, arrival: float, think: float, seed: int, name: str
+    stack: Stack,
+    *,
+    slug: str,
+    participants: int,
+    arrival: float,
+    think: float,
+    seed: int,
+    name: str,
+    in_place: bool,
 ):
     return run_wave(
+        in_place=in_place,
         base_url=stack.base_url,
         slug=slug,
         participants=participants,
@@ -89,18 +107,27 @@ def rating_latency(recorder) -> dict:
     return percentiles(recorder.samples.get("rating GET", []) + recorder.samples.get("rating POST", []))
 
 
-def _in_window(recorder: Recorder, start: float, stop: float) -> int:
-    """Requests answered inside the window, rate-limited ones (429) not counted."""
+def _in_window(recorder: Recorder, start: float, stop: float, *, answers: bool = False) -> int:
+    """Requests answered inside the window, rate-limited ones (429) not counted. `answers=True`: only the
+    rating POSTs the server acknowledged (a redirect, or the in-place JSON reply): answers stored."""
     return sum(
         1
-        for end, _kind, _method, status in recorder.events
-        if start <= end <= stop and 0 < status < 500 and status != 429
+        for end, kind, method, status in recorder.events
+        if start <= end <= stop
+        and 0 < status < 500
+        and status != 429
+        and (not answers or (kind == "rating" and method == "POST" and status in (200, 302)))
     )
 
 
-def _clients(*, recorder: Recorder, concurrency: int, seconds: float, client) -> int:
+def _clients(*, recorder: Recorder, concurrency: int, seconds: float, client) -> int | tuple[int, int]:
     """Runs `client(worker, stop_at)` on `concurrency` threads for `seconds`; returns the requests the server
     answered inside that window (see `_in_window`)."""
+    return _window(recorder=recorder, concurrency=concurrency, seconds=seconds, client=client)[0]
+
+
+def _window(*, recorder: Recorder, concurrency: int, seconds: float, client) -> tuple[int, int]:
+    """`_clients`, returning (requests, answers stored) inside the window."""
     start = time.monotonic()
     stop_at = start + seconds
     threads = [
@@ -110,7 +137,7 @@ def _clients(*, recorder: Recorder, concurrency: int, seconds: float, client) ->
         thread.start()
     for thread in threads:
         thread.join()
-    return _in_window(recorder, start, stop_at)
+    return _in_window(recorder, start, stop_at), _in_window(recorder, start, stop_at, answers=True)
 
 
 def floor_slice(stack: Stack, *, recorder: Recorder, concurrency: int, seconds: float) -> int:
@@ -157,10 +184,11 @@ def flow_slice(
     concurrency: int,
     seconds: float,
     seed: int,
-) -> int:
-    """`concurrency` clients run whole participants back to back with no think time. Requests finishing
-    inside the window are counted; participants under way at its end are finished (not counted), so
-    nobody is left half-way to upset the balance figures."""
+    in_place: bool,
+) -> tuple[int, int]:
+    """`concurrency` clients run whole participants back to back with no think time. Requests (and stored
+    answers) finishing inside the window are counted; participants under way at its end are finished (not
+    counted), so nobody is left half-way to upset the balance figures."""
     lock = threading.Lock()
 
     def loop(worker: int, stop_at: float) -> None:
@@ -168,7 +196,7 @@ def flow_slice(
         n = 0
         while time.monotonic() < stop_at:
             n += 1
-            external_id = f"sat{seed:03d}w{worker:03d}x{n:05d}"
+            external_id = f"sat{'j' if in_place else 'f'}{seed:03d}w{worker:03d}x{n:05d}"
             outcome = run_participant(
                 base_url=stack.base_url,
                 entry_path=entry_path(slug, external_id),
@@ -178,39 +206,56 @@ def flow_slice(
                 think_seconds=0.0,
                 completion_marker=COMPLETION_CODE,
                 rng=rng,
+                in_place=in_place,
             )
             with lock:
                 outcomes.append(outcome)
 
-    return _clients(recorder=recorder, concurrency=concurrency, seconds=seconds, client=loop)
+    return _window(recorder=recorder, concurrency=concurrency, seconds=seconds, client=loop)
+
+
+FLOWS = {"flow": True, "flow_form": False}  # in place (with JavaScript) / plain form posts (without)
 
 
 def saturation_phase(
-    stack: Stack, *, slug: str, concurrency: int, seconds: float, rounds: int, seed: int
+    stack: Stack, *, slug: str, concurrency: int, seconds: float, rounds: int, seed: int, meter: CpuMeter
 ) -> dict:
-    """The floor, the page ceiling and the flow at the same concurrency, alternated in `rounds` slices each
-    so that all see the same background load of the machine (which other processes may share). Each gets
-    `seconds` in all, so their request counts compare directly."""
-    recorders = {"floor": Recorder(), "ceiling": Recorder(), "flow": Recorder()}
+    """The floor, the page ceiling and the flow in both modes at the same concurrency, alternated in `rounds`
+    slices so that all see the same background load of the machine (which other processes may share). Each
+    gets `seconds` in all, so their request counts compare directly. Server CPU is summed over each
+    flow's slices (participants under way at a slice's end are finished in it, so every participant whose
+    CPU is counted is counted as completed)."""
+    recorders = {name: Recorder() for name in ("floor", "ceiling", *FLOWS)}
     done = dict.fromkeys(recorders, 0)
-    outcomes: list = []
+    answers = dict.fromkeys(FLOWS, 0)
+    cpu = {name: {"gunicorn": 0.0, "postgres": 0.0, "redis": 0.0} for name in FLOWS}
+    outcomes: dict[str, list] = {name: [] for name in FLOWS}
     per_slice = seconds / rounds
     for r in range(rounds):
         for name, target in (("floor", floor_slice), ("ceiling", ceiling_slice)):
             done[name] += target(stack, recorder=recorders[name], concurrency=concurrency, seconds=per_slice)
-        done["flow"] += flow_slice(
-            stack,
-            recorder=recorders["flow"],
-            outcomes=outcomes,
-            slug=slug,
-            concurrency=concurrency,
-            seconds=per_slice,
-            seed=seed * 10 + r,
-        )
+        for name, in_place in FLOWS.items():
+            before = meter.sample()
+            requests, stored = flow_slice(
+                stack,
+                recorder=recorders[name],
+                outcomes=outcomes[name],
+                slug=slug,
+                concurrency=concurrency,
+                seconds=per_slice,
+                seed=seed * 10 + r,
+                in_place=in_place,
+            )
+            for group, used in meter.between(before, meter.sample()).items():
+                cpu[name][group] += used
+            done[name] += requests
+            answers[name] += stored
         elapsed = per_slice * (r + 1)
         log(
             f"saturation round {r + 1}/{rounds}: floor {done['floor'] / elapsed:.0f} req/s, "
-            f"page ceiling {done['ceiling'] / elapsed:.0f} req/s, flow {done['flow'] / elapsed:.0f} req/s"
+            f"page ceiling {done['ceiling'] / elapsed:.0f} req/s, flow in place {done['flow'] / elapsed:.0f} "
+            f"req/s ({answers['flow'] / elapsed:.0f} answers/s), flow with form posts "
+            f"{done['flow_form'] / elapsed:.0f} req/s ({answers['flow_form'] / elapsed:.0f} answers/s)"
         )
 
     def throughput(name: str, **details) -> dict:
@@ -222,20 +267,33 @@ def saturation_phase(
             "statuses": recorders[name].statuses,
         }
 
+    def ratio(count: int) -> float | None:
+        return round(count / done["floor"], 3) if done["floor"] else None
+
+    flows = {
+        name: throughput(
+            name,
+            answers_stored_in_window=answers[name],
+            answers_per_s=round(answers[name] / seconds, 1),
+            ratio_to_floor=ratio(done[name]),
+            answers_ratio_to_floor=ratio(answers[name]),
+            participants_completed=sum(o.completed for o in outcomes[name]),
+            answers_acknowledged=sum(len(o.acknowledged) for o in outcomes[name]),
+            server_cpu=per_participant(cpu[name], sum(o.completed for o in outcomes[name])),
+            latency_by_page=recorders[name].summary(),
+        )
+        for name in FLOWS
+    }
     return {
         "floor": throughput("floor", latency=percentiles(recorders["floor"].samples.get("floor POST", []))),
         "ceiling": throughput(
             "ceiling", latency=percentiles(recorders["ceiling"].samples.get("ceiling GET", []))
         ),
-        "flow": throughput(
-            "flow",
-            participants_completed=sum(o.completed for o in outcomes),
-            answers_acknowledged=sum(len(o.acknowledged) for o in outcomes),
-            latency_by_page=recorders["flow"].summary(),
-        ),
-        "outcomes": outcomes,
-        # Same seconds for all three: the ratios of their request counts are the ratios of their rates.
+        **flows,
+        "outcomes": [o for name in FLOWS for o in outcomes[name]],
+        # Same seconds for all: the ratios of their request counts are the ratios of their rates.
         "ratio": done["flow"] / done["floor"] if done["floor"] else None,
+        "answers_ratio": answers["flow"] / done["floor"] if done["floor"] else None,
         "ceiling_ratio": done["ceiling"] / done["floor"] if done["floor"] else None,
     }
 
@@ -259,13 +317,29 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/6"))
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--wave-modes",
+        default="form,in_place",
+        help="which flows each wave runs, one after the other: form (no JavaScript: form posts and redirects, "
+        "the baseline) and/or in_place (what the item page's script does: one background POST per answer)",
+    )
     args = parser.parse_args(argv)
+    modes = [m.strip() for m in args.wave_modes.split(",") if m.strip()]
+    if not modes or set(modes) - {"form", "in_place"}:
+        parser.error("--wave-modes: form and/or in_place")
+    load_before = os.getloadavg()
 
     slug = "launch"
     with Stack(workers=args.workers, redis_url=args.redis_url) as stack:
         stack.django_setup()
         seeded = study_seed(stack, slug=slug, corpus=args.corpus, ask_teq=args.teq, quota_per_condition=1000)
         stack.start_server()
+        meter = CpuMeter(
+            gunicorn_pid=stack.gunicorn.pid,
+            db_url=stack.env["DATABASE_URL"],
+            db_name=stack.db_name,
+            redis_url=args.redis_url,
+        )
 
         waves = {}
         stress_participants = (
@@ -277,23 +351,33 @@ def main(argv: list[str] | None = None) -> dict:
         ):
             if not count:
                 continue
-            log(f"{name}: {count} participants within {args.arrival_seconds:.0f}s, think {think:.0f} ms")
-            client_cpu_start = time.process_time()
-            recorder, outcomes, seconds = launch_phase(
-                stack,
-                slug=slug,
-                participants=count,
-                arrival=args.arrival_seconds,
-                think=think / 1000,
-                seed=args.seed + len(waves),
-                name=name,
-            )
-            check = outcomes_check(slug=slug, outcomes=outcomes, id_prefix=f"{name}-")
-            waves[name] = (
-                recorder,
-                outcomes,
-                wave_report(recorder, outcomes, seconds, time.process_time() - client_cpu_start, check),
-            )
+            for mode in modes:
+                key = name if mode == "in_place" else f"{name}_form"
+                prefix = f"{name}-{'js' if mode == 'in_place' else 'form'}-"
+                log(
+                    f"{key}: {count} participants within {args.arrival_seconds:.0f}s, think {think:.0f} ms, "
+                    f"{mode.replace('_', ' ')}"
+                )
+                client_cpu_start = time.process_time()
+                cpu_before = meter.sample()
+                recorder, outcomes, seconds = launch_phase(
+                    stack,
+                    slug=slug,
+                    participants=count,
+                    arrival=args.arrival_seconds,
+                    think=think / 1000,
+                    seed=args.seed + len(waves),
+                    name=prefix.rstrip("-"),
+                    in_place=mode == "in_place",
+                )
+                used = meter.between(cpu_before, meter.sample())
+                check = outcomes_check(slug=slug, outcomes=outcomes, id_prefix=prefix)
+                report = wave_report(
+                    recorder, outcomes, seconds, time.process_time() - client_cpu_start, check
+                )
+                report["mode"] = mode
+                report["server_cpu"] = per_participant(used, report["participants_completed"])
+                waves[key] = (recorder, outcomes, report)
 
         log(f"floor and flow at saturation: {args.concurrency} clients, {args.saturation_seconds:.0f}s each")
         saturation = saturation_phase(
@@ -303,13 +387,27 @@ def main(argv: list[str] | None = None) -> dict:
             seconds=args.saturation_seconds,
             rounds=args.rounds,
             seed=args.seed,
+            meter=meter,
         )
+        meter.close()
         all_outcomes = [o for _r, outcomes, _w in waves.values() for o in outcomes]
         final_check = outcomes_check(slug=slug, outcomes=all_outcomes + saturation["outcomes"])
 
-    launch = waves["launch"][2]
-    rating = launch["rating_page_latency"]
+    def wave(key: str) -> dict | None:
+        return waves[key][2] if key in waves else None
+
+    cpu_comparison = cpu_compare(
+        waves={key: report for key, (_r, _o, report) in waves.items()},
+        saturation={
+            "in_place": saturation["flow"]["server_cpu"],
+            "form": saturation["flow_form"]["server_cpu"],
+        },
+    )
+    stress = wave("stress")
+    stress_p99 = stress["rating_page_latency"].get("p99_ms", 1e9) if stress else None
     ratio = saturation["ratio"]
+    answers_ratio = saturation["answers_ratio"]
+    cpu_ratios = [r for r in (cpu_comparison["stress_ratio"], cpu_comparison["saturation_ratio"]) if r]
     result = {
         "benchmark": "participants",
         "setup": {
@@ -318,38 +416,64 @@ def main(argv: list[str] | None = None) -> dict:
             "think_ms_mean": args.think_ms,
             "stress_think_ms_mean": args.stress_think_ms,
             "teq": args.teq,
+            "wave_modes": modes,
             "gunicorn_workers": args.workers,
             "concurrency_floor_and_saturation": args.concurrency,
             "saturation_seconds": args.saturation_seconds,
             "cpu_count": os.cpu_count(),
+            "load_average_before": [round(x, 2) for x in load_before],
+            "load_average_after": [round(x, 2) for x in os.getloadavg()],
             "study": seeded,
             "note": "client threads run on the same machine as the server and compete for its CPUs",
         },
-        "launch": launch,
-        "stress": waves["stress"][2] if "stress" in waves else None,
+        "must_show": {
+            "answers_per_s_at_saturation_over_floor_writes_per_s": round(answers_ratio, 3)
+            if answers_ratio
+            else None,
+            "flow_requests_per_s_over_floor": round(ratio, 3) if ratio else None,
+            "flow_with_form_posts_requests_per_s_over_floor": saturation["flow_form"]["ratio_to_floor"],
+            "flow_with_form_posts_answers_per_s_over_floor": saturation["flow_form"][
+                "answers_ratio_to_floor"
+            ],
+            "stress_rating_p99_ms": stress_p99,
+            "stress_form_rating_p99_ms": wave("stress_form")["rating_page_latency"].get("p99_ms")
+            if wave("stress_form")
+            else None,
+            "server_cpu_ms_per_participant": cpu_comparison,
+            "answers_lost": final_check["answers_lost"],
+            "duplicates": final_check["duplicates"],
+            "condition_imbalance": final_check["condition_imbalance"],
+        },
+        **{key: report for key, (_r, _o, report) in waves.items()},
         "floor": saturation["floor"],
         "page_ceiling": saturation["ceiling"],
         "flow_at_saturation": saturation["flow"],
+        "flow_with_form_posts_at_saturation": saturation["flow_form"],
         "ratio_to_floor": round(ratio, 3) if ratio else None,
         "page_ceiling_ratio_to_floor": round(saturation["ceiling_ratio"], 3)
         if saturation["ceiling_ratio"]
         else None,
         "ratio_definition": (
             "requests/s of the participant flow (every GET and POST: entry, consent, instructions, rating and "
-            "completion pages; redirects followed as separate requests) with --concurrency clients and no think "
-            "time, divided by requests/s of the one-row-write floor view (POST, full middleware stack, one INSERT) "
-            "with the same --concurrency clients, same server, same run; the two alternate in --rounds slices "
-            "so both see the same background load; only requests finishing inside a slice are counted"
+            "completion pages; redirects followed as separate requests; in place: one background POST per "
+            "answer) with --concurrency clients and no think time, divided by requests/s of the one-row-write "
+            "floor view (POST, full middleware stack, one INSERT) with the same --concurrency clients, same "
+            "server, same run; all alternate in --rounds slices so they see the same background load; only "
+            "requests finishing inside a slice are counted. answers_ratio_to_floor: rating POSTs acknowledged "
+            "(answers stored) per second over the floor's writes per second"
         ),
         "page_ceiling_definition": (
             "requests/s of /bench/page/ over the floor's: a GET doing what every participant page does that is "
             "not the study's own work (session read from Redis, rate limiter, honeypot, CSRF token, the item "
-            "template rendered) with no database query; the best ratio_to_floor any participant page could reach"
+            "template rendered) with no database query; the best ratio_to_floor any full participant page "
+            "could reach"
         ),
         "after_all_phases": final_check,
         "goals": {
-            "rating_page_p99_ms_lt_200": rating.get("p99_ms", 1e9) < 200,
+            "answers_ratio_to_floor_ge_0_5": bool(answers_ratio) and answers_ratio >= 0.5,
             "ratio_to_floor_ge_0_5": bool(ratio) and ratio >= 0.5,
+            "stress_rating_p99_ms_lt_100": stress_p99 is not None and stress_p99 < 100,
+            "cpu_per_participant_le_quarter_of_form_posts": bool(cpu_ratios) and max(cpu_ratios) <= 0.25,
             "answers_lost_eq_0": final_check["answers_lost"] == 0,
             "duplicates_eq_0": final_check["duplicates"] == 0,
             "condition_imbalance_le_1": final_check["condition_imbalance"] <= 1,

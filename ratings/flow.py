@@ -29,8 +29,14 @@ Handler = Callable[[HttpRequest, Participant], HttpResponse]
 
 @dataclass(frozen=True)
 class StepPage:
+    """`answer`, when a page has one, answers a background POST of the page's form (`Accept:
+    application/json`, sent by static/ratings/participant.js) with a small JSON document instead of a
+    redirect: what replaces the page in place, or where the browser goes next. Pages without it get
+    `{"next": <the step page>}` for such a POST, and nothing is stored."""
+
     get: Handler
     post: Handler
+    answer: Handler | None = None
 
 
 def page_of(participant: Participant) -> StepPage:

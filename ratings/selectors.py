@@ -64,7 +64,7 @@ class CurrentItem:
 def assignment_current_for_participant(*, participant: Participant) -> CurrentItem | None:
     """The participant's first unanswered assignment (with what the page shows, and where it stands among
     their items), or None when all are done. One query."""
-    row = rows.fetchone(_current_sql(connection.vendor), [Assignment.Kind.ATTENTION] * 4 + [participant.pk])
+    row = rows.fetchone(_current_sql(connection.vendor), [participant.pk])
     if row is None:
         return None
     assignment, end = rows.instance(Assignment, row)
@@ -81,10 +81,11 @@ def assignment_current_for_participant(*, participant: Participant) -> CurrentIt
 
 
 @cache
-def _current_sql(vendor: str) -> str:
+def item_texts_sql(vendor: str) -> tuple[str, str]:
+    """What an item page shows (emotion, situation, utterance, response), as four SELECT columns, and the
+    joins they need, for an assignment aliased `a` whose attention check (if any) is joined as `c`: an
+    attention check shows its own texts, a response those of its prompt."""
     a = lambda name: rows.column(Assignment, name, "a")  # noqa: E731
-    x = lambda name: rows.column(Assignment, name, "x")  # noqa: E731
-    kind = a("kind")
     shown = [
         (rows.column(Emotion, "name", "e"), rows.column(AttentionCheck, "emotion_label", "c")),
         (rows.column(Prompt, "situation", "p"), rows.column(AttentionCheck, "situation", "c")),
@@ -94,16 +95,29 @@ def _current_sql(vendor: str) -> str:
         ),
         (rows.column(Response, "text", "r"), rows.column(AttentionCheck, "response_text", "c")),
     ]
-    cases = ", ".join(f"CASE WHEN {kind} = %s THEN {check} ELSE {shown} END" for shown, check in shown)
-    mine = f"FROM {rows.table(Assignment)} x WHERE {x('participant')} = {a('participant')}"
-    return (
-        f"SELECT {rows.columns(Assignment, 'a')}, {cases},"
-        f" (SELECT COUNT(*) {mine}),"
-        f" (SELECT COUNT(*) {mine} AND {x('answered_at')} IS NOT NULL)"
-        f" FROM {rows.table(Assignment)} a"
+    attention = Assignment.Kind.ATTENTION.value
+    columns = ", ".join(
+        f"CASE WHEN {a('kind')} = '{attention}' THEN {check} ELSE {page} END" for page, check in shown
+    )
+    joins = (
         f" LEFT JOIN {rows.table(Response)} r ON {rows.column(Response, 'id', 'r')} = {a('response')}"
         f" LEFT JOIN {rows.table(Prompt)} p ON {rows.column(Prompt, 'id', 'p')} = {rows.column(Response, 'prompt', 'r')}"
         f" LEFT JOIN {rows.table(Emotion)} e ON {rows.column(Emotion, 'id', 'e')} = {rows.column(Prompt, 'emotion', 'p')}"
+    )
+    return columns, joins
+
+
+@cache
+def _current_sql(vendor: str) -> str:
+    a = lambda name: rows.column(Assignment, name, "a")  # noqa: E731
+    x = lambda name: rows.column(Assignment, name, "x")  # noqa: E731
+    texts, joins = item_texts_sql(vendor)
+    mine = f"FROM {rows.table(Assignment)} x WHERE {x('participant')} = {a('participant')}"
+    return (
+        f"SELECT {rows.columns(Assignment, 'a')}, {texts},"
+        f" (SELECT COUNT(*) {mine}),"
+        f" (SELECT COUNT(*) {mine} AND {x('answered_at')} IS NOT NULL)"
+        f" FROM {rows.table(Assignment)} a{joins}"
         f" LEFT JOIN {rows.table(AttentionCheck)} c ON {rows.column(AttentionCheck, 'id', 'c')} = {a('attention_check')}"
         f" WHERE {a('participant')} = %s AND {a('answered_at')} IS NULL"
         f" ORDER BY {a('position')} LIMIT 1"

@@ -28,6 +28,7 @@ from studies.participants import (
 )
 
 from . import teq
+from .selectors import CurrentItem, item_texts_sql
 
 ATTENTION_REASON_PREFIX = "attention checks failed"
 
@@ -70,47 +71,110 @@ class RatingSubmitted:
     rating: Rating
     created: bool  # False: this item was already answered and the stored rating is returned unchanged
     completed: bool  # True: the participant is finished (now or before)
-
-
-@dataclass(frozen=True)
-class _Item:
-    assignment: Assignment
-    expected_value: int | None  # an attention check's expected answer
-    rating: Rating | None  # the stored answer, if any
-
-
-def _items_of(participant: Participant) -> list[_Item]:
-    """All of the participant's items in position order, each with its attention check's expected value
-    and its stored rating (one query: ten or so rows)."""
-    items = []
-    for row in rows.fetchall(_items_sql(connection.vendor), [participant.pk]):
-        assignment, end = rows.instance(Assignment, row)
-        rating = rows.instance(Rating, row, end + 1)[0] if row[end + 1] is not None else None
-        items.append(_Item(assignment=assignment, expected_value=row[end], rating=rating))
-    return items
+    # With `show_next=True` and a new answer that leaves items to do: the participant's next item, already
+    # marked as shown (in the answer's own transaction), for the in-place page. None otherwise.
+    next_item: CurrentItem | None = None
 
 
 @cache
-def _items_sql(vendor: str) -> str:
+def _layout(vendor: str) -> dict[str, int]:
+    """Where the fields the answer needs sit in a row of `_items_sql` (Assignment's columns first)."""
+    names = [field.attname for field in Assignment._meta.concrete_fields]
+    n = len(names)
+    return {
+        "id": names.index("id"),
+        "position": names.index("position"),
+        "kind": names.index("kind"),
+        "answered_at": names.index("answered_at"),
+        "expected": n,
+        "rating": n + 1,  # the rating's first column (its id): None when unanswered
+        "texts": n + 1 + len(Rating._meta.concrete_fields),
+    }
+
+
+class _Item:
+    """One of the participant's items, read from a row of `_items_sql`: the few fields every answer needs
+    are read straight from the row; the Assignment and Rating instances are built only when asked for (the
+    answered item), not for all ten or so rows of every answer."""
+
+    __slots__ = ("row", "at")
+
+    def __init__(self, row: tuple, at: dict[str, int]) -> None:
+        self.row, self.at = row, at
+
+    @property
+    def assignment_id(self) -> int:
+        return self.row[self.at["id"]]
+
+    @property
+    def position(self) -> int:
+        return self.row[self.at["position"]]
+
+    @property
+    def kind(self) -> str:
+        return self.row[self.at["kind"]]
+
+    @property
+    def answered(self) -> bool:
+        return self.row[self.at["answered_at"]] is not None
+
+    @property
+    def expected_value(self) -> int | None:  # an attention check's expected answer
+        return self.row[self.at["expected"]]
+
+    @property
+    def assignment(self) -> Assignment:
+        return rows.instance(Assignment, self.row)[0]
+
+    @property
+    def rating(self) -> Rating | None:  # the stored answer, if any
+        if self.row[self.at["rating"]] is None:
+            return None
+        return rows.instance(Rating, self.row, self.at["rating"])[0]
+
+    def texts(self) -> tuple[str, str, str, str]:
+        """Emotion, situation, utterance, response (only with `_items_of(..., texts=True)`)."""
+        start = self.at["texts"]
+        return tuple(value or "" for value in self.row[start : start + 4])
+
+
+def _items_of(participant: Participant, *, texts: bool = False) -> list[_Item]:
+    """All of the participant's items in position order, each with its attention check's expected value
+    and its stored rating (one query: ten or so rows); `texts=True` adds what each page shows."""
+    at = _layout(connection.vendor)
+    return [_Item(row, at) for row in rows.fetchall(_items_sql(connection.vendor, texts), [participant.pk])]
+
+
+@cache
+def _items_sql(vendor: str, texts: bool) -> str:
     a = lambda name: rows.column(Assignment, name, "a")  # noqa: E731
+    shown, joins = item_texts_sql(vendor) if texts else ("", "")
     return (
         f"SELECT {rows.columns(Assignment, 'a')}, {rows.column(AttentionCheck, 'expected_value', 'c')},"
-        f" {rows.columns(Rating, 'r')}"
+        f" {rows.columns(Rating, 'rt')}{', ' + shown if texts else ''}"
         f" FROM {rows.table(Assignment)} a"
         f" LEFT JOIN {rows.table(AttentionCheck)} c"
         f" ON {rows.column(AttentionCheck, 'id', 'c')} = {a('attention_check')}"
-        f" LEFT JOIN {rows.table(Rating)} r ON {rows.column(Rating, 'assignment', 'r')} = {a('id')}"
+        f" LEFT JOIN {rows.table(Rating)} rt ON {rows.column(Rating, 'assignment', 'rt')} = {a('id')}{joins}"
         f" WHERE {a('participant')} = %s ORDER BY {a('position')}"
     )
 
 
-def _assignment_times_set(assignment_id: int, *, answered_at: datetime | None, shown_at: datetime) -> None:
+def _assignment_times_set(
+    assignment_id: int, *, answered_at: datetime | None, shown_at: datetime, next_id: int | None = None
+) -> None:
     """Sets shown_at (and answered_at, when given) of one assignment; shown_at only where it is not set
-    yet (the first showing counts). Hand-written: it runs on every item page and every answer."""
+    yet (the first showing counts). `next_id`: the answer also marks the next item as shown, in the same
+    statement (the in-place page shows it right away). Hand-written: it runs on every item page and every
+    answer."""
     adapt = connection.ops.adapt_datetimefield_value
-    answering = answered_at is not None
-    params = [adapt(answered_at), adapt(shown_at)] if answering else [adapt(shown_at)]
     with connection.cursor() as cursor:
+        if next_id is not None:
+            params = [assignment_id, adapt(answered_at), adapt(shown_at), assignment_id, next_id]
+            cursor.execute(_times_next_sql(connection.vendor), params)
+            return
+        answering = answered_at is not None
+        params = [adapt(answered_at), adapt(shown_at)] if answering else [adapt(shown_at)]
         cursor.execute(_times_sql(connection.vendor, answering), [*params, assignment_id])
 
 
@@ -123,6 +187,18 @@ def _times_sql(vendor: str, answering: bool) -> str:
     if answering:
         return f"UPDATE {rows.table(Assignment)} SET {answered} = %s, {shown} = COALESCE({shown}, %s) WHERE {pk} = %s"
     return f"UPDATE {rows.table(Assignment)} SET {shown} = %s WHERE {pk} = %s AND {shown} IS NULL"
+
+
+@cache
+def _times_next_sql(vendor: str) -> str:
+    quote = connection.ops.quote_name
+    shown, answered, pk = (
+        quote(Assignment._meta.get_field(f).column) for f in ("shown_at", "answered_at", "id")
+    )
+    return (
+        f"UPDATE {rows.table(Assignment)} SET {answered} = CASE WHEN {pk} = %s THEN %s ELSE {answered} END,"
+        f" {shown} = COALESCE({shown}, %s) WHERE {pk} IN (%s, %s)"
+    )
 
 
 def consent_accept(*, participant: Participant, now: datetime | None = None) -> bool:
@@ -165,6 +241,7 @@ def rating_submit(
     value: int,
     response_time_ms: int | None = None,
     now: datetime | None = None,
+    show_next: bool = False,
 ) -> RatingSubmitted:
     """Stores the participant's answer to their item at `position`, exactly once.
 
@@ -178,6 +255,9 @@ def rating_submit(
       `study.attention_check_max_failures` flag the participant for exclusion with the reason.
     * The last answer completes the participant with the code their outcome earns.
     * `response_time_ms` defaults to the time since the item was first shown.
+    * `show_next=True` (the in-place page): a new answer that leaves items to do also marks the next item
+      as shown and returns it (`next_item`), read by the same query and written by the same UPDATE as the
+      answer, so showing it costs no extra round trip.
 
     Locking: the participant's row, for the whole check-then-write, so concurrent submits of one
     participant run one after another; the OneToOne key on Rating backs it up.
@@ -186,8 +266,8 @@ def rating_submit(
     try:
         with transaction.atomic():
             locked = participant_lock(participant)
-            mine = _items_of(locked)
-            item = next((i for i in mine if i.assignment.position == position), None)
+            mine = _items_of(locked, texts=show_next)
+            item = next((i for i in mine if i.position == position), None)
             if item is None:
                 raise NotYourItem(f"There is no item at position {position} for this participant.")
             if item.rating is not None:
@@ -196,8 +276,8 @@ def rating_submit(
                 )
             if locked.status != Participant.Status.ACTIVE or locked.step != Participant.Step.ITEMS:
                 raise ParticipantNotActive(f"The participant is {locked.status} on step {locked.step}.")
-            unanswered = [i.assignment.position for i in mine if i.assignment.answered_at is None]
-            current = unanswered[0] if unanswered else None
+            unanswered = [i for i in mine if not i.answered]
+            current = unanswered[0].position if unanswered else None
             if current != position:
                 raise NotCurrentItem(f"Item {position} is not the current item ({current}).")
             study = locked.study
@@ -206,10 +286,21 @@ def rating_submit(
             assignment = item.assignment
             if response_time_ms is None and assignment.shown_at is not None:
                 response_time_ms = max(0, int((now - assignment.shown_at).total_seconds() * 1000))
-            rating = Rating.objects.create(
-                assignment=assignment, value=value, response_time_ms=response_time_ms
+            rating = rows.insert(
+                Rating,
+                assignment_id=assignment.pk,
+                value=value,
+                response_time_ms=response_time_ms,
+                created_at=now,
             )
-            _assignment_times_set(assignment.pk, answered_at=now, shown_at=now)
+            rating.assignment = assignment
+            following = unanswered[1] if show_next and len(unanswered) > 1 else None
+            _assignment_times_set(
+                assignment.pk,
+                answered_at=now,
+                shown_at=now,
+                next_id=following.assignment_id if following else None,
+            )
 
             fields = []
             if locked.last_seen_at is None or now - locked.last_seen_at >= TOUCH_INTERVAL:
@@ -219,7 +310,7 @@ def rating_submit(
                 locked.attention_failures += 1
                 fields.append("attention_failures")
                 if locked.attention_failures > study.attention_check_max_failures:
-                    checks = sum(1 for i in mine if i.assignment.kind == Assignment.Kind.ATTENTION)
+                    checks = sum(1 for i in mine if i.kind == Assignment.Kind.ATTENTION)
                     reasons = [
                         r for r in locked.exclusion_reasons if not r.startswith(ATTENTION_REASON_PREFIX)
                     ]
@@ -227,7 +318,7 @@ def rating_submit(
                     locked.flagged_for_exclusion = True
                     locked.exclusion_reasons = reasons
                     fields += ["flagged_for_exclusion", "exclusion_reasons"]
-            completed = unanswered == [position]
+            completed = len(unanswered) == 1
             if completed:
                 fields += participant_mark_completed(locked, now)
             if fields:
@@ -238,7 +329,31 @@ def rating_submit(
         stored = Rating.objects.get(assignment__participant=participant, assignment__position=position)
         return RatingSubmitted(rating=stored, created=False, completed=False)
     participant_state_copy(participant, locked)
-    return RatingSubmitted(rating=rating, created=True, completed=completed)
+    return RatingSubmitted(
+        rating=rating,
+        created=True,
+        completed=completed,
+        next_item=_shown(following, total=len(mine), answered=len(mine) - len(unanswered) + 1, now=now)
+        if following
+        else None,
+    )
+
+
+def _shown(item: _Item, *, total: int, answered: int, now: datetime) -> CurrentItem:
+    """The next item as the item page shows it, just marked as shown at `now`."""
+    assignment = item.assignment
+    if assignment.shown_at is None:
+        assignment.shown_at = now
+    emotion, situation, utterance, response = item.texts()
+    return CurrentItem(
+        assignment=assignment,
+        number=answered + 1,
+        total=total,
+        emotion=emotion,
+        situation=situation,
+        utterance=utterance,
+        response=response,
+    )
 
 
 def assignment_mark_shown(*, assignment: Assignment, now: datetime | None = None) -> None:

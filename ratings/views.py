@@ -8,7 +8,10 @@ URLs (see ratings/urls.py):
   participant's current step, and nobody can reach another participant's items by editing a URL or form.
 * `/s/<slug>/step/` — always the participant's current step (see `ratings.flow` for how steps dispatch).
   Every POST redirects back here (POST-redirect-GET); a POST from a page that is no longer current
-  stores nothing and redirects to the current step.
+  stores nothing and redirects to the current step. A POST asking for JSON (`Accept: application/json`:
+  the item page's script posts its answers in the background) gets no redirect but a small JSON document
+  instead: the next item, shown in place, or `{"next": url}` where the browser goes instead (see
+  `item_answer`). Same checks, same services, same exactly-once rules: only the reply differs.
 * `/s/<slug>/start/` — direct-link studies (platform "none") only: a POST that enrolls a generated id.
 * `/s/<slug>/return/` — stop and return: a confirmation page, then the slot and items are given back.
 
@@ -22,8 +25,9 @@ from __future__ import annotations
 import secrets
 from urllib.parse import quote
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -69,6 +73,20 @@ def _page(
 
 def _to_step(study: Study) -> HttpResponse:
     return redirect("ratings:step", slug=study.slug)
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    """A background POST from the item page's script (it asks for JSON; a plain form post never does)."""
+    return request.method == "POST" and "application/json" in request.headers.get("Accept", "")
+
+
+def _go(url: str) -> JsonResponse:
+    """The JSON reply sending the in-place page elsewhere (a normal navigation)."""
+    return JsonResponse({"next": url})
+
+
+def _step_url(slug: str) -> str:
+    return reverse("ratings:step", kwargs={"slug": slug})
 
 
 def _remember(
@@ -221,11 +239,19 @@ def study_start(request: HttpRequest, slug: str) -> HttpResponse:
 def study_step(request: HttpRequest, slug: str) -> HttpResponse:
     """Shows (GET) or answers (POST) the session's participant's current step."""
     participant = participant_get_for_session(session=request.session, slug=slug)
+    in_place = _wants_json(request)
     if participant is None:
         study = get_object_or_404(Study, slug=slug)
+        if in_place:
+            return _go(reverse("ratings:entry", kwargs={"slug": study.slug}))
         return redirect("ratings:entry", slug=study.slug)
     study = participant.study
     participant = participant_touch(participant=participant)
+    if in_place:
+        handler = flow.page_of(participant) if participant.status == Participant.Status.ACTIVE else None
+        if handler is None or handler.answer is None or request.POST.get("step") != participant.step:
+            return _go(_step_url(study.slug))  # nothing stored: the step page says where they are
+        return handler.answer(request, participant)
     if participant.status != Participant.Status.ACTIVE:
         return _to_step(study) if request.method == "POST" else _outcome_page(request, participant)
     handler = flow.page_of(participant)
@@ -360,8 +386,67 @@ def item_post(request, participant: Participant) -> HttpResponse:
     return _to_step(participant.study)
 
 
+def item_answer(request, participant: Participant) -> JsonResponse:
+    """The item form posted in the background: the answer stored exactly as `item_post` stores it, and
+    the reply is what the page needs next instead of a redirect:
+
+    * `{"saved": true|false, "item": {...}}` — the participant's current item after this answer, to show
+      in place (`saved`: this answer is stored, now or by an earlier attempt; false for a stale page —
+      another tab answered first — where the stored answer stands and nothing was written);
+    * `{"next": url}` — the participant left the items (completed, or no longer active): a normal
+      navigation to the step page shows where they are;
+    * `{"error": code}` with the answer's 4xx status: nothing stored (the script then posts the form the
+      plain way, so the participant sees the same page as without JavaScript).
+
+    A retried answer (same position: the connection was lost after the server stored it) is not stored
+    twice; it gets the next item like the first attempt would have."""
+    form = ItemAnswerForm(request.POST)
+    if not form.is_valid():
+        return JsonResponse({"error": "bad_request"}, status=400)
+    submitted = None
+    try:
+        submitted = services.rating_submit(
+            participant=participant,
+            position=form.cleaned_data["position"],
+            value=form.cleaned_data["value"],
+            show_next=True,
+        )
+    except (services.NotCurrentItem, services.ParticipantNotActive):
+        pass  # a stale page: nothing stored, the current item is shown
+    except services.AnswerRejected as error:
+        return JsonResponse({"error": type(error).__name__}, status=error.status)
+    study = participant.study
+    if participant.status != Participant.Status.ACTIVE or participant.step != Participant.Step.ITEMS:
+        return _go(_step_url(study.slug))
+    # A new answer brings its next item along (same query, same transaction); a retried or stale one reads it.
+    current = submitted.next_item if submitted is not None else None
+    if current is None:
+        current = assignment_current_for_participant(participant=participant)
+        if current is None:
+            participant_complete(participant=participant)
+            return _go(_step_url(study.slug))
+        services.assignment_mark_shown(assignment=current.assignment)
+    current = item_disguise_attention_check(item=current, participant=participant)
+    return JsonResponse(
+        {
+            "saved": submitted is not None,
+            "item": {
+                "position": current.assignment.position,
+                "number": current.number,
+                "total": current.total,
+                "answered": current.answered,
+                "emotion": current.emotion,
+                "situation": current.situation,
+                "utterance": current.utterance,
+                "response": current.response,
+                "title": f"Item {current.number} of {current.total}: {study.title}",
+            },
+        }
+    )
+
+
 # The pages named by studies/kinds/ (the spine's consent page, the rating kind's steps).
 CONSENT_PAGE = flow.StepPage(get=consent_get, post=consent_post)
 INSTRUCTIONS_PAGE = flow.StepPage(get=instructions_get, post=instructions_post)
 TEQ_PAGE = flow.StepPage(get=teq_get, post=teq_post)
-ITEMS_PAGE = flow.StepPage(get=item_get, post=item_post)
+ITEMS_PAGE = flow.StepPage(get=item_get, post=item_post, answer=item_answer)

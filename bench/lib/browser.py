@@ -169,11 +169,13 @@ class Browser:
         self.errors: list[str] = []
         self.classify = classify  # classify(body) -> page kind, for requests made with kind=None
 
-    def _once(self, method: str, path: str, body: bytes | None, referer: str | None) -> tuple[int, dict, str]:
+    def _once(
+        self, method: str, path: str, body: bytes | None, referer: str | None, accept: str = "text/html"
+    ) -> tuple[int, dict, str]:
         headers = {
             "Host": f"{self.host}:{self.port}",
             "User-Agent": "bench-participant/1.0",
-            "Accept": "text/html",
+            "Accept": accept,
             "X-Forwarded-For": self.client_ip,
         }
         if self.cookies:
@@ -203,10 +205,17 @@ class Browser:
         return response.status, {"Location": location}, text
 
     def request(
-        self, kind: str | None, method: str, path: str, data=None, referer: str | None = None
+        self,
+        kind: str | None,
+        method: str,
+        path: str,
+        data=None,
+        referer: str | None = None,
+        accept: str = "text/html",
     ) -> Exchange:
         """One request, retried on 5xx, 429 (after Retry-After) and connection errors, like a person
-        pressing reload, for up to `retry_seconds`. Each attempt's latency is recorded."""
+        pressing reload (or the item page's script its "send my answer again"), for up to `retry_seconds`.
+        Each attempt's latency is recorded. `accept="application/json"`: the item page's background post."""
         body = urllib.parse.urlencode(data).encode() if data is not None else None
         deadline = time.monotonic() + self.retry_seconds
         attempts = 0
@@ -214,7 +223,7 @@ class Browser:
             attempts += 1
             started = time.perf_counter()
             try:
-                status, headers, text = self._once(method, path, body, referer)
+                status, headers, text = self._once(method, path, body, referer, accept)
             except (OSError, http.client.HTTPException) as exc:
                 elapsed = time.perf_counter() - started
                 self.record(kind or "unknown", method, 0, elapsed)

@@ -3,13 +3,14 @@ statistics the benchmarks report about many of them."""
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import threading
 import time
 from dataclasses import dataclass, field
 
-from .browser import Browser, Exchange, TransportError, fill_form, parse_forms
+from .browser import Browser, Exchange, Form, TransportError, fill_form, parse_forms
 
 # The step page is one URL for every step: a page's kind is the hidden `step` field of its form.
 _STEP_INPUT = re.compile(r"<input\b[^>]*\bname=[\"']step[\"'][^>]*>", re.IGNORECASE)
@@ -41,6 +42,22 @@ def _hidden(form, name: str) -> str | None:
         if item.get("name") == name:
             return item.get("value")
     return None
+
+
+def _with_position(form: Form, position) -> Form:
+    """The item form as the page's script leaves it after showing the next item in place."""
+    inputs = [{**i, "value": str(position)} if i.get("name") == "position" else i for i in form.inputs]
+    return Form(action=form.action, method=form.method, inputs=inputs, buttons=form.buttons)
+
+
+def _json_reply(exchange: Exchange) -> dict | None:
+    if exchange.status != 200:
+        return None
+    try:
+        reply = json.loads(exchange.body)
+    except ValueError:
+        return None
+    return reply if isinstance(reply, dict) else None
 
 
 class Recorder:
@@ -113,12 +130,19 @@ def run_participant(
     completion_marker: str,
     rng: random.Random,
     retry_seconds: float = 60.0,
+    in_place: bool = False,
 ) -> Outcome:
     """Entry → consent → instructions → (TEQ) → the rating pages → completion, as a person with a
     browser would: read, think, pick an option, press the affirmative button, follow the redirect.
 
+    `in_place=False`: a browser without JavaScript (every answer a form POST and the redirected GET of the
+    next item). `in_place=True`: what static/ratings/participant.js does: the item form's fields posted
+    with `Accept: application/json`, the next item read from the JSON reply (no page load), a `next`
+    address followed as a normal navigation.
+
     An answer counts as acknowledged when its POST was answered with a redirect and the page that
-    followed is no longer that item (the participant moved on): what a person takes as "saved"."""
+    followed is no longer that item (the participant moved on), or (in place) when the JSON reply shows
+    another item or sends the participant on: what a person takes as "saved"."""
     if completion_marker not in COMPLETION_MARKERS:
         COMPLETION_MARKERS.append(completion_marker)
     outcome = Outcome(external_id=external_id)
@@ -144,6 +168,31 @@ def run_participant(
             # A person reads, thinks and clicks: longer on rating pages than on consent or instructions.
             time.sleep(think_seconds * rng.uniform(0.5, 1.5) * (1.0 if kind == "rating" else 0.5))
             action = Browser.path_of(form.action or page.path, page.path)
+            if in_place and kind == "rating":
+                posted = browser.request(
+                    kind, "POST", action, data, referer=base_url + page.path, accept="application/json"
+                )
+                if posted.attempts > 1:
+                    outcome.retried_posts += 1
+                reply = _json_reply(posted)
+                position = _hidden(form, "position")
+                outcome.pages += 1
+                if reply and "item" in reply:
+                    if str(reply["item"]["position"]) != position:
+                        outcome.acknowledged.append(
+                            {"position": position, "value": next(iter(chosen.values()), None)}
+                        )
+                    page_forms = [_with_position(form, reply["item"]["position"])]
+                    continue
+                if reply and reply.get("next"):
+                    outcome.acknowledged.append(
+                        {"position": position, "value": next(iter(chosen.values()), None)}
+                    )
+                    page = _get_following(browser, None, Browser.path_of(reply["next"], action))
+                else:
+                    page = _Page(action, posted.status, posted.body)
+                page_forms = None
+                continue
             posted = browser.request(kind, "POST", action, data, referer=base_url + page.path)
             if posted.attempts > 1:
                 outcome.retried_posts += 1
@@ -206,6 +255,7 @@ def run_wave(
     completion_marker: str,
     retry_seconds: float = 60.0,
     progress=None,
+    in_place: bool = False,
 ) -> tuple[Recorder, list[Outcome], float]:
     """`participants` people arriving at random moments within `arrival_seconds`, each on a thread of
     their own, each from a client address of their own. Returns when all have finished or given up."""
@@ -229,6 +279,7 @@ def run_wave(
             completion_marker=completion_marker,
             rng=random.Random(seed * 100_003 + i),
             retry_seconds=retry_seconds,
+            in_place=in_place,
         )
         with lock:
             outcomes.append(outcome)

@@ -133,7 +133,9 @@ class Stack:
 
         django.setup()
 
-    def start_server(self) -> None:
+    def start_server(self, *extra_args: str) -> None:
+        """gunicorn as docker-compose runs it; `extra_args` are added to its command line (e.g. a
+        `--config` file with hooks, as bench/profile_participants.py uses)."""
         log(f"gunicorn with {self.workers} workers on {self.base_url}")
         self.gunicorn = subprocess.Popen(
             [
@@ -151,6 +153,7 @@ class Stack:
                 "2048",
                 # Django is set up once in the master; a worker replacing a killed one starts warm.
                 "--preload",
+                *extra_args,
             ],
             cwd=BASE_DIR,
             env=self.env,

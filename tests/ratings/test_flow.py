@@ -94,7 +94,7 @@ def test_the_item_page_shows_emotion_situation_both_speakers_and_progress(client
 
 
 def shown_emotion(page: str) -> str:
-    return re.search(r'<dd class="emotion">([^<]*)</dd>', page).group(1)
+    return re.search(r'<dd class="emotion"[^>]*>([^<]*)</dd>', page).group(1)
 
 
 def test_an_attention_check_page_shows_the_check_in_place_of_a_conversation(client, study):

@@ -99,7 +99,10 @@ def walk(page, url: str, check=lambda page, step: None) -> list[str]:
         if step == "done":
             return seen
         before = page.content()
+        heading = page.locator("h1").inner_text()
         answer(page, step)
+        if step == "items":  # answered in place (participant.js) or by a page load: either way a new heading
+            expect(page.locator("h1")).not_to_have_text(heading)
         page.wait_for_load_state("load")
         assert page.content() != before, f"the page did not change after answering {step}"
     raise AssertionError(f"the study did not end: {seen}")

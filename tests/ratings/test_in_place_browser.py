@@ -1,0 +1,118 @@
+"""In-place answers in headless Chromium on a phone (390×844): items replaced without a page load, refresh,
+double click, a lost connection and its retry, and the same study walked without JavaScript."""
+
+import pytest
+from playwright.sync_api import expect
+
+from studies.models import Participant, Rating
+from tests.a11y import axe_violations
+from tests.factories import AttentionCheckFactory, rating_study_build
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def study():
+    study = rating_study_build(conditions=1, prompts=6, items_per_participant=4)
+    AttentionCheckFactory(study=study, after_item=2, expected_value=2)
+    return study
+
+
+def open_items(page, live_server, study, pid):
+    page.goto(f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID={pid}&STUDY_ID=S1&SESSION_ID=X1")
+    page.get_by_role("button", name="I agree, start the study").click()
+    page.get_by_role("button", name="I have read the instructions, continue").click()
+    expect(page.locator("h1")).to_have_text("Item 1 of 5")
+
+
+def choice(page) -> str:
+    return "Okay" if "choose Okay" in page.locator("[data-response]").inner_text() else "Good"
+
+
+def stored(pid: str) -> list[int]:
+    return list(
+        Rating.objects.filter(assignment__participant__external_id=pid)
+        .order_by("assignment__position")
+        .values_list("value", flat=True)
+    )
+
+
+def test_items_are_replaced_in_place_with_focus_progress_and_an_announcement(live_server, page_at, study):
+    page = page_at("phone")
+    open_items(page, live_server, study, "PIDINPLACE")
+    page.evaluate("window.__kept = true")  # survives only as long as no new page is loaded
+    first = page.locator("[data-response]").inner_text()
+    page.get_by_role("button", name="Good").tap()
+    expect(page.locator("h1")).to_have_text("Item 2 of 5")
+    assert page.evaluate("window.__kept === true"), "the next item was a page load, not an in-place update"
+    assert page.locator("[data-response]").inner_text() != first
+    expect(page.locator("[data-item-live]")).to_have_text("Item 2 of 5")
+    assert page.evaluate("document.activeElement.matches('[data-item-heading]')")
+    assert page.evaluate("document.querySelector('[data-item-progress]').value") == 1
+    assert page.title().startswith("Item 2 of 5")
+    assert page.locator("[aria-pressed]").count() == 0 and page.locator(".scale-button:disabled").count() == 0
+    page.screenshot(path="/tmp/inplace-phone-item2.png")
+    assert axe_violations(page) == []
+
+    # Refresh mid-way: the step page shows the same item.
+    shown = page.locator("[data-response]").inner_text()
+    page.reload()
+    expect(page.locator("h1")).to_have_text("Item 2 of 5")
+    assert page.locator("[data-response]").inner_text() == shown
+
+    # Keyboard shortcuts still answer in place; the attention check looks like any item.
+    page.evaluate("window.__kept = true")
+    for number in (3, 4, 5):
+        key = "2" if choice(page) == "Okay" else "1"
+        page.keyboard.press(key)
+        expect(page.locator("h1")).to_have_text(f"Item {number} of 5")
+    assert page.evaluate("window.__kept === true")
+    page.get_by_role("button", name=choice(page)).tap()
+    expect(page.locator("[data-completion-code]")).to_have_text("C0MPLETE")
+    participant = Participant.objects.get(external_id="PIDINPLACE")
+    assert participant.status == Participant.Status.COMPLETED and not participant.flagged_for_exclusion
+    assert len(stored("PIDINPLACE")) == 5
+
+
+def test_a_double_click_sends_one_answer(live_server, page_at, study):
+    page = page_at("phone")
+    open_items(page, live_server, study, "PIDDOUBLE")
+    # Two clicks in the same instant: the second finds the buttons disabled while the first is in flight.
+    page.evaluate("() => { const b = document.querySelector('.scale-button'); b.click(); b.click(); }")
+    expect(page.locator("h1")).to_have_text("Item 2 of 5")
+    page.wait_for_load_state("networkidle")
+    assert len(stored("PIDDOUBLE")) == 1
+
+
+def test_a_lost_connection_keeps_the_answer_and_sends_it_again(live_server, page_at, study):
+    page = page_at("phone")
+    open_items(page, live_server, study, "PIDOFFLINE")
+    page.context.set_offline(True)
+    page.get_by_role("button", name="Bad").tap()
+    retry = page.locator("[data-retry]")
+    expect(retry).to_be_visible()
+    expect(page.get_by_role("button", name="Bad")).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("h1")).to_have_text("Item 1 of 5")
+    assert stored("PIDOFFLINE") == []
+    page.screenshot(path="/tmp/inplace-phone-offline.png")
+    assert axe_violations(page) == []
+    page.context.set_offline(False)
+    page.get_by_role("button", name="Send my answer again").tap()
+    expect(page.locator("h1")).to_have_text("Item 2 of 5")
+    expect(retry).to_be_hidden()
+    scale = Participant.objects.get(external_id="PIDOFFLINE").study.scale
+    bad = next(int(option["value"]) for option in scale if option["label"] == "Bad")
+    assert stored("PIDOFFLINE") == [bad]
+
+
+def test_without_javascript_every_answer_is_a_plain_form_post(live_server, page_at, study):
+    page = page_at("phone", javascript=False)
+    open_items(page, live_server, study, "PIDNOJS")
+    for number in range(1, 6):
+        expect(page.locator("h1")).to_have_text(f"Item {number} of 5")
+        with page.expect_navigation():
+            page.get_by_role("button", name=choice(page)).tap()
+        if number == 2:
+            page.screenshot(path="/tmp/inplace-phone-nojs-item3.png")
+    expect(page.locator("[data-completion-code]")).to_have_text("C0MPLETE")
+    assert len(stored("PIDNOJS")) == 5
