@@ -4,6 +4,7 @@ conditions' configurations (with a rendered example before anything is sent)."""
 import os
 import re
 
+from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import get_object_or_404
@@ -11,6 +12,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from generation.design import provider_edit_problems
 from generation.models import LLMConditionConfig, Provider
 from generation.services import connection, prompts
 from studies.models import Condition
@@ -19,8 +21,20 @@ from studies.models import Condition
 VERSIONED_PATH = re.compile(r"/v\d")
 
 
+class ProviderForm(forms.ModelForm):
+    """A provider named by a launched study's frozen design keeps its name, kind and base URL (the model guard
+    refuses them too; this says why on the page)."""
+
+    def clean(self):
+        cleaned = super().clean()
+        for problem in provider_edit_problems(self.instance, self.changed_data):
+            self.add_error(None, problem)
+        return cleaned
+
+
 @admin.register(Provider)
 class ProviderAdmin(admin.ModelAdmin):
+    form = ProviderForm
     list_display = [
         "name",
         "kind",

@@ -12,10 +12,12 @@ from studies.design import (
     condition_hook_register,
     deleted_with_study,
     design_edit_refuse,
+    frozen_message,
+    is_frozen,
 )
-from studies.models import Condition
+from studies.models import Condition, Study
 
-from .models import LLMConditionConfig
+from .models import LLMConditionConfig, Provider
 
 # The configuration's fields that decide what the model is asked and how it decodes.
 FROZEN_CONFIG_FIELDS = (
@@ -77,9 +79,44 @@ def _guard_config_delete(sender, instance: LLMConditionConfig, origin=None, **kw
     design_edit_refuse(condition.study, f"Deleting the LLM configuration of condition '{condition.name}'")
 
 
+# The provider's fields a frozen design records for each LLM condition it serves.
+FROZEN_PROVIDER_FIELDS = ("name", "kind", "base_url")
+
+
+def provider_edit_problems(provider: Provider, changed: list[str]) -> list[str]:
+    """Why changing the `changed` fields of a stored `provider` is refused: one message per launched study whose
+    frozen design names the provider's name, kind or base URL (limits, prices and the key variable stay editable:
+    they decide how fast and at what price, not what is asked of which model)."""
+    changed = [f for f in changed if f in FROZEN_PROVIDER_FIELDS]
+    if provider.pk is None or not changed:
+        return []
+    studies = (
+        Study.objects.filter(conditions__llm_config__provider_id=provider.pk).distinct().order_by("slug")
+    )
+    what = f"The provider '{provider.name}' ({', '.join(changed)}) of its LLM conditions"
+    return [
+        frozen_message(study, what) + " Add a new provider for other studies instead."
+        for study in studies
+        if is_frozen(study)
+    ]
+
+
+def _guard_provider(sender, instance: Provider, raw=False, **kwargs):
+    if raw or instance.pk is None:
+        return
+    changed = changed_fields(instance, FROZEN_PROVIDER_FIELDS)
+    if not changed:
+        return
+    for study in Study.objects.filter(conditions__llm_config__provider_id=instance.pk).distinct():
+        design_edit_refuse(
+            study, f"The provider '{instance.name}' ({', '.join(changed)}) of its LLM conditions"
+        )
+
+
 def register() -> None:
     condition_hook_register("llm", ConditionHook(describe=llm_configs_describe, copy=llm_config_copy))
     pre_save.connect(_guard_config, sender=LLMConditionConfig, dispatch_uid="design_guard_llm_config")
     pre_delete.connect(
         _guard_config_delete, sender=LLMConditionConfig, dispatch_uid="design_guard_llm_delete"
     )
+    pre_save.connect(_guard_provider, sender=Provider, dispatch_uid="design_guard_provider")

@@ -83,3 +83,39 @@ def test_a_configuration_field_edit_changes_the_hash_and_is_refused_after_launch
     with pytest.raises(FrozenDesignError, match="Deleting the LLM configuration"), transaction.atomic():
         LLMConditionConfig.objects.get(pk=config.pk).delete()
     assert design_sha256(design_build(study)) == frozen
+
+
+def test_a_provider_named_by_a_frozen_design_keeps_its_name_kind_and_base_url(openai_provider, admin_client):
+    study = make_study(provider=openai_provider)
+    openai_provider.base_url = "http://127.0.0.1:1/v1"
+    openai_provider.save()  # a draft's provider: free to edit
+    design_freeze(study, reason="launch")
+    frozen = design_current(study).sha256
+    openai_provider.requests_per_minute = 7
+    openai_provider.save()  # limits and prices are not part of the design
+    for field, value in {"name": "renamed", "kind": "anthropic", "base_url": "http://127.0.0.1:2/v1"}.items():
+        provider = Provider.objects.get(pk=openai_provider.pk)
+        setattr(provider, field, value)
+        with pytest.raises(FrozenDesignError, match=f"provider '.*' \\({field}\\)"), transaction.atomic():
+            provider.save()
+    stored = Provider.objects.get(pk=openai_provider.pk)
+    assert (stored.name, stored.kind, stored.base_url, stored.requests_per_minute) == (
+        openai_provider.name,
+        "openai",
+        "http://127.0.0.1:1/v1",
+        7,
+    )
+    assert design_current(study).sha256 == frozen
+
+    # The admin says why on the page instead of failing.
+    url = f"/admin/generation/provider/{stored.pk}/change/"
+    page = admin_client.get(url)
+    assert page.status_code == 200
+    form = page.context["adminform"].form
+    data = {name: form[name].value() for name in form.fields if form[name].value() is not None}
+    data["base_url"] = "http://127.0.0.1:3/v1"
+    response = admin_client.post(url, data)
+    assert response.status_code == 200
+    assert "part of its frozen design" in response.content.decode()
+    assert "Add a new provider for other studies instead." in response.content.decode()
+    assert Provider.objects.get(pk=stored.pk).base_url == "http://127.0.0.1:1/v1"
