@@ -163,3 +163,38 @@ def race(run, n: int) -> list[str]:
     for t in threads:
         t.join()
     return outcomes
+
+
+def race_mid_call(run, n: int, call_entered: threading.Event) -> list[str]:
+    """Start one worker; once its provider call is in flight (the loopback handler sets `call_entered`), release
+    n - 1 more at once: with an expired lease they take the work over mid-call. Their outcomes' statuses."""
+    first = []
+
+    def worker():
+        try:
+            first.append(run().status)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    assert call_entered.wait(10), "the first worker never called the provider"
+    outcomes = race(run, n - 1)
+    thread.join()
+    return first + outcomes
+
+
+def overlap_gate(calls: int = 2, timeout: float = 5.0):
+    """For a loopback handler of a race test: the returned callable returns once `calls` provider calls have come
+    in (or after `timeout` seconds), so the overlap such a test is about does not depend on how fast this machine
+    starts the racing threads."""
+    arrived = threading.Condition()
+    count = [0]
+
+    def gate() -> None:
+        with arrived:
+            count[0] += 1
+            arrived.notify_all()
+            arrived.wait_for(lambda: count[0] >= calls, timeout=timeout)
+
+    return gate

@@ -17,7 +17,7 @@ from generation.services.dispatch import generation_start
 from generation.services.running import generation_item_run
 from studies.models import Response
 
-from .conftest import json_response, make_provider, make_study, openai_body, race
+from .conftest import json_response, make_provider, make_study, openai_body, overlap_gate, race, race_mid_call
 
 CHAT = "/v1/chat/completions"
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,17 +50,22 @@ def test_workers_taking_over_expired_leases_mid_call_still_store_one_response(
     # Every claim expires at once: each racing worker takes the item over from the previous one and calls the
     # provider; only the holder of the last claim may store, the rest are recorded as discarded.
     settings.GENERATION_LEASE_SECONDS = 0
-    provider = make_provider(threaded_server)
+    provider = make_provider(threaded_server, timeout_seconds=10)  # a slow, loaded machine is not a hang
     study = make_study(provider=provider, n_prompts=1, human=False)
 
+    gate = overlap_gate()
+    call_entered = threading.Event()
+
     def slow(request):
-        time.sleep(0.3)
+        call_entered.set()
+        gate()
+        time.sleep(0.05)
         return json_response(openai_body())
 
     threaded_server.expect_request(CHAT).respond_with_handler(slow)
     result = generation_start(study=study, conditions=list(study.conditions.all()), dispatch=False)
 
-    outcomes = _race(result.item_ids[0], 5)
+    outcomes = race_mid_call(lambda: generation_item_run(item_id=result.item_ids[0]), 5, call_entered)
 
     calls = len(threaded_server.log)
     assert calls >= 2  # several workers really were inside a provider call at the same time

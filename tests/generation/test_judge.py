@@ -18,7 +18,7 @@ from generation.services import judging
 from generation.services.running import run_until_settled
 from studies.models import default_scale
 
-from .conftest import json_response, make_provider, make_study, race
+from .conftest import json_response, make_provider, make_study, overlap_gate, race, race_mid_call
 from .judge_helpers import judge_reply_body, make_judge
 
 CHAT = "/v1/chat/completions"
@@ -253,22 +253,26 @@ def test_workers_taking_over_expired_leases_mid_call_store_one_value_and_pay_for
     # Every claim expires at once: each racing worker takes the rating over and calls the provider; only the
     # holder of the last claim stores its value, each of the others is discarded, and every call is paid for.
     settings.GENERATION_LEASE_SECONDS = 0
-    provider = make_provider(threaded_server)
+    provider = make_provider(threaded_server, timeout_seconds=10)  # a slow, loaded machine is not a hang
     study = make_study(provider=provider, n_prompts=1, conditions=())
     judge = make_judge(study, provider)
     lock = threading.Lock()
     replies = iter(["Good", "Okay", "Bad", "Good", "Okay"])
+    gate = overlap_gate()
+    call_entered = threading.Event()
 
     def slow(request):
         with lock:
             text = next(replies)
-        time.sleep(0.3)
+        call_entered.set()
+        gate()
+        time.sleep(0.05)
         return json_response(judge_reply_body(text))
 
     threaded_server.expect_request(CHAT).respond_with_handler(slow)
     [rating_id] = judging.judge_start(judge=judge, dispatch=False).rating_ids
 
-    outcomes = _race(rating_id, 5)
+    outcomes = race_mid_call(lambda: judging.judge_rating_run(rating_id=rating_id), 5, call_entered)
 
     calls = len(threaded_server.log)
     assert calls >= 2  # several workers were inside a provider call at once
