@@ -37,7 +37,7 @@ from generation.providers import ProviderError, batch_api_of, provider_api_key
 from generation.providers.base import BatchAPI, completion_checked
 from generation.services.dispatch import generation_dispatch, generation_start
 from generation.services.prompts import GenerationSetupError, config_request
-from generation.services.running import item_attempt_failed, response_store
+from generation.services.running import item_attempt_failed, model_has_field, response_store
 from studies.models import Condition, Study
 
 logger = logging.getLogger(__name__)
@@ -123,27 +123,44 @@ def batch_submit(
 
 
 def _batch_claim(condition: Condition, *, started_by: str) -> GenerationBatch | None:
+    pending = GenerationItem.objects.filter(condition=condition, status=Status.PENDING)
+    return batch_rows_claim(
+        pending, GenerationBatch, total_field="items_total", condition=condition, started_by=started_by
+    )
+
+
+def batch_rows_claim(pending, batch_model, *, total_field: str, **create):
+    """Create a batch (any BatchRecord, with `create`'s fields) and claim the `pending` work rows for it in one
+    transaction: running, held by the batch's token for the provider's window, one more attempt. Records the
+    count in `total_field`; None (and no batch) when nothing was pending. Shared by generation items and judge
+    ratings, whose bookkeeping is the same."""
     now = timezone.now()
+    stamp = {"updated_at": now} if model_has_field(pending.model, "updated_at") else {}
     with transaction.atomic():
-        batch = GenerationBatch.objects.create(condition=condition, started_by=started_by)
-        claimed = GenerationItem.objects.filter(condition=condition, status=Status.PENDING).update(
+        batch = batch_model.objects.create(**create)
+        claimed = pending.filter(status=Status.PENDING).update(
             status=Status.RUNNING,
             claim_token=batch.claim_token,
             claimed_at=now + HOLD,
             batch=batch,
             attempts=F("attempts") + 1,
-            updated_at=now,
+            **stamp,
         )
         if not claimed:
             batch.delete()
             return None
-        batch.items_total = claimed
-        batch.save(update_fields=["items_total"])
+        setattr(batch, total_field, claimed)
+        batch.save(update_fields=[total_field])
     return batch
 
 
+def batch_rows_held(model, batch):
+    """The rows of `model` the batch still holds (running under its claim token)."""
+    return model.objects.filter(batch=batch, claim_token=batch.claim_token, status=Status.RUNNING)
+
+
 def _held(batch: GenerationBatch):
-    return GenerationItem.objects.filter(batch=batch, claim_token=batch.claim_token, status=Status.RUNNING)
+    return batch_rows_held(GenerationItem, batch)
 
 
 def _batch_send(batch: GenerationBatch) -> None:

@@ -23,9 +23,10 @@ from django.db.models import F
 from django.utils import timezone
 
 from generation.batches import (
-    HOLD,
     BatchCollected,
     batch_record_submit,
+    batch_rows_claim,
+    batch_rows_held,
     batches_poll_each,
     ended_error,
     line_completion,
@@ -70,29 +71,16 @@ def judge_batch_submit(
 
 
 def _claim(judge: Judge, conditions, *, started_by: str) -> JudgeBatch | None:
-    now = timezone.now()
     pending = JudgeRating.objects.filter(judge=judge, status=Status.PENDING)
     if conditions is not None:
         pending = pending.filter(response__condition__in=conditions)
-    with transaction.atomic():
-        batch = JudgeBatch.objects.create(judge=judge, started_by=started_by)
-        claimed = JudgeRating.objects.filter(id__in=pending.values("id"), status=Status.PENDING).update(
-            status=Status.RUNNING,
-            claim_token=batch.claim_token,
-            claimed_at=now + HOLD,
-            batch=batch,
-            attempts=F("attempts") + 1,
-        )
-        if not claimed:
-            batch.delete()
-            return None
-        batch.ratings_total = claimed
-        batch.save(update_fields=["ratings_total"])
-    return batch
+    return batch_rows_claim(
+        pending, JudgeBatch, total_field="ratings_total", judge=judge, started_by=started_by
+    )
 
 
 def _held(batch: JudgeBatch):
-    return JudgeRating.objects.filter(batch=batch, claim_token=batch.claim_token, status=Status.RUNNING)
+    return batch_rows_held(JudgeRating, batch)
 
 
 def _send(batch: JudgeBatch) -> None:

@@ -133,7 +133,7 @@ def attempt_record(item_id, number, outcome, started, *, error=None, latency_ms=
     )
 
 
-def _has_field(model, name: str) -> bool:
+def model_has_field(model, name: str) -> bool:
     return any(field.name == name for field in model._meta.concrete_fields)
 
 
@@ -144,7 +144,7 @@ def held_settle(held, *, error: ProviderError, attempt: int, max_attempts: int) 
     JudgeRating)."""
     outcome = retry_decision(error=error, attempt=attempt, max_attempts=max_attempts)
     if outcome.status == "failed":
-        stamp = {"updated_at": timezone.now()} if _has_field(held.model, "updated_at") else {}
+        stamp = {"updated_at": timezone.now()} if model_has_field(held.model, "updated_at") else {}
         held.update(
             status=Status.FAILED, error_kind=error.kind, last_error=outcome.message, claim_token="", **stamp
         )
