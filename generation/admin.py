@@ -88,15 +88,7 @@ class GenerationJobAdmin(admin.ModelAdmin):
         "stopped_reason",
     ]
     list_filter = ["status", "condition__study"]
-    readonly_fields = [
-        "condition",
-        "status",
-        "started_by",
-        "via",
-        "created_at",
-        "cancelled_at",
-        "stopped_reason",
-    ]
+    readonly_fields = list_display  # a log: every column is read-only
 
     def has_add_permission(self, request):
         return False
