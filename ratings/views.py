@@ -9,9 +9,10 @@ URLs (see ratings/urls.py):
 * `/s/<slug>/step/` — always the participant's current step (see `ratings.flow` for how steps dispatch).
   Every POST redirects back here (POST-redirect-GET); a POST from a page that is no longer current
   stores nothing and redirects to the current step. A POST asking for JSON (`Accept: application/json`:
-  the item page's script posts its answers in the background) gets no redirect but a small JSON document
-  instead: the next item, shown in place, or `{"next": url}` where the browser goes instead (see
-  `item_answer`). Same checks, same services, same exactly-once rules: only the reply differs.
+  participant.js posts the step forms and the answers in the background) gets no redirect but one JSON
+  reply instead, so each answer is one request: the next item (`item_answer`), the page of the
+  participant's new step rendered into the reply (`_in_place`), or `{"next": url}` where the browser goes
+  instead. Same checks, same services, same exactly-once rules: only the reply differs.
 * `/s/<slug>/start/` — direct-link studies (platform "none") only: a POST that enrolls a generated id.
 * `/s/<slug>/return/` — stop and return: a confirmation page, then the slot and items are given back.
 
@@ -31,6 +32,7 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from config.ratelimit import _inject_honeypot as honeypot_add
 from config.ratelimit import honeypot, rate_limit
 from studies.models import Participant, Study
 from studies.participants import (
@@ -159,8 +161,9 @@ def _outcome_page(request, participant: Participant) -> HttpResponse:
 @never_cache
 @require_GET
 @rate_limit("entry")
+@honeypot
 def study_entry(request: HttpRequest, slug: str) -> HttpResponse:
-    """Enrolls or resumes the participant the link names, then shows their current step."""
+    """Enrolls or resumes the participant the link names, and shows their current step."""
     study = get_object_or_404(Study, slug=slug)
     form = EntryForm(request.GET)
     if not form.is_valid():
@@ -203,7 +206,9 @@ def study_entry(request: HttpRequest, slug: str) -> HttpResponse:
         participant,
         turk_submit_to=form.turk_submit_to() if fields["platform"] == "mturk" else "",
     )
-    return _to_step(study)
+    # Their current step right away (consent, for a newcomer), not a redirect to it: one request fewer.
+    # The address stays the study link until the next page; opening it again resumes (above).
+    return _current_page(request, participant_touch(participant=participant))
 
 
 @never_cache
@@ -249,17 +254,42 @@ def study_step(request: HttpRequest, slug: str) -> HttpResponse:
     participant = participant_touch(participant=participant)
     if in_place:
         handler = flow.page_of(participant) if participant.status == Participant.Status.ACTIVE else None
-        if handler is None or handler.answer is None or request.POST.get("step") != participant.step:
+        if handler is None or request.POST.get("step") != participant.step:
             return _go(_step_url(study.slug))  # nothing stored: the step page says where they are
-        return handler.answer(request, participant)
-    if participant.status != Participant.Status.ACTIVE:
-        return _to_step(study) if request.method == "POST" else _outcome_page(request, participant)
-    handler = flow.page_of(participant)
+        if handler.answer is not None:
+            return handler.answer(request, participant)
+        return _in_place(request, participant, handler.post(request, participant))
     if request.method == "POST":
-        if request.POST.get("step") != participant.step:
+        if participant.status != Participant.Status.ACTIVE or request.POST.get("step") != participant.step:
             return _to_step(study)  # a page from an earlier step (back button, second tab): nothing stored
-        return handler.post(request, participant)
-    return handler.get(request, participant)
+        return flow.page_of(participant).post(request, participant)
+    return _current_page(request, participant)
+
+
+def _current_page(request: HttpRequest, participant: Participant) -> HttpResponse:
+    """The page of the participant's current step (their outcome once they are no longer active)."""
+    if participant.status != Participant.Status.ACTIVE:
+        return _outcome_page(request, participant)
+    return flow.page_of(participant).get(request, participant)
+
+
+def _in_place(request: HttpRequest, participant: Participant, response: HttpResponse) -> JsonResponse:
+    """A step's form posted in the background (participant.js): where the plain post redirects to the step
+    page, the reply carries that page instead, rendered for the participant's new step, so the browser
+    shows it in place without a second request: `{"page": html, "url": the step page}`, with the status
+    the page has (a form with errors is a 400 page, shown in place like any other). A redirect elsewhere
+    becomes `{"next": url}`. The services ran exactly as for the plain post and updated `participant`."""
+    step_url = _step_url(participant.study.slug)
+    for _ in range(3):  # a page's GET may itself redirect to the step page (all items answered: completed)
+        if not 300 <= response.status_code < 400:
+            break
+        if response["Location"] != step_url:
+            return _go(response["Location"])
+        response = _current_page(request, participant)
+    else:
+        return _go(step_url)
+    honeypot_add(response)
+    return JsonResponse({"page": response.content.decode(), "url": step_url}, status=response.status_code)
 
 
 @never_cache
@@ -393,8 +423,8 @@ def item_answer(request, participant: Participant) -> JsonResponse:
     * `{"saved": true|false, "item": {...}}` — the participant's current item after this answer, to show
       in place (`saved`: this answer is stored, now or by an earlier attempt; false for a stale page —
       another tab answered first — where the stored answer stands and nothing was written);
-    * `{"next": url}` — the participant left the items (completed, or no longer active): a normal
-      navigation to the step page shows where they are;
+    * `{"page": html, "url": step page}` — the participant left the items (completed, or no longer
+      active): the page the step URL shows now (their completion code), shown in place (see `_in_place`);
     * `{"error": code}` with the answer's 4xx status: nothing stored (the script then posts the form the
       plain way, so the participant sees the same page as without JavaScript).
 
@@ -417,14 +447,14 @@ def item_answer(request, participant: Participant) -> JsonResponse:
         return JsonResponse({"error": type(error).__name__}, status=error.status)
     study = participant.study
     if participant.status != Participant.Status.ACTIVE or participant.step != Participant.Step.ITEMS:
-        return _go(_step_url(study.slug))
+        return _in_place(request, participant, _to_step(study))  # finished: the completion page, in place
     # A new answer brings its next item along (same query, same transaction); a retried or stale one reads it.
     current = submitted.next_item if submitted is not None else None
     if current is None:
         current = assignment_current_for_participant(participant=participant)
         if current is None:
             participant_complete(participant=participant)
-            return _go(_step_url(study.slug))
+            return _in_place(request, participant, _to_step(study))
         services.assignment_mark_shown(assignment=current.assignment)
     current = item_disguise_attention_check(item=current, participant=participant)
     return JsonResponse(

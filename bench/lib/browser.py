@@ -23,6 +23,8 @@ class Form:
     method: str
     inputs: list[dict] = field(default_factory=list)
     buttons: list[dict] = field(default_factory=list)
+    # Posted in the background by static/ratings/participant.js (`data-in-place` / `data-step-form`).
+    in_place: bool = False
 
 
 class FormParser(HTMLParser):
@@ -38,7 +40,9 @@ class FormParser(HTMLParser):
         attributes = {name: (value if value is not None else "") for name, value in attrs}
         if tag == "form":
             self._current = Form(
-                action=attributes.get("action", ""), method=attributes.get("method", "get").lower()
+                action=attributes.get("action", ""),
+                method=attributes.get("method", "get").lower(),
+                in_place="data-in-place" in attributes or "data-step-form" in attributes,
             )
             self.forms.append(self._current)
         elif self._current is None:

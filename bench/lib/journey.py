@@ -136,9 +136,9 @@ def run_participant(
     browser would: read, think, pick an option, press the affirmative button, follow the redirect.
 
     `in_place=False`: a browser without JavaScript (every answer a form POST and the redirected GET of the
-    next item). `in_place=True`: what static/ratings/participant.js does: the item form's fields posted
-    with `Accept: application/json`, the next item read from the JSON reply (no page load), a `next`
-    address followed as a normal navigation.
+    next item). `in_place=True`: what static/ratings/participant.js does: the step and item forms' fields
+    posted with `Accept: application/json`, the next item or the next step's page read from the JSON reply
+    (no page load), a `next` address followed as a normal navigation.
 
     An answer counts as acknowledged when its POST was answered with a redirect and the page that
     followed is no longer that item (the participant moved on), or (in place) when the JSON reply shows
@@ -168,7 +168,9 @@ def run_participant(
             # A person reads, thinks and clicks: longer on rating pages than on consent or instructions.
             time.sleep(think_seconds * rng.uniform(0.5, 1.5) * (1.0 if kind == "rating" else 0.5))
             action = Browser.path_of(form.action or page.path, page.path)
-            if in_place and kind == "rating":
+            if in_place and form.in_place:
+                # What participant.js does: the form's fields posted in the background; the reply is the next
+                # item (shown in place), the next step's page (shown in place) or an address to go to.
                 posted = browser.request(
                     kind, "POST", action, data, referer=base_url + page.path, accept="application/json"
                 )
@@ -177,17 +179,23 @@ def run_participant(
                 reply = _json_reply(posted)
                 position = _hidden(form, "position")
                 outcome.pages += 1
-                if reply and "item" in reply:
+                if kind == "rating" and reply and "item" in reply:
                     if str(reply["item"]["position"]) != position:
                         outcome.acknowledged.append(
                             {"position": position, "value": next(iter(chosen.values()), None)}
                         )
                     page_forms = [_with_position(form, reply["item"]["position"])]
                     continue
-                if reply and reply.get("next"):
+                moved_on = bool(reply and (reply.get("next") or reply.get("page")))
+                if kind == "rating" and moved_on and posted.status == 200:
                     outcome.acknowledged.append(
                         {"position": position, "value": next(iter(chosen.values()), None)}
                     )
+                if reply and reply.get("page"):
+                    page = _Page(
+                        Browser.path_of(reply.get("url") or action, action), posted.status, reply["page"]
+                    )
+                elif reply and reply.get("next"):
                     page = _get_following(browser, None, Browser.path_of(reply["next"], action))
                 else:
                     page = _Page(action, posted.status, posted.body)

@@ -1,30 +1,89 @@
 /* Progressive enhancement of the participant pages; everything works without it.
+   - One request per step: the step forms (consent, instructions, the TEQ: `data-step-form`) are posted in
+     the background (fetch, the same fields the form sends, CSRF token and honeypot included) and the server
+     replies with the page of the participant's new step, which replaces this one here (no redirect, no
+     second request). Focus moves to the new page's heading (or its error summary); the address becomes the
+     step page (a new history entry, so a refresh shows the same step and Back reloads the step page).
+   - In-place answers: the item form is posted the same way and the server answers with the next item as
+     JSON, which replaces the current one here: one small request per answer. Focus moves to the new item's
+     heading and a polite live region says "Item N of M". The last answer's reply is the completion page,
+     shown the same way. A lost connection keeps the answer selected and offers to send it again (the same
+     position: the server stores it once). Anything else the server refuses is posted again the plain way,
+     so the participant sees the server's page.
    - Keyboard shortcuts on the item page: 1, 2, 3, ... press the matching scale button.
    - A form is sent once: a double click or a held key does not send a second answer
      (the server ignores a second answer anyway; this only spares the request).
    - An error summary takes the focus, so screen readers read it and Tab reaches its links first.
    - The completion page gets a "Copy the code" button.
-   - After the browser's Back button, the item page says the previous answer was saved.
-   - In-place answers: the item form is posted in the background (fetch, the same fields the form sends,
-     CSRF token and honeypot included) and the server answers with the next item as JSON, which replaces
-     the current one here: one small request per answer instead of a POST and a full page. Focus moves to
-     the new item's heading and a polite live region says "Item N of M". A lost connection keeps the
-     answer selected and offers to send it again (the same position: the server stores it once). Anything
-     else the server refuses is posted again the plain way, so the participant sees the server's page. */
+   - After the browser's Back button, the item page says the previous answer was saved. */
 (function () {
   "use strict";
-  var form = document.querySelector("[data-answer-form]");
-  var inPlace = !!(form && form.hasAttribute("data-in-place") && window.fetch && window.URLSearchParams &&
-    window.FormData && "SubmitEvent" in window && "submitter" in SubmitEvent.prototype);
-  document.querySelectorAll("form").forEach(function (f) {
-    if (inPlace && f === form) { return; }  // sent by answerInPlace below, once per item
-    f.addEventListener("submit", function (event) {
-      if (f.dataset.sent) { event.preventDefault(); return; }
-      f.dataset.sent = "1";
-    });
+  var canSend = !!(window.fetch && window.URLSearchParams && window.FormData && window.DOMParser &&
+    "SubmitEvent" in window && "submitter" in SubmitEvent.prototype && window.history && history.replaceState);
+  var current = { buttons: [], form: null, sending: null };  // the item page's answer form, for the shortcuts
+  var BACK = "participant-back";
+
+  document.addEventListener("keydown", function (event) {
+    var form = current.form;
+    if (!form || event.ctrlKey || event.metaKey || event.altKey || event.repeat ||
+        (current.sending && current.sending.busy())) { return; }
+    var target = event.target;
+    if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) { return; }
+    for (var i = 0; i < current.buttons.length; i++) {
+      var button = current.buttons[i];
+      if (button.dataset.shortcut === event.key) {
+        event.preventDefault();
+        button.focus();
+        if (form.requestSubmit) { form.requestSubmit(button); } else { button.click(); }
+        return;
+      }
+    }
   });
-  var summary = document.querySelector("[data-error-summary]");
-  if (summary) {
+  window.addEventListener("popstate", function () {
+    // Back (or forward) to a page that was shown in place: the server has moved on, so the step page shows
+    // where the participant is now, saying (on an item) that the earlier answer was saved.
+    try { window.sessionStorage.setItem(BACK, "1"); } catch (e) { /* the note is a nicety */ }
+    window.location.reload();
+  });
+  enhance(false);
+
+  function enhance(replaced) {
+    var form = document.querySelector("[data-answer-form]");
+    var inPlace = canSend && !!form && form.hasAttribute("data-in-place");
+    document.querySelectorAll("form").forEach(function (f) {
+      if (inPlace && f === form) { return; }  // sent by answerInPlace below, once per item
+      if (canSend && f.hasAttribute("data-step-form")) { stepInPlace(f); return; }
+      f.addEventListener("submit", function (event) {
+        if (f.dataset.sent) { event.preventDefault(); return; }
+        f.dataset.sent = "1";
+      });
+    });
+    errorSummary();
+    copyButton();
+    var backNote = document.querySelector("[data-back-note]");
+    var cameBack = false;
+    try {
+      cameBack = window.sessionStorage.getItem(BACK) === "1";
+      window.sessionStorage.removeItem(BACK);
+    } catch (e) { /* no storage: only the browser's own back navigation is seen */ }
+    if (backNote && !replaced) {
+      var showBackNote = function () { backNote.hidden = false; backNote.setAttribute("role", "status"); };
+      var navigation = window.performance && performance.getEntriesByType
+        ? performance.getEntriesByType("navigation")[0] : null;
+      if (cameBack || (navigation && navigation.type === "back_forward")) { showBackNote(); }
+      window.addEventListener("pageshow", function (event) { if (event.persisted) { showBackNote(); } });
+    }
+    current.form = form;
+    current.buttons = form ? form.querySelectorAll("[data-shortcut]") : [];
+    current.sending = inPlace ? answerInPlace(form, current.buttons, backNote) : null;
+    if (form) {
+      form.querySelectorAll(".shortcut-key, .shortcut-hint").forEach(function (el) { el.hidden = false; });
+    }
+  }
+
+  function errorSummary() {
+    var summary = document.querySelector("[data-error-summary]");
+    if (!summary) { return; }
     if (document.activeElement !== summary) { summary.focus(); }
     // A link in the summary moves the focus to the answer it names (the fragment alone only scrolls),
     // showing the whole statement, not just its first radio button.
@@ -39,9 +98,10 @@
     });
   }
 
-  var copyRow = document.querySelector("[data-copy-row]");
-  var code = document.querySelector("[data-completion-code]");
-  if (copyRow && code) {
+  function copyButton() {
+    var copyRow = document.querySelector("[data-copy-row]");
+    var code = document.querySelector("[data-completion-code]");
+    if (!copyRow || !code) { return; }
     var status = copyRow.querySelector("[data-copy-status]");
     var copied = function () { status.textContent = "Copied."; };
     var selectCode = function () {
@@ -69,32 +129,83 @@
     });
   }
 
-  var backNote = document.querySelector("[data-back-note]");
-  if (backNote) {
-    var showBackNote = function () { backNote.hidden = false; backNote.setAttribute("role", "status"); };
-    var navigation = window.performance && performance.getEntriesByType
-      ? performance.getEntriesByType("navigation")[0] : null;
-    if (navigation && navigation.type === "back_forward") { showBackNote(); }
-    window.addEventListener("pageshow", function (event) { if (event.persisted) { showBackNote(); } });
+  // --- sending forms in the background ------------------------------------------------------------------
+
+  function formBody(form, submitter) {
+    var body = new URLSearchParams();
+    new FormData(form).forEach(function (value, name) { body.append(name, value); });
+    if (submitter && submitter.name) { body.append(submitter.name, submitter.value); }
+    return body.toString();
   }
 
-  if (!form) { return; }
-  var buttons = form.querySelectorAll("[data-shortcut]");
-  form.querySelectorAll(".shortcut-key, .shortcut-hint").forEach(function (el) { el.hidden = false; });
-  var sending = inPlace ? answerInPlace(form, buttons, backNote) : { busy: function () { return false; } };
-  document.addEventListener("keydown", function (event) {
-    if (event.ctrlKey || event.metaKey || event.altKey || event.repeat || sending.busy()) { return; }
-    var target = event.target;
-    if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) { return; }
-    for (var i = 0; i < buttons.length; i++) {
-      if (buttons[i].dataset.shortcut === event.key) {
-        event.preventDefault();
-        buttons[i].focus();
-        if (form.requestSubmit) { form.requestSubmit(buttons[i]); } else { buttons[i].click(); }
-        return;
-      }
+  function post(form, body) {
+    return fetch(form.action, {
+      method: "POST",
+      body: body,
+      credentials: "same-origin",
+      headers: { "Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded" }
+    }).then(function (response) {
+      var json = (response.headers.get("Content-Type") || "").indexOf("application/json") === 0;
+      return json ? response.json().then(function (data) { return { status: response.status, data: data }; })
+        : { status: response.status, data: null };
+    });
+  }
+
+  function plainly(form, submitter) {
+    // The server's own page says what went wrong: post the same form the plain way.
+    if (submitter && submitter.name) {
+      var field = document.createElement("input");
+      field.type = "hidden";
+      field.name = submitter.name;
+      field.value = submitter.value;
+      form.appendChild(field);
     }
-  });
+    HTMLFormElement.prototype.submit.call(form);
+  }
+
+  function showPage(html, url) {
+    // The page of the participant's next step, sent with the reply: it replaces this one.
+    var next = new DOMParser().parseFromString(html, "text/html");
+    next.querySelectorAll("script").forEach(function (script) { script.remove(); });  // already running
+    document.title = next.title;
+    document.documentElement.replaceChild(document.adoptNode(next.body), document.body);
+    history.pushState(null, "", url);  // a new step, as a page load would be: Back comes back here (popstate)
+    window.scrollTo(0, 0);
+    enhance(true);
+    var focus = document.querySelector("[data-error-summary]") || document.querySelector("main h1") ||
+      document.getElementById("main");
+    if (focus && document.activeElement !== focus) {
+      if (!focus.hasAttribute("tabindex")) { focus.setAttribute("tabindex", "-1"); }
+      focus.focus();
+    }
+  }
+
+  function stepInPlace(form) {
+    var notice = null;
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      if (form.dataset.sent) { return; }
+      form.dataset.sent = "1";
+      form.setAttribute("aria-busy", "true");
+      var submitter = event.submitter;
+      post(form, formBody(form, submitter)).then(function (reply) {
+        if (reply.data && reply.data.page) { showPage(reply.data.page, reply.data.url); return; }
+        if (reply.data && reply.data.next) { window.location.assign(reply.data.next); return; }
+        plainly(form, submitter);
+      }, function () {
+        // Nothing arrived: the connection was lost. The form stays as it was, ready to be sent again.
+        delete form.dataset.sent;
+        form.setAttribute("aria-busy", "false");
+        if (!notice) {
+          notice = document.createElement("p");
+          notice.className = "notice retry";
+          notice.setAttribute("role", "alert");
+          form.insertBefore(notice, form.firstChild);
+        }
+        notice.textContent = "This was not sent: the connection was lost. Please press the button again.";
+      });
+    });
+  }
 
   function answerInPlace(form, buttons, backNote) {
     var heading = document.querySelector("[data-item-heading]");
@@ -136,7 +247,7 @@
       mark(null);
       setBusy(false);
       // The step page always shows the current item: a refresh lands here too.
-      if (window.history && history.replaceState) { history.replaceState({ position: item.position }, "", form.action); }
+      history.replaceState({ position: item.position }, "", form.action);
       window.scrollTo(0, 0);
       heading.focus();
       live.textContent = "";
@@ -147,32 +258,15 @@
       retry.hidden = false;
       retry.querySelector("[data-retry-button]").focus();
     }
-    function plainly() {
-      // The server's own page says what went wrong: post the same answer as the form would.
-      var field = document.createElement("input");
-      field.type = "hidden";
-      field.name = pending.button.name;
-      field.value = pending.button.value;
-      form.appendChild(field);
-      form.submit();
-    }
     function send() {
       setBusy(true);
       mark(pending.button);
-      fetch(form.action, {
-        method: "POST",
-        body: pending.body,
-        credentials: "same-origin",
-        headers: { "Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded" }
-      }).then(function (response) {
-        var json = (response.headers.get("Content-Type") || "").indexOf("application/json") === 0;
-        return json ? response.json().then(function (data) { return { status: response.status, data: data }; })
-          : { status: response.status, data: null };
-      }).then(function (reply) {
+      post(form, pending.body).then(function (reply) {
         if (reply.data && reply.data.item) { show(reply.data.item); return; }
+        if (reply.data && reply.data.page) { showPage(reply.data.page, reply.data.url); return; }
         if (reply.data && reply.data.next) { window.location.assign(reply.data.next); return; }
         if (reply.status === 429 || reply.status >= 500) { failed(); return; }
-        plainly();
+        plainly(form, pending.button);
       }, failed);
     }
 
@@ -181,10 +275,7 @@
       if (!button || !button.name) { return; }  // not one of the answers: let the form go the plain way
       event.preventDefault();
       if (busy) { return; }
-      var body = new URLSearchParams();
-      new FormData(form).forEach(function (value, name) { body.append(name, value); });
-      body.append(button.name, button.value);
-      pending = { body: body.toString(), button: button };
+      pending = { body: formBody(form, button), button: button };
       retry.hidden = true;
       send();
     });

@@ -1,5 +1,7 @@
 """The participant flow in headless Chromium: completion, resume after reload, a phone, keyboard shortcuts."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -39,6 +41,7 @@ def open_study(page, live_server, study, pid):
     page.goto(f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID={pid}&STUDY_ID=S1&SESSION_ID=X1")
     page.get_by_role("button", name="I agree, start the study").click()
     page.get_by_role("button", name="I have read the instructions, continue").click()
+    expect(page.locator("[data-item-heading]")).to_have_text(re.compile(r"^Item 1 of "))
 
 
 def progress(page) -> str:
@@ -87,8 +90,10 @@ def test_the_flow_works_on_a_phone(live_server, phone_page, study):
     page.goto(f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID=PIDPHONE&STUDY_ID=S1&SESSION_ID=X1")
     assert_fits_the_phone(page)
     page.get_by_role("button", name="I agree, start the study").click()
+    expect(page.get_by_role("heading", name="Instructions", exact=True)).to_be_focused()  # shown in place
     assert_fits_the_phone(page)
     page.get_by_role("button", name="I have read the instructions, continue").click()
+    expect(page.get_by_role("heading", name="About you")).to_be_focused()
     assert_fits_the_phone(page)
     for number in range(1, 17):  # the TEQ, tapped like a phone user would
         page.locator(f"#teq-{number} label.likert-option").nth(number % 5).tap()

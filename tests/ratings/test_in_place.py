@@ -12,7 +12,6 @@ from tests.ratings.helpers import (
     consent_and_instructions,
     current_position,
     enter,
-    post_step,
     step_url,
 )
 from tests.studies.test_assignment_races import race
@@ -52,7 +51,9 @@ def test_each_answer_gets_the_next_item_as_json_and_the_last_one_the_completion_
         position = item["position"]
         seen.append(position)
     response = answer(client, study, position, 1)
-    assert response.json() == {"next": step_url(study)}
+    done = response.json()  # the completion page comes with the last answer: no second request
+    assert response.status_code == 200 and done["url"] == step_url(study)
+    assert "C0MPLETE" in done["page"] and "Thank you, you have finished" in done["page"]
     assert "C0MPLETE" in client.get(step_url(study)).content.decode()
     participant = Participant.objects.get(external_id="PID1")
     assert participant.status == Participant.Status.COMPLETED
@@ -104,16 +105,60 @@ def test_refusals_are_json_and_store_nothing(client, study):
 
 
 @pytest.mark.django_db
-def test_steps_without_an_in_place_answer_and_strangers_are_sent_to_a_page(study):
+def test_strangers_are_sent_to_the_entry(study):
     stranger = Client()
     response = stranger.post(step_url(study), {"step": "items", "position": 0, "value": 3}, **JSON)
     assert response.json() == {"next": f"/s/{study.slug}/"}
-    client = Client()
+    response = stranger.post(step_url(study), {"step": "consent", "decision": "agree"}, **JSON)
+    assert response.json() == {"next": f"/s/{study.slug}/"}
+
+
+def _page_step(reply) -> str:
+    return re.search(r'name="step" value="([a-z_]+)"', reply["page"]).group(1)
+
+
+@pytest.mark.django_db
+def test_each_step_posted_in_place_gets_the_next_steps_page_in_its_reply(client, study):
+    """Consent, instructions and the TEQ posted in the background: the services run as for a plain post and
+    the reply is the page of the new step, honeypot field included, one request per step."""
+    study.ask_teq = True
+    study.save(update_fields=["ask_teq"])
     enter(client, study, "PID1")
     response = client.post(step_url(study), {"step": "consent", "decision": "agree"}, **JSON)
-    assert response.json() == {"next": step_url(study)}
-    assert Participant.objects.get().step == Participant.Step.CONSENT  # consent is a plain form post
-    assert post_step(client, study, decision="agree").status_code == 302
+    reply = response.json()
+    assert response.status_code == 200 and reply["url"] == step_url(study)
+    assert _page_step(reply) == "instructions" and "contact_me_by_fax_only" in reply["page"]
+    assert Participant.objects.get().step == Participant.Step.INSTRUCTIONS
+    # The same page posted again (a double click that got through): nothing moves twice.
+    again = client.post(step_url(study), {"step": "consent", "decision": "agree"}, **JSON).json()
+    assert again == {"next": step_url(study)}
+    assert Participant.objects.get().step == Participant.Step.INSTRUCTIONS
+    reply = client.post(step_url(study), {"step": "instructions"}, **JSON).json()
+    assert _page_step(reply) == "teq"
+    # An incomplete TEQ: its page with the errors, in place, with the status the plain post gets.
+    response = client.post(step_url(study), {"step": "teq", "teq_1": "often"}, **JSON)
+    assert response.status_code == 400 and "Please answer every statement" in response.json()["page"]
+    assert Participant.objects.get().step == Participant.Step.TEQ
+    answers = {f"teq_{n}": "often" for n in range(1, 17)}
+    reply = client.post(step_url(study), {"step": "teq", **answers}, **JSON).json()
+    assert _page_step(reply) == "items" and "data-in-place" in reply["page"]
+    participant = Participant.objects.get()
+    assert participant.step == Participant.Step.ITEMS and participant.teq_score is not None
+    # The item in the reply is the one a refresh shows, already marked as shown.
+    position = int(re.search(r'name="position" value="(\d+)"', reply["page"]).group(1))
+    assert current_position(client, study) == position
+    assert Assignment.objects.get(participant=participant, position=position).shown_at is not None
+
+
+@pytest.mark.django_db
+def test_declining_consent_in_place_gets_the_screened_out_page(client, study):
+    enter(client, study, "PID1")
+    reply = client.post(step_url(study), {"step": "consent", "decision": "decline"}, **JSON).json()
+    assert Participant.objects.get().status == Participant.Status.SCREENED_OUT
+    assert 'name="step"' not in reply["page"] and reply["url"] == step_url(study)
+    assert "<h1>" in reply["page"] and reply["page"].split("<h1>")[1].split("</h1>")[0] in (
+        client.get(step_url(study)).content.decode()
+    )
 
 
 @pytest.mark.django_db

@@ -71,6 +71,7 @@ def answer(page, step: str) -> None:
     elif step == "instructions":
         page.get_by_role("button", name="I have read the instructions, continue").click()
     elif step in {"teq", "q_default", "q_evoked"}:
+        expect(page.locator("fieldset.likert-item").first).to_be_visible()  # shown in place, if it was
         for fieldset in page.locator("fieldset.likert-item").all():
             asked = CHECK.search(fieldset.locator("legend").inner_text())
             option = fieldset.locator("label.likert-option")
@@ -100,8 +101,9 @@ def walk(page, url: str, check=lambda page, step: None) -> list[str]:
             return seen
         before = page.content()
         heading = page.locator("h1").inner_text()
+        in_place = page.locator("form[data-step-form], form[data-in-place]").count() > 0
         answer(page, step)
-        if step == "items":  # answered in place (participant.js) or by a page load: either way a new heading
+        if in_place:  # answered in place (participant.js) or by a page load: either way a new heading
             expect(page.locator("h1")).not_to_have_text(heading)
         page.wait_for_load_state("load")
         assert page.content() != before, f"the page did not change after answering {step}"
@@ -159,10 +161,11 @@ def test_both_kinds_complete_without_javascript(demo, page_at):
 def submit_incomplete(page) -> None:
     """Sends the page's Likert form with only its first statement answered (the browser's own check of
     `required` is what a participant without JavaScript would meet; the server's is tested here)."""
+    expect(page.locator("fieldset.likert-item").first).to_be_visible()  # the page shown in place, if it was
     page.evaluate("document.querySelectorAll('input[required]').forEach(i => i.removeAttribute('required'))")
     page.locator("fieldset.likert-item").first.locator("label.likert-option").nth(1).click()
     page.get_by_role("button", name="Continue").click()
-    page.wait_for_load_state("load")
+    expect(page.locator("[data-error-summary]")).to_be_visible()  # in place (participant.js) or a new page
 
 
 @pytest.mark.parametrize("viewport", ["phone", "desktop"])
