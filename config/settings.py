@@ -60,7 +60,8 @@ MIDDLEWARE = [
     "config.middleware.RequestIdMiddleware",
     # Refuses an oversized body from its Content-Length before anything reads it (config/middleware.py).
     "config.middleware.RequestBodyLimitMiddleware",
-    "csp.middleware.CSPMiddleware",
+    # django-csp's, with the policy built once (config/middleware.py).
+    "config.middleware.ContentSecurityPolicyMiddleware",
     # /healthz answers before host validation and the SSL redirect (the container's own check calls it by IP).
     "config.middleware.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",

@@ -1,6 +1,7 @@
 """A tiny URLconf for testing the abuse-protection decorators in isolation (the real participant views
 use the same decorators; see test_participant_abuse.py)."""
 
+from csp.decorators import csp_exempt, csp_update
 from django.http import HttpResponse
 from django.urls import include, path
 from django.views.decorators.csrf import csrf_exempt
@@ -32,6 +33,16 @@ def form(request):
     )
 
 
+@csp_update({"img-src": "https://images.example"})
+def csp_more(request):
+    return HttpResponse("more")
+
+
+@csp_exempt()
+def csp_none(request):
+    return HttpResponse("none")
+
+
 def boom(request):
     raise RuntimeError("a bug")
 
@@ -41,5 +52,7 @@ urlpatterns = [
     path("entry/", entry),
     path("page/", page),
     path("form/", form),
+    path("csp-more/", csp_more),
+    path("csp-none/", csp_none),
     path("", include("config.urls")),
 ]
