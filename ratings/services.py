@@ -160,22 +160,26 @@ def _items_sql(vendor: str, texts: bool) -> str:
     )
 
 
-def _assignment_times_set(
-    assignment_id: int, *, answered_at: datetime | None, shown_at: datetime, next_id: int | None = None
-) -> None:
-    """Sets shown_at (and answered_at, when given) of one assignment; shown_at only where it is not set
-    yet (the first showing counts). `next_id`: the answer also marks the next item as shown, in the same
-    statement (the in-place page shows it right away). Hand-written: it runs on every item page and every
-    answer."""
-    adapt = connection.ops.adapt_datetimefield_value
+def _assignment_times_set(assignment_id: int, *, shown_at: datetime) -> None:
+    """Sets shown_at of one assignment where it is not set yet (the first showing counts). Hand-written:
+    it runs on every item page."""
     with connection.cursor() as cursor:
-        if next_id is not None:
-            params = [assignment_id, adapt(answered_at), adapt(shown_at), assignment_id, next_id]
-            cursor.execute(_times_next_sql(connection.vendor), params)
-            return
-        answering = answered_at is not None
-        params = [adapt(answered_at), adapt(shown_at)] if answering else [adapt(shown_at)]
-        cursor.execute(_times_sql(connection.vendor, answering), [*params, assignment_id])
+        cursor.execute(*_assignment_times(assignment_id, answered_at=None, shown_at=shown_at))
+
+
+def _assignment_times(
+    assignment_id: int, *, answered_at: datetime | None, shown_at: datetime, next_id: int | None = None
+) -> tuple[str, list]:
+    """The UPDATE (SQL and parameters) setting shown_at (and answered_at, when given) of one assignment;
+    shown_at only where it is not set yet (the first showing counts). `next_id`: the answer also marks the
+    next item as shown, in the same statement (the in-place page shows it right away)."""
+    adapt = connection.ops.adapt_datetimefield_value
+    if next_id is not None:
+        params = [assignment_id, adapt(answered_at), adapt(shown_at), assignment_id, next_id]
+        return _times_next_sql(connection.vendor), params
+    answering = answered_at is not None
+    params = [adapt(answered_at), adapt(shown_at)] if answering else [adapt(shown_at)]
+    return _times_sql(connection.vendor, answering), [*params, assignment_id]
 
 
 @cache
@@ -286,21 +290,23 @@ def rating_submit(
             assignment = item.assignment
             if response_time_ms is None and assignment.shown_at is not None:
                 response_time_ms = max(0, int((now - assignment.shown_at).total_seconds() * 1000))
+            following = unanswered[1] if show_next and len(unanswered) > 1 else None
+            # The rating and the item's times (and the next item's, shown in place) in one round trip.
+            times = _assignment_times(
+                assignment.pk,
+                answered_at=now,
+                shown_at=now,
+                next_id=following.assignment_id if following else None,
+            )
             rating = rows.insert(
                 Rating,
+                along=times,
                 assignment_id=assignment.pk,
                 value=value,
                 response_time_ms=response_time_ms,
                 created_at=now,
             )
             rating.assignment = assignment
-            following = unanswered[1] if show_next and len(unanswered) > 1 else None
-            _assignment_times_set(
-                assignment.pk,
-                answered_at=now,
-                shown_at=now,
-                next_id=following.assignment_id if following else None,
-            )
 
             fields = []
             if locked.last_seen_at is None or now - locked.last_seen_at >= TOUCH_INTERVAL:
@@ -360,5 +366,5 @@ def assignment_mark_shown(*, assignment: Assignment, now: datetime | None = None
     """Records when an item was first shown (later views keep the first time)."""
     now = now or timezone.now()
     if assignment.shown_at is None:
-        _assignment_times_set(assignment.pk, answered_at=None, shown_at=now)
+        _assignment_times_set(assignment.pk, shown_at=now)
         assignment.shown_at = now

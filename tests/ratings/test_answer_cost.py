@@ -1,0 +1,103 @@
+"""What one participant request costs in round trips: one to Redis (the rate limiter's pipeline also
+fetches the session, config/ratelimit.py and config/sessions.py) and, for an in-place answer, four SQL
+statements (the session's participant, the participant's row locked, their items, the rating written with
+its item's times) — with the same answers stored as before."""
+
+import pytest
+from django.core.cache import caches
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from redis.connection import AbstractConnection
+
+from config.sessions import SessionStore
+from studies.models import Assignment, Participant, Rating
+from tests.factories import rating_study_build
+from tests.ratings.helpers import consent_and_instructions, current_position, enter, step_url
+
+JSON = {"HTTP_ACCEPT": "application/json"}
+_HANDSHAKE = (b"HELLO", b"CLIENT", b"\r\nSELECT\r\n")
+
+
+@pytest.fixture
+def study():
+    return rating_study_build(conditions=1, prompts=6, items_per_participant=3)
+
+
+@pytest.fixture
+def redis_trips(settings, redis_url, monkeypatch):
+    """Rate limits on (high), sessions in Redis; returns a list that grows by one per round trip to Redis."""
+    settings.RATELIMIT_ENABLED = True
+    settings.RATELIMIT_PARTICIPANT = 1000
+    settings.RATELIMIT_ENTRY_PER_IP = 1000
+    caches["default"].clear()
+    sent = []
+    send = AbstractConnection.send_packed_command
+
+    def counted(self, command, check_health=True):
+        if not any(word in b"".join(command) for word in _HANDSHAKE):  # a new connection's set-up
+            sent.append(command)
+        return send(self, command, check_health)
+
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", counted)
+    return sent
+
+
+def _ready(client, study):
+    enter(client, study, "PID1")
+    consent_and_instructions(client, study)
+    return current_position(client, study)
+
+
+@pytest.mark.django_db
+def test_a_participant_page_reads_its_session_in_the_rate_limiters_round_trip(client, study, redis_trips):
+    _ready(client, study)
+    assert isinstance(client.session, SessionStore)  # the Redis-backed store these settings use
+    redis_trips.clear()
+    response = client.get(step_url(study))
+    assert response.status_code == 200 and 'name="position"' in response.content.decode()  # their item
+    assert len(redis_trips) == 1
+
+
+@pytest.mark.django_db
+def test_a_session_missing_from_redis_is_read_from_the_database_and_put_back(client, study, redis_trips):
+    position = _ready(client, study)
+    session = client.session
+    caches["default"].delete(session.cache_key)
+    assert current_position(client, study) == position  # still their page: the database is the record
+    assert caches["default"].get(session.cache_key) is not None
+
+
+@pytest.mark.django_db
+def test_a_session_cache_on_another_redis_is_read_by_the_store_itself(client, study, redis_trips, settings):
+    position = _ready(client, study)
+    settings.REDIS_URL = settings.REDIS_URL.rsplit("/", 1)[0] + "/14"  # the limiter on another database
+    redis_trips.clear()
+    assert current_position(client, study) == position
+    assert len(redis_trips) == 2  # the limiter's pipeline there, the session read from the cache here
+
+
+@pytest.mark.django_db
+def test_an_in_place_answer_is_four_statements_and_one_redis_round_trip(
+    client, study, redis_trips, requires_postgres
+):
+    position = _ready(client, study)
+    redis_trips.clear()
+    with CaptureQueriesContext(connection) as queries:
+        response = client.post(step_url(study), {"step": "items", "position": position, "value": 2}, **JSON)
+    assert response.status_code == 200 and response.json()["saved"] is True
+    # The test's own transaction turns the answer's into a savepoint: not a statement of the answer's.
+    statements = [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
+    assert len(statements) == 4, statements
+    assert "FOR UPDATE" in statements[1]
+    assert statements[3].startswith("WITH") and "UPDATE" in statements[3] and "INSERT" in statements[3]
+    assert len(redis_trips) == 1
+    # What the one statement wrote: the rating, its item's times, and the next item marked as shown.
+    participant = Participant.objects.get(external_id="PID1")
+    answered = Assignment.objects.get(participant=participant, position=position)
+    rating = Rating.objects.get(assignment=answered)
+    assert rating.value == 2 and answered.answered_at == rating.created_at
+    assert answered.shown_at is not None and answered.shown_at <= answered.answered_at
+    shown = Assignment.objects.get(participant=participant, position=response.json()["item"]["position"])
+    assert shown.shown_at == rating.created_at and shown.answered_at is None
+    others = Assignment.objects.filter(participant=participant).exclude(pk__in=[answered.pk, shown.pk])
+    assert [a.shown_at for a in others] == [None]
