@@ -3,6 +3,7 @@ production settings (Redis sessions and rate limiter, PostgreSQL, CSRF checks on
 network. Half the participants answer in place (JSON), half with form posts and the redirected item page.
 
     .venv/bin/python bench/request_costs.py [--participants 40] [--redis-url redis://127.0.0.1:6379/6]
+        [--round-trips] [--profile KIND]
 
 Prints ONE JSON object: for each kind, the number of requests and the mean CPU ms (process_time of this
 process: Django's work, not PostgreSQL's or Redis's, nor gunicorn's HTTP parsing, ~0.3 ms a request). The
@@ -11,6 +12,10 @@ bench/participants.py post them. The same run measures, alongside each participa
 (`floor POST`: /bench/floor/, one row written through the full middleware stack) and the page ceiling
 (`page ceiling GET`: /bench/page/, an item page without a query), so each request kind can be read against
 them. The first five participants warm up and are not counted.
+
+`--round-trips` also counts, per request kind, the SQL statements sent to PostgreSQL and the round trips to
+Redis (a pipeline is one), at a small CPU cost of its own. `--profile KIND` prints to stderr the cProfile
+(CPU time) of the requests whose kind contains KIND, e.g. `--profile "in place"`.
 """
 
 from __future__ import annotations
@@ -36,14 +41,77 @@ WARM_UP = 5
 FORM = "application/x-www-form-urlencoded"
 
 
-def _timer(costs: dict):
-    def timed(kind: str, call):
+class Meter:
+    """What one request costs: CPU always; SQL statements and Redis round trips when asked; a cProfile of
+    the request kinds named."""
+
+    def __init__(self, *, round_trips: bool = False, profile: str = "") -> None:
+        self.costs: dict[str, list[float]] = {}
+        self.trips: dict[str, list[tuple[int, int]]] = {}
+        self.round_trips = round_trips
+        self.profile = profile
+        self.profiler = None
+        self._sql = self._redis = 0
+        if profile:
+            import cProfile
+
+            self.profiler = cProfile.Profile(time.process_time)
+
+    def install(self) -> None:
+        if not self.round_trips:
+            return
+        from django.db import connection
+        from redis.connection import AbstractConnection
+
+        def count_sql(execute, sql, params, many, context):
+            self._sql += 1
+            return execute(sql, params, many, context)
+
+        connection.execute_wrappers.append(count_sql)
+        send = AbstractConnection.send_packed_command
+
+        def counted(connection_, command, check_health=True):
+            self._redis += 1
+            return send(connection_, command, check_health)
+
+        AbstractConnection.send_packed_command = counted
+
+    def timed(self, kind: str, call):
+        profiling = self.profiler is not None and self.profile in kind
+        sql, redis = self._sql, self._redis
+        if profiling:
+            self.profiler.enable()
         started = time.process_time()
         response = call()
-        costs.setdefault(kind, []).append(time.process_time() - started)
+        self.costs.setdefault(kind, []).append(time.process_time() - started)
+        if profiling:
+            self.profiler.disable()
+        self.trips.setdefault(kind, []).append((self._sql - sql, self._redis - redis))
         return response
 
-    return timed
+    def reset(self) -> None:
+        self.costs, self.trips = {}, {}
+        if self.profiler is not None:
+            self.profiler.clear()
+
+    def result(self) -> dict:
+        figures = {}
+        for kind, values in self.costs.items():
+            figures[kind] = {"n": len(values), "mean_ms": round(sum(values) / len(values) * 1000, 2)}
+            if self.round_trips:
+                trips = self.trips[kind]
+                figures[kind]["sql"] = round(sum(t[0] for t in trips) / len(trips), 2)
+                figures[kind]["redis"] = round(sum(t[1] for t in trips) / len(trips), 2)
+        return figures
+
+    def print_profile(self) -> None:
+        if self.profiler is None:
+            return
+        import pstats
+
+        stats = pstats.Stats(self.profiler, stream=sys.stderr)
+        stats.sort_stats("cumulative").print_stats(60)
+        stats.sort_stats("tottime").print_stats(40)
 
 
 def _post(client, path: str, data: dict, **extra):
@@ -51,17 +119,17 @@ def _post(client, path: str, data: dict, **extra):
     return client.post(path, urlencode(data), content_type=FORM, **extra)
 
 
-def bounds(client, costs: dict) -> None:
+def bounds(client, meter: Meter) -> None:
     """The floor and the page ceiling, a few of each per participant, on a fresh browser of their own."""
-    timed = _timer(costs)
+    timed = meter.timed
     client.cookies = SimpleCookie()
     for _ in range(3):
         timed("floor POST", lambda: _post(client, "/bench/floor/", {}))
         timed("page ceiling GET", lambda: client.get("/bench/page/"))
 
 
-def walk(client, costs: dict, *, pid: str, in_place: bool) -> None:
-    timed = _timer(costs)
+def walk(client, meter: Meter, *, pid: str, in_place: bool) -> None:
+    timed = meter.timed
 
     step = "/s/launch/step/"
     timed(
@@ -96,7 +164,14 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument("--participants", type=int, default=40)
     parser.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/6"))
+    parser.add_argument(
+        "--round-trips", action="store_true", help="count SQL statements and Redis round trips"
+    )
+    parser.add_argument(
+        "--profile", default="", metavar="KIND", help="cProfile the request kinds containing KIND"
+    )
     args = parser.parse_args(argv)
+    meter = Meter(round_trips=args.round_trips, profile=args.profile)
     with Stack(workers=1, redis_url=args.redis_url, name="costs") as stack:
         os.environ.update(SECURE_SSL_REDIRECT="0", DB_CONN_MAX_AGE="60", BENCH_FLOOR_ENABLED="1")
         stack.django_setup()
@@ -104,23 +179,21 @@ def main(argv: list[str] | None = None) -> dict:
         from django.test import Client
 
         client = Client(enforce_csrf_checks=True, HTTP_HOST="127.0.0.1")
-        costs: dict[str, list[float]] = {}
+        meter.install()
         run = f"{os.getpid() % 250}"
         for i in range(args.participants + WARM_UP):
             client.cookies = SimpleCookie()  # a new browser; one client, so the middleware is loaded once
             client.defaults["REMOTE_ADDR"] = f"10.{run}.{i // 250}.{i % 250}"
-            walk(client, costs, pid=f"costs{run}x{i:05d}", in_place=bool(i % 2))
+            walk(client, meter, pid=f"costs{run}x{i:05d}", in_place=bool(i % 2))
             client.defaults["REMOTE_ADDR"] = f"10.{run}.255.{i % 250}"
-            bounds(client, costs)
+            bounds(client, meter)
             if i == WARM_UP - 1:
-                costs = {}
+                meter.reset()
+    meter.print_profile()
     result = {
         "benchmark": "request_costs",
         "participants": args.participants,
-        "cpu_ms_per_request": {
-            kind: {"n": len(values), "mean_ms": round(sum(values) / len(values) * 1000, 2)}
-            for kind, values in costs.items()
-        },
+        "cpu_ms_per_request": meter.result(),
     }
     print(json.dumps(result, indent=2))
     return result
