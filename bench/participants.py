@@ -37,10 +37,14 @@ Everything is torn down at the end: gunicorn killed, the database dropped.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
+import shutil
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -48,10 +52,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.lib.browser import Browser  # noqa: E402
-from bench.lib.cpu import CpuMeter, cpu_compare, per_participant  # noqa: E402
+from bench.lib.cpu import CpuMeter, cpu_compare, cpu_ratio, cpu_total, per_participant  # noqa: E402
 from bench.lib.journey import Recorder, entry_path, percentiles, run_participant, run_wave  # noqa: E402
-from bench.lib.stack import DEFAULT_CORPUS, Stack, log  # noqa: E402
-from bench.lib.study import COMPLETION_CODE, outcomes_check, study_seed  # noqa: E402
+from bench.lib.stack import BASE_DIR, DEFAULT_CORPUS, Stack, log  # noqa: E402
+from bench.lib.study import COMPLETION_CODE, outcomes_check, study_seed, study_seed_in  # noqa: E402
 
 
 def launch_phase(
@@ -214,22 +218,35 @@ def flow_slice(
     return _window(recorder=recorder, concurrency=concurrency, seconds=seconds, client=loop)
 
 
+# The code before answers were sent in place (every answer a form post and the redirected item page).
+BASELINE_REF = "cebc8c4"
+
 FLOWS = {"flow": True, "flow_form": False}  # in place (with JavaScript) / plain form posts (without)
 
 
 def saturation_phase(
-    stack: Stack, *, slug: str, concurrency: int, seconds: float, rounds: int, seed: int, meter: CpuMeter
+    stack: Stack,
+    *,
+    slug: str,
+    concurrency: int,
+    seconds: float,
+    rounds: int,
+    seed: int,
+    meter: CpuMeter,
+    baseline: tuple[Stack, CpuMeter] | None = None,
 ) -> dict:
     """The floor, the page ceiling and the flow in both modes at the same concurrency, alternated in `rounds`
     slices so that all see the same background load of the machine (which other processes may share). Each
     gets `seconds` in all, so their request counts compare directly. Server CPU is summed over each
     flow's slices (participants under way at a slice's end are finished in it, so every participant whose
-    CPU is counted is counted as completed)."""
-    recorders = {name: Recorder() for name in ("floor", "ceiling", *FLOWS)}
+    CPU is counted is counted as completed). `baseline`: a second stack running an older checkout (see
+    `--baseline`), whose floor and form-post flow take their slices in the same rounds."""
+    names = ("floor", "ceiling", *FLOWS, *(("baseline_floor", "baseline_flow") if baseline else ()))
+    recorders = {name: Recorder() for name in names}
     done = dict.fromkeys(recorders, 0)
-    answers = dict.fromkeys(FLOWS, 0)
-    cpu = {name: {"gunicorn": 0.0, "postgres": 0.0, "redis": 0.0} for name in FLOWS}
-    outcomes: dict[str, list] = {name: [] for name in FLOWS}
+    answers = dict.fromkeys([*FLOWS, "baseline_flow"], 0)
+    cpu = {name: {"gunicorn": 0.0, "postgres": 0.0, "redis": 0.0} for name in answers}
+    outcomes: dict[str, list] = {name: [] for name in answers}
     per_slice = seconds / rounds
     for r in range(rounds):
         for name, target in (("floor", floor_slice), ("ceiling", ceiling_slice)):
@@ -250,6 +267,26 @@ def saturation_phase(
                 cpu[name][group] += used
             done[name] += requests
             answers[name] += stored
+        if baseline:
+            old_stack, old_meter = baseline
+            done["baseline_floor"] += floor_slice(
+                old_stack, recorder=recorders["baseline_floor"], concurrency=concurrency, seconds=per_slice
+            )
+            before = old_meter.sample()
+            requests, stored = flow_slice(
+                old_stack,
+                recorder=recorders["baseline_flow"],
+                outcomes=outcomes["baseline_flow"],
+                slug=slug,
+                concurrency=concurrency,
+                seconds=per_slice,
+                seed=seed * 10 + r,
+                in_place=False,
+            )
+            for group, used in old_meter.between(before, old_meter.sample()).items():
+                cpu["baseline_flow"][group] += used
+            done["baseline_flow"] += requests
+            answers["baseline_flow"] += stored
         elapsed = per_slice * (r + 1)
         log(
             f"saturation round {r + 1}/{rounds}: floor {done['floor'] / elapsed:.0f} req/s, "
@@ -267,35 +304,76 @@ def saturation_phase(
             "statuses": recorders[name].statuses,
         }
 
-    def ratio(count: int) -> float | None:
-        return round(count / done["floor"], 3) if done["floor"] else None
-
-    flows = {
-        name: throughput(
+    def flow(name: str, floor: str) -> dict:
+        return throughput(
             name,
             answers_stored_in_window=answers[name],
             answers_per_s=round(answers[name] / seconds, 1),
-            ratio_to_floor=ratio(done[name]),
-            answers_ratio_to_floor=ratio(answers[name]),
+            ratio_to_floor=round(done[name] / done[floor], 3) if done[floor] else None,
+            answers_ratio_to_floor=round(answers[name] / done[floor], 3) if done[floor] else None,
             participants_completed=sum(o.completed for o in outcomes[name]),
             answers_acknowledged=sum(len(o.acknowledged) for o in outcomes[name]),
             server_cpu=per_participant(cpu[name], sum(o.completed for o in outcomes[name])),
             latency_by_page=recorders[name].summary(),
         )
-        for name in FLOWS
-    }
+
+    flows = {name: flow(name, "floor") for name in FLOWS}
+    if baseline:
+        flows["baseline"] = {
+            "floor": throughput(
+                "baseline_floor",
+                latency=percentiles(recorders["baseline_floor"].samples.get("floor POST", [])),
+            ),
+            "flow_with_form_posts": flow("baseline_flow", "baseline_floor"),
+        }
     return {
         "floor": throughput("floor", latency=percentiles(recorders["floor"].samples.get("floor POST", []))),
         "ceiling": throughput(
             "ceiling", latency=percentiles(recorders["ceiling"].samples.get("ceiling GET", []))
         ),
         **flows,
+        "baseline": flows.pop("baseline", None),
         "outcomes": [o for name in FLOWS for o in outcomes[name]],
         # Same seconds for all: the ratios of their request counts are the ratios of their rates.
         "ratio": done["flow"] / done["floor"] if done["floor"] else None,
         "answers_ratio": answers["flow"] / done["floor"] if done["floor"] else None,
         "ceiling_ratio": done["ceiling"] / done["floor"] if done["floor"] else None,
     }
+
+
+@contextlib.contextmanager
+def baseline_stack(args, *, slug: str, ref: str, quota: int):
+    """A second stack (its own database, gunicorn with as many workers) serving the code of revision `ref`
+    from a temporary git worktree, seeded with the same study; yields (stack, its CPU meter)."""
+    tree = Path(tempfile.mkdtemp(prefix="empathy-baseline-")) / "tree"
+    subprocess.run(
+        ["git", "worktree", "add", "--detach", str(tree), ref],
+        cwd=BASE_DIR,
+        check=True,
+        capture_output=True,
+    )
+    log(f"baseline: revision {ref} in {tree}")
+    # A Redis database of its own: the two stacks' rate-limit counters would otherwise add up (same study id,
+    # same simulated client addresses).
+    base, _, number = args.redis_url.rpartition("/")
+    redis_url = f"{base}/{(int(number or 0) + 1) % 16}"
+    try:
+        with Stack(workers=args.workers, redis_url=redis_url, name="baseline", root=tree) as old:
+            study_seed_in(old, slug=slug, corpus=args.corpus, ask_teq=args.teq, quota_per_condition=quota)
+            old.start_server()
+            meter = CpuMeter(
+                gunicorn_pid=old.gunicorn.pid,
+                db_url=old.env["DATABASE_URL"],
+                db_name=old.db_name,
+                redis_url=redis_url,
+            )
+            try:
+                yield old, meter
+            finally:
+                meter.close()
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=BASE_DIR, capture_output=True)
+        shutil.rmtree(tree.parent, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -317,6 +395,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/6"))
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--baseline",
+        default=BASELINE_REF,
+        help="a git revision of this repository whose code serves a second stack in the saturation rounds "
+        "(its floor and its form-post flow, alternated with the others): today's figures against the code "
+        f"as it was, in the same run. Default {BASELINE_REF}, the code before answers in place; '' for none",
+    )
     parser.add_argument(
         "--wave-modes",
         default="form,in_place",
@@ -380,15 +465,22 @@ def main(argv: list[str] | None = None) -> dict:
                 waves[key] = (recorder, outcomes, report)
 
         log(f"floor and flow at saturation: {args.concurrency} clients, {args.saturation_seconds:.0f}s each")
-        saturation = saturation_phase(
-            stack,
-            slug=slug,
-            concurrency=args.concurrency,
-            seconds=args.saturation_seconds,
-            rounds=args.rounds,
-            seed=args.seed,
-            meter=meter,
-        )
+        with contextlib.ExitStack() as others:
+            baseline = None
+            if args.baseline:
+                baseline = others.enter_context(
+                    baseline_stack(args, slug=slug, ref=args.baseline, quota=1000)
+                )
+            saturation = saturation_phase(
+                stack,
+                slug=slug,
+                concurrency=args.concurrency,
+                seconds=args.saturation_seconds,
+                rounds=args.rounds,
+                seed=args.seed,
+                meter=meter,
+                baseline=baseline,
+            )
         meter.close()
         all_outcomes = [o for _r, outcomes, _w in waves.values() for o in outcomes]
         final_check = outcomes_check(slug=slug, outcomes=all_outcomes + saturation["outcomes"])
@@ -407,7 +499,10 @@ def main(argv: list[str] | None = None) -> dict:
     stress_p99 = stress["rating_page_latency"].get("p99_ms", 1e9) if stress else None
     ratio = saturation["ratio"]
     answers_ratio = saturation["answers_ratio"]
-    cpu_ratios = [r for r in (cpu_comparison["stress_ratio"], cpu_comparison["saturation_ratio"]) if r]
+    baseline = saturation["baseline"]
+    before = cpu_total(baseline["flow_with_form_posts"]["server_cpu"]) if baseline else None
+    now = cpu_total(saturation["flow"]["server_cpu"])
+    cpu_vs_baseline = cpu_ratio(now, before)
     result = {
         "benchmark": "participants",
         "setup": {
@@ -439,6 +534,22 @@ def main(argv: list[str] | None = None) -> dict:
             "stress_form_rating_p99_ms": wave("stress_form")["rating_page_latency"].get("p99_ms")
             if wave("stress_form")
             else None,
+            "server_cpu_ms_per_participant_at_saturation_vs_baseline": {
+                "in_place_now": now,
+                "baseline_form_posts": before,
+                "ratio": cpu_vs_baseline,
+                "baseline_revision": args.baseline or None,
+                "baseline_answers_per_s_over_its_floor": baseline["flow_with_form_posts"][
+                    "answers_ratio_to_floor"
+                ]
+                if baseline
+                else None,
+                "baseline_flow_requests_per_s_over_its_floor": baseline["flow_with_form_posts"][
+                    "ratio_to_floor"
+                ]
+                if baseline
+                else None,
+            },
             "server_cpu_ms_per_participant": cpu_comparison,
             "answers_lost": final_check["answers_lost"],
             "duplicates": final_check["duplicates"],
@@ -449,6 +560,7 @@ def main(argv: list[str] | None = None) -> dict:
         "page_ceiling": saturation["ceiling"],
         "flow_at_saturation": saturation["flow"],
         "flow_with_form_posts_at_saturation": saturation["flow_form"],
+        "baseline_at_saturation": baseline,
         "ratio_to_floor": round(ratio, 3) if ratio else None,
         "page_ceiling_ratio_to_floor": round(saturation["ceiling_ratio"], 3)
         if saturation["ceiling_ratio"]
@@ -473,7 +585,8 @@ def main(argv: list[str] | None = None) -> dict:
             "answers_ratio_to_floor_ge_0_5": bool(answers_ratio) and answers_ratio >= 0.5,
             "ratio_to_floor_ge_0_5": bool(ratio) and ratio >= 0.5,
             "stress_rating_p99_ms_lt_100": stress_p99 is not None and stress_p99 < 100,
-            "cpu_per_participant_le_quarter_of_form_posts": bool(cpu_ratios) and max(cpu_ratios) <= 0.25,
+            "cpu_per_participant_le_quarter_of_baseline": cpu_vs_baseline is not None
+            and cpu_vs_baseline <= 0.25,
             "answers_lost_eq_0": final_check["answers_lost"] == 0,
             "duplicates_eq_0": final_check["duplicates"] == 0,
             "condition_imbalance_le_1": final_check["condition_imbalance"] <= 1,

@@ -151,11 +151,12 @@ def per_participant(used: dict[str, float], completed: int) -> dict:
     }
 
 
-def _total(server_cpu: dict | None) -> float | None:
+def cpu_total(server_cpu: dict | None) -> float | None:
+    """The total CPU ms per participant of a `per_participant` report (None when nobody completed)."""
     return (server_cpu or {}).get("cpu_ms_per_participant", {}).get("total")
 
 
-def _ratio(new: float | None, old: float | None) -> float | None:
+def cpu_ratio(new: float | None, old: float | None) -> float | None:
     return round(new / old, 3) if new and old else None
 
 
@@ -171,13 +172,13 @@ def cpu_compare(*, waves: dict[str, dict], saturation: dict[str, dict]) -> dict:
         )
     }
     for name in ("launch", "stress"):
-        new = _total(waves.get(name, {}).get("server_cpu"))
-        old = _total(waves.get(f"{name}_form", {}).get("server_cpu"))
+        new = cpu_total(waves.get(name, {}).get("server_cpu"))
+        old = cpu_total(waves.get(f"{name}_form", {}).get("server_cpu"))
         out[name] = {"in_place": new, "form": old}
-        out[f"{name}_ratio"] = _ratio(new, old)
-    new, old = _total(saturation["in_place"]), _total(saturation["form"])
+        out[f"{name}_ratio"] = cpu_ratio(new, old)
+    new, old = cpu_total(saturation["in_place"]), cpu_total(saturation["form"])
     out["saturation"] = {"in_place": new, "form": old}
-    out["saturation_ratio"] = _ratio(new, old)
+    out["saturation_ratio"] = cpu_ratio(new, old)
     out["participants_per_minute_per_core"] = {
         mode: saturation[mode].get("participants_per_minute_per_core") for mode in ("in_place", "form")
     }

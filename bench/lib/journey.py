@@ -3,6 +3,7 @@ statistics the benchmarks report about many of them."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import re
@@ -47,7 +48,7 @@ def _hidden(form, name: str) -> str | None:
 def _with_position(form: Form, position) -> Form:
     """The item form as the page's script leaves it after showing the next item in place."""
     inputs = [{**i, "value": str(position)} if i.get("name") == "position" else i for i in form.inputs]
-    return Form(action=form.action, method=form.method, inputs=inputs, buttons=form.buttons)
+    return dataclasses.replace(form, inputs=inputs)
 
 
 def _json_reply(exchange: Exchange) -> dict | None:

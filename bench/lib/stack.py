@@ -59,7 +59,9 @@ class Stack:
         redis_url: str = "redis://127.0.0.1:6379/6",
         extra_env: dict[str, str] | None = None,
         name: str = "bench",
+        root: Path = BASE_DIR,
     ) -> None:
+        self.root = root  # the checkout the stack runs (bench/participants.py --baseline: an older one)
         self.workers = workers
         self.db_name = f"empathy_{name}_{os.getpid()}"
         self.port = free_port()
@@ -101,7 +103,7 @@ class Stack:
     def manage(self, *args: str, timeout: float = 600) -> str:
         done = subprocess.run(
             [PYTHON, "manage.py", *args],
-            cwd=BASE_DIR,
+            cwd=self.root,
             env=self.env,
             capture_output=True,
             text=True,
@@ -155,7 +157,7 @@ class Stack:
                 "--preload",
                 *extra_args,
             ],
-            cwd=BASE_DIR,
+            cwd=self.root,
             env=self.env,
             stdout=subprocess.DEVNULL,
             stderr=open(self.log_path, "ab"),  # noqa: SIM115 - closed with the process

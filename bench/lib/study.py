@@ -2,11 +2,46 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from .stack import Stack, log
 
 COMPLETION_CODE = "BENCHDONE7"
+
+
+def live_study_fields(*, ask_teq: bool, quota_per_condition: int) -> dict:
+    """What makes the imported study the benchmark's live Prolific study (plain values: they also go to an
+    older checkout's `manage.py shell`, see `study_seed_in`)."""
+    return {
+        "title": "Launch benchmark",
+        "state": "live",
+        "platform": "prolific",
+        "consent_text": "You are invited to rate how empathetic some short replies are.",
+        "instructions_text": "Read each conversation and rate the reply.",
+        "items_per_participant": 10,
+        "target_ratings_per_response": 1,
+        "quota_per_condition": quota_per_condition,
+        "ask_teq": ask_teq,
+        "completion_code": COMPLETION_CODE,
+        "screened_out_code": "BENCHSCREEN",
+        "completion_redirect_url": "",
+    }
+
+
+def study_seed_in(stack: Stack, *, slug: str, corpus: Path, ask_teq: bool, quota_per_condition: int) -> None:
+    """The same live study seeded by the stack's own checkout (its `manage.py`), not by this process's
+    Django: for a stack running another version of the code (bench/participants.py --baseline)."""
+    fields = live_study_fields(ask_teq=ask_teq, quota_per_condition=quota_per_condition)
+    log(f"importing {corpus.name} through import_corpus ({stack.root})")
+    stack.manage("import_corpus", slug, str(corpus))
+    stack.manage(
+        "shell",
+        "-c",
+        "import json; from django.utils import timezone; from studies.models import Study; "
+        f"Study.objects.filter(slug={slug!r}).update(**json.loads({json.dumps(fields)!r}), "
+        "launched_at=timezone.now())",
+    )
 
 
 def study_seed(stack: Stack, *, slug: str, corpus: Path, ask_teq: bool, quota_per_condition: int) -> dict:
@@ -44,18 +79,7 @@ def study_seed(stack: Stack, *, slug: str, corpus: Path, ask_teq: bool, quota_pe
             for c in conditions
         )
     Study.objects.filter(slug=slug).update(
-        title="Launch benchmark",
-        state=Study.State.LIVE,
-        platform=Study.Platform.PROLIFIC,
-        consent_text="You are invited to rate how empathetic some short replies are.",
-        instructions_text="Read each conversation and rate the reply.",
-        items_per_participant=10,
-        target_ratings_per_response=1,
-        quota_per_condition=quota_per_condition,
-        ask_teq=ask_teq,
-        completion_code=COMPLETION_CODE,
-        screened_out_code="BENCHSCREEN",
-        completion_redirect_url="",
+        **live_study_fields(ask_teq=ask_teq, quota_per_condition=quota_per_condition),
         launched_at=timezone.now(),
     )
     study = Study.objects.get(slug=slug)
