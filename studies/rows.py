@@ -18,6 +18,8 @@ from functools import cache
 
 from django.db import connection
 from django.db.models import Model
+from django.db.models.base import ModelState
+from django.db.models.signals import post_init, pre_init
 
 
 def table(model: type[Model]) -> str:
@@ -55,7 +57,11 @@ def _converters(model: type[Model], vendor: str) -> tuple[list[str], list[tuple[
 
 def instance(model: type[Model], row, start: int = 0) -> tuple[Model, int]:
     """The `model` instance whose columns (as `columns(model, ...)` lists them) start at `row[start]`,
-    with the value conversions the ORM applies; returns it and the index just past its columns."""
+    with the value conversions the ORM applies; returns it and the index just past its columns.
+
+    Built as `Model.from_db` builds it, without going through `Model.__init__` field by field where
+    nothing can tell the difference: a model with its own `__init__` or `from_db`, or with a pre_init or
+    post_init receiver, goes through `from_db` itself."""
     attnames, converters = _converters(model, connection.vendor)
     end = start + len(attnames)
     values = list(row[start:end])
@@ -64,7 +70,26 @@ def instance(model: type[Model], row, start: int = 0) -> tuple[Model, int]:
         for function in functions:
             value = function(value, expression, connection)
         values[index] = value
-    return model.from_db(connection.alias, attnames, values), end
+    if (
+        len(values) != len(attnames)
+        or not _plain(model)
+        or pre_init.has_listeners(model)
+        or post_init.has_listeners(model)
+    ):
+        return model.from_db(connection.alias, attnames, values), end
+    # What `Model.__init__` leaves for a full row: the values under their attnames (a fresh instance has
+    # no cached relation for a foreign key's descriptor to clear), and a saved instance's state.
+    built = model.__new__(model)
+    built.__dict__.update(zip(attnames, values, strict=True))
+    state = built._state = ModelState()
+    state.adding = False
+    state.db = connection.alias
+    return built, end
+
+
+@cache
+def _plain(model: type[Model]) -> bool:
+    return model.__init__ is Model.__init__ and model.from_db.__func__ is Model.from_db.__func__
 
 
 def for_update() -> str:
