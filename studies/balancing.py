@@ -6,7 +6,14 @@
   places quickly.
 * An assignment is *live* (it counts towards its item's balance) when it is answered, or while its participant
   is completed or active-and-not-stale. Staff previews never count.
-* Ties are broken by a random generator seeded with the participant's stored seed (`fewest_first`).
+* Ties are broken by a random generator seeded with the participant's stored seed (`fewest_first`), or, where
+  the database orders many items, by a hash of each id with two numbers drawn from that generator
+  (`tie_break_sql`): every tied item is equally likely to come first, and which items come together changes
+  from participant to participant.
+
+The rules exist twice, once per way of asking: as ORM filters (`holding`, `counted_participants`,
+`live_assignments`) and as SQL fragments for the hand-written enrolment queries (`holding_sql`, `counted_sql`,
+`live_sql`, studies/rows.py); tests/studies/test_balancing_sql.py holds them to the same rows.
 
 A study kind's assignment policy (studies/kinds/) builds on these; the participant lifecycle
 (studies/participants.py) uses them to choose a condition.
@@ -16,12 +23,15 @@ from __future__ import annotations
 
 import random
 from datetime import datetime, timedelta
+from functools import cache
 
 from django.conf import settings
-from django.db.models import Count, Q
+from django.db import connection
+from django.db.models import Q
 from django.utils import timezone
 
-from .models import Condition, Participant, Study
+from . import rows
+from .models import Assignment, Condition, Participant, Study
 
 
 def stale_cutoff(study: Study, now: datetime) -> datetime:
@@ -62,20 +72,74 @@ def live_assignments(study: Study, now: datetime) -> Q:
     )
 
 
+# --- The same rules as SQL, for hand-written queries (studies/rows.py) ------------------------------------
+#
+# Each fragment is constant text for a table alias (cached: a query built from them is built once), and every
+# fragment takes the same two parameters, `rules_params(study, now)`: the time-limit and consent-hold cutoffs.
+# The states they compare with are the models' constants, written into the text.
+
+
+def rules_params(study: Study, now: datetime) -> list:
+    """The parameters of each fragment below, in its text's order: the stale cutoff, the consent cutoff."""
+    adapt = connection.ops.adapt_datetimefield_value
+    return [adapt(stale_cutoff(study, now)), adapt(consent_cutoff(now))]
+
+
+def _literal(value: str) -> str:
+    return f"'{value}'"  # the models' own state names: no quote in any
+
+
+@cache
+def holding_sql(vendor: str, p: str = "p") -> str:
+    """`holding` over the participant row aliased `p`."""
+    col = lambda name: rows.column(Participant, name, p)  # noqa: E731
+    return (
+        f"({col('status')} = {_literal(Participant.Status.ACTIVE)} AND {col('last_seen_at')} >= %s"
+        f" AND ({col('step')} <> {_literal(Participant.Step.CONSENT)} OR {col('last_seen_at')} >= %s))"
+    )
+
+
+@cache
+def counted_sql(vendor: str, p: str = "p") -> str:
+    """`counted_participants`, previews left out, over the participant row aliased `p`."""
+    return _not_preview_and(vendor, p, also="")
+
+
+@cache
+def live_sql(vendor: str, a: str = "a", p: str = "p") -> str:
+    """`live_assignments` over the assignment row aliased `a` and its participant's row `p`."""
+    return _not_preview_and(vendor, p, also=f"{rows.column(Assignment, 'answered_at', a)} IS NOT NULL OR ")
+
+
+def _not_preview_and(vendor: str, p: str, *, also: str) -> str:
+    col = lambda name: rows.column(Participant, name, p)  # noqa: E731
+    completed = f"{col('status')} = {_literal(Participant.Status.COMPLETED)}"
+    return f"(NOT {col('is_preview')} AND ({also}{completed} OR {holding_sql(vendor, p)}))"
+
+
+@cache
+def lapsed_sql(vendor: str, p: str = "p") -> str:
+    """Active participants whose hold has lapsed (the ones `participants_release_stale` times out)."""
+    status = rows.column(Participant, "status", p)
+    return f"({status} = {_literal(Participant.Status.ACTIVE)} AND NOT {holding_sql(vendor, p)})"
+
+
 def condition_counts(*, study: Study, now: datetime | None = None) -> dict[int, int]:
     """Participants holding a slot, per condition id (every condition of the study, zeros included)."""
     now = now or timezone.now()
-    counts = dict.fromkeys(Condition.objects.filter(study=study).values_list("id", flat=True), 0)
-    rows = (
-        Participant.objects.filter(study=study, is_preview=False, condition__isnull=False)
-        .filter(counted_participants(study, now))
-        .order_by()  # the default ordering would join the study for nothing
-        .values("condition")
-        .annotate(n=Count("id"))
+    return dict(
+        rows.fetchall(_condition_counts_sql(connection.vendor), [*rules_params(study, now), study.pk])
     )
-    for row in rows:
-        counts[row["condition"]] = row["n"]
-    return counts
+
+
+@cache
+def _condition_counts_sql(vendor: str) -> str:
+    c_id = rows.column(Condition, "id", "c")
+    return (
+        f"SELECT {c_id}, (SELECT COUNT(*) FROM {rows.table(Participant)} p"
+        f" WHERE {rows.column(Participant, 'condition', 'p')} = {c_id} AND {counted_sql(vendor)})"
+        f" FROM {rows.table(Condition)} c WHERE {rows.column(Condition, 'study', 'c')} = %s"
+    )
 
 
 def fewest_first(counts: dict[int, int], rng: random.Random) -> list[int]:
@@ -83,3 +147,30 @@ def fewest_first(counts: dict[int, int], rng: random.Random) -> list[int]:
     keys = sorted(counts)  # a fixed starting order, so the draw depends only on the seed and the counts
     rng.shuffle(keys)
     return sorted(keys, key=lambda key: counts[key])  # stable sort keeps the random order within ties
+
+
+# Two rounds of (x XOR seed) * odd constant mod a prime below 2**32: with ids and seeds below 2**31, every
+# product stays below 2**63 (PostgreSQL's bigint, SQLite's integer). XOR is written (a | b) - (a & b), which
+# both databases know.
+_HASH_PRIME = 4294967291
+_HASH_ROUNDS = (2654435761, 1597334677)
+
+
+def tie_break_sql(id_sql: str) -> str:
+    """An SQL expression ordering rows that tie on a count in an order drawn by the participant's generator:
+    a hash of the id (`id_sql`) with two 31-bit numbers, its parameters `tie_break_params(rng)` (so the
+    order replays from the stored seed). Put the id after it in ORDER BY (a hash collision then falls back to
+    the id)."""
+    expression = id_sql
+    for multiplier in _HASH_ROUNDS:
+        expression = f"(((({expression}) | %s) - (({expression}) & %s)) * {multiplier}) %% {_HASH_PRIME}"
+    return expression
+
+
+def tie_break_params(rng: random.Random) -> list[int]:
+    """The parameters of `tie_break_sql`, in its text's order: two numbers drawn from `rng`."""
+    params: list[int] = []
+    for _ in _HASH_ROUNDS:
+        seed = rng.getrandbits(31)
+        params = [*params, seed, *params, seed]
+    return params

@@ -12,13 +12,16 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 from datetime import datetime
+from functools import cache
 
+from django.db import connection
 from django.db.models import Avg, Count, IntegerField, Max, Min, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from studies.balancing import fewest_first, live_assignments
-from studies.models import Assignment, Condition, Participant, Rating, Response, Study
+from studies import rows
+from studies.balancing import live_sql, rules_params, tie_break_params, tie_break_sql
+from studies.models import Assignment, AttentionCheck, Condition, Participant, Rating, Response, Study
 
 from .base import StudyKind
 from .registry import register
@@ -26,6 +29,8 @@ from .registry import register
 INSTRUCTIONS = Participant.Step.INSTRUCTIONS
 TEQ = Participant.Step.TEQ
 ITEMS = Participant.Step.ITEMS
+# The columns a new page is written with (the others are NULL until it is shown and answered).
+PAGE_FIELDS = ("participant", "position", "kind", "response", "attention_check")
 
 
 def eligible_responses(condition: Condition):
@@ -34,27 +39,70 @@ def eligible_responses(condition: Condition):
     )
 
 
-def response_live_counts(*, condition: Condition, now: datetime | None = None) -> dict[int, int]:
-    """Live assignments per eligible response id of the condition (zeros included)."""
-    now = now or timezone.now()
-    study = condition.study
-    # No ORDER BY: the models' default ordering would join study and prompt for 2,000 ids nobody sorts.
-    counts = dict.fromkeys(eligible_responses(condition).order_by().values_list("id", flat=True), 0)
-    # Through the participants of the condition (an index on participant_id finds their few pages each),
-    # not through the responses' condition (which joins every assignment of the study to its response).
-    # The same rows: a condition's responses are only ever assigned to that condition's participants, and
-    # a response id outside `counts` is skipped below anyway.
-    rows = (
-        Assignment.objects.filter(participant__condition=condition, kind=Assignment.Kind.RESPONSE)
-        .filter(live_assignments(study, now))
-        .order_by()
-        .values("response")
-        .annotate(n=Count("id"))
+@cache
+def _eligible_sql(vendor: str, r: str = "r") -> str:
+    """`eligible_responses` over the response row aliased `r` (its condition compared by the caller)."""
+    col = lambda name: rows.column(Response, name, r)  # noqa: E731
+    return f"{col('sample_index')} = 0 AND {col('review')} <> '{Response.Review.FLAGGED}'"
+
+
+@cache
+def _response_counts_sql(vendor: str) -> str:
+    """`SELECT id, n`: the eligible responses of a condition with their live assignments (zeros included).
+    Parameters: `_response_counts_params`.
+
+    The responses and their live assignments are one UNION ALL grouped by response id (a response with
+    no row of the first part, flagged since it was assigned, is left out by HAVING), not a join: the
+    database adds them up in one pass whatever it believes about the tables' sizes. The assignments are
+    found through the participants of the condition (an index on participant_id finds their few pages
+    each), not through the responses' condition (which joins every assignment of the study to its
+    response): the same rows, as a condition's responses are only ever assigned to its participants."""
+    a = lambda name: rows.column(Assignment, name, "a")  # noqa: E731
+    return (
+        f"SELECT x.id AS id, SUM(x.w) AS n FROM ("
+        f"SELECT {rows.column(Response, 'id', 'r')} AS id, 0 AS w FROM {rows.table(Response)} r"
+        f" WHERE {rows.column(Response, 'condition', 'r')} = %s AND {_eligible_sql(vendor)}"
+        f" UNION ALL SELECT {a('response')}, 1 FROM {rows.table(Assignment)} a"
+        f" JOIN {rows.table(Participant)} p ON {rows.column(Participant, 'id', 'p')} = {a('participant')}"
+        f" WHERE {rows.column(Participant, 'condition', 'p')} = %s"
+        f" AND {a('kind')} = '{Assignment.Kind.RESPONSE}' AND {live_sql(vendor)}"
+        f") x GROUP BY x.id HAVING MIN(x.w) = 0"
     )
-    for row in rows:
-        if row["response"] in counts:  # not a response flagged since it was assigned
-            counts[row["response"]] = row["n"]
-    return counts
+
+
+def _response_counts_params(condition: Condition, now: datetime) -> list:
+    return [condition.pk, condition.pk, *rules_params(condition.study, now)]
+
+
+def response_live_counts(*, condition: Condition, now: datetime | None = None) -> dict[int, int]:
+    """Live assignments per eligible response id of the condition (zeros included). One query."""
+    params = _response_counts_params(condition, now or timezone.now())
+    return dict(rows.fetchall(_response_counts_sql(connection.vendor), params))
+
+
+@cache
+def _pages_sql(vendor: str) -> str:
+    """The study's attention checks (0, id, after_item) and the responses to show (1, id, 0): the
+    condition's fewest live assignments first, ties in an order drawn from the participant's generator,
+    as many as the study shows. One query: the database orders the condition's responses and returns only
+    the ones chosen. Parameters: `_pages_params`."""
+    check = lambda name: rows.column(AttentionCheck, name, "c")  # noqa: E731
+    return (
+        f"SELECT 0, {check('id')}, {check('after_item')} FROM {rows.table(AttentionCheck)} c"
+        f" WHERE {check('study')} = %s"
+        f" UNION ALL SELECT 1, picked.id, 0 FROM (SELECT counted.id AS id"
+        f" FROM ({_response_counts_sql(vendor)}) counted"
+        f" ORDER BY counted.n, {tie_break_sql('counted.id')}, counted.id LIMIT %s) picked"
+    )
+
+
+def _pages_params(study: Study, condition: Condition, now: datetime, rng: random.Random) -> list:
+    return [
+        study.pk,
+        *_response_counts_params(condition, now),
+        *tie_break_params(rng),
+        study.items_per_participant,
+    ]
 
 
 def _ratings_per_response(study: Study):
@@ -68,6 +116,16 @@ def _ratings_per_response(study: Study):
     )
     return Response.objects.filter(condition__study=study).annotate(
         n=Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+    )
+
+
+@cache
+def _enrollable_sql(vendor: str, count: int) -> str:
+    c_id = rows.column(Condition, "id", "c")
+    return (
+        f"SELECT {c_id} FROM {rows.table(Condition)} c WHERE {c_id} IN ({', '.join(['%s'] * count)})"
+        f" AND EXISTS (SELECT 1 FROM {rows.table(Response)} r"
+        f" WHERE {rows.column(Response, 'condition', 'r')} = {c_id} AND {_eligible_sql(vendor)})"
     )
 
 
@@ -101,31 +159,37 @@ class RatingKind(StudyKind):
         return [INSTRUCTIONS, *([TEQ] if study.ask_teq else []), ITEMS]
 
     def conditions_enrollable(self, study: Study, conditions: dict[int, Condition]) -> dict[int, Condition]:
-        # A condition with nothing to rate cannot take anyone (one indexed EXISTS per condition).
-        return {cid: c for cid, c in conditions.items() if eligible_responses(c).exists()}
+        """A condition with nothing to rate cannot take anyone: one query, an indexed EXISTS per condition."""
+        if not conditions:
+            return conditions
+        found = rows.fetchall(_enrollable_sql(connection.vendor, len(conditions)), list(conditions))
+        return {cid: conditions[cid] for (cid,) in found}
 
     def assignments_create(
         self, participant: Participant, *, rng: random.Random, now: datetime
     ) -> list[Assignment]:
+        """Two queries: the attention checks and the chosen responses in one, the pages in one INSERT."""
         study = participant.study
-        counts = response_live_counts(condition=participant.condition, now=now)
-        chosen = fewest_first(counts, rng)[: study.items_per_participant]
+        found = rows.fetchall(
+            _pages_sql(connection.vendor), _pages_params(study, participant.condition, now, rng)
+        )
+        chosen = [key for source, key, _ in found if source == 1]
         rng.shuffle(chosen)
-        checks = list(study.attention_checks.order_by("after_item", "id"))
+        checks = sorted((after, key) for source, key, after in found if source == 0)
         pages: list[Assignment] = []
 
-        def add_checks(selected: Iterable) -> None:
-            for check in selected:
-                pages.append(Assignment(kind=Assignment.Kind.ATTENTION, attention_check=check))
+        def add_checks(selected: Iterable[int]) -> None:
+            for check_id in selected:
+                pages.append(Assignment(kind=Assignment.Kind.ATTENTION, attention_check_id=check_id))
 
         for index, response_id in enumerate(chosen):
-            add_checks(c for c in checks if c.after_item == index)
+            add_checks(key for after, key in checks if after == index)
             pages.append(Assignment(kind=Assignment.Kind.RESPONSE, response_id=response_id))
-        add_checks(c for c in checks if c.after_item >= len(chosen))
+        add_checks(key for after, key in checks if after >= len(chosen))
         for position, page in enumerate(pages):
             page.participant = participant
             page.position = position
-        return Assignment.objects.bulk_create(pages)
+        return rows.insert_many(Assignment, pages, PAGE_FIELDS)
 
     def launch_problems(self, study: Study, conditions: list[Condition]) -> list[str]:
         """Every condition has a response (sample 0) for every prompt; none is flagged for review; at least
