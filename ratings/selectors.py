@@ -22,7 +22,7 @@ def participant_get_for_session(*, session, slug: str) -> Participant | None:
     participant_id = session.get(session_key(slug))
     if participant_id is None:
         return None
-    row = rows.fetchone(_participant_sql(connection.vendor), [participant_id, slug])
+    row = rows.fetchone(participant_for_session_sql(connection.vendor), [participant_id, slug])
     if row is None:
         return None
     participant, end = rows.instance(Participant, row)
@@ -31,7 +31,9 @@ def participant_get_for_session(*, session, slug: str) -> Participant | None:
 
 
 @cache
-def _participant_sql(vendor: str) -> str:
+def participant_for_session_sql(vendor: str) -> str:
+    """The participant (id, first parameter) with their study (its slug, second), their columns then its
+    (`rows.instance` of each)."""
     return (
         f"SELECT {rows.columns(Participant, 'p')}, {rows.columns(Study, 's')}"
         f" FROM {rows.table(Participant)} p JOIN {rows.table(Study)} s"

@@ -17,9 +17,11 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from studies import rows
-from studies.models import Assignment, AttentionCheck, Participant, Rating
+from studies.balancing import stale_cutoff
+from studies.models import Assignment, AttentionCheck, Participant, Rating, Study
 from studies.participants import (
     TOUCH_INTERVAL,
+    is_on_step,
     participant_advance,
     participant_lock,
     participant_mark_completed,
@@ -28,7 +30,7 @@ from studies.participants import (
 )
 
 from . import teq
-from .selectors import CurrentItem, item_texts_sql
+from .selectors import CurrentItem, item_texts_sql, participant_for_session_sql, session_key
 
 ATTENTION_REASON_PREFIX = "attention checks failed"
 
@@ -270,71 +272,92 @@ def rating_submit(
     try:
         with transaction.atomic():
             locked = participant_lock(participant)
-            mine = _items_of(locked, texts=show_next)
-            item = next((i for i in mine if i.position == position), None)
-            if item is None:
-                raise NotYourItem(f"There is no item at position {position} for this participant.")
-            if item.rating is not None:
-                return RatingSubmitted(
-                    rating=item.rating, created=False, completed=locked.status != Participant.Status.ACTIVE
-                )
-            if locked.status != Participant.Status.ACTIVE or locked.step != Participant.Step.ITEMS:
-                raise ParticipantNotActive(f"The participant is {locked.status} on step {locked.step}.")
-            unanswered = [i for i in mine if not i.answered]
-            current = unanswered[0].position if unanswered else None
-            if current != position:
-                raise NotCurrentItem(f"Item {position} is not the current item ({current}).")
-            study = locked.study
-            if value not in study.scale_values:
-                raise InvalidValue(f"{value!r} is not on this study's scale {study.scale_values}.")
-            assignment = item.assignment
-            if response_time_ms is None and assignment.shown_at is not None:
-                response_time_ms = max(0, int((now - assignment.shown_at).total_seconds() * 1000))
-            following = unanswered[1] if show_next and len(unanswered) > 1 else None
-            # The rating and the item's times (and the next item's, shown in place) in one round trip.
-            times = _assignment_times(
-                assignment.pk,
-                answered_at=now,
-                shown_at=now,
-                next_id=following.assignment_id if following else None,
-            )
-            rating = rows.insert(
-                Rating,
-                along=times,
-                assignment_id=assignment.pk,
+            submitted = _answer_store(
+                locked,
+                position=position,
                 value=value,
                 response_time_ms=response_time_ms,
-                created_at=now,
+                now=now,
+                show_next=show_next,
             )
-            rating.assignment = assignment
-
-            fields = []
-            if locked.last_seen_at is None or now - locked.last_seen_at >= TOUCH_INTERVAL:
-                locked.last_seen_at = now
-                fields.append("last_seen_at")
-            if assignment.kind == Assignment.Kind.ATTENTION and value != item.expected_value:
-                locked.attention_failures += 1
-                fields.append("attention_failures")
-                if locked.attention_failures > study.attention_check_max_failures:
-                    checks = sum(1 for i in mine if i.kind == Assignment.Kind.ATTENTION)
-                    reasons = [
-                        r for r in locked.exclusion_reasons if not r.startswith(ATTENTION_REASON_PREFIX)
-                    ]
-                    reasons.append(f"{ATTENTION_REASON_PREFIX}: {locked.attention_failures} of {checks}")
-                    locked.flagged_for_exclusion = True
-                    locked.exclusion_reasons = reasons
-                    fields += ["flagged_for_exclusion", "exclusion_reasons"]
-            completed = len(unanswered) == 1
-            if completed:
-                fields += participant_mark_completed(locked, now)
-            if fields:
-                locked.save(update_fields=fields)
     except IntegrityError:
         # The OneToOne key refused a second rating. Cannot happen while the row lock holds (the whole
         # transaction above is rolled back); kept as the constraint's contract.
         stored = Rating.objects.get(assignment__participant=participant, assignment__position=position)
         return RatingSubmitted(rating=stored, created=False, completed=False)
-    participant_state_copy(participant, locked)
+    if submitted.created:
+        participant_state_copy(participant, locked)
+    return submitted
+
+
+def _answer_store(
+    locked: Participant,
+    *,
+    position: int,
+    value: int,
+    response_time_ms: int | None,
+    now: datetime,
+    show_next: bool,
+) -> RatingSubmitted:
+    """`rating_submit`'s work once the participant's row is locked (`locked`, with its study): checks,
+    stores and returns the answer, or raises; run inside the transaction holding the lock."""
+    mine = _items_of(locked, texts=show_next)
+    item = next((i for i in mine if i.position == position), None)
+    if item is None:
+        raise NotYourItem(f"There is no item at position {position} for this participant.")
+    if item.rating is not None:
+        return RatingSubmitted(
+            rating=item.rating, created=False, completed=locked.status != Participant.Status.ACTIVE
+        )
+    if locked.status != Participant.Status.ACTIVE or locked.step != Participant.Step.ITEMS:
+        raise ParticipantNotActive(f"The participant is {locked.status} on step {locked.step}.")
+    unanswered = [i for i in mine if not i.answered]
+    current = unanswered[0].position if unanswered else None
+    if current != position:
+        raise NotCurrentItem(f"Item {position} is not the current item ({current}).")
+    study = locked.study
+    if value not in study.scale_values:
+        raise InvalidValue(f"{value!r} is not on this study's scale {study.scale_values}.")
+    assignment = item.assignment
+    if response_time_ms is None and assignment.shown_at is not None:
+        response_time_ms = max(0, int((now - assignment.shown_at).total_seconds() * 1000))
+    following = unanswered[1] if show_next and len(unanswered) > 1 else None
+    # The rating and the item's times (and the next item's, shown in place) in one round trip.
+    times = _assignment_times(
+        assignment.pk,
+        answered_at=now,
+        shown_at=now,
+        next_id=following.assignment_id if following else None,
+    )
+    rating = rows.insert(
+        Rating,
+        along=times,
+        assignment_id=assignment.pk,
+        value=value,
+        response_time_ms=response_time_ms,
+        created_at=now,
+    )
+    rating.assignment = assignment
+
+    fields = []
+    if locked.last_seen_at is None or now - locked.last_seen_at >= TOUCH_INTERVAL:
+        locked.last_seen_at = now
+        fields.append("last_seen_at")
+    if assignment.kind == Assignment.Kind.ATTENTION and value != item.expected_value:
+        locked.attention_failures += 1
+        fields.append("attention_failures")
+        if locked.attention_failures > study.attention_check_max_failures:
+            checks = sum(1 for i in mine if i.kind == Assignment.Kind.ATTENTION)
+            reasons = [r for r in locked.exclusion_reasons if not r.startswith(ATTENTION_REASON_PREFIX)]
+            reasons.append(f"{ATTENTION_REASON_PREFIX}: {locked.attention_failures} of {checks}")
+            locked.flagged_for_exclusion = True
+            locked.exclusion_reasons = reasons
+            fields += ["flagged_for_exclusion", "exclusion_reasons"]
+    completed = len(unanswered) == 1
+    if completed:
+        fields += participant_mark_completed(locked, now)
+    if fields:
+        locked.save(update_fields=fields)
     return RatingSubmitted(
         rating=rating,
         created=True,
@@ -343,6 +366,66 @@ def rating_submit(
         if following
         else None,
     )
+
+
+@dataclass(frozen=True)
+class Answered:
+    """An in-place answer taken by `rating_submit_for_session`."""
+
+    participant: Participant  # the session's participant, as the answer left them (with their study)
+    submitted: RatingSubmitted | None  # None: nothing stored, `error` says why
+    error: AnswerRejected | None = None
+
+
+def rating_submit_for_session(
+    *, session, slug: str, position: int, value: int, now: datetime | None = None
+) -> Answered | None:
+    """An in-place answer (`rating_submit(..., show_next=True)`) for the participant the session names,
+    found and locked by one query in the answer's own transaction: the session's participant and their
+    study read with the participant's row locked (`FOR UPDATE OF` that row only), instead of read once to
+    find them (`participant_get_for_session`) and again, locked, to answer — one statement fewer.
+
+    Returns None, having stored nothing, where the usual path (look-up, `participant_touch`, then
+    `rating_submit`) must run instead: no participant of this session in `slug`; one not active on the
+    items step of a rating study; one not seen within the study's time limit (the touch times them out);
+    or the rare duplicate the OneToOne key refuses. Otherwise the answer is checked and stored exactly as
+    `rating_submit` does (its `last_seen_at` rule writes what the touch would), and an answer it refuses
+    comes back as `error`, with nothing stored."""
+    participant_id = session.get(session_key(slug))
+    if participant_id is None:
+        return None
+    now = now or timezone.now()
+    try:
+        with transaction.atomic():
+            row = rows.fetchone(_session_lock_sql(connection.vendor), [participant_id, slug])
+            if row is None:
+                return None
+            locked, end = rows.instance(Participant, row)
+            locked.study, _ = rows.instance(Study, row, end)
+            seen = locked.last_seen_at
+            if (
+                locked.study.kind != Study.Kind.RATING
+                or not is_on_step(locked, Participant.Step.ITEMS)
+                or seen is None
+                or seen < stale_cutoff(locked.study, now)
+            ):
+                return None
+            try:
+                submitted = _answer_store(
+                    locked, position=position, value=value, response_time_ms=None, now=now, show_next=True
+                )
+            except AnswerRejected as error:
+                return Answered(participant=locked, submitted=None, error=error)
+    except IntegrityError:
+        return None  # the usual path finds the stored answer (see rating_submit)
+    return Answered(participant=locked, submitted=submitted)
+
+
+@cache
+def _session_lock_sql(vendor: str) -> str:
+    # The participant's row only (OF p): locking the study's row too would serialise the whole study.
+    lock = " FOR UPDATE OF p" if connection.features.has_select_for_update_of else rows.for_update()
+    return participant_for_session_sql(vendor) + lock
 
 
 def _shown(item: _Item, *, total: int, answered: int, now: datetime) -> CurrentItem:
