@@ -205,7 +205,8 @@ def flow_slice(
                 base_url=stack.base_url,
                 entry_path=entry_path(slug, external_id),
                 external_id=external_id,
-                client_ip=f"10.{200 + seed % 50}.{worker}.{n % 256}",
+                # Each flow its own addresses: the per-address enrolment limit must not carry over between them.
+                client_ip=f"10.{200 + seed % 50}.{worker + (0 if in_place else 100)}.{n % 256}",
                 recorder=recorder,
                 think_seconds=0.0,
                 completion_marker=COMPLETION_CODE,

@@ -2,7 +2,8 @@
 
 A PostgreSQL database of its own (created, migrated, seeded with a live rating study), gunicorn with several
 sync workers under DJANGO_ENV=production (generated SECRET_KEY, whitenoise serving the collected static
-files from a temporary VAR_DIR), Redis for the cache / rate limiter / broker. Nothing is left behind:
+files from a temporary VAR_DIR), Redis for the cache / rate limiter / broker (its own database number, emptied
+at the start, so one run's rate-limit counters do not refuse the next one's clients). Nothing is left behind:
 `Stack.stop()` kills gunicorn, drops the database and removes the temporary directory.
 """
 
@@ -114,6 +115,11 @@ class Stack:
         return done.stdout
 
     def prepare(self) -> None:
+        # The Redis database is the stack's own (`redis_url`): counters an earlier run left there (rate limits
+        # keyed by the same study id and simulated addresses, for an hour) would refuse this run's clients.
+        import redis
+
+        redis.Redis.from_url(self.env["REDIS_URL"]).flushdb()
         log(f"creating database {self.db_name}")
         _admin_sql(f'CREATE DATABASE "{self.db_name}"')
         self._db_created = True
