@@ -21,6 +21,7 @@ from django.shortcuts import render
 
 from config.ratelimit import enrollment_allowed
 from studies.models import Participant, Study
+from studies.participants import participant_find
 
 # Participants whose outcome may be shown to any browser with their id: it reveals nothing but the outcome,
 # and `participant_enroll` refuses to restart them.
@@ -72,11 +73,7 @@ def entry_refusal(request: HttpRequest, study: Study, fields: dict) -> HttpRespo
     """The page refusing this entry link, or None when the entry may enroll or resume."""
     if link_names_another_study(study, fields):
         return _page(request, study, "bad_link.html", status=400)
-    existing = (
-        Participant.objects.filter(study=study, external_id=fields["external_id"])
-        .only("id", "platform", "status", "platform_session_id", "mturk_assignment_id")
-        .first()
-    )
+    existing = participant_find(study, fields["external_id"])  # hand-written: every arrival asks it
     if existing is None:
         return limited_enrollment(request, study)
     if existing.status in _FINISHED_FOR_GOOD or resume_allowed(existing, fields):

@@ -124,6 +124,55 @@ def lapsed_sql(vendor: str, p: str = "p") -> str:
     return f"({status} = {_literal(Participant.Status.ACTIVE)} AND NOT {holding_sql(vendor, p)})"
 
 
+def condition_choose(
+    study: Study, kind, external_id: str, *, rng: random.Random, is_preview: bool, now: datetime
+) -> tuple[Condition | None, int | None, bool]:
+    """For an enrolment, under the study's lock: the condition a newcomer joins (None: the study is full),
+    the id of a participant who already has `external_id` (None: nobody), and whether the study has stale
+    participants to release. The least filled of the enrolling conditions that `kind` (the study's kind)
+    finds enrollable and that are below their quota (previews: any), ties drawn from `rng`.
+
+    One query (and the kind's `conditions_enrollable`): the study's enrolling conditions, each with its
+    counted participants, with the id's look-up and the staleness check as columns of every row (one row
+    of NULL conditions when there is none)."""
+    rules = rules_params(study, now)
+    found = rows.fetchall(
+        _choose_sql(connection.vendor), [study.pk, *rules, study.pk, external_id, study.pk, *rules, study.pk]
+    )
+    conditions, counts = {}, {}
+    for row in found:
+        condition, end = rows.instance(Condition, row)
+        if condition.pk is not None:
+            condition.study = study
+            conditions[condition.pk] = condition
+            counts[condition.pk] = row[end]
+    existing_id, stale = row[end + 1], bool(row[end + 2])
+    if existing_id is not None or not conditions:
+        return None, existing_id, stale
+    conditions = kind.conditions_enrollable(study, conditions)
+    if not is_preview:
+        conditions = {cid: c for cid, c in conditions.items() if counts[cid] < c.effective_quota}
+    if not conditions:
+        return None, None, stale
+    return conditions[fewest_first({cid: counts[cid] for cid in conditions}, rng)[0]], None, stale
+
+
+@cache
+def _choose_sql(vendor: str) -> str:
+    p = lambda name: rows.column(Participant, name, "p")  # noqa: E731
+    c = lambda name: rows.column(Condition, name, "c")  # noqa: E731
+    participants = rows.table(Participant)
+    return (
+        f"SELECT {rows.columns(Condition, 'c')},"
+        f" (SELECT COUNT(*) FROM {participants} p"
+        f" WHERE {p('study')} = %s AND {p('condition')} = {c('id')} AND {counted_sql(vendor)}),"
+        f" (SELECT {p('id')} FROM {participants} p WHERE {p('study')} = %s AND {p('external_id')} = %s),"
+        f" EXISTS (SELECT 1 FROM {participants} p WHERE {p('study')} = %s AND {lapsed_sql(vendor)})"
+        f" FROM (SELECT 1 AS one) one LEFT JOIN {rows.table(Condition)} c"
+        f" ON {c('study')} = %s AND {c('enrolling')} ORDER BY {c('id')}"
+    )
+
+
 def condition_counts(*, study: Study, now: datetime | None = None) -> dict[int, int]:
     """Participants holding a slot, per condition id (every condition of the study, zeros included)."""
     now = now or timezone.now()

@@ -35,13 +35,12 @@ from datetime import datetime, timedelta
 from functools import cache
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from . import rows
-from .balancing import condition_counts, consent_cutoff, fewest_first, stale_cutoff
+from .balancing import condition_choose, consent_cutoff, lapsed_sql, rules_params, stale_cutoff
 from .kinds import DONE, kind_of, step_after
-from .models import Assignment, Condition, Participant, Study
+from .models import Assignment, Participant, Study
 from .waves import seen_in_family
 
 EXTERNAL_ID_MAX_LENGTH = 128
@@ -262,6 +261,15 @@ def _resume(participant: Participant) -> Participant:
     return participant
 
 
+def participant_find(study: Study, external_id: str) -> Participant | None:
+    """The participant of `study` with this external id, or None. One hand-written query (studies.rows):
+    the entry asks it of every arrival."""
+    found = rows.select(Participant, ("study", "external_id"), [study.pk, external_id])
+    if found is not None:
+        found.study = study
+    return found
+
+
 def participant_enroll(
     *,
     study: Study,
@@ -287,83 +295,98 @@ def participant_enroll(
     * The participant's assignments are created in the same transaction, by the study kind's policy
       (`StudyKind.assignments_create`).
     * Staff previews (`is_preview=True`) take no slot and are not counted anywhere.
+    * Stale participants of the study are released (timed out, their unanswered items given back) when the
+      enrolment's count finds any, after its transaction: they no longer count either way, so the choice
+      is the same before or after.
 
     Locking: the Study row is locked (`SELECT ... FOR UPDATE`) for the count-choose-insert sequence, so
     concurrent enrollments in one study run one after another and two arrivals can never both see the last
-    free slot, nor both pick the same least-rated items. Other studies are not blocked. The unique
-    constraint on (study, external_id) catches a double arrival of one id that slipped past the look-up:
-    the loser's IntegrityError rolls its transaction back and it resumes the winner's participant.
+    free slot, nor both pick the same least-rated items. Other studies are not blocked. The external id is
+    looked up again under the lock (in the counting query), and the unique constraint on (study,
+    external_id) catches a double arrival of one id that slipped past even that: the loser's IntegrityError
+    rolls its transaction back and it resumes the winner's participant.
+
+    Cost (hand-written SQL, studies/rows.py): the lock, one counting query, the participant's INSERT and the
+    kind's queries (a rating study: three), in one transaction.
     """
     external_id = _validate_external_id(external_id)
     now = now or timezone.now()
 
-    existing = Participant.objects.filter(study=study, external_id=external_id).first()
-    if existing is not None:
-        return _resume(existing)
-    if not is_preview and study.state != Study.State.LIVE:
-        raise StudyNotOpen(study)
-    if not is_preview and seen_in_family(study, external_id):
-        raise AlreadyInFamily(study)
+    if is_preview or study.state != Study.State.LIVE:
+        existing = participant_find(study, external_id)
+        if existing is not None:
+            return _resume(existing)
+        if not is_preview:
+            raise StudyNotOpen(study)
 
-    # Housekeeping before counting: counting already ignores stale participants, but releasing them also
-    # frees their unanswered items for this arrival.
-    participants_release_stale(now=now, study=study)
-
+    stale: list[bool] = []
     try:
         with transaction.atomic():
-            if is_preview:
-                locked = study  # a preview takes no slot: nothing to serialise against
-            else:
-                locked = Study.objects.select_for_update().get(pk=study.pk)
-                if locked.state != Study.State.LIVE:
-                    raise StudyNotOpen(locked)
-            # Re-checked under the lock: a concurrent arrival of the same id may have committed meanwhile.
-            existing = Participant.objects.filter(study=locked, external_id=external_id).first()
-            if existing is not None:
-                return _resume(existing)
-
-            seed = _participant_seed(locked)
-            rng = random.Random(seed)
-            condition = _condition_choose(locked, rng=rng, is_preview=is_preview, now=now)
-            participant = Participant.objects.create(
-                study=locked,
-                condition=condition,
-                external_id=external_id,
-                platform=platform,
-                platform_study_id=platform_study_id[:128],
-                platform_session_id=platform_session_id[:128],
-                mturk_assignment_id=mturk_assignment_id[:128],
-                mturk_hit_id=mturk_hit_id[:128],
-                is_preview=is_preview,
-                seed=seed,
-                status=Participant.Status.ACTIVE,
-                step=Participant.Step.CONSENT,
+            ids = (platform_study_id, platform_session_id, mturk_assignment_id, mturk_hit_id)
+            fields = dict(zip(_PLATFORM_IDS, (value[:128] for value in ids), strict=True))
+            participant = _enroll_locked(
+                study, external_id, stale, now=now, is_preview=is_preview, platform=platform, **fields
             )
-            kind_of(locked).assignments_create(participant, rng=rng, now=now)
-            return participant
     except IntegrityError:
-        existing = Participant.objects.filter(study=study, external_id=external_id).first()
+        existing = participant_find(study, external_id)
         if existing is None:
             raise  # some other constraint: a real bug, not a double arrival
         return _resume(existing)
+    finally:
+        if stale:  # housekeeping, in its own transaction, whatever the enrolment's outcome
+            participants_release_stale(now=now, study=study)
+    return participant
 
 
-def _condition_choose(study: Study, *, rng: random.Random, is_preview: bool, now: datetime) -> Condition:
-    conditions = {
-        c.id: c for c in Condition.objects.filter(study=study, enrolling=True).select_related("study")
-    }
-    conditions = kind_of(study).conditions_enrollable(study, conditions)
-    if not conditions:
-        raise StudyFull(study)
-    counts = condition_counts(study=study, now=now)
+_PLATFORM_IDS = ("platform_study_id", "platform_session_id", "mturk_assignment_id", "mturk_hit_id")
+
+
+def _enroll_locked(
+    study: Study, external_id: str, stale: list[bool], *, now: datetime, is_preview: bool, **fields
+) -> Participant:
+    """The count-choose-insert sequence, inside the enrolment's transaction (the Study row locked, unless a
+    preview). Appends True to `stale` when the count saw stale participants to release."""
     if is_preview:
-        open_ids = list(conditions)
+        locked = study  # a preview takes no slot: nothing to serialise against
     else:
-        open_ids = [cid for cid, c in conditions.items() if counts.get(cid, 0) < c.effective_quota]
-    if not open_ids:
-        raise StudyFull(study)
-    ordered = fewest_first({cid: counts.get(cid, 0) for cid in open_ids}, rng)
-    return conditions[ordered[0]]
+        locked = rows.select(Study, ("id",), [study.pk], lock=True)  # what serialises enrolments
+    seed = _participant_seed(locked)
+    rng = random.Random(seed)
+    condition, existing_id, lapsed = condition_choose(
+        locked, kind_of(locked), external_id, rng=rng, is_preview=is_preview, now=now
+    )
+    if lapsed:
+        stale.append(True)
+    # Re-checked under the lock: a concurrent arrival of the same id may have committed meanwhile.
+    if existing_id is not None:
+        return _resume(participant_find(locked, external_id))
+    if not is_preview:
+        if locked.state != Study.State.LIVE:
+            raise StudyNotOpen(locked)
+        if seen_in_family(locked, external_id):
+            raise AlreadyInFamily(locked)
+    if condition is None:
+        raise StudyFull(locked)
+    stamp = timezone.now()
+    participant = Participant(
+        status=Participant.Status.ACTIVE,
+        step=Participant.Step.CONSENT,
+        study=locked,
+        condition=condition,
+        external_id=external_id,
+        **fields,
+        is_preview=is_preview,
+        seed=seed,
+        started_at=stamp,
+        last_seen_at=stamp,
+    )
+    rows.insert_many(Participant, [participant], _NEW_PARTICIPANT_FIELDS)
+    kind_of(locked).assignments_create(participant, rng=rng, now=now)
+    return participant
+
+
+# Every column but the key: the ORM's defaults for the ones enrolment does not set.
+_NEW_PARTICIPANT_FIELDS = tuple(f.name for f in Participant._meta.concrete_fields if not f.primary_key)
 
 
 # --- Leaving ----------------------------------------------------------------------------------------------
@@ -379,29 +402,22 @@ def participants_release_stale(*, now: datetime | None = None, study: Study | No
     unanswered assignments, giving the slot and the items back. Returns how many were released.
 
     Safe to run concurrently with answers: the candidates are locked (`FOR UPDATE`, a set of rows found by
-    a filter, not one participant's row: the ORM's select_for_update) and re-checked after the lock, so a
-    participant whose answer commits first (and refreshes `last_seen_at`) is not released.
+    the rule of studies/balancing.py's `lapsed_sql`, hand-written: every enrolment that sees someone stale
+    and every touch of a lapsed participant asks it) and re-checked after the lock, so a participant whose
+    answer commits first (and refreshes `last_seen_at`) is not released.
     Idempotent: a second run finds nothing to do.
     """
     now = now or timezone.now()
     if study is not None:
-        studies = [study]  # the lazy release on every enrollment: no need to search for studies
+        studies = [study]  # the lazy release of an enrollment or a touch: no need to search for studies
     else:
         studies = Study.objects.filter(participants__status=Participant.Status.ACTIVE).distinct()
     released = 0
     for each in studies:
-        cutoff = stale_cutoff(each, now)
         with transaction.atomic():
             # Locked in id order, so two overlapping runs (the beat task and a lazy release) cannot deadlock.
-            lapsed = Q(last_seen_at__lt=cutoff) | Q(
-                step=Participant.Step.CONSENT, last_seen_at__lt=consent_cutoff(now)
-            )
-            ids = list(
-                Participant.objects.select_for_update()
-                .filter(lapsed, study=each, status=Participant.Status.ACTIVE)
-                .order_by("id")
-                .values_list("id", flat=True)
-            )
+            found = rows.fetchall(_stale_sql(connection.vendor), [each.pk, *rules_params(each, now)])
+            ids = [pk for (pk,) in found]
             if not ids:
                 continue
             Participant.objects.filter(id__in=ids).update(
@@ -410,6 +426,16 @@ def participants_release_stale(*, now: datetime | None = None, study: Study | No
             _release(ids)
             released += len(ids)
     return released
+
+
+@cache
+def _stale_sql(vendor: str) -> str:
+    p_id = rows.column(Participant, "id", "p")
+    return (
+        f"SELECT {p_id} FROM {rows.table(Participant)} p"
+        f" WHERE {rows.column(Participant, 'study', 'p')} = %s AND {lapsed_sql(vendor)}"
+        f" ORDER BY {p_id}{rows.for_update()}"
+    )
 
 
 def _leave(participant: Participant, status: str, now: datetime | None) -> bool:

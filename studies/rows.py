@@ -210,3 +210,18 @@ def insert_many(model: type[Model], instances: list[Model], names: tuple[str, ..
         each._state.adding = False
         each._state.db = connection.alias
     return instances
+
+
+@cache
+def _select_sql(model: type[Model], where: tuple[str, ...], vendor: str, lock: bool) -> str:
+    conditions = " AND ".join(f"{column(model, name, 't')} = %s" for name in where)
+    return f"SELECT {columns(model, 't')} FROM {table(model)} t WHERE {conditions}" + (
+        for_update() if lock else ""
+    )
+
+
+def select(model: type[Model], where: tuple[str, ...], params, *, lock: bool = False) -> Model | None:
+    """The one `model` row whose fields `where` (names) equal `params`, as an instance, or None; locked
+    (`for_update()`) until the transaction ends when `lock`. For look-ups by a unique key."""
+    row = fetchone(_select_sql(model, where, connection.vendor, lock), params)
+    return None if row is None else instance(model, row)[0]

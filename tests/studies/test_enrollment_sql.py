@@ -1,0 +1,60 @@
+"""Enrolment's cost and housekeeping: a new participant is a handful of hand-written statements, and stale
+participants are released when (and only when) the enrolment's count sees any."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from studies.models import Participant
+from studies.participants import StudyFull, participant_enroll, participant_find
+from tests.factories import AttentionCheckFactory, rating_study_build
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_new_participant_costs_a_handful_of_statements():
+    study = rating_study_build(conditions=3, prompts=12, items_per_participant=4)
+    AttentionCheckFactory(study=study, after_item=1)
+    participant_enroll(study=study, external_id="warm")
+    with CaptureQueriesContext(connection) as queries:
+        participant = participant_enroll(study=study, external_id="counted")
+    statements = [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
+    # lock, count, enrollable conditions, participant, pages (checks + responses), their INSERT
+    assert len(statements) <= 6, statements
+    assert [a.kind for a in participant.assignments.order_by("position")] == [
+        "response",
+        "attention",
+        "response",
+        "response",
+        "response",
+    ]
+    assert participant_find(study, "counted").pk == participant.pk
+
+
+def test_the_release_runs_only_when_the_count_saw_someone_stale():
+    study = rating_study_build(conditions=1, prompts=6, items_per_participant=3)
+    gone = participant_enroll(study=study, external_id="gone")
+    with CaptureQueriesContext(connection) as queries:
+        participant_enroll(study=study, external_id="second")
+    assert not any("timed_out" in q["sql"] for q in queries.captured_queries)
+
+    Participant.objects.filter(pk=gone.pk).update(last_seen_at=timezone.now() - timedelta(days=1))
+    participant_enroll(study=study, external_id="third")
+    gone.refresh_from_db()
+    assert gone.status == Participant.Status.TIMED_OUT and not gone.assignments.exists()
+
+
+def test_an_enrolment_refused_as_full_still_releases_the_stale():
+    study = rating_study_build(conditions=1, prompts=6, items_per_participant=3, quota_per_condition=1)
+    holder = participant_enroll(study=study, external_id="holder")
+    gone = participant_enroll(study=study, external_id="preview", is_preview=True)
+    Participant.objects.filter(pk=gone.pk).update(last_seen_at=timezone.now() - timedelta(days=1))
+    with pytest.raises(StudyFull):
+        participant_enroll(study=study, external_id="late")
+    gone.refresh_from_db()
+    assert gone.status == Participant.Status.TIMED_OUT
+    assert Participant.objects.get(pk=holder.pk).status == Participant.Status.ACTIVE
+    assert not Participant.objects.filter(external_id="late").exists()
