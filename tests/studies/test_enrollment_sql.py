@@ -58,3 +58,16 @@ def test_an_enrolment_refused_as_full_still_releases_the_stale():
     assert gone.status == Participant.Status.TIMED_OUT
     assert Participant.objects.get(pk=holder.pk).status == Participant.Status.ACTIVE
     assert not Participant.objects.filter(external_id="late").exists()
+
+
+def test_an_existing_participant_resumes_when_no_condition_enrolls_or_the_study_is_full():
+    study = rating_study_build(conditions=1, prompts=6, items_per_participant=3, quota_per_condition=1)
+    first = participant_enroll(study=study, external_id="first")
+    with pytest.raises(StudyFull):
+        participant_enroll(study=study, external_id="second")
+    assert participant_enroll(study=study, external_id="first").pk == first.pk  # full: still resumes
+    study.conditions.update(enrolling=False)
+    assert participant_enroll(study=study, external_id="first").pk == first.pk
+    with pytest.raises(StudyFull):
+        participant_enroll(study=study, external_id="third")
+    assert Participant.objects.filter(study=study).count() == 1
