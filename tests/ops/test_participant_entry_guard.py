@@ -38,29 +38,30 @@ def _enter(client, study, pid, *, session_id="se", study_id="st", **extra):
 def test_one_address_cannot_hold_more_than_the_configured_number_of_places(study):
     client = Client()
     statuses = [_enter(client, study, f"fake{i:04x}").status_code for i in range(20)]
-    assert statuses[:3] == [302, 302, 302]
+    assert statuses[:3] == [200, 200, 200]  # enrolled: the consent page, without a redirect
     assert set(statuses[3:]) == {429}
     assert Participant.objects.filter(study=study).count() == 3
     refused = _enter(Client(), study, "fake-more")
     assert "Too many new sessions" in refused.content.decode()
     assert int(refused["Retry-After"]) > 0
     # Another address still gets in.
-    assert _enter(Client(REMOTE_ADDR="203.0.113.9"), study, "real-person").status_code == 302
+    assert _enter(Client(REMOTE_ADDR="203.0.113.9"), study, "real-person").status_code == 200
     assert Participant.objects.filter(study=study).count() == 4
 
 
 def test_resuming_an_existing_participant_is_not_counted_as_a_new_enrollment(study):
     client = Client()
-    for _ in range(6):
-        assert _enter(client, study, "same-person").status_code == 302
-    assert _enter(Client(), study, "second").status_code == 302
+    assert _enter(client, study, "same-person").status_code == 200  # enrolled: the consent page
+    for _ in range(5):
+        assert _enter(client, study, "same-person").status_code == 302  # resumed: to the step page
+    assert _enter(Client(), study, "second").status_code == 200
     assert Participant.objects.filter(study=study).count() == 2
 
 
 def test_the_per_study_limit_applies_across_addresses(study, settings):
     settings.RATELIMIT_ENROLL_PER_STUDY = 4
     codes = [_enter(Client(REMOTE_ADDR=f"198.51.100.{i}"), study, f"p{i}").status_code for i in range(6)]
-    assert codes == [302] * 4 + [429] * 2
+    assert codes == [200] * 4 + [429] * 2
     assert Participant.objects.filter(study=study).count() == 4
 
 
@@ -70,7 +71,7 @@ def test_a_link_naming_another_study_is_refused_where_the_study_knows_its_platfo
     assert _enter(Client(), study, "wrong", study_id="someotherstudy").status_code == 400
     assert _enter(Client(), study, "none", study_id=None).status_code == 400
     assert not Participant.objects.filter(study=study).exists()
-    assert _enter(Client(), study, "right", study_id="60f1c0ffee").status_code == 302
+    assert _enter(Client(), study, "right", study_id="60f1c0ffee").status_code == 200
     assert Participant.objects.filter(study=study).count() == 1
 
 
@@ -149,7 +150,8 @@ def test_mturk_resume_is_bound_to_the_assignment_id(study):
     other = Client().get(f"/s/{study.slug}/", {"workerId": "W1", "assignmentId": "A2", "hitId": "H1"})
     assert other.status_code == 409
     same = Client().get(f"/s/{study.slug}/", {"workerId": "W1", "assignmentId": "A1", "hitId": "H1"})
-    assert same.status_code == 302 and same["Location"].endswith("/step/")
+    # The same assignment in a new browser: their current step, shown by the entry itself.
+    assert same.status_code == 200 and 'name="step" value="consent"' in same.content.decode()
 
 
 def test_the_session_key_is_rotated_at_enrollment(study):
