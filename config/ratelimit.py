@@ -210,7 +210,7 @@ def honeypot(view: Callable) -> Callable:
             logger.warning("honeypot filled, submission dropped", extra={"path": request.path})
             return HttpResponse(render_to_string("errors/form_rejected.html", request=request), status=400)
         response = view(request, *args, **kwargs)
-        _inject_honeypot(response)
+        honeypot_add(response)
         return response
 
     return wrapped
@@ -223,7 +223,9 @@ def _with_honeypot(match: re.Match) -> bytes:
     return opening + _HONEYPOT_HTML.encode()
 
 
-def _inject_honeypot(response) -> None:
+def honeypot_add(response) -> None:
+    """Adds the honeypot field to the POST forms of an HTML response (`@honeypot` does it for every page its
+    view renders; a view that sends a page inside a JSON reply calls it on the page first)."""
     if getattr(response, "streaming", False) or not response.get("Content-Type", "").startswith("text/html"):
         return
     if hasattr(response, "render") and not getattr(response, "is_rendered", True):

@@ -32,8 +32,7 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from config.ratelimit import _inject_honeypot as honeypot_add
-from config.ratelimit import honeypot, rate_limit
+from config.ratelimit import honeypot, honeypot_add, rate_limit
 from studies.models import Participant, Study
 from studies.participants import (
     InvalidExternalId,
@@ -243,8 +242,20 @@ def study_start(request: HttpRequest, slug: str) -> HttpResponse:
 @honeypot
 def study_step(request: HttpRequest, slug: str) -> HttpResponse:
     """Shows (GET) or answers (POST) the session's participant's current step."""
-    participant = participant_get_for_session(session=request.session, slug=slug)
     in_place = _wants_json(request)
+    if in_place and request.POST.get("step") == Participant.Step.ITEMS:
+        # An in-place answer: the participant found and locked by one query, in the answer's transaction.
+        form = ItemAnswerForm(request.POST)
+        if form.is_valid():
+            answered = services.rating_submit_for_session(
+                session=request.session,
+                slug=slug,
+                position=form.cleaned_data["position"],
+                value=form.cleaned_data["value"],
+            )
+            if answered is not None:
+                return _item_reply(request, answered.participant, answered.submitted, answered.error)
+    participant = participant_get_for_session(session=request.session, slug=slug)
     if participant is None:
         study = get_object_or_404(Study, slug=slug)
         if in_place:
@@ -433,7 +444,7 @@ def item_answer(request, participant: Participant) -> JsonResponse:
     form = ItemAnswerForm(request.POST)
     if not form.is_valid():
         return JsonResponse({"error": "bad_request"}, status=400)
-    submitted = None
+    submitted = error = None
     try:
         submitted = services.rating_submit(
             participant=participant,
@@ -441,10 +452,18 @@ def item_answer(request, participant: Participant) -> JsonResponse:
             value=form.cleaned_data["value"],
             show_next=True,
         )
-    except (services.NotCurrentItem, services.ParticipantNotActive):
-        pass  # a stale page: nothing stored, the current item is shown
-    except services.AnswerRejected as error:
+    except services.AnswerRejected as rejected:
+        error = rejected
+    return _item_reply(request, participant, submitted, error)
+
+
+def _item_reply(
+    request, participant: Participant, submitted: services.RatingSubmitted | None, error: Exception | None
+) -> JsonResponse:
+    """`item_answer`'s reply to an answer stored (`submitted`) or refused (`error`)."""
+    if error is not None and not isinstance(error, (services.NotCurrentItem, services.ParticipantNotActive)):
         return JsonResponse({"error": type(error).__name__}, status=error.status)
+    # NotCurrentItem, ParticipantNotActive: a stale page, nothing stored: the current item is shown.
     study = participant.study
     if participant.status != Participant.Status.ACTIVE or participant.step != Participant.Step.ITEMS:
         return _in_place(request, participant, _to_step(study))  # finished: the completion page, in place

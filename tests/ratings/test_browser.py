@@ -69,6 +69,8 @@ def test_a_participant_who_reloads_mid_study_resumes_on_the_same_item(live_serve
     assert progress(page) == "Item 2 of 3"
     assert page.locator("[data-response]").inner_text() == shown
     page.go_back()  # the back button re-asks the server (no-store): still the current item
+    expect(page.locator("[data-back-note]")).to_be_visible()  # Back reloads the step page (participant.js)
+    expect(page.locator(".progress-text")).to_have_text("Item 2 of 3")
     page.goto(f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID=PIDBROWSER2&STUDY_ID=S1&SESSION_ID=X1")
     assert progress(page) == "Item 2 of 3"
     assert page.locator("[data-response]").inner_text() == shown
