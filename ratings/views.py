@@ -93,8 +93,11 @@ def _step_url(slug: str) -> str:
 def _remember(
     request: HttpRequest, study: Study, participant: Participant, *, turk_submit_to: str = ""
 ) -> None:
-    if request.session.get(session_key(study.slug)) != participant.pk:
-        request.session.cycle_key()  # a new session key at enrollment: a planted one is worth nothing
+    session = request.session
+    if session.get(session_key(study.slug)) != participant.pk and session.session_key is not None:
+        # A new session key at enrollment: a planted one is worth nothing. A browser without a stored session
+        # (a planted key the store does not know loads as none) gets a fresh key when the session is saved.
+        session.cycle_key()
     request.session[session_key(study.slug)] = participant.pk
     if turk_submit_to:
         request.session[TURK_SUBMIT_SESSION_KEY.format(study_id=study.pk)] = turk_submit_to

@@ -169,6 +169,18 @@ def test_the_session_key_is_rotated_at_enrollment(study):
     assert step.status_code == 302 and step["Location"].endswith(f"/s/{study.slug}/")
 
 
+def test_a_planted_key_the_store_does_not_know_is_not_kept_either(study):
+    client = Client()
+    client.cookies[django_settings.SESSION_COOKIE_NAME] = "plantedbyattacker0000000000000000"
+    assert _enter(client, study, "fixated").status_code == 200
+    new_key = client.cookies[django_settings.SESSION_COOKIE_NAME].value
+    assert new_key and new_key != "plantedbyattacker0000000000000000"
+    attacker = Client()
+    attacker.cookies[django_settings.SESSION_COOKIE_NAME] = "plantedbyattacker0000000000000000"
+    step = attacker.get(f"/s/{study.slug}/step/")
+    assert step.status_code == 302 and step["Location"].endswith(f"/s/{study.slug}/")
+
+
 # --- the per-participant limit ------------------------------------------------------------------------
 
 
