@@ -95,8 +95,7 @@ def _remember(
 ) -> None:
     session = request.session
     if session.get(session_key(study.slug)) != participant.pk and session.session_key is not None:
-        # A new session key at enrollment: a planted one is worth nothing. A browser without a stored session
-        # (a planted key the store does not know loads as none) gets a fresh key when the session is saved.
+        # A new key at enrollment: a planted one is worth nothing (an unknown one loads as no session).
         session.cycle_key()
     request.session[session_key(study.slug)] = participant.pk
     if turk_submit_to:
@@ -209,7 +208,6 @@ def study_entry(request: HttpRequest, slug: str) -> HttpResponse:
         turk_submit_to=form.turk_submit_to() if fields["platform"] == "mturk" else "",
     )
     # Their current step right away (consent, for a newcomer), not a redirect to it: one request fewer.
-    # The address stays the study link until the next page; opening it again resumes (above).
     return _current_page(request, participant_touch(participant=participant))
 
 
@@ -248,16 +246,12 @@ def study_step(request: HttpRequest, slug: str) -> HttpResponse:
     in_place = _wants_json(request)
     if in_place and request.POST.get("step") == Participant.Step.ITEMS:
         # An in-place answer: the participant found and locked by one query, in the answer's transaction.
-        form = ItemAnswerForm(request.POST)
-        if form.is_valid():
-            answered = services.rating_submit_for_session(
-                session=request.session,
-                slug=slug,
-                position=form.cleaned_data["position"],
-                value=form.cleaned_data["value"],
-            )
-            if answered is not None:
-                return _item_reply(request, answered.participant, answered.submitted, answered.error)
+        form = ItemAnswerForm(request.POST)  # its fields: position and value
+        answered = form.is_valid() and services.rating_submit_for_session(
+            session=request.session, slug=slug, **form.cleaned_data
+        )
+        if answered:
+            return _item_reply(request, answered.participant, answered.submitted, answered.error)
     participant = participant_get_for_session(session=request.session, slug=slug)
     if participant is None:
         study = get_object_or_404(Study, slug=slug)
@@ -289,10 +283,10 @@ def _current_page(request: HttpRequest, participant: Participant) -> HttpRespons
 
 def _in_place(request: HttpRequest, participant: Participant, response: HttpResponse) -> JsonResponse:
     """A step's form posted in the background (participant.js): where the plain post redirects to the step
-    page, the reply carries that page instead, rendered for the participant's new step, so the browser
-    shows it in place without a second request: `{"page": html, "url": the step page}`, with the status
-    the page has (a form with errors is a 400 page, shown in place like any other). A redirect elsewhere
-    becomes `{"next": url}`. The services ran exactly as for the plain post and updated `participant`."""
+    page, the reply carries that page, rendered for the participant's new step, to be shown in place:
+    `{"page": html, "url": the step page}` with the page's status (a form with errors is a 400 page). A
+    redirect elsewhere becomes `{"next": url}`. The services ran as for the plain post and updated
+    `participant`."""
     step_url = _step_url(participant.study.slug)
     for _ in range(3):  # a page's GET may itself redirect to the step page (all items answered: completed)
         if not 300 <= response.status_code < 400:
