@@ -27,6 +27,11 @@ redirected GET of the next item page: the baseline). Phases, all against one ser
    (`flow_at_saturation`) and with form posts (`flow_with_form_posts_at_saturation`); answers stored per
    second over the floor's writes per second, and server CPU per participant again.
 
+4. baseline (`--baseline REV`, default the code before answers in place; '' for none): a second stack
+   serving that revision from a temporary git worktree (its own database and Redis database), whose floor
+   and form-post flow take their slices in the same saturation rounds. `must_show` compares server CPU per
+   participant in place now with the baseline's, measured side by side.
+
 ratio_to_floor = flow requests/s ÷ floor requests/s at the same concurrency on the same server: the
 share of the stack's raw capacity (one HTTP request + one INSERT) the participant flow keeps per request.
 page_ceiling_ratio_to_floor is the same for the page ceiling: how much of that capacity a participant
