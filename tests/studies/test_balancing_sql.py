@@ -92,7 +92,10 @@ def test_the_tie_break_in_the_database_is_fair_and_replays_from_the_seed():
 
     def picked(seed):
         return [
-            key for source, key, _ in rows.fetchall(_pages_sql(connection.vendor), _pages_params(study, condition, now, random.Random(seed)))
+            key
+            for source, key, _ in rows.fetchall(
+                _pages_sql(connection.vendor), _pages_params(study, condition, now, random.Random(seed))
+            )
         ]
 
     assert picked(7) == picked(7)  # the stored seed replays the draw
