@@ -254,45 +254,35 @@ def saturation_phase(
     cpu = {name: {"gunicorn": 0.0, "postgres": 0.0, "redis": 0.0} for name in answers}
     outcomes: dict[str, list] = {name: [] for name in answers}
     per_slice = seconds / rounds
+
+    def flow_run(target: Stack, target_meter: CpuMeter, name: str, *, in_place: bool, seed: int) -> None:
+        before = target_meter.sample()
+        requests, stored = flow_slice(
+            target,
+            recorder=recorders[name],
+            outcomes=outcomes[name],
+            slug=slug,
+            concurrency=concurrency,
+            seconds=per_slice,
+            seed=seed,
+            in_place=in_place,
+        )
+        for group, used in target_meter.between(before, target_meter.sample()).items():
+            cpu[name][group] += used
+        done[name] += requests
+        answers[name] += stored
+
     for r in range(rounds):
         for name, target in (("floor", floor_slice), ("ceiling", ceiling_slice)):
             done[name] += target(stack, recorder=recorders[name], concurrency=concurrency, seconds=per_slice)
         for name, in_place in FLOWS.items():
-            before = meter.sample()
-            requests, stored = flow_slice(
-                stack,
-                recorder=recorders[name],
-                outcomes=outcomes[name],
-                slug=slug,
-                concurrency=concurrency,
-                seconds=per_slice,
-                seed=seed * 10 + r,
-                in_place=in_place,
-            )
-            for group, used in meter.between(before, meter.sample()).items():
-                cpu[name][group] += used
-            done[name] += requests
-            answers[name] += stored
+            flow_run(stack, meter, name, in_place=in_place, seed=seed * 10 + r)
         if baseline:
             old_stack, old_meter = baseline
             done["baseline_floor"] += floor_slice(
                 old_stack, recorder=recorders["baseline_floor"], concurrency=concurrency, seconds=per_slice
             )
-            before = old_meter.sample()
-            requests, stored = flow_slice(
-                old_stack,
-                recorder=recorders["baseline_flow"],
-                outcomes=outcomes["baseline_flow"],
-                slug=slug,
-                concurrency=concurrency,
-                seconds=per_slice,
-                seed=seed * 10 + r,
-                in_place=False,
-            )
-            for group, used in old_meter.between(before, old_meter.sample()).items():
-                cpu["baseline_flow"][group] += used
-            done["baseline_flow"] += requests
-            answers["baseline_flow"] += stored
+            flow_run(old_stack, old_meter, "baseline_flow", in_place=False, seed=seed * 10 + r)
         elapsed = per_slice * (r + 1)
         log(
             f"saturation round {r + 1}/{rounds}: floor {done['floor'] / elapsed:.0f} req/s, "
