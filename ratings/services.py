@@ -17,10 +17,10 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from studies import rows
-from studies.balancing import stale_cutoff
 from studies.models import Assignment, AttentionCheck, Participant, Rating, Study
 from studies.participants import (
     TOUCH_INTERVAL,
+    hold_cutoff,
     is_on_step,
     participant_advance,
     participant_lock,
@@ -407,7 +407,7 @@ def rating_submit_for_session(
                 locked.study.kind != Study.Kind.RATING
                 or not is_on_step(locked, Participant.Step.ITEMS)
                 or seen is None
-                or seen < stale_cutoff(locked.study, now)
+                or seen < hold_cutoff(locked, now)
             ):
                 return None
             try:

@@ -467,6 +467,13 @@ def participant_time_out(*, participant: Participant, now: datetime | None = Non
     return _leave(participant, Participant.Status.TIMED_OUT, now)
 
 
+def hold_cutoff(participant: Participant, now: datetime) -> datetime:
+    """The oldest `last_seen_at` at which an active participant still holds their place (studies/balancing.py)."""
+    if participant.step == Participant.Step.CONSENT:
+        return max(stale_cutoff(participant.study, now), consent_cutoff(now))
+    return stale_cutoff(participant.study, now)
+
+
 def participant_touch(*, participant: Participant, now: datetime | None = None) -> Participant:
     """Records that an active participant is still here (`last_seen_at`); called on every request, it
     writes at most once per TOUCH_INTERVAL (a conditional UPDATE).
@@ -477,9 +484,7 @@ def participant_touch(*, participant: Participant, now: datetime | None = None) 
     now = now or timezone.now()
     if participant.status != Participant.Status.ACTIVE:
         return participant
-    cutoff = stale_cutoff(participant.study, now)
-    if participant.step == Participant.Step.CONSENT:
-        cutoff = max(cutoff, consent_cutoff(now))
+    cutoff = hold_cutoff(participant, now)
     seen = participant.last_seen_at
     if seen is not None and seen >= cutoff and now - seen < TOUCH_INTERVAL:
         return participant
