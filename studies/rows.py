@@ -109,17 +109,6 @@ def fetchall(sql: str, params) -> list[tuple]:
         return cursor.fetchall()
 
 
-@cache
-def _insert_sql(model: type[Model], names: tuple[str, ...], vendor: str, returning: bool) -> str:
-    quote = connection.ops.quote_name
-    fields = [model._meta.get_field(name) for name in names]
-    pk = quote(model._meta.pk.column)
-    return (
-        f"INSERT INTO {table(model)} ({', '.join(quote(f.column) for f in fields)})"
-        f" VALUES ({', '.join(['%s'] * len(fields))})" + (f" RETURNING {pk}" if returning else "")
-    )
-
-
 def insert(model: type[Model], *, along: tuple[str, list] | None = None, **values) -> Model:
     """Inserts one row of `model` (the fields given, by name) and returns it as a saved instance, as
     `Model.objects.create` would, without the ORM's per-call compile. Values go through the fields' own
@@ -134,7 +123,7 @@ def insert(model: type[Model], *, along: tuple[str, list] | None = None, **value
         field.get_db_prep_save(values[name], connection) for field, name in zip(fields, names, strict=True)
     ]
     returning = connection.features.can_return_columns_from_insert
-    sql = _insert_sql(model, names, connection.vendor, returning)
+    sql = _insert_many_sql(model, names, 1, connection.vendor, returning)
     with connection.cursor() as cursor:
         if along is not None and connection.vendor == "postgresql":
             sql, params = f"WITH along AS ({along[0]}) {sql}", [*along[1], *params]
