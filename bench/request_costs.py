@@ -14,7 +14,8 @@ bench/participants.py post them. The same run measures, alongside each participa
 them. The first five participants warm up and are not counted.
 
 `--round-trips` also counts, per request kind, the SQL statements sent to PostgreSQL and the round trips to
-Redis (a pipeline is one), at a small CPU cost of its own. `--profile KIND` prints to stderr the cProfile
+Redis (a pipeline is one), at a small CPU cost of its own, and the CPU the PostgreSQL backend serving them
+used (`postgres_cpu_ms`, from /proc in 10 ms ticks: a mean over many requests). `--profile KIND` prints to stderr the cProfile
 (CPU time) of the requests whose kind contains KIND, e.g. `--profile "in place"`.
 """
 
@@ -32,6 +33,7 @@ from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.lib.cpu import process_cpu_seconds  # noqa: E402
 from bench.lib.stack import DEFAULT_CORPUS, Stack  # noqa: E402
 from bench.lib.study import study_seed  # noqa: E402
 
@@ -52,6 +54,8 @@ class Meter:
         self.profile = profile
         self.profiler = None
         self._sql = self._redis = 0
+        self.pg_pid = None  # the PostgreSQL backend serving this process (with --round-trips)
+        self.pg: dict[str, float] = {}
         if profile:
             import cProfile
 
@@ -68,6 +72,9 @@ class Meter:
             return execute(sql, params, many, context)
 
         connection.execute_wrappers.append(count_sql)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            self.pg_pid = cursor.fetchone()[0]
         send = AbstractConnection.send_packed_command
 
         def counted(connection_, command, check_health=True):
@@ -81,16 +88,20 @@ class Meter:
         sql, redis = self._sql, self._redis
         if profiling:
             self.profiler.enable()
+        pg_before = process_cpu_seconds(self.pg_pid) if self.pg_pid else None
         started = time.process_time()
         response = call()
         self.costs.setdefault(kind, []).append(time.process_time() - started)
+        if pg_before is not None:
+            # /proc counts in clock ticks (10 ms): summed over hundreds of requests, the mean is what counts.
+            self.pg[kind] = self.pg.get(kind, 0.0) + process_cpu_seconds(self.pg_pid) - pg_before
         if profiling:
             self.profiler.disable()
         self.trips.setdefault(kind, []).append((self._sql - sql, self._redis - redis))
         return response
 
     def reset(self) -> None:
-        self.costs, self.trips = {}, {}
+        self.costs, self.trips, self.pg = {}, {}, {}
         if self.profiler is not None:
             self.profiler.clear()
 
@@ -102,6 +113,8 @@ class Meter:
                 trips = self.trips[kind]
                 figures[kind]["sql"] = round(sum(t[0] for t in trips) / len(trips), 2)
                 figures[kind]["redis"] = round(sum(t[1] for t in trips) / len(trips), 2)
+                if self.pg_pid:
+                    figures[kind]["postgres_cpu_ms"] = round(self.pg.get(kind, 0.0) / len(values) * 1000, 2)
         return figures
 
     def print_profile(self) -> None:

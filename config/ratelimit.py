@@ -153,21 +153,31 @@ def rate_limit(scope: str) -> Callable:
     def decorator(view):
         @functools.wraps(view)
         def wrapped(request, *args, **kwargs):
-            if settings.RATELIMIT_ENABLED:
-                checks = [
-                    ("participant", _participant_key(request, scope=scope), settings.RATELIMIT_PARTICIPANT)
-                ]
-                if scope == "entry":
-                    checks.insert(0, ("entry-ip", client_ip(request), settings.RATELIMIT_ENTRY_PER_IP))
-                bucket, retry_after = _hits(checks, session=getattr(request, "session", None))
-                if bucket is not None:
-                    logger.warning("rate limited", extra={"bucket": bucket, "path": request.path})
-                    return too_many_requests(request, retry_after=retry_after)
+            refused = rate_limit_refusal(request, scope=scope)
+            if refused is not None:
+                return refused
             return view(request, *args, **kwargs)
 
         return wrapped
 
     return decorator
+
+
+def rate_limit_refusal(request, *, scope: str):
+    """Counts the request against `scope`'s limits (see `rate_limit`) once: the 429 page when it is over one,
+    else None. A request already counted (the in-place answer's own path counted it before handing it to the
+    view: ratings/answer_path.py) is not counted again."""
+    if not settings.RATELIMIT_ENABLED or getattr(request, "_rate_limit_counted", False):
+        return None
+    request._rate_limit_counted = True
+    checks = [("participant", _participant_key(request, scope=scope), settings.RATELIMIT_PARTICIPANT)]
+    if scope == "entry":
+        checks.insert(0, ("entry-ip", client_ip(request), settings.RATELIMIT_ENTRY_PER_IP))
+    bucket, retry_after = _hits(checks, session=getattr(request, "session", None))
+    if bucket is None:
+        return None
+    logger.warning("rate limited", extra={"bucket": bucket, "path": request.path})
+    return too_many_requests(request, retry_after=retry_after)
 
 
 def enrollment_allowed(request, *, study_id: int) -> tuple[bool, int]:

@@ -65,6 +65,9 @@ MIDDLEWARE = [
     # /healthz answers before host validation and the SSL redirect (the container's own check calls it by IP).
     "config.middleware.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # The item page's background answers, on PostgreSQL: what they need of the middleware below, done by
+    # hand, and the answer in one statement (ratings/answer_path.py); everything else passes through.
+    "ratings.answer_path.InPlaceAnswerMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -258,6 +261,9 @@ SPECTACULAR_SETTINGS = {
 # A participant who has not yet agreed to the consent form holds their place for this long only (then the
 # study's full time limit): an id that opens the link and goes no further frees its place quickly.
 PARTICIPANT_CONSENT_HOLD_MINUTES = env_int("PARTICIPANT_CONSENT_HOLD_MINUTES", 10)
+# In-place answers on PostgreSQL take their own path: one statement, without the session, auth and messages
+# middleware (ratings/answer_path.py). Off: every answer goes through the view (the same rules, more work).
+PARTICIPANT_ANSWER_PATH = env_bool("PARTICIPANT_ANSWER_PATH", True)
 
 # --- Security -----------------------------------------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True

@@ -47,6 +47,7 @@ from studies.participants import (
 )
 
 from . import entry_guard, flow, services, teq
+from .answer_path import item_payload
 from .forms import DEFAULT_TURK_SUBMIT_TO, ConsentForm, EntryForm, ItemAnswerForm, TeqForm
 from .selectors import (
     assignment_current_for_participant,
@@ -473,22 +474,7 @@ def _item_reply(
             return _in_place(request, participant, _to_step(study))
         services.assignment_mark_shown(assignment=current.assignment)
     current = item_disguise_attention_check(item=current, participant=participant)
-    return JsonResponse(
-        {
-            "saved": submitted is not None,
-            "item": {
-                "position": current.assignment.position,
-                "number": current.number,
-                "total": current.total,
-                "answered": current.answered,
-                "emotion": current.emotion,
-                "situation": current.situation,
-                "utterance": current.utterance,
-                "response": current.response,
-                "title": f"Item {current.number} of {current.total}: {study.title}",
-            },
-        }
-    )
+    return JsonResponse({"saved": submitted is not None, "item": item_payload(current, title=study.title)})
 
 
 # The pages named by studies/kinds/ (the spine's consent page, the rating kind's steps).

@@ -78,9 +78,13 @@ def test_a_session_cache_on_another_redis_is_read_by_the_store_itself(client, st
 
 
 @pytest.mark.django_db
-def test_an_in_place_answer_is_at_most_four_statements_and_one_redis_round_trip(
-    client, study, redis_trips, requires_postgres
+@pytest.mark.parametrize("answer_path", [True, False], ids=["answer-path", "view"])
+def test_an_in_place_answer_is_one_statement_or_at_most_four_and_one_redis_round_trip(
+    client, study, redis_trips, requires_postgres, settings, answer_path
 ):
+    """On its own path (ratings/answer_path.py) the answer is one statement, `rating_answer_in_place`;
+    through the view (PARTICIPANT_ANSWER_PATH off), at most four. The same rows either way."""
+    settings.PARTICIPANT_ANSWER_PATH = answer_path
     position = _ready(client, study)
     redis_trips.clear()
     with CaptureQueriesContext(connection) as queries:
@@ -88,10 +92,13 @@ def test_an_in_place_answer_is_at_most_four_statements_and_one_redis_round_trip(
     assert response.status_code == 200 and response.json()["saved"] is True
     # The test's own transaction turns the answer's into a savepoint: not a statement of the answer's.
     statements = [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
-    found_and_locked = "FOR UPDATE" in statements[0]  # one query, or a look-up and then the lock
-    assert len(statements) == (3 if found_and_locked else 4), statements
-    assert "FOR UPDATE" in statements[0 if found_and_locked else 1]
-    assert statements[-1].startswith("WITH") and "UPDATE" in statements[-1] and "INSERT" in statements[-1]
+    if answer_path:
+        assert len(statements) == 1 and "rating_answer_in_place(" in statements[0], statements
+    else:
+        found_and_locked = "FOR UPDATE" in statements[0]  # one query, or a look-up and then the lock
+        assert len(statements) == (3 if found_and_locked else 4), statements
+        assert "FOR UPDATE" in statements[0 if found_and_locked else 1]
+        assert statements[-1].startswith("WITH") and "UPDATE" in statements[-1] and "INSERT" in statements[-1]
     assert len(redis_trips) == 1
     # What the one statement wrote: the rating, its item's times, and the next item marked as shown.
     participant = Participant.objects.get(external_id="PID1")

@@ -1,0 +1,145 @@
+"""The in-place answer's own path: one request, one round trip to Redis, one SQL statement.
+
+Ten of a participant's thirteen requests are answers posted in the background by the item page's script
+(static/ratings/participant.js). `InPlaceAnswerMiddleware` takes those POSTs ahead of the session,
+authentication, messages and login-throttling middleware, which an answer does not need, and does itself
+what the answer does need from them, with the same code:
+
+* the CSRF check (Django's `CsrfViewMiddleware`, called as the middleware calls it);
+* the session, read in the rate limiter's round trip to Redis (`config.ratelimit.rate_limit_refusal`: the
+  same per-participant limit, counted once);
+* the honeypot and the form's fields (a filled honeypot or a bad form goes the usual way, which refuses it);
+* `never_cache`, `Vary: Cookie` and `X-Frame-Options` on the reply (the middleware before it in
+  MIDDLEWARE — request id and access log, body limit, CSP, security headers — still runs).
+
+The answer itself is one statement on PostgreSQL, `rating_answer_in_place` (studies/migrations/0008): the
+participant's row locked, the answer checked and stored exactly as `services.rating_submit` stores it, the
+next item marked as shown and returned, in one round trip whose plans PostgreSQL keeps. What it does not
+take (the last answer, an attention check's answer, a participant not on the items step or past the time
+limit, no participant in this session) writes nothing and goes on down the usual path
+(`views.study_step`), as does every request on SQLite and every request it does not recognise. The reply is
+the one `views.item_answer` sends (`item_payload`).
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import import_module
+
+from django.conf import settings
+from django.db import IntegrityError, connection
+from django.http import JsonResponse
+from django.middleware.csrf import CsrfViewMiddleware
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.cache import add_never_cache_headers, patch_vary_headers
+
+from config.ratelimit import HONEYPOT_FIELD, rate_limit_refusal
+from studies.models import Assignment, Participant
+from studies.participants import TOUCH_INTERVAL
+
+from .forms import ItemAnswerForm
+from .selectors import CurrentItem, item_disguise_attention_check, session_key
+
+_SQL = "SELECT * FROM rating_answer_in_place(%s, %s, %s, %s, %s, %s)"
+# Outcomes of rating_answer_in_place that end in a refusal: the error code and status `views.item_answer` sends.
+_REFUSED = {"not_yours": ("NotYourItem", 403), "invalid_value": ("InvalidValue", 400)}
+
+
+def item_payload(item: CurrentItem, *, title: str) -> dict:
+    """What the item page needs to show `item` in place (`{"item": ...}` of an answer's reply)."""
+    return {
+        "position": item.assignment.position,
+        "number": item.number,
+        "total": item.total,
+        "answered": item.answered,
+        "emotion": item.emotion,
+        "situation": item.situation,
+        "utterance": item.utterance,
+        "response": item.response,
+        "title": f"Item {item.number} of {item.total}: {title}",
+    }
+
+
+def answer_in_place(
+    *, participant_id: int, slug: str, position: int, value: int, now=None
+) -> JsonResponse | None:
+    """The reply to an in-place answer by participant `participant_id` of study `slug`, stored (or refused)
+    by `rating_answer_in_place` in one statement; None, having written nothing, where the usual path must
+    answer instead (see the module's docstring)."""
+    now = now or timezone.now()
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(_SQL, [participant_id, slug, position, value, now, TOUCH_INTERVAL])
+            row = cursor.fetchone()
+    except IntegrityError:
+        return None  # the OneToOne key refused a second rating: the usual path finds the stored one
+    outcome = row[0]
+    if outcome == "fallback":
+        return None
+    if outcome in _REFUSED:
+        code, status = _REFUSED[outcome]
+        return JsonResponse({"error": code}, status=status)
+    (study_id, title, item_id, item_position, kind, total, answered, *texts) = row[1:]
+    item = CurrentItem(
+        assignment=Assignment(id=item_id, position=item_position, kind=kind),
+        number=answered + 1,
+        total=total,
+        **dict(zip(("emotion", "situation", "utterance", "response"), (t or "" for t in texts), strict=True)),
+    )
+    if kind == Assignment.Kind.ATTENTION:
+        item = item_disguise_attention_check(
+            item=item, participant=Participant(id=participant_id, study_id=study_id)
+        )
+    return JsonResponse({"saved": outcome in ("saved", "repeat"), "item": item_payload(item, title=title)})
+
+
+class InPlaceAnswerMiddleware:
+    """Answers the item page's background POSTs on PostgreSQL without the rest of the middleware chain (see
+    the module's docstring); hands every other request, and every answer it does not take, to the chain."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.csrf = CsrfViewMiddleware(get_response)
+        self.session_store = import_module(settings.SESSION_ENGINE).SessionStore
+        marker = "0slug0"
+        self.step_path = re.compile(
+            re.escape(reverse("ratings:step", kwargs={"slug": marker})).replace(marker, r"([-a-zA-Z0-9_]+)")
+        )
+
+    def __call__(self, request):
+        response = None
+        if (
+            settings.PARTICIPANT_ANSWER_PATH
+            and request.method == "POST"
+            and connection.vendor == "postgresql"
+            and "application/json" in request.headers.get("Accept", "")
+        ):
+            found = self.step_path.fullmatch(request.path_info)
+            if found is not None:
+                response = self.answer(request, found.group(1))
+        return self.get_response(request) if response is None else response
+
+    def answer(self, request, slug: str):
+        post = request.POST
+        if post.get("step") != Participant.Step.ITEMS or post.get(HONEYPOT_FIELD):
+            return None
+        form = ItemAnswerForm(post)
+        if not form.is_valid():
+            return None
+        self.csrf.process_request(request)
+        if self.csrf.process_view(request, None, (), {"slug": slug}) is not None:
+            return None  # refused: the usual path refuses it the same way, with its page
+        request.session = self.session_store(request.COOKIES.get(settings.SESSION_COOKIE_NAME))
+        response = rate_limit_refusal(request, scope="participant")
+        if response is None:
+            participant_id = request.session.get(session_key(slug))
+            if participant_id is None:
+                return None
+            response = answer_in_place(participant_id=participant_id, slug=slug, **form.cleaned_data)
+            if response is None:
+                return None
+        add_never_cache_headers(response)
+        patch_vary_headers(response, ("Cookie",))
+        response.headers.setdefault("X-Frame-Options", settings.X_FRAME_OPTIONS.upper())
+        return response
