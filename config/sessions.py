@@ -18,6 +18,8 @@ from __future__ import annotations
 import logging
 
 from django.contrib.sessions.backends import cached_db, db
+from django.contrib.sessions.backends.base import VALID_KEY_CHARS
+from django.utils.crypto import get_random_string
 
 logger = logging.getLogger("django.contrib.sessions")
 
@@ -64,6 +66,12 @@ class SessionStore(cached_db.SessionStore):
         except Exception:
             logger.warning("session cache unavailable; read from the database")
         return data
+
+    def _get_new_session_key(self):
+        """A fresh random key, without first asking the cache and then the database whether it is taken (one
+        round trip to Redis and one query on every enrolment): every new key reaches the database through
+        `create`, as an INSERT that the primary key refuses for a taken one, and `create` then draws again."""
+        return get_random_string(32, VALID_KEY_CHARS)
 
     def exists(self, session_key):
         try:

@@ -42,6 +42,17 @@ def participant_for_session_sql(vendor: str) -> str:
     )
 
 
+def study_get_by_slug(slug: str) -> Study | None:
+    """The study `slug` names, or None (the entry's look-up: one hand-written query)."""
+    row = rows.fetchone(_study_sql(connection.vendor), [slug])
+    return None if row is None else rows.instance(Study, row)[0]
+
+
+@cache
+def _study_sql(vendor: str) -> str:
+    return f"SELECT {rows.columns(Study, 's')} FROM {rows.table(Study)} s WHERE {rows.column(Study, 'slug', 's')} = %s"
+
+
 def session_key(slug: str) -> str:
     return f"ratings:participant:{slug}"
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import secrets
 from urllib.parse import quote
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
@@ -54,6 +54,7 @@ from .selectors import (
     item_disguise_attention_check,
     participant_get_for_session,
     session_key,
+    study_get_by_slug,
 )
 
 TURK_SUBMIT_SESSION_KEY = "ratings:turk_submit_to:{study_id}"
@@ -166,7 +167,9 @@ def _outcome_page(request, participant: Participant) -> HttpResponse:
 @honeypot
 def study_entry(request: HttpRequest, slug: str) -> HttpResponse:
     """Enrolls or resumes the participant the link names, and shows their current step."""
-    study = get_object_or_404(Study, slug=slug)
+    study = study_get_by_slug(slug)
+    if study is None:
+        raise Http404("No such study.")
     form = EntryForm(request.GET)
     if not form.is_valid():
         return _page(request, study, "bad_link.html", status=400)

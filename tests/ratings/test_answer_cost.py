@@ -110,3 +110,22 @@ def test_an_in_place_answer_is_one_statement_or_at_most_four_and_one_redis_round
     assert shown.shown_at == rating.created_at and shown.answered_at is None
     others = Assignment.objects.filter(participant=participant).exclude(pk__in=[answered.pk, shown.pk])
     assert [a.shown_at for a in others] == [None]
+
+
+@pytest.mark.django_db
+def test_a_new_session_key_already_taken_is_drawn_again_and_the_other_session_is_untouched(
+    redis_trips, monkeypatch
+):
+    """New keys are not looked up first (config/sessions.py): the INSERT refuses a taken one instead."""
+    taken = SessionStore()
+    taken["who"] = "first"
+    taken.save()
+    keys = iter([taken.session_key, "k" * 32])
+    monkeypatch.setattr("config.sessions.get_random_string", lambda length, chars: next(keys))
+    redis_trips.clear()
+    fresh = SessionStore()
+    fresh["who"] = "second"
+    fresh.save()
+    assert fresh.session_key == "k" * 32
+    assert not [command for command in redis_trips if b"GET" in command[0][:40]]  # no look-up first
+    assert SessionStore(taken.session_key).load() == {"who": "first"}
