@@ -14,11 +14,12 @@ what the answer does need from them, with the same code:
 
 The answer itself is one statement on PostgreSQL, `rating_answer_in_place` (studies/migrations/0008): the
 participant's row locked, the answer checked and stored exactly as `services.rating_submit` stores it, the
-next item marked as shown and returned, in one round trip whose plans PostgreSQL keeps. What it does not
-take (the last answer, an attention check's answer, a participant not on the items step or past the time
-limit, no participant in this session) writes nothing and goes on down the usual path
+next item marked as shown and returned (or, after the last answer, the participant completed), in one round
+trip whose plans PostgreSQL keeps. What it does not take (an attention check's answer, a participant not on
+the items step or past the time limit, no participant in this session) writes nothing and goes on down the
+usual path
 (`views.study_step`), as does every request on SQLite and every request it does not recognise. The reply is
-the one `views.item_answer` sends (`item_payload`).
+the one `views.item_answer` sends (`selectors.item_payload`; the completion page, `views.outcome_in_place`).
 """
 
 from __future__ import annotations
@@ -38,35 +39,28 @@ from config.ratelimit import HONEYPOT_FIELD, rate_limit_refusal
 from studies.models import Assignment, Participant
 from studies.participants import TOUCH_INTERVAL
 
+from . import views
 from .forms import ItemAnswerForm
-from .selectors import CurrentItem, item_disguise_attention_check, session_key
+from .selectors import (
+    CurrentItem,
+    item_disguise_attention_check,
+    item_payload,
+    participant_get_for_session,
+    session_key,
+)
 
 _SQL = "SELECT * FROM rating_answer_in_place(%s, %s, %s, %s, %s, %s)"
 # Outcomes of rating_answer_in_place that end in a refusal: the error code and status `views.item_answer` sends.
 _REFUSED = {"not_yours": ("NotYourItem", 403), "invalid_value": ("InvalidValue", 400)}
 
 
-def item_payload(item: CurrentItem, *, title: str) -> dict:
-    """What the item page needs to show `item` in place (`{"item": ...}` of an answer's reply)."""
-    return {
-        "position": item.assignment.position,
-        "number": item.number,
-        "total": item.total,
-        "answered": item.answered,
-        "emotion": item.emotion,
-        "situation": item.situation,
-        "utterance": item.utterance,
-        "response": item.response,
-        "title": f"Item {item.number} of {item.total}: {title}",
-    }
-
-
 def answer_in_place(
-    *, participant_id: int, slug: str, position: int, value: int, now=None
+    request, *, participant_id: int, slug: str, position: int, value: int, now=None
 ) -> JsonResponse | None:
     """The reply to an in-place answer by participant `participant_id` of study `slug`, stored (or refused)
     by `rating_answer_in_place` in one statement; None, having written nothing, where the usual path must
-    answer instead (see the module's docstring)."""
+    answer instead (see the module's docstring). The last answer's reply is the completion page, as the
+    view sends it (`views.outcome_in_place`)."""
     now = now or timezone.now()
     try:
         with connection.cursor() as cursor:
@@ -77,6 +71,9 @@ def answer_in_place(
     outcome = row[0]
     if outcome == "fallback":
         return None
+    if outcome == "completed":
+        participant = participant_get_for_session(session=request.session, slug=slug)
+        return views.outcome_in_place(request, participant)
     if outcome in _REFUSED:
         code, status = _REFUSED[outcome]
         return JsonResponse({"error": code}, status=status)
@@ -136,10 +133,12 @@ class InPlaceAnswerMiddleware:
             participant_id = request.session.get(session_key(slug))
             if participant_id is None:
                 return None
-            response = answer_in_place(participant_id=participant_id, slug=slug, **form.cleaned_data)
+            response = answer_in_place(request, participant_id=participant_id, slug=slug, **form.cleaned_data)
             if response is None:
                 return None
         add_never_cache_headers(response)
         patch_vary_headers(response, ("Cookie",))
         response.headers.setdefault("X-Frame-Options", settings.X_FRAME_OPTIONS.upper())
-        return response
+        return self.csrf.process_response(
+            request, response
+        )  # a page that used the token may renew its cookie

@@ -137,6 +137,21 @@ def _current_sql(vendor: str) -> str:
     )
 
 
+def item_payload(item: CurrentItem, *, title: str) -> dict:
+    """What the item page needs to show `item` in place (`{"item": ...}` of an answer's reply)."""
+    return {
+        "position": item.assignment.position,
+        "number": item.number,
+        "total": item.total,
+        "answered": item.answered,
+        "emotion": item.emotion,
+        "situation": item.situation,
+        "utterance": item.utterance,
+        "response": item.response,
+        "title": f"Item {item.number} of {item.total}: {title}",
+    }
+
+
 def item_disguise_attention_check(*, item: CurrentItem, participant: Participant) -> CurrentItem:
     """The attention-check page shows a real emotion of the study, as every other page does, so a bot
     or an LLM agent cannot spot it by an "attention check" label. A check whose label already is one of

@@ -47,11 +47,11 @@ from studies.participants import (
 )
 
 from . import entry_guard, flow, services, teq
-from .answer_path import item_payload
 from .forms import DEFAULT_TURK_SUBMIT_TO, ConsentForm, EntryForm, ItemAnswerForm, TeqForm
 from .selectors import (
     assignment_current_for_participant,
     item_disguise_attention_check,
+    item_payload,
     participant_get_for_session,
     session_key,
     study_get_by_slug,
@@ -285,6 +285,11 @@ def _current_page(request: HttpRequest, participant: Participant) -> HttpRespons
     return flow.page_of(participant).get(request, participant)
 
 
+def outcome_in_place(request: HttpRequest, participant: Participant) -> JsonResponse:
+    """The in-place reply of a participant who has just left the items (completed): their outcome page."""
+    return _in_place(request, participant, _to_step(participant.study))
+
+
 def _in_place(request: HttpRequest, participant: Participant, response: HttpResponse) -> JsonResponse:
     """A step's form posted in the background (participant.js): where the plain post redirects to the step
     page, the reply carries that page, rendered for the participant's new step, to be shown in place:
@@ -467,14 +472,14 @@ def _item_reply(
     # NotCurrentItem, ParticipantNotActive: a stale page, nothing stored: the current item is shown.
     study = participant.study
     if participant.status != Participant.Status.ACTIVE or participant.step != Participant.Step.ITEMS:
-        return _in_place(request, participant, _to_step(study))  # finished: the completion page, in place
+        return outcome_in_place(request, participant)  # finished: the completion page, in place
     # A new answer brings its next item along (same query, same transaction); a retried or stale one reads it.
     current = submitted.next_item if submitted is not None else None
     if current is None:
         current = assignment_current_for_participant(participant=participant)
         if current is None:
             participant_complete(participant=participant)
-            return _in_place(request, participant, _to_step(study))
+            return outcome_in_place(request, participant)
         services.assignment_mark_shown(assignment=current.assignment)
     current = item_disguise_attention_check(item=current, participant=participant)
     return JsonResponse({"saved": submitted is not None, "item": item_payload(current, title=study.title)})

@@ -3,13 +3,15 @@
 The participant's hot path (ratings/answer_path.py) calls it once per answer instead of sending BEGIN, three
 statements and COMMIT: one round trip, and plans that PL/pgSQL keeps for the connection's life instead of
 planning every statement anew. It stores exactly what `ratings.services.rating_submit` stores and refuses what
-it refuses; whatever it does not take — the last answer (which completes the participant), an attention
-check's answer (which counts failures), a participant who is not active on the items step or past the time
-limit — it leaves untouched and answers `fallback`, and the usual Python path runs instead. Tests compare the
+it refuses, and the last answer completes the participant as `participant_mark_completed` does; whatever it
+does not take — an attention check's answer (which counts failures), a participant who is not active on the
+items step or past the time limit — it leaves untouched and answers `fallback`, and the usual Python path
+runs instead. Tests compare the
 two paths row for row (tests/ratings/test_answer_path.py). SQLite (`make run`) has no such function: there
 every answer takes the Python path.
 
-Outcomes (`outcome`): `saved` (stored; the row is the next item, marked as shown), `repeat` (that position was
+Outcomes (`outcome`): `saved` (stored; the row is the next item, marked as shown), `completed` (the last
+answer stored and the participant completed with their code; no item), `repeat` (that position was
 already answered: nothing written, the row is the current item), `stale` (not the current item: nothing
 written, the row is the current item), `not_yours` (no item at that position: 403), `invalid_value` (not on
 the study's scale: 400), `fallback` (nothing written).
@@ -35,7 +37,8 @@ DECLARE
     verdict text;
 BEGIN
     -- The participant's row only (OF p): locking the study's row too would serialise the whole study.
-    SELECT p.status, p.step, p.last_seen_at, s.id AS sid, s.kind, s.time_limit_minutes, s.scale, s.title
+    SELECT p.status, p.step, p.last_seen_at, p.flagged_for_exclusion, s.id AS sid, s.kind,
+           s.time_limit_minutes, s.scale, s.title, s.completion_code, s.failed_checks_code
       INTO who
       FROM studies_participant p JOIN studies_study s ON s.id = p.study_id
      WHERE p.id = p_participant AND s.slug = p_slug
@@ -68,8 +71,10 @@ BEGIN
         verdict := 'stale';
     ELSIF NOT EXISTS (SELECT 1 FROM jsonb_array_elements(who.scale) o WHERE (o ->> 'value')::integer = p_value) THEN
         verdict := 'invalid_value';
-    ELSIF mine.kind = 'attention' OR n_answered + 1 >= n_total THEN
+    ELSIF mine.kind = 'attention' THEN
         verdict := 'fallback';
+    ELSIF n_answered + 1 >= n_total THEN
+        verdict := 'completed';
     ELSE
         verdict := 'saved';
     END IF;
@@ -82,7 +87,7 @@ BEGIN
         RETURN;
     END IF;
 
-    IF verdict = 'saved' THEN
+    IF verdict IN ('saved', 'completed') THEN
         INSERT INTO studies_rating (assignment_id, value, response_time_ms, created_at)
         VALUES (mine.id, p_value,
                 CASE WHEN mine.shown_at IS NULL THEN NULL
@@ -91,6 +96,19 @@ BEGIN
         UPDATE studies_assignment SET answered_at = p_now, shown_at = COALESCE(shown_at, p_now)
          WHERE id = mine.id;
         n_answered := n_answered + 1;
+        IF verdict = 'completed' THEN
+            -- As studies.participants.participant_mark_completed, with the answer's last_seen_at rule.
+            UPDATE studies_participant
+               SET status = 'completed', step = 'done', finished_at = p_now,
+                   completion_code = CASE WHEN who.flagged_for_exclusion AND who.failed_checks_code <> ''
+                                          THEN who.failed_checks_code ELSE who.completion_code END,
+                   last_seen_at = CASE WHEN p_now - who.last_seen_at >= p_touch THEN p_now
+                                       ELSE who.last_seen_at END
+             WHERE id = p_participant;
+            RETURN QUERY SELECT 'completed'::text, who.sid, who.title::text, NULL::bigint, NULL::integer,
+                NULL::text, n_total, n_answered, NULL::text, NULL::text, NULL::text, NULL::text;
+            RETURN;
+        END IF;
         SELECT a.id INTO shown_id
           FROM studies_assignment a
          WHERE a.participant_id = p_participant AND a.answered_at IS NULL

@@ -23,7 +23,13 @@ FUNCTION = "rating_answer_in_place("
 
 @pytest.fixture
 def study():
-    study = rating_study_build(conditions=1, prompts=8, items_per_participant=4)
+    study = rating_study_build(
+        conditions=1,
+        prompts=8,
+        items_per_participant=4,
+        failed_checks_code="CHECKS",
+        attention_check_max_failures=0,
+    )
     AttentionCheckFactory(study=study, after_item=1, expected_value=2, emotion_label="attention check")
     return study
 
@@ -52,13 +58,14 @@ def _rows(participant: Participant) -> dict:
             fresh.flagged_for_exclusion,
             fresh.exclusion_reasons,
             fresh.completion_code,
+            fresh.last_seen_at > timezone.now() - timedelta(seconds=10),  # touched by this answer
         ),
         "assignments": [
             (a.position, a.shown_at is not None, a.answered_at is not None)
             for a in Assignment.objects.filter(participant=participant).order_by("position")
         ],
         "ratings": [
-            (r.assignment.position, r.value, r.response_time_ms is not None)
+            (r.assignment.position, r.value, r.response_time_ms and round(r.response_time_ms / 1000))
             for r in Rating.objects.filter(assignment__participant=participant).order_by(
                 "assignment__position"
             )
@@ -104,8 +111,9 @@ def test_every_kind_of_answer_gets_the_same_reply_and_rows_on_both_paths(
     client, study, participant, settings
 ):
     first, check, *rest = positions(participant)
-    # Shown a while ago: both paths count the response time from there.
+    # Shown a while ago (both paths count the response time from there), seen 30 s ago (both touch them).
     Assignment.objects.filter(participant=participant).update(shown_at=timezone.now() - timedelta(seconds=5))
+    Participant.objects.filter(pk=participant.pk).update(last_seen_at=timezone.now() - timedelta(seconds=30))
 
     taken = both_paths(client, study, participant, settings, first, 3)  # the first answer: stored
     # One statement; the attention check shown next is disguised with the study's emotions (one read more).
@@ -138,10 +146,13 @@ def test_every_kind_of_answer_gets_the_same_reply_and_rows_on_both_paths(
 
     for position in rest[:-1]:
         assert post(client, study, position, 2).json()["saved"] is True
-    # The last answer completes the participant: left to the view, which sends the completion page.
+    # The last answer completes the participant (with the failed-checks code: one check failed) and brings
+    # the completion page: the statement, then the participant and study read for the page.
     last = both_paths(client, study, participant, settings, rest[-1], 1)
     assert last["reply"][1] == {"url": step_url(study), "finished": True}
     assert last["rows"]["participant"][0] == Participant.Status.COMPLETED
+    assert last["rows"]["participant"][5] == study.failed_checks_code != study.completion_code
+    assert FUNCTION in last["statements"][0] and len(last["statements"]) == 2
 
 
 @pytest.mark.django_db
@@ -205,8 +216,8 @@ def test_concurrent_answers_of_one_participant_are_stored_exactly_once(requires_
     taken = []
     answer = answer_path.answer_in_place
 
-    def counted(**kwargs):
-        reply = answer(**kwargs)
+    def counted(request, **kwargs):
+        reply = answer(request, **kwargs)
         taken.append(reply is not None)
         return reply
 
