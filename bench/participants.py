@@ -139,6 +139,7 @@ def _window(*, recorder: Recorder, concurrency: int, seconds: float, client) -> 
     """`_clients`, returning (requests, answers stored) inside the window."""
     start = time.monotonic()
     stop_at = start + seconds
+    cpu_start = time.process_time()
     threads = [
         threading.Thread(target=client, args=(worker, stop_at), daemon=True) for worker in range(concurrency)
     ]
@@ -146,6 +147,9 @@ def _window(*, recorder: Recorder, concurrency: int, seconds: float, client) -> 
         thread.start()
     for thread in threads:
         thread.join()
+    # The simulated browsers' own CPU (this process): near one core, they and not the server set the pace.
+    recorder.client_cpu = getattr(recorder, "client_cpu", 0.0) + time.process_time() - cpu_start
+    recorder.client_wall = getattr(recorder, "client_wall", 0.0) + time.monotonic() - start
     return _in_window(recorder, start, stop_at), _in_window(recorder, start, stop_at, answers=True)
 
 
@@ -292,10 +296,14 @@ def saturation_phase(
         )
 
     def throughput(name: str, **details) -> dict:
+        recorder = recorders[name]
         return {
             "requests_in_window": done[name],
             "seconds": round(seconds, 1),
             "requests_per_s": round(done[name] / seconds, 1),
+            "client_cpu_share_of_one_core": round(recorder.client_cpu / recorder.client_wall, 2)
+            if getattr(recorder, "client_wall", 0)
+            else None,
             **details,
             "statuses": recorders[name].statuses,
         }

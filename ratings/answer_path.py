@@ -29,11 +29,12 @@ from importlib import import_module
 
 from django.conf import settings
 from django.db import IntegrityError, connection
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import add_never_cache_headers, patch_vary_headers
+from django.utils.http import http_date
 
 from config.ratelimit import HONEYPOT_FIELD, rate_limit_refusal
 from studies.models import Assignment, Participant
@@ -78,17 +79,48 @@ def answer_in_place(
         code, status = _REFUSED[outcome]
         return JsonResponse({"error": code}, status=status)
     (study_id, title, item_id, item_position, kind, total, answered, *texts) = row[1:]
-    item = CurrentItem(
-        assignment=Assignment(id=item_id, position=item_position, kind=kind),
+    emotion, situation, utterance, response = (text or "" for text in texts)
+    if kind == Assignment.Kind.ATTENTION:  # shown with one of the study's emotions, as the view shows it
+        disguised = item_disguise_attention_check(
+            item=CurrentItem(
+                assignment=Assignment(id=item_id, position=item_position, kind=kind),
+                number=answered + 1,
+                total=total,
+                emotion=emotion,
+                situation=situation,
+                utterance=utterance,
+                response=response,
+            ),
+            participant=Participant(id=participant_id, study_id=study_id),
+        )
+        emotion = disguised.emotion
+    item = item_payload(
+        position=item_position,
         number=answered + 1,
         total=total,
-        **dict(zip(("emotion", "situation", "utterance", "response"), (t or "" for t in texts), strict=True)),
+        emotion=emotion,
+        situation=situation,
+        utterance=utterance,
+        response=response,
+        title=title,
     )
-    if kind == Assignment.Kind.ATTENTION:
-        item = item_disguise_attention_check(
-            item=item, participant=Participant(id=participant_id, study_id=study_id)
-        )
-    return JsonResponse({"saved": outcome in ("saved", "repeat"), "item": item_payload(item, title=title)})
+    return JsonResponse({"saved": outcome in ("saved", "repeat"), "item": item})
+
+
+def _answer_fields(post) -> dict | None:
+    """The answer's position and value as `ItemAnswerForm` cleans them, for the plain integers a page
+    sends; None for anything else (the view's form then judges it)."""
+    fields = {}
+    for name in ("position", "value"):
+        field = ItemAnswerForm.base_fields[name]
+        try:
+            number = int(post.get(name, ""))
+        except ValueError:
+            return None
+        if not field.min_value <= number <= field.max_value:
+            return None
+        fields[name] = number
+    return fields
 
 
 class InPlaceAnswerMiddleware:
@@ -99,6 +131,9 @@ class InPlaceAnswerMiddleware:
         self.get_response = get_response
         self.csrf = CsrfViewMiddleware(get_response)
         self.session_store = import_module(settings.SESSION_ENGINE).SessionStore
+        model = HttpResponse()
+        add_never_cache_headers(model)
+        self.never_cache = model["Cache-Control"]
         marker = "0slug0"
         self.step_path = re.compile(
             re.escape(reverse("ratings:step", kwargs={"slug": marker})).replace(marker, r"([-a-zA-Z0-9_]+)")
@@ -121,8 +156,8 @@ class InPlaceAnswerMiddleware:
         post = request.POST
         if post.get("step") != Participant.Step.ITEMS or post.get(HONEYPOT_FIELD):
             return None
-        form = ItemAnswerForm(post)
-        if not form.is_valid():
+        fields = _answer_fields(post)
+        if fields is None:
             return None
         self.csrf.process_request(request)
         if self.csrf.process_view(request, None, (), {"slug": slug}) is not None:
@@ -133,10 +168,12 @@ class InPlaceAnswerMiddleware:
             participant_id = request.session.get(session_key(slug))
             if participant_id is None:
                 return None
-            response = answer_in_place(request, participant_id=participant_id, slug=slug, **form.cleaned_data)
+            response = answer_in_place(request, participant_id=participant_id, slug=slug, **fields)
             if response is None:
                 return None
-        add_never_cache_headers(response)
+        # never_cache's headers: Expires now, and Cache-Control as it writes it (the same on every reply).
+        response.headers.setdefault("Expires", http_date())
+        response.headers.setdefault("Cache-Control", self.never_cache)
         patch_vary_headers(response, ("Cookie",))
         response.headers.setdefault("X-Frame-Options", settings.X_FRAME_OPTIONS.upper())
         return self.csrf.process_response(
