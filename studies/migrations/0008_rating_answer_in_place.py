@@ -32,6 +32,7 @@ DECLARE
     who record;
     mine record;
     shown_id bigint;
+    unanswered bigint[];
     n_total integer;
     n_answered integer;
     verdict text;
@@ -56,12 +57,12 @@ BEGIN
       INTO mine
       FROM studies_assignment a
      WHERE a.participant_id = p_participant AND a.position = p_position;
-    SELECT count(*), count(a.answered_at) INTO n_total, n_answered
+    -- How many items, how many answered, and the first two unanswered (the current one, the one after it).
+    SELECT count(*), count(a.answered_at),
+           (array_agg(a.id ORDER BY a.position) FILTER (WHERE a.answered_at IS NULL))[1:2]
+      INTO n_total, n_answered, unanswered
       FROM studies_assignment a WHERE a.participant_id = p_participant;
-    SELECT a.id INTO shown_id
-      FROM studies_assignment a
-     WHERE a.participant_id = p_participant AND a.answered_at IS NULL
-     ORDER BY a.position LIMIT 1;
+    shown_id := unanswered[1];
 
     IF mine.id IS NULL THEN
         verdict := 'not_yours';
@@ -88,11 +89,12 @@ BEGIN
     END IF;
 
     IF verdict IN ('saved', 'completed') THEN
-        INSERT INTO studies_rating (assignment_id, value, response_time_ms, created_at)
-        VALUES (mine.id, p_value,
-                CASE WHEN mine.shown_at IS NULL THEN NULL
-                     ELSE GREATEST(0, floor(extract(epoch FROM p_now - mine.shown_at) * 1000))::integer END,
-                p_now);
+        WITH answer AS (
+            INSERT INTO studies_rating (assignment_id, value, response_time_ms, created_at)
+            VALUES (mine.id, p_value,
+                    CASE WHEN mine.shown_at IS NULL THEN NULL
+                         ELSE GREATEST(0, floor(extract(epoch FROM p_now - mine.shown_at) * 1000))::integer END,
+                    p_now))
         UPDATE studies_assignment SET answered_at = p_now, shown_at = COALESCE(shown_at, p_now)
          WHERE id = mine.id;
         n_answered := n_answered + 1;
@@ -109,18 +111,16 @@ BEGIN
                 NULL::text, n_total, n_answered, NULL::text, NULL::text, NULL::text, NULL::text;
             RETURN;
         END IF;
-        SELECT a.id INTO shown_id
-          FROM studies_assignment a
-         WHERE a.participant_id = p_participant AND a.answered_at IS NULL
-         ORDER BY a.position LIMIT 1;
+        shown_id := unanswered[2];
         IF p_now - who.last_seen_at >= p_touch THEN
             UPDATE studies_participant SET last_seen_at = p_now WHERE id = p_participant;
         END IF;
     END IF;
 
-    -- The item shown next (the current one for a repeat or a stale page): its first showing counts.
-    UPDATE studies_assignment SET shown_at = p_now WHERE id = shown_id AND shown_at IS NULL;
+    -- The item shown next (the current one for a repeat or a stale page), marked as shown (its first showing
+    -- counts) in the statement that reads it.
     RETURN QUERY
+    WITH shown AS (UPDATE studies_assignment SET shown_at = p_now WHERE id = shown_id AND shown_at IS NULL)
     SELECT verdict, who.sid, who.title::text, a.id, a.position::integer, a.kind::text, n_total, n_answered,
            (CASE WHEN a.kind = 'attention' THEN c.emotion_label ELSE e.name END)::text,
            (CASE WHEN a.kind = 'attention' THEN c.situation ELSE pr.situation END)::text,
