@@ -30,6 +30,7 @@ from django.template.loader import render_to_string
 logger = logging.getLogger(__name__)
 
 WINDOW_SECONDS = 60
+_COUNTED = "ratelimit.counted"
 HONEYPOT_FIELD = "contact_me_by_fax_only"
 _HONEYPOT_HTML = (
     '<div style="position:absolute;left:-10000px;top:auto;width:1px;height:1px;overflow:hidden" '
@@ -165,11 +166,11 @@ def rate_limit(scope: str) -> Callable:
 
 def rate_limit_refusal(request, *, scope: str):
     """Counts the request against `scope`'s limits (see `rate_limit`) once: the 429 page when it is over one,
-    else None. A request already counted (the in-place answer's own path counted it before handing it to the
-    view: ratings/answer_path.py) is not counted again."""
-    if not settings.RATELIMIT_ENABLED or getattr(request, "_rate_limit_counted", False):
+    else None. A request already counted (the in-place answer's own path counted it before handing it on:
+    ratings/answer_path.py) is not counted again."""
+    if not settings.RATELIMIT_ENABLED or request.META.get(_COUNTED):
         return None
-    request._rate_limit_counted = True
+    request.META[_COUNTED] = True  # in the WSGI environ: kept when the request is handed on
     checks = [("participant", _participant_key(request, scope=scope), settings.RATELIMIT_PARTICIPANT)]
     if scope == "entry":
         checks.insert(0, ("entry-ip", client_ip(request), settings.RATELIMIT_ENTRY_PER_IP))

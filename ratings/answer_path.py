@@ -9,7 +9,7 @@ what the answer does need from them, with the same code:
 * the session, read in the rate limiter's round trip to Redis (`config.ratelimit.rate_limit_refusal`: the
   same per-participant limit, counted once);
 * the honeypot and the form's fields (a filled honeypot or a bad form goes the usual way, which refuses it);
-* `never_cache`, `Vary: Cookie` and `X-Frame-Options` on the reply (the middleware before it in
+* `never_cache`, `Vary: Cookie`, `X-Frame-Options` and `Content-Length` on the reply (the middleware before it in
   MIDDLEWARE — request id and access log, body limit, CSP, security headers — still runs).
 
 The answer itself is one statement on PostgreSQL, `rating_answer_in_place` (studies/migrations/0008): the
@@ -24,17 +24,22 @@ the one `views.item_answer` sends (`selectors.item_payload`; the completion page
 
 from __future__ import annotations
 
+import io
+import logging
 import re
 from importlib import import_module
 
 from django.conf import settings
-from django.db import IntegrityError, connection
+from django.core.exceptions import DisallowedHost
+from django.core.handlers.wsgi import WSGIRequest, get_script_name
+from django.db import IntegrityError, close_old_connections, connection
 from django.http import HttpResponse, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
-from django.urls import reverse
+from django.urls import reverse, set_script_prefix
 from django.utils import timezone
 from django.utils.cache import add_never_cache_headers, patch_vary_headers
 from django.utils.http import http_date
+from django.utils.module_loading import import_string
 
 from config.ratelimit import HONEYPOT_FIELD, rate_limit_refusal
 from studies.models import Assignment, Participant
@@ -50,7 +55,14 @@ from .selectors import (
     session_key,
 )
 
+logger = logging.getLogger(__name__)
+
 _SQL = "SELECT * FROM rating_answer_in_place(%s, %s, %s, %s, %s, %s)"
+# In a request's environ: the answer front already tried this request and handed it to Django.
+_HANDED_OVER = "ratings.answer_path.handed_over"
+_MIDDLEWARE = "ratings.answer_path.InPlaceAnswerMiddleware"
+# An answer's body is a few hundred bytes; anything much larger goes to Django and its limits.
+_BODY_MAX = 16 * 1024
 # Outcomes of rating_answer_in_place that end in a refusal: the error code and status `views.item_answer` sends.
 _REFUSED = {"not_yours": ("NotYourItem", 403), "invalid_value": ("InvalidValue", 400)}
 
@@ -143,6 +155,7 @@ class InPlaceAnswerMiddleware:
         response = None
         if (
             settings.PARTICIPANT_ANSWER_PATH
+            and not request.META.get(_HANDED_OVER)
             and request.method == "POST"
             and connection.vendor == "postgresql"
             and "application/json" in request.headers.get("Accept", "")
@@ -176,6 +189,96 @@ class InPlaceAnswerMiddleware:
         response.headers.setdefault("Cache-Control", self.never_cache)
         patch_vary_headers(response, ("Cookie",))
         response.headers.setdefault("X-Frame-Options", settings.X_FRAME_OPTIONS.upper())
+        response.headers.setdefault(
+            "Content-Length", str(len(response.content))
+        )  # as CommonMiddleware sets it
         return self.csrf.process_response(
             request, response
         )  # a page that used the token may renew its cookie
+
+
+class _HandOver(Exception):
+    """The answer front's chain: this request goes to Django instead."""
+
+
+class AnswerFront:
+    """The WSGI application gunicorn serves (config/wsgi.py): in-place answers on PostgreSQL without Django's
+    request handling around them; every other request goes to Django untouched.
+
+    An answer runs through the middleware that stands before `InPlaceAnswerMiddleware` in MIDDLEWARE —
+    the same classes, in the same order (request id and access log, body limit, Content-Security-Policy,
+    security headers and the HTTPS redirect) — and then the middleware's own `answer`. What it does not take
+    is handed to Django as it came (its body put back, the rate limit already counted, the answer not tried
+    a second time), and so is anything that goes wrong on the way: an answer is stored exactly once whichever
+    of the two finally answers. What this saves is Django's handler (its signals and the remaining middleware
+    around the view): the answer itself is the same code with the same checks."""
+
+    def __init__(self, django_app):
+        self.django_app = django_app
+        self.answerer = InPlaceAnswerMiddleware(self._hand_over)  # only its `answer` and `step_path` are used
+        handler = self._answer
+        for path in reversed(settings.MIDDLEWARE[: settings.MIDDLEWARE.index(_MIDDLEWARE)]):
+            handler = import_string(path)(handler)
+        self.chain = handler
+
+    def __call__(self, environ, start_response):
+        slug = self._slug(environ)
+        if slug is not None:
+            response = self._take(environ, slug)
+            if response is not None:
+                response._handler_class = type(self.django_app)  # its close() ends the request as Django's do
+                start_response(
+                    f"{response.status_code} {response.reason_phrase}",
+                    [
+                        *response.items(),
+                        *(("Set-Cookie", c.output(header="")) for c in response.cookies.values()),
+                    ],
+                )
+                return response
+        return self.django_app(environ, start_response)
+
+    def _slug(self, environ) -> str | None:
+        """The study's slug when the request looks like an in-place answer the path may take, else None."""
+        if (
+            environ.get("REQUEST_METHOD") != "POST"
+            or "application/json" not in environ.get("HTTP_ACCEPT", "")
+            or not environ.get("CONTENT_TYPE", "").startswith("application/x-www-form-urlencoded")
+            or not settings.PARTICIPANT_ANSWER_PATH
+            or connection.vendor != "postgresql"
+        ):
+            return None
+        try:
+            if not 0 < int(environ.get("CONTENT_LENGTH") or 0) <= _BODY_MAX:
+                return None
+        except ValueError:
+            return None
+        found = self.answerer.step_path.fullmatch(environ.get("PATH_INFO", ""))
+        return found.group(1) if found else None
+
+    def _take(self, environ, slug: str):
+        set_script_prefix(get_script_name(environ))
+        request = WSGIRequest(environ)
+        request.answer_slug = slug
+        try:
+            request.get_host()  # a host not allowed: Django's 400
+            request.body  # noqa: B018 - read once, so that Django can be handed it again
+            return self.chain(request)
+        except (_HandOver, DisallowedHost):
+            pass
+        except Exception:
+            logger.exception(
+                "the answer path failed; the answer goes to Django", extra={"path": request.path}
+            )
+            close_old_connections()
+        if hasattr(request, "_body"):
+            environ["wsgi.input"] = io.BytesIO(request._body)
+        environ[_HANDED_OVER] = True
+        return None
+
+    def _answer(self, request):
+        response = self.answerer.answer(request, request.answer_slug)
+        return self._hand_over(request) if response is None else response
+
+    @staticmethod
+    def _hand_over(request):
+        raise _HandOver

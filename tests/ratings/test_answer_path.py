@@ -237,6 +237,6 @@ def test_concurrent_answers_of_one_participant_are_stored_exactly_once(requires_
     # yet current (it gets the current one back), and may store it once it is — never before, never twice.
     stored = {r.assignment.position: r for r in Rating.objects.filter(assignment__participant=participant)}
     assert set(stored) <= {current, after} and current in stored
-    if after in stored:
-        assert stored[after].created_at >= stored[current].created_at
+    if after in stored:  # stored after the current item's, under the participant's lock (ids in order)
+        assert stored[after].pk > stored[current].pk
     assert all(position != current for i, position in shown.items() if i % 2)
