@@ -259,6 +259,9 @@ class AnswerFront:
         set_script_prefix(get_script_name(environ))
         request = WSGIRequest(environ)
         request.answer_slug = slug
+        # No health check (a `SELECT 1` before the first statement): a broken connection fails the answer's one
+        # statement instead, and the answer then goes to Django, which checks and replaces the connection.
+        connection.health_check_done = True
         try:
             request.get_host()  # a host not allowed: Django's 400
             request.body  # noqa: B018 - read once, so that Django can be handed it again

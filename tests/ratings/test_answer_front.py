@@ -229,3 +229,39 @@ def test_the_same_answer_through_the_front_from_twenty_threads_is_stored_once(re
     assert taken == [True] * 20  # all taken by the front, none handed to Django
     assert len({shown for _, shown in replies.values()}) == 1  # every attempt got the same next item
     assert Rating.objects.filter(assignment__position=position).count() == 1 and Rating.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_answer_on_a_connection_the_server_closed_is_stored_through_django(requires_postgres, caplog):
+    """PostgreSQL restarted, or the connection dropped, since the worker's last request: the front skips the
+    health check, its statement fails, and Django replaces the connection and stores the answer."""
+    import psycopg2
+    from django.test import Client
+
+    study = rating_study_build(conditions=1, prompts=6, items_per_participant=3)
+    client = Client()
+    enter(client, study, "PID1")
+    consent_and_instructions(client, study)
+    position = current_position(client, study)
+    remember_token(client, study)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    settings_dict = connection.settings_dict
+    other = psycopg2.connect(
+        dbname=settings_dict["NAME"],
+        user=settings_dict["USER"],
+        host=settings_dict["HOST"],
+        port=settings_dict["PORT"],
+    )
+    other.autocommit = True
+    with other.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [backend])
+    other.close()
+
+    front = answer_path.AnswerFront(WSGIHandler())
+    status, _headers, body = answer(front, client, study, position, 2)
+
+    assert status == 200 and b'"saved": true' in body
+    assert [r.value for r in Rating.objects.all()] == [2]
+    assert "the answer path failed" in caplog.text
