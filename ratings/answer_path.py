@@ -92,31 +92,20 @@ def answer_in_place(
         return JsonResponse({"error": code}, status=status)
     (study_id, title, item_id, item_position, kind, total, answered, *texts) = row[1:]
     emotion, situation, utterance, response = (text or "" for text in texts)
-    if kind == Assignment.Kind.ATTENTION:  # shown with one of the study's emotions, as the view shows it
-        disguised = item_disguise_attention_check(
-            item=CurrentItem(
-                assignment=Assignment(id=item_id, position=item_position, kind=kind),
-                number=answered + 1,
-                total=total,
-                emotion=emotion,
-                situation=situation,
-                utterance=utterance,
-                response=response,
-            ),
-            participant=Participant(id=participant_id, study_id=study_id),
-        )
-        emotion = disguised.emotion
-    item = item_payload(
-        position=item_position,
+    item = CurrentItem(
+        assignment=Assignment(id=item_id, position=item_position, kind=kind),
         number=answered + 1,
         total=total,
         emotion=emotion,
         situation=situation,
         utterance=utterance,
         response=response,
-        title=title,
     )
-    return JsonResponse({"saved": outcome in ("saved", "repeat"), "item": item})
+    if kind == Assignment.Kind.ATTENTION:  # shown with one of the study's emotions, as the view shows it
+        item = item_disguise_attention_check(
+            item=item, participant=Participant(id=participant_id, study_id=study_id)
+        )
+    return JsonResponse({"saved": outcome in ("saved", "repeat"), "item": item_payload(item, title=title)})
 
 
 def _answer_fields(post) -> dict | None:

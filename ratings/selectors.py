@@ -137,44 +137,20 @@ def _current_sql(vendor: str) -> str:
     )
 
 
-def item_payload(
-    *,
-    position: int,
-    number: int,
-    total: int,
-    emotion: str,
-    situation: str,
-    utterance: str,
-    response: str,
-    title: str,
-) -> dict:
-    """What the item page needs to show an item in place (`{"item": ...}` of an answer's reply): the item at
-    `position`, number `number` of `total`, its four texts, and the study's `title`."""
+def item_payload(item: CurrentItem, *, title: str) -> dict:
+    """What the item page needs to show `item` in place (`{"item": ...}` of an answer's reply); `title` is the
+    study's."""
     return {
-        "position": position,
-        "number": number,
-        "total": total,
-        "answered": number - 1,
-        "emotion": emotion,
-        "situation": situation,
-        "utterance": utterance,
-        "response": response,
-        "title": f"Item {number} of {total}: {title}",
+        "position": item.assignment.position,
+        "number": item.number,
+        "total": item.total,
+        "answered": item.answered,
+        "emotion": item.emotion,
+        "situation": item.situation,
+        "utterance": item.utterance,
+        "response": item.response,
+        "title": f"Item {item.number} of {item.total}: {title}",
     }
-
-
-def item_payload_of(item: CurrentItem, *, title: str) -> dict:
-    """`item_payload` of a participant's current item."""
-    return item_payload(
-        position=item.assignment.position,
-        number=item.number,
-        total=item.total,
-        emotion=item.emotion,
-        situation=item.situation,
-        utterance=item.utterance,
-        response=item.response,
-        title=title,
-    )
 
 
 def item_disguise_attention_check(*, item: CurrentItem, participant: Participant) -> CurrentItem:

@@ -51,7 +51,7 @@ from .forms import DEFAULT_TURK_SUBMIT_TO, ConsentForm, EntryForm, ItemAnswerFor
 from .selectors import (
     assignment_current_for_participant,
     item_disguise_attention_check,
-    item_payload_of,
+    item_payload,
     participant_get_for_session,
     session_key,
     study_get_by_slug,
@@ -482,7 +482,7 @@ def _item_reply(
             return outcome_in_place(request, participant)
         services.assignment_mark_shown(assignment=current.assignment)
     current = item_disguise_attention_check(item=current, participant=participant)
-    return JsonResponse({"saved": submitted is not None, "item": item_payload_of(current, title=study.title)})
+    return JsonResponse({"saved": submitted is not None, "item": item_payload(current, title=study.title)})
 
 
 # The pages named by studies/kinds/ (the spine's consent page, the rating kind's steps).

@@ -14,3 +14,21 @@ def _urls_loaded():
     from django.urls import reverse
 
     reverse("ratings:entry", kwargs={"slug": "warm-up"})
+
+
+@pytest.fixture
+def answers_taken(monkeypatch):
+    """A list that gets, for every in-place answer the one-statement path (ratings/answer_path.py) runs,
+    whether it answered it (True) or left it to the view (False)."""
+    from ratings import answer_path
+
+    taken = []
+    answer_in_place = answer_path.answer_in_place
+
+    def counted(request, **kwargs):
+        reply = answer_in_place(request, **kwargs)
+        taken.append(reply is not None)
+        return reply
+
+    monkeypatch.setattr(answer_path, "answer_in_place", counted)
+    return taken

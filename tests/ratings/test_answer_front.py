@@ -39,6 +39,19 @@ def participant(client, study, requires_postgres):
     return Participant.objects.get(external_id="PID1")
 
 
+def on_items(*, items: int):
+    """A study, a browser whose participant is on its first item (token remembered), and that item."""
+    from django.test import Client
+
+    study = rating_study_build(conditions=1, prompts=6, items_per_participant=items)
+    client = Client()
+    enter(client, study, "PID1")
+    consent_and_instructions(client, study)
+    position = current_position(client, study)
+    remember_token(client, study)
+    return study, client, position
+
+
 def remember_token(client, study) -> None:
     """The item page's CSRF token, kept on the client for `call` (read once: the page is rate-limited too)."""
     page = client.get(step_url(study)).content.decode()
@@ -170,14 +183,7 @@ def test_other_requests_go_to_django(client, study, participant, front):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_failure_on_the_path_hands_the_answer_to_django(requires_postgres, monkeypatch, caplog):
-    from django.test import Client
-
-    study = rating_study_build(conditions=1, prompts=6, items_per_participant=3)
-    client = Client()
-    enter(client, study, "PID1")
-    consent_and_instructions(client, study)
-    position = current_position(client, study)
-    remember_token(client, study)
+    study, client, position = on_items(items=3)
 
     def broken(*args, **kwargs):
         raise OperationalError("server closed the connection unexpectedly")
@@ -191,27 +197,13 @@ def test_a_failure_on_the_path_hands_the_answer_to_django(requires_postgres, mon
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_same_answer_through_the_front_from_twenty_threads_is_stored_once(requires_postgres, monkeypatch):
-    from django.test import Client
-
+def test_the_same_answer_through_the_front_from_twenty_threads_is_stored_once(
+    requires_postgres, answers_taken
+):
     from tests.studies.test_assignment_races import race
 
-    study = rating_study_build(conditions=1, prompts=6, items_per_participant=4)
-    client = Client()
-    enter(client, study, "PID1")
-    consent_and_instructions(client, study)
-    position = current_position(client, study)
-    remember_token(client, study)
+    study, client, position = on_items(items=4)
     front = answer_path.AnswerFront(WSGIHandler())
-    taken = []
-    answer_in_place = answer_path.answer_in_place
-
-    def counted(request, **kwargs):
-        reply = answer_in_place(request, **kwargs)
-        taken.append(reply is not None)
-        return reply
-
-    monkeypatch.setattr(answer_path, "answer_in_place", counted)
 
     def post(i):
         status, _headers, body = call(
@@ -226,7 +218,7 @@ def test_the_same_answer_through_the_front_from_twenty_threads_is_stored_once(re
     replies, errors = race(post, 20)
 
     assert not errors and {status for status, _ in replies.values()} == {200}
-    assert taken == [True] * 20  # all taken by the front, none handed to Django
+    assert answers_taken == [True] * 20  # all taken by the front, none handed to Django
     assert len({shown for _, shown in replies.values()}) == 1  # every attempt got the same next item
     assert Rating.objects.filter(assignment__position=position).count() == 1 and Rating.objects.count() == 1
 
@@ -236,14 +228,8 @@ def test_an_answer_on_a_connection_the_server_closed_is_stored_through_django(re
     """PostgreSQL restarted, or the connection dropped, since the worker's last request: the front skips the
     health check, its statement fails, and Django replaces the connection and stores the answer."""
     import psycopg2
-    from django.test import Client
 
-    study = rating_study_build(conditions=1, prompts=6, items_per_participant=3)
-    client = Client()
-    enter(client, study, "PID1")
-    consent_and_instructions(client, study)
-    position = current_position(client, study)
-    remember_token(client, study)
+    study, client, position = on_items(items=3)
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         backend = cursor.fetchone()[0]
