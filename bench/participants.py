@@ -29,7 +29,8 @@ redirected GET of the next item page: the baseline). Phases, all against one ser
 
 4. baseline (`--baseline REV`, default the code before answers in place; '' for none): a second stack
    serving that revision from a temporary git worktree (its own database and Redis database), whose floor
-   and form-post flow take their slices in the same saturation rounds. `must_show` compares server CPU per
+   and flow (form posts, or in place with `--baseline-flow in_place`) take their slices in the same
+   saturation rounds. `must_show` compares server CPU per
    participant in place now with the baseline's, measured side by side.
 
 ratio_to_floor = flow requests/s ÷ floor requests/s at the same concurrency on the same server: the
@@ -244,6 +245,7 @@ def saturation_phase(
     seed: int,
     meter: CpuMeter,
     baseline: tuple[Stack, CpuMeter] | None = None,
+    baseline_in_place: bool = False,
 ) -> dict:
     """The floor, the page ceiling and the flow in both modes at the same concurrency, alternated in `rounds`
     slices so that all see the same background load of the machine (which other processes may share). Each
@@ -286,7 +288,7 @@ def saturation_phase(
             done["baseline_floor"] += floor_slice(
                 old_stack, recorder=recorders["baseline_floor"], concurrency=concurrency, seconds=per_slice
             )
-            flow_run(old_stack, old_meter, "baseline_flow", in_place=False, seed=seed * 10 + r)
+            flow_run(old_stack, old_meter, "baseline_flow", in_place=baseline_in_place, seed=seed * 10 + r)
         elapsed = per_slice * (r + 1)
         log(
             f"saturation round {r + 1}/{rounds}: floor {done['floor'] / elapsed:.0f} req/s, "
@@ -328,7 +330,8 @@ def saturation_phase(
                 "baseline_floor",
                 latency=percentiles(recorders["baseline_floor"].samples.get("floor POST", [])),
             ),
-            "flow_with_form_posts": flow("baseline_flow", "baseline_floor"),
+            "flow": flow("baseline_flow", "baseline_floor"),
+            "flow_mode": "in_place" if baseline_in_place else "form",
         }
     return {
         "floor": throughput("floor", latency=percentiles(recorders["floor"].samples.get("floor POST", []))),
@@ -405,6 +408,13 @@ def main(argv: list[str] | None = None) -> dict:
         help="a git revision of this repository whose code serves a second stack in the saturation rounds "
         "(its floor and its form-post flow, alternated with the others): today's figures against the code "
         f"as it was, in the same run. Default {BASELINE_REF}, the code before answers in place; '' for none",
+    )
+    parser.add_argument(
+        "--baseline-flow",
+        choices=("form", "in_place"),
+        default="form",
+        help="how the baseline's participants answer: form posts (default: the code before answers in place had "
+        "nothing else) or in place (to compare with a later revision that answers in place too)",
     )
     parser.add_argument(
         "--wave-modes",
@@ -484,6 +494,7 @@ def main(argv: list[str] | None = None) -> dict:
                 seed=args.seed,
                 meter=meter,
                 baseline=baseline,
+                baseline_in_place=args.baseline_flow == "in_place",
             )
         meter.close()
         all_outcomes = [o for _r, outcomes, _w in waves.values() for o in outcomes]
@@ -504,7 +515,7 @@ def main(argv: list[str] | None = None) -> dict:
     ratio = saturation["ratio"]
     answers_ratio = saturation["answers_ratio"]
     baseline = saturation["baseline"]
-    before = cpu_total(baseline["flow_with_form_posts"]["server_cpu"]) if baseline else None
+    before = cpu_total(baseline["flow"]["server_cpu"]) if baseline else None
     now = cpu_total(saturation["flow"]["server_cpu"])
     cpu_vs_baseline = cpu_ratio(now, before)
     result = {
@@ -540,17 +551,14 @@ def main(argv: list[str] | None = None) -> dict:
             else None,
             "server_cpu_ms_per_participant_at_saturation_vs_baseline": {
                 "in_place_now": now,
-                "baseline_form_posts": before,
+                "baseline": before,
+                "baseline_flow": baseline["flow_mode"] if baseline else None,
                 "ratio": cpu_vs_baseline,
                 "baseline_revision": args.baseline or None,
-                "baseline_answers_per_s_over_its_floor": baseline["flow_with_form_posts"][
-                    "answers_ratio_to_floor"
-                ]
+                "baseline_answers_per_s_over_its_floor": baseline["flow"]["answers_ratio_to_floor"]
                 if baseline
                 else None,
-                "baseline_flow_requests_per_s_over_its_floor": baseline["flow_with_form_posts"][
-                    "ratio_to_floor"
-                ]
+                "baseline_flow_requests_per_s_over_its_floor": baseline["flow"]["ratio_to_floor"]
                 if baseline
                 else None,
             },
