@@ -251,3 +251,14 @@ def test_an_answer_on_a_connection_the_server_closed_is_stored_through_django(re
     assert status == 200 and b'"saved": true' in body
     assert [r.value for r in Rating.objects.all()] == [2]
     assert "the answer path failed" in caplog.text
+
+
+@pytest.mark.django_db
+def test_a_plain_http_answer_under_the_https_redirect_is_redirected_and_not_stored(
+    client, study, participant, settings
+):
+    settings.SECURE_SSL_REDIRECT = True  # read by SecurityMiddleware when the front is built, as at start-up
+    front = answer_path.AnswerFront(WSGIHandler())
+    status, headers, _body = answer(front, client, study, positions(participant)[0], 3)
+    assert status == 301 and headers["Location"].startswith("https://")
+    assert not Rating.objects.exists()
