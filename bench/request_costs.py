@@ -8,7 +8,10 @@ network. Half the participants answer in place (JSON), half with form posts and 
 Prints ONE JSON object: for each kind, the number of requests and the mean CPU ms (process_time of this
 process: Django's work, not PostgreSQL's or Redis's, nor gunicorn's HTTP parsing, ~0.3 ms a request). The
 test client itself adds a little (building the request); forms are posted urlencoded, as browsers and
-bench/participants.py post them. The same run measures, alongside each participant, the benchmark floor
+bench/participants.py post them. The in-place half posts consent and the instructions in the background too, as
+participant.js does (each reply carrying the next step's page). The test client goes through Django's handler:
+under gunicorn an in-place answer is taken by the answer front before it (ratings/answer_path.py), a little
+cheaper than measured here. The same run measures, alongside each participant, the benchmark floor
 (`floor POST`: /bench/floor/, one row written through the full middleware stack) and the page ceiling
 (`page ceiling GET`: /bench/page/, an item page without a query), so each request kind can be read against
 them. The first five participants warm up and are not counted.
@@ -151,10 +154,19 @@ def walk(client, meter: Meter, *, pid: str, in_place: bool) -> None:
     )
     page = timed("consent GET", lambda: client.get(step)).content.decode()
     form = {"csrfmiddlewaretoken": TOKEN.search(page).group(1), "contact_me_by_fax_only": ""}
-    timed("consent POST", lambda: _post(client, step, {**form, "step": "consent", "decision": "agree"}))
-    timed("instructions GET", lambda: client.get(step))
-    timed("instructions POST", lambda: _post(client, step, {**form, "step": "instructions"}))
-    position = POSITION.search(timed("item GET", lambda: client.get(step)).content.decode()).group(1)
+    if in_place:  # as participant.js posts them: each reply carries the next step's page
+        consent = {**form, "step": "consent", "decision": "agree"}
+        timed("consent POST, in place", lambda: _post(client, step, consent, HTTP_ACCEPT="application/json"))
+        reply = timed(
+            "instructions POST, in place",
+            lambda: _post(client, step, {**form, "step": "instructions"}, HTTP_ACCEPT="application/json"),
+        )
+        position = POSITION.search(reply.json()["page"]).group(1)
+    else:
+        timed("consent POST", lambda: _post(client, step, {**form, "step": "consent", "decision": "agree"}))
+        timed("instructions GET", lambda: client.get(step))
+        timed("instructions POST", lambda: _post(client, step, {**form, "step": "instructions"}))
+        position = POSITION.search(timed("item GET", lambda: client.get(step)).content.decode()).group(1)
     for _ in range(10):
         answer = {**form, "step": "items", "position": position, "value": 3}
         if in_place:
