@@ -50,3 +50,14 @@ def answer_current(client, study, value):
     if position is None:
         return None, None
     return position, client.post(step_url(study), {"step": "items", "position": position, "value": value})
+
+
+def item_positions(participant) -> list[int]:
+    """The positions of a participant's pages, in order."""
+    from studies.models import Assignment
+
+    return list(
+        Assignment.objects.filter(participant=participant)
+        .order_by("position")
+        .values_list("position", flat=True)
+    )

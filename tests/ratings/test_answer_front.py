@@ -16,9 +16,9 @@ from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
 
 from ratings import answer_path
-from studies.models import Assignment, Participant, Rating
+from studies.models import Participant, Rating
 from tests.factories import AttentionCheckFactory, rating_study_build
-from tests.ratings.helpers import consent_and_instructions, current_position, enter, step_url
+from tests.ratings.helpers import consent_and_instructions, current_position, enter, item_positions, step_url
 
 pytestmark = pytest.mark.postgres
 FUNCTION = "rating_answer_in_place("
@@ -110,19 +110,11 @@ def answer(front, client, study, position, value, **extra):
     return call(front, client, step_url(study), data)
 
 
-def positions(participant) -> list[int]:
-    return list(
-        Assignment.objects.filter(participant=participant)
-        .order_by("position")
-        .values_list("position", flat=True)
-    )
-
-
 @pytest.mark.django_db
 def test_an_answer_is_taken_before_django_with_djangos_headers_and_access_log(
     client, study, participant, front, caplog
 ):
-    first, check, *rest = positions(participant)
+    first, check, *rest = item_positions(participant)
     with CaptureQueriesContext(connection) as queries, caplog.at_level(logging.INFO, logger="access"):
         status, headers, body = answer(front, client, study, first, 3)
     assert status == 200 and b'"saved": true' in body
@@ -151,7 +143,7 @@ def test_an_answer_the_path_leaves_reaches_django_with_its_body_tried_once_and_c
     from django.core.cache import caches
 
     caches["default"].clear()
-    first, check, *rest = positions(participant)
+    first, check, *rest = item_positions(participant)
     assert answer(front, client, study, first, 3)[0] == 200  # counted: 1
     with CaptureQueriesContext(connection) as queries:
         status, _headers, body = answer(front, client, study, check, 3)  # an attention check: the view's
@@ -168,7 +160,7 @@ def test_an_answer_the_path_leaves_reaches_django_with_its_body_tried_once_and_c
 def test_other_requests_go_to_django(client, study, participant, front):
     status, headers, body = call(front, client, step_url(study), accept="text/html")
     assert status == 200 and b'name="position"' in body and headers["Content-Type"].startswith("text/html")
-    first = positions(participant)[0]
+    first = item_positions(participant)[0]
     plain = call(
         front, client, step_url(study), {"step": "items", "position": first, "value": 3}, accept="*/*"
     )
@@ -259,6 +251,6 @@ def test_a_plain_http_answer_under_the_https_redirect_is_redirected_and_not_stor
 ):
     settings.SECURE_SSL_REDIRECT = True  # read by SecurityMiddleware when the front is built, as at start-up
     front = answer_path.AnswerFront(WSGIHandler())
-    status, headers, _body = answer(front, client, study, positions(participant)[0], 3)
+    status, headers, _body = answer(front, client, study, item_positions(participant)[0], 3)
     assert status == 301 and headers["Location"].startswith("https://")
     assert not Rating.objects.exists()

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from studies.models import Assignment, Participant, Rating
 from tests.factories import AttentionCheckFactory, rating_study_build
-from tests.ratings.helpers import consent_and_instructions, current_position, enter, step_url
+from tests.ratings.helpers import consent_and_instructions, current_position, enter, item_positions, step_url
 from tests.studies.test_assignment_races import race
 
 pytestmark = pytest.mark.postgres
@@ -97,19 +97,11 @@ def both_paths(client, study, participant, settings, position, value, **extra) -
     return seen[True]
 
 
-def positions(participant) -> list[int]:
-    return list(
-        Assignment.objects.filter(participant=participant)
-        .order_by("position")
-        .values_list("position", flat=True)
-    )
-
-
 @pytest.mark.django_db
 def test_every_kind_of_answer_gets_the_same_reply_and_rows_on_both_paths(
     client, study, participant, settings
 ):
-    first, check, *rest = positions(participant)
+    first, check, *rest = item_positions(participant)
     # Shown a while ago (both paths count the response time from there), seen 30 s ago (both touch them).
     Assignment.objects.filter(participant=participant).update(shown_at=timezone.now() - timedelta(seconds=5))
     Participant.objects.filter(pk=participant.pk).update(last_seen_at=timezone.now() - timedelta(seconds=30))
@@ -156,7 +148,7 @@ def test_every_kind_of_answer_gets_the_same_reply_and_rows_on_both_paths(
 
 @pytest.mark.django_db
 def test_a_participant_past_the_time_limit_is_left_to_the_view(client, study, participant, settings):
-    first = positions(participant)[0]
+    first = item_positions(participant)[0]
     Participant.objects.filter(pk=participant.pk).update(last_seen_at=timezone.now() - timedelta(days=1))
     seen = both_paths(client, study, participant, settings, first, 3)
     assert FUNCTION in seen["statements"][0]
@@ -165,7 +157,7 @@ def test_a_participant_past_the_time_limit_is_left_to_the_view(client, study, pa
 
 @pytest.mark.django_db
 def test_what_the_path_does_not_recognise_goes_to_the_view(client, study, participant, settings):
-    first = positions(participant)[0]
+    first = item_positions(participant)[0]
     for extra in ({"contact_me_by_fax_only": "spam"}, {"value": "x"}):
         with CaptureQueriesContext(connection) as queries:
             response = post(client, study, first, **{"value": 3, **extra})
@@ -177,7 +169,7 @@ def test_what_the_path_does_not_recognise_goes_to_the_view(client, study, partic
 
 @pytest.mark.django_db
 def test_the_reply_has_the_views_headers(client, study, participant):
-    response = post(client, study, positions(participant)[0], 3)
+    response = post(client, study, item_positions(participant)[0], 3)
     assert response.status_code == 200 and response["Content-Type"] == "application/json"
     assert "no-store" in response["Cache-Control"] and response["X-Frame-Options"] == "DENY"
     assert "Cookie" in response["Vary"] and response["X-Content-Type-Options"] == "nosniff"
@@ -193,7 +185,7 @@ def test_the_rate_limit_is_counted_once_per_answer_on_either_path(
     from django.core.cache import caches
 
     caches["default"].clear()
-    first, check, *rest = positions(participant)
+    first, check, *rest = item_positions(participant)
     assert post(client, study, first, 3).status_code == 200  # the answer path
     assert post(client, study, check, 2).status_code == 200  # an attention check: the view, counted once
     assert post(client, study, rest[0], 2).status_code == 200
@@ -211,7 +203,7 @@ def test_concurrent_answers_of_one_participant_are_stored_exactly_once(requires_
     consent_and_instructions(browser, study)
     current = current_position(browser, study)
     participant = Participant.objects.get()
-    after = [p for p in positions(participant) if p > current][0]
+    after = [p for p in item_positions(participant) if p > current][0]
 
     def tab(i):
         other = Client()
