@@ -6,15 +6,15 @@ planning every statement anew. It stores exactly what `ratings.services.rating_s
 it refuses, and the last answer completes the participant as `participant_mark_completed` does; whatever it
 does not take — an attention check's answer (which counts failures), a participant who is not active on the
 items step or past the time limit — it leaves untouched and answers `fallback`, and the usual Python path
-runs instead. Tests compare the
-two paths row for row (tests/ratings/test_answer_path.py). SQLite (`make run`) has no such function: there
-every answer takes the Python path.
+runs instead. Tests compare the two paths row for row (tests/ratings/test_answer_path.py). SQLite (`make run`)
+has no such function: there every answer takes the Python path.
 
 Outcomes (`outcome`): `saved` (stored; the row is the next item, marked as shown), `completed` (the last
 answer stored and the participant completed with their code; no item), `repeat` (that position was
 already answered: nothing written, the row is the current item), `stale` (not the current item: nothing
 written, the row is the current item), `not_yours` (no item at that position: 403), `invalid_value` (not on
-the study's scale: 400), `fallback` (nothing written).
+the study's scale: 400), `fallback` (nothing written). Every outcome but `fallback` before the participant is
+found is one row whose item columns are NULL when it shows no item.
 """
 
 from django.db import migrations
@@ -80,12 +80,8 @@ BEGIN
         verdict := 'saved';
     END IF;
 
-    IF verdict IN ('not_yours', 'invalid_value', 'fallback') OR shown_id IS NULL THEN
-        RETURN QUERY SELECT (CASE WHEN shown_id IS NULL AND verdict IN ('repeat', 'stale') THEN 'fallback'
-                                  ELSE verdict END)::text,
-            NULL::bigint, NULL::text, NULL::bigint, NULL::integer, NULL::text, NULL::integer, NULL::integer,
-            NULL::text, NULL::text, NULL::text, NULL::text;
-        RETURN;
+    IF shown_id IS NULL AND verdict IN ('repeat', 'stale') THEN
+        verdict := 'fallback';  -- every item answered, yet still on the items step: the view completes them
     END IF;
 
     IF verdict IN ('saved', 'completed') THEN
@@ -107,18 +103,19 @@ BEGIN
                    last_seen_at = CASE WHEN p_now - who.last_seen_at >= p_touch THEN p_now
                                        ELSE who.last_seen_at END
              WHERE id = p_participant;
-            RETURN QUERY SELECT 'completed'::text, who.sid, who.title::text, NULL::bigint, NULL::integer,
-                NULL::text, n_total, n_answered, NULL::text, NULL::text, NULL::text, NULL::text;
-            RETURN;
+            shown_id := NULL;
+        ELSE
+            shown_id := unanswered[2];
+            IF p_now - who.last_seen_at >= p_touch THEN
+                UPDATE studies_participant SET last_seen_at = p_now WHERE id = p_participant;
+            END IF;
         END IF;
-        shown_id := unanswered[2];
-        IF p_now - who.last_seen_at >= p_touch THEN
-            UPDATE studies_participant SET last_seen_at = p_now WHERE id = p_participant;
-        END IF;
+    ELSIF verdict IN ('not_yours', 'invalid_value', 'fallback') THEN
+        shown_id := NULL;  -- nothing written, no item shown
     END IF;
 
-    -- The item shown next (the current one for a repeat or a stale page), marked as shown (its first showing
-    -- counts) in the statement that reads it.
+    -- The item shown next (the current one for a repeat or a stale page; none for the other outcomes), marked
+    -- as shown (its first showing counts) in the statement that reads it.
     RETURN QUERY
     WITH shown AS (UPDATE studies_assignment SET shown_at = p_now WHERE id = shown_id AND shown_at IS NULL)
     SELECT verdict, who.sid, who.title::text, a.id, a.position::integer, a.kind::text, n_total, n_answered,
@@ -126,12 +123,12 @@ BEGIN
            (CASE WHEN a.kind = 'attention' THEN c.situation ELSE pr.situation END)::text,
            (CASE WHEN a.kind = 'attention' THEN c.speaker_utterance ELSE pr.speaker_utterance END)::text,
            (CASE WHEN a.kind = 'attention' THEN c.response_text ELSE r.text END)::text
-      FROM studies_assignment a
+      FROM (SELECT 1) one
+      LEFT JOIN studies_assignment a ON a.id = shown_id
       LEFT JOIN studies_attentioncheck c ON c.id = a.attention_check_id
       LEFT JOIN studies_response r ON r.id = a.response_id
       LEFT JOIN studies_prompt pr ON pr.id = r.prompt_id
-      LEFT JOIN studies_emotion e ON e.id = pr.emotion_id
-     WHERE a.id = shown_id;
+      LEFT JOIN studies_emotion e ON e.id = pr.emotion_id;
 END
 $fn$;
 """
