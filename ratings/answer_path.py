@@ -17,8 +17,7 @@ participant's row locked, the answer checked and stored exactly as `services.rat
 next item marked as shown and returned (or, after the last answer, the participant completed), in one round
 trip whose plans PostgreSQL keeps. What it does not take (an attention check's answer, a participant not on
 the items step or past the time limit, no participant in this session) writes nothing and goes on down the
-usual path
-(`views.study_step`), as does every request on SQLite and every request it does not recognise. The reply is
+usual path (`views.study_step`), as does every request on SQLite and every request it does not recognise. The reply is
 the one `views.item_answer` sends (`selectors.item_payload`; the completion page, `views.outcome_in_place`).
 """
 
@@ -178,12 +177,9 @@ class InPlaceAnswerMiddleware:
         response.headers.setdefault("Cache-Control", self.never_cache)
         patch_vary_headers(response, ("Cookie",))
         response.headers.setdefault("X-Frame-Options", settings.X_FRAME_OPTIONS.upper())
-        response.headers.setdefault(
-            "Content-Length", str(len(response.content))
-        )  # as CommonMiddleware sets it
-        return self.csrf.process_response(
-            request, response
-        )  # a page that used the token may renew its cookie
+        # As CommonMiddleware sets it; and a page that used the CSRF token may renew its cookie.
+        response.headers.setdefault("Content-Length", str(len(response.content)))
+        return self.csrf.process_response(request, response)
 
 
 class _HandOver(Exception):
