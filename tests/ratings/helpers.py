@@ -61,3 +61,11 @@ def item_positions(participant) -> list[int]:
         .order_by("position")
         .values_list("position", flat=True)
     )
+
+
+def first_item(client: Client, study, pid: str = "PID1") -> str:
+    """Enters `study` as `pid`, agrees to the consent form and passes the instructions; the page of their
+    first item (read once: it marks the item as shown)."""
+    enter(client, study, pid)
+    consent_and_instructions(client, study)
+    return client.get(step_url(study)).content.decode()

@@ -18,7 +18,12 @@ from django.test.utils import CaptureQueriesContext
 from ratings import answer_path
 from studies.models import Participant, Rating
 from tests.factories import AttentionCheckFactory, rating_study_build
-from tests.ratings.helpers import consent_and_instructions, current_position, enter, item_positions, step_url
+from tests.ratings.helpers import (
+    POSITION,
+    first_item,
+    item_positions,
+    step_url,
+)
 
 pytestmark = pytest.mark.postgres
 FUNCTION = "rating_answer_in_place("
@@ -33,9 +38,7 @@ def study():
 
 @pytest.fixture
 def participant(client, study, requires_postgres):
-    enter(client, study, "PID1")
-    consent_and_instructions(client, study)
-    remember_token(client, study)
+    remember_token(client, first_item(client, study))
     return Participant.objects.get(external_id="PID1")
 
 
@@ -45,16 +48,13 @@ def on_items(*, items: int):
 
     study = rating_study_build(conditions=1, prompts=6, items_per_participant=items)
     client = Client()
-    enter(client, study, "PID1")
-    consent_and_instructions(client, study)
-    position = current_position(client, study)
-    remember_token(client, study)
-    return study, client, position
+    page = first_item(client, study)
+    remember_token(client, page)
+    return study, client, int(POSITION.search(page)[1])
 
 
-def remember_token(client, study) -> None:
-    """The item page's CSRF token, kept on the client for `call` (read once: the page is rate-limited too)."""
-    page = client.get(step_url(study)).content.decode()
+def remember_token(client, page: str) -> None:
+    """The item page's CSRF token, kept on the client for `call` (the script sends the page's token)."""
     client.csrf_token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)[1]
 
 

@@ -12,7 +12,12 @@ from django.utils import timezone
 
 from studies.models import Assignment, Participant, Rating
 from tests.factories import AttentionCheckFactory, rating_study_build
-from tests.ratings.helpers import consent_and_instructions, current_position, enter, item_positions, step_url
+from tests.ratings.helpers import (
+    POSITION,
+    first_item,
+    item_positions,
+    step_url,
+)
 from tests.studies.test_assignment_races import race
 
 pytestmark = pytest.mark.postgres
@@ -35,9 +40,7 @@ def study():
 
 @pytest.fixture
 def participant(client, study, requires_postgres):
-    enter(client, study, "PID1")
-    consent_and_instructions(client, study)
-    current_position(client, study)  # the first item shown
+    first_item(client, study)
     return Participant.objects.get(external_id="PID1")
 
 
@@ -199,9 +202,7 @@ def test_concurrent_answers_of_one_participant_are_stored_exactly_once(requires_
     """30 tabs post at once: half the current item (with two different values), half the item after it."""
     study = rating_study_build(conditions=1, prompts=6, items_per_participant=4)
     browser = Client()
-    enter(browser, study, "PID1")
-    consent_and_instructions(browser, study)
-    current = current_position(browser, study)
+    current = int(POSITION.search(first_item(browser, study))[1])
     participant = Participant.objects.get()
     after = [p for p in item_positions(participant) if p > current][0]
 
