@@ -9,9 +9,9 @@ Prints ONE JSON object: for each kind, the number of requests and the mean CPU m
 process: Django's work, not PostgreSQL's or Redis's, nor gunicorn's HTTP parsing, ~0.3 ms a request). The
 test client itself adds a little (building the request); forms are posted urlencoded, as browsers and
 bench/participants.py post them. The in-place half posts consent and the instructions in the background too, as
-participant.js does (each reply carrying the next step's page). The test client goes through Django's handler:
-under gunicorn an in-place answer is taken by the answer front before it (ratings/answer_path.py), a little
-cheaper than measured here. The same run measures, alongside each participant, the benchmark floor
+participant.js does (each reply carrying the next step's page). Those background POSTs go through the WSGI
+application gunicorn serves (config/wsgi.py: the answer front of ratings/answer_path.py, then Django), the
+other requests through the test client's handler. The same run measures, alongside each participant, the benchmark floor
 (`floor POST`: /bench/floor/, one row written through the full middleware stack) and the page ceiling
 (`page ceiling GET`: /bench/page/, an item page without a query), so each request kind can be read against
 them. The first five participants warm up and are not counted.
@@ -75,9 +75,7 @@ class Meter:
             return execute(sql, params, many, context)
 
         connection.execute_wrappers.append(count_sql)
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_backend_pid()")
-            self.pg_pid = cursor.fetchone()[0]
+        self._find_backend()
         send = AbstractConnection.send_packed_command
 
         def counted(connection_, command, check_health=True):
@@ -85,6 +83,14 @@ class Meter:
             return send(connection_, command, check_health)
 
         AbstractConnection.send_packed_command = counted
+
+    def _find_backend(self) -> None:
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            self.pg_pid = cursor.fetchone()[0]
+        self._sql -= 1  # not the requests'
 
     def timed(self, kind: str, call):
         profiling = self.profiler is not None and self.profile in kind
@@ -95,9 +101,12 @@ class Meter:
         started = time.process_time()
         response = call()
         self.costs.setdefault(kind, []).append(time.process_time() - started)
-        if pg_before is not None:
+        pg_after = process_cpu_seconds(self.pg_pid) if pg_before is not None else None
+        if pg_after is None and self.pg_pid:
+            self._find_backend()  # the request replaced the connection (a warm-up request: not counted)
+        elif pg_after is not None:
             # /proc counts in clock ticks (10 ms): summed over hundreds of requests, the mean is what counts.
-            self.pg[kind] = self.pg.get(kind, 0.0) + process_cpu_seconds(self.pg_pid) - pg_before
+            self.pg[kind] = self.pg.get(kind, 0.0) + pg_after - pg_before
         if profiling:
             self.profiler.disable()
         self.trips.setdefault(kind, []).append((self._sql - sql, self._redis - redis))
@@ -135,6 +144,32 @@ def _post(client, path: str, data: dict, **extra):
     return client.post(path, urlencode(data), content_type=FORM, **extra)
 
 
+def _front_post(client, front, path: str, data: dict) -> dict:
+    """A background POST (participant.js) as gunicorn serves it: through the WSGI application of
+    config/wsgi.py (the answer front, then Django), with the test client's cookies; its JSON reply."""
+    from django.test.client import FakePayload
+
+    body = urlencode(data).encode()
+    environ = client._base_environ(
+        PATH_INFO=path,
+        REQUEST_METHOD="POST",
+        CONTENT_TYPE=FORM,
+        CONTENT_LENGTH=str(len(body)),
+        HTTP_ACCEPT="application/json",
+        **{"wsgi.input": FakePayload(body)},
+    )
+    started: dict = {}
+    response = front(environ, lambda status, headers: started.update(status=status, headers=headers))
+    try:
+        content = b"".join(response)
+    finally:
+        response.close()
+    for name, value in started["headers"]:
+        if name.lower() == "set-cookie":
+            client.cookies.load(value)
+    return json.loads(content)
+
+
 def bounds(client, meter: Meter) -> None:
     """The floor and the page ceiling, a few of each per participant, on a fresh browser of their own."""
     timed = meter.timed
@@ -144,7 +179,7 @@ def bounds(client, meter: Meter) -> None:
         timed("page ceiling GET", lambda: client.get("/bench/page/"))
 
 
-def walk(client, meter: Meter, *, pid: str, in_place: bool) -> None:
+def walk(client, meter: Meter, *, pid: str, in_place: bool, front=None) -> None:
     timed = meter.timed
 
     step = "/s/launch/step/"
@@ -154,14 +189,14 @@ def walk(client, meter: Meter, *, pid: str, in_place: bool) -> None:
     )
     page = timed("consent GET", lambda: client.get(step)).content.decode()
     form = {"csrfmiddlewaretoken": TOKEN.search(page).group(1), "contact_me_by_fax_only": ""}
-    if in_place:  # as participant.js posts them: each reply carries the next step's page
+    if in_place:  # as participant.js posts them, and gunicorn serves them: each reply carries the next step
         consent = {**form, "step": "consent", "decision": "agree"}
-        timed("consent POST, in place", lambda: _post(client, step, consent, HTTP_ACCEPT="application/json"))
+        timed("consent POST, in place", lambda: _front_post(client, front, step, consent))
         reply = timed(
             "instructions POST, in place",
-            lambda: _post(client, step, {**form, "step": "instructions"}, HTTP_ACCEPT="application/json"),
+            lambda: _front_post(client, front, step, {**form, "step": "instructions"}),
         )
-        position = POSITION.search(reply.json()["page"]).group(1)
+        position = POSITION.search(reply["page"]).group(1)
     else:
         timed("consent POST", lambda: _post(client, step, {**form, "step": "consent", "decision": "agree"}))
         timed("instructions GET", lambda: client.get(step))
@@ -170,11 +205,8 @@ def walk(client, meter: Meter, *, pid: str, in_place: bool) -> None:
     for _ in range(10):
         answer = {**form, "step": "items", "position": position, "value": 3}
         if in_place:
-            reply = timed(
-                "answer, in place (JSON)",
-                lambda a=answer: _post(client, step, a, HTTP_ACCEPT="application/json"),
-            )
-            position = reply.json().get("item", {}).get("position")
+            reply = timed("answer, in place (JSON)", lambda a=answer: _front_post(client, front, step, a))
+            position = reply.get("item", {}).get("position")
             continue
         timed("answer, form POST (redirect)", lambda a=answer: _post(client, step, a))
         found = POSITION.search(timed("item GET", lambda: client.get(step)).content.decode())
@@ -198,10 +230,18 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     meter = Meter(round_trips=args.round_trips, profile=args.profile)
     with Stack(workers=1, redis_url=args.redis_url, name="costs") as stack:
-        os.environ.update(SECURE_SSL_REDIRECT="0", DB_CONN_MAX_AGE="60", BENCH_FLOOR_ENABLED="1")
+        os.environ.update(SECURE_SSL_REDIRECT="0", BENCH_FLOOR_ENABLED="1")
         stack.django_setup()
+        from django.db import connection
+
+        # As a web worker keeps it (django_setup sets 0 for the seeding scripts): the front's requests close
+        # their connection at the end when it is older than this, as under gunicorn.
+        connection.close()
+        connection.settings_dict["CONN_MAX_AGE"] = 60
         study_seed(stack, slug="launch", corpus=DEFAULT_CORPUS, ask_teq=False, quota_per_condition=100_000)
         from django.test import Client
+
+        from config.wsgi import application as front
 
         client = Client(enforce_csrf_checks=True, HTTP_HOST="127.0.0.1")
         meter.install()
@@ -209,7 +249,7 @@ def main(argv: list[str] | None = None) -> dict:
         for i in range(args.participants + WARM_UP):
             client.cookies = SimpleCookie()  # a new browser; one client, so the middleware is loaded once
             client.defaults["REMOTE_ADDR"] = f"10.{run}.{i // 250}.{i % 250}"
-            walk(client, meter, pid=f"costs{run}x{i:05d}", in_place=bool(i % 2))
+            walk(client, meter, pid=f"costs{run}x{i:05d}", in_place=bool(i % 2), front=front)
             client.defaults["REMOTE_ADDR"] = f"10.{run}.255.{i % 250}"
             bounds(client, meter)
             if i == WARM_UP - 1:
