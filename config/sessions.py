@@ -18,7 +18,8 @@ from __future__ import annotations
 import logging
 
 from django.contrib.sessions.backends import cached_db, db
-from django.contrib.sessions.backends.base import VALID_KEY_CHARS
+from django.contrib.sessions.backends.base import VALID_KEY_CHARS, CreateError, UpdateError
+from django.db import DatabaseError, IntegrityError, connections, router
 from django.utils.crypto import get_random_string
 
 logger = logging.getLogger("django.contrib.sessions")
@@ -66,6 +67,30 @@ class SessionStore(cached_db.SessionStore):
         except Exception:
             logger.warning("session cache unavailable; read from the database")
         return data
+
+    def save(self, must_create=False):
+        """Django's `save`, without the transaction Django opens around the row's one statement (BEGIN and
+        COMMIT: three round trips where one does) unless another transaction is open: there the savepoint
+        keeps a refused INSERT from breaking the enclosing transaction. Outside one, the INSERT or UPDATE
+        commits by itself, and a refused INSERT changes nothing. Then the cached copy, as Django writes it."""
+        using = router.db_for_write(self.model)
+        if self.session_key is None or connections[using].in_atomic_block:
+            return super().save(must_create)  # a new key (`create` comes back here), or inside a transaction
+        obj = self.create_model_instance(self._get_session(no_load=must_create))
+        try:
+            obj.save(force_insert=must_create, force_update=not must_create, using=using)
+        except IntegrityError:
+            if must_create:
+                raise CreateError from None
+            raise
+        except DatabaseError:
+            if not must_create:
+                raise UpdateError from None
+            raise
+        try:
+            self._cache.set(self.cache_key, self._session, self.get_expiry_age())
+        except Exception:
+            logger.exception("Error saving to cache (%s)", self._cache)  # as Django's store says it
 
     def _get_new_session_key(self):
         """A fresh random key, without first asking the cache and then the database whether it is taken (one

@@ -129,3 +129,37 @@ def test_a_new_session_key_already_taken_is_drawn_again_and_the_other_session_is
     assert fresh.session_key == "k" * 32
     assert not [command for command in redis_trips if b"GET" in command[0][:40]]  # no look-up first
     assert SessionStore(taken.session_key).load() == {"who": "first"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_session_is_written_by_one_statement_outside_a_transaction_and_a_taken_key_is_drawn_again(
+    redis_trips, monkeypatch
+):
+    """Outside a transaction (a request's session save) the row's INSERT or UPDATE is the only statement,
+    committed by itself: no transaction (BEGIN and COMMIT) around it. A refused INSERT (a taken key) changes
+    nothing and a new key is drawn."""
+    statements = []
+
+    def record(execute, sql, params, many, context):
+        statements.append((sql.split()[0], connection.in_atomic_block))
+        return execute(sql, params, many, context)
+
+    taken = SessionStore()
+    taken["who"] = "first"
+    with connection.execute_wrapper(record):
+        taken.save()
+    assert statements == [("INSERT", False)]
+    keys = iter([taken.session_key, "k" * 32])
+    monkeypatch.setattr("config.sessions.get_random_string", lambda length, chars: next(keys))
+    fresh = SessionStore()
+    fresh["who"] = "second"
+    fresh.save()
+    assert fresh.session_key == "k" * 32
+    fresh["who"] = "second, changed"
+    statements.clear()
+    with connection.execute_wrapper(record):
+        fresh.save()
+    assert statements == [("UPDATE", False)]
+    caches["default"].clear()  # both read back from the database
+    assert SessionStore(taken.session_key).load() == {"who": "first"}
+    assert SessionStore("k" * 32).load() == {"who": "second, changed"}
