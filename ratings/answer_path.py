@@ -249,7 +249,10 @@ class AnswerFront:
         connection.health_check_done = True
         try:
             request.get_host()  # a host not allowed: Django's 400
-            request.body  # noqa: B018 - read once, so that Django can be handed it again
+            # Read once, so that Django can be handed it again. Another step's form posted in the background
+            # (consent, instructions) goes straight to Django, whose middleware then runs once, not twice.
+            if b"step=items" not in request.body:
+                raise _HandOver
             return self.chain(request)
         except (_HandOver, DisallowedHost):
             pass

@@ -20,6 +20,7 @@ from studies.models import Participant, Rating
 from tests.factories import AttentionCheckFactory, rating_study_build
 from tests.ratings.helpers import (
     POSITION,
+    enter,
     first_item,
     item_positions,
     step_url,
@@ -154,6 +155,24 @@ def test_an_answer_the_path_leaves_reaches_django_with_its_body_tried_once_and_c
     assert Participant.objects.get(pk=participant.pk).attention_failures == 1
     assert answer(front, client, study, rest[0], 3)[0] == 429  # 3 > 2
     assert Rating.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_another_steps_form_posted_in_the_background_goes_to_django_and_its_middleware_runs_once(
+    client, study, front, requires_postgres, caplog
+):
+    remember_token(client, enter(client, study, "PID2").content.decode())  # on the consent page
+    chains, chain = [], front.chain
+    front.chain = lambda request: chains.append(request) or chain(request)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="access"):
+        status, _headers, body = call(
+            front, client, step_url(study), {"step": "consent", "decision": "agree"}
+        )
+    assert status == 200 and "Instructions" in json.loads(body)["page"]
+    assert Participant.objects.get(external_id="PID2").step == Participant.Step.INSTRUCTIONS
+    assert chains == []  # not through the front's middleware and path first
+    assert [r.getMessage() for r in caplog.records if r.name == "access"] == [f"POST {step_url(study)} 200"]
 
 
 @pytest.mark.django_db
