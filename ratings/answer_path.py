@@ -12,6 +12,10 @@ what the answer does need from them, with the same code:
 * `never_cache`, `Vary: Cookie`, `X-Frame-Options` and `Content-Length` on the reply (the middleware before it in
   MIDDLEWARE — request id and access log, body limit, CSP, security headers — still runs).
 
+The consent and instructions forms, also posted in the background, take the same way past the middleware (the
+same checks and headers, the session saved as SessionMiddleware saves it) and are then stored by their pages'
+own code (`views.step_in_place`, what the view calls for them). Any other step's form goes to Django untouched.
+
 The answer itself is one statement on PostgreSQL, `rating_answer_in_place` (studies/migrations/0008): the
 participant's row locked, the answer checked and stored exactly as `services.rating_submit` stores it, the
 next item marked as shown and returned (or, after the last answer, the participant completed), in one round
@@ -29,6 +33,7 @@ import re
 from importlib import import_module
 
 from django.conf import settings
+from django.contrib.sessions.middleware import SessionMiddleware
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.wsgi import WSGIRequest, get_script_name
 from django.db import IntegrityError, close_old_connections, connection
@@ -42,7 +47,7 @@ from django.utils.module_loading import import_string
 
 from config.ratelimit import HONEYPOT_FIELD, rate_limit_refusal
 from studies.models import Assignment, Participant
-from studies.participants import TOUCH_INTERVAL
+from studies.participants import TOUCH_INTERVAL, participant_touch
 
 from . import views
 from .forms import ItemAnswerForm
@@ -64,6 +69,11 @@ _MIDDLEWARE = "ratings.answer_path.InPlaceAnswerMiddleware"
 _BODY_MAX = 16 * 1024
 # Outcomes of rating_answer_in_place that end in a refusal: the error code and status `views.item_answer` sends.
 _REFUSED = {"not_yours": ("NotYourItem", 403), "invalid_value": ("InvalidValue", 400)}
+# The other steps whose forms the path takes when posted in the background: their pages store them with their
+# own code (`views.step_in_place`), which needs nothing of the middleware it skips but the session.
+_STEPS = frozenset({Participant.Step.CONSENT, Participant.Step.INSTRUCTIONS})
+# The front's first look at a body: a form of one of those steps or an answer (the form's parser decides).
+_TAKEN_BODY = re.compile(rb"(?:^|&)step=(?:items|consent|instructions)(?:&|$)")
 
 
 def answer_in_place(
@@ -130,6 +140,7 @@ class InPlaceAnswerMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
         self.csrf = CsrfViewMiddleware(get_response)
+        self.sessions = SessionMiddleware(get_response)
         self.session_store = import_module(settings.SESSION_ENGINE).SessionStore
         model = HttpResponse()
         add_never_cache_headers(model)
@@ -155,11 +166,14 @@ class InPlaceAnswerMiddleware:
 
     def answer(self, request, slug: str):
         post = request.POST
-        if post.get("step") != Participant.Step.ITEMS or post.get(HONEYPOT_FIELD):
+        step = post.get("step")
+        if post.get(HONEYPOT_FIELD) or (step != Participant.Step.ITEMS and step not in _STEPS):
             return None
-        fields = _answer_fields(post)
-        if fields is None:
-            return None
+        fields = None
+        if step == Participant.Step.ITEMS:
+            fields = _answer_fields(post)
+            if fields is None:
+                return None
         self.csrf.process_request(request)
         if self.csrf.process_view(request, None, (), {"slug": slug}) is not None:
             return None  # refused: the usual path refuses it the same way, with its page
@@ -169,7 +183,10 @@ class InPlaceAnswerMiddleware:
             participant_id = request.session.get(session_key(slug))
             if participant_id is None:
                 return None
-            response = answer_in_place(request, participant_id=participant_id, slug=slug, **fields)
+            if fields is None:
+                response = self.step(request, slug)
+            else:
+                response = answer_in_place(request, participant_id=participant_id, slug=slug, **fields)
             if response is None:
                 return None
         # never_cache's headers: Expires now, and Cache-Control as it writes it (the same on every reply).
@@ -180,6 +197,16 @@ class InPlaceAnswerMiddleware:
         # As CommonMiddleware sets it; and a page that used the CSRF token may renew its cookie.
         response.headers.setdefault("Content-Length", str(len(response.content)))
         return self.csrf.process_response(request, response)
+
+    def step(self, request, slug: str):
+        """Another step's form, stored by its page as `views.study_step` has it stored (the participant found
+        and touched, then `views.step_in_place`); the session saved as SessionMiddleware saves it. None, having
+        written nothing, when the session's participant is not in this study."""
+        participant = participant_get_for_session(session=request.session, slug=slug)
+        if participant is None:
+            return None
+        response = views.step_in_place(request, participant_touch(participant=participant))
+        return self.sessions.process_response(request, response)
 
 
 class _HandOver(Exception):
@@ -249,9 +276,9 @@ class AnswerFront:
         connection.health_check_done = True
         try:
             request.get_host()  # a host not allowed: Django's 400
-            # Read once, so that Django can be handed it again. Another step's form posted in the background
-            # (consent, instructions) goes straight to Django, whose middleware then runs once, not twice.
-            if b"step=items" not in request.body:
+            # Read once, so that Django can be handed it again. A form of a step the path does not take goes
+            # straight to Django, whose middleware then runs once, not twice.
+            if _TAKEN_BODY.search(request.body) is None:
                 raise _HandOver
             return self.chain(request)
         except (_HandOver, DisallowedHost):

@@ -265,17 +265,25 @@ def study_step(request: HttpRequest, slug: str) -> HttpResponse:
     study = participant.study
     participant = participant_touch(participant=participant)
     if in_place:
-        handler = flow.page_of(participant) if participant.status == Participant.Status.ACTIVE else None
-        if handler is None or request.POST.get("step") != participant.step:
-            return _go(_step_url(study.slug))  # nothing stored: the step page says where they are
-        if handler.answer is not None:
-            return handler.answer(request, participant)
-        return _in_place(request, participant, handler.post(request, participant))
+        return step_in_place(request, participant)
     if request.method == "POST":
         if participant.status != Participant.Status.ACTIVE or request.POST.get("step") != participant.step:
             return _to_step(study)  # a page from an earlier step (back button, second tab): nothing stored
         return flow.page_of(participant).post(request, participant)
     return _current_page(request, participant)
+
+
+def step_in_place(request: HttpRequest, participant: Participant) -> JsonResponse:
+    """A step's form posted in the background by the session's participant (already touched): stored by the
+    step's page exactly as the plain post stores it, the reply in place (`_in_place`); from a page that is no
+    longer current, nothing stored and `{"next": the step page}`. Also called by the background path of
+    ratings/answer_path.py, which did the request's checks itself."""
+    handler = flow.page_of(participant) if participant.status == Participant.Status.ACTIVE else None
+    if handler is None or request.POST.get("step") != participant.step:
+        return _go(_step_url(participant.study.slug))  # nothing stored: the step page says where they are
+    if handler.answer is not None:
+        return handler.answer(request, participant)
+    return _in_place(request, participant, handler.post(request, participant))
 
 
 def _current_page(request: HttpRequest, participant: Participant) -> HttpResponse:

@@ -158,21 +158,50 @@ def test_an_answer_the_path_leaves_reaches_django_with_its_body_tried_once_and_c
 
 
 @pytest.mark.django_db
-def test_another_steps_form_posted_in_the_background_goes_to_django_and_its_middleware_runs_once(
+def test_consent_posted_in_the_background_is_taken_before_django_with_djangos_headers_and_access_log(
     client, study, front, requires_postgres, caplog
 ):
     remember_token(client, enter(client, study, "PID2").content.decode())  # on the consent page
+    handled = []
+    django_app = front.django_app
+    front.django_app = lambda environ, start_response: (
+        handled.append(environ) or django_app(environ, start_response)
+    )
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="access"):
+        status, headers, body = call(front, client, step_url(study), {"step": "consent", "decision": "agree"})
+    assert status == 200 and "Instructions" in json.loads(body)["page"]
+    assert handled == []  # not Django's handler
+    assert Participant.objects.get(external_id="PID2").step == Participant.Step.INSTRUCTIONS
+    assert [r.getMessage() for r in caplog.records if r.name == "access"] == [f"POST {step_url(study)} 200"]
+    # The same headers as the next step's post through Django's whole handler.
+    through_django = client.post(step_url(study), {"step": "instructions"}, HTTP_ACCEPT="application/json")
+    assert 'name="position"' in through_django.json()["page"]
+    assert set(headers) - {"Set-Cookie"} == set(through_django.headers)  # the client keeps cookies apart
+    assert headers["Set-Cookie"].strip().split("=")[0] == "csrftoken" and set(through_django.cookies) == {
+        "csrftoken"
+    }
+    assert headers["X-Frame-Options"] == "DENY" and "no-store" in headers["Cache-Control"]
+    assert headers["Vary"] == through_django.headers["Vary"]
+
+
+@pytest.mark.django_db
+def test_a_step_the_path_does_not_take_goes_straight_to_django_and_its_middleware_runs_once(
+    client, front, requires_postgres, caplog
+):
+    study = rating_study_build(conditions=1, prompts=4, items_per_participant=2, ask_teq=True)
+    enter(client, study, "PID3")
+    client.post(step_url(study), {"step": "consent", "decision": "agree"})
+    page = client.post(step_url(study), {"step": "instructions"}, follow=True).content.decode()
+    remember_token(client, page)  # on the TEQ page
     chains, chain = [], front.chain
     front.chain = lambda request: chains.append(request) or chain(request)
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="access"):
-        status, _headers, body = call(
-            front, client, step_url(study), {"step": "consent", "decision": "agree"}
-        )
-    assert status == 200 and "Instructions" in json.loads(body)["page"]
-    assert Participant.objects.get(external_id="PID2").step == Participant.Step.INSTRUCTIONS
+        status, _headers, body = call(front, client, step_url(study), {"step": "teq", "q1": "often"})
+    assert status == 400 and "<h1>About you</h1>" in json.loads(body)["page"]  # the TEQ, answers missing
     assert chains == []  # not through the front's middleware and path first
-    assert [r.getMessage() for r in caplog.records if r.name == "access"] == [f"POST {step_url(study)} 200"]
+    assert [r.getMessage() for r in caplog.records if r.name == "access"] == [f"POST {step_url(study)} 400"]
 
 
 @pytest.mark.django_db

@@ -2,6 +2,7 @@
 view's: the same replies and the same rows for every kind of answer, one statement for those it takes,
 nothing written for those it leaves to the view, exactly once under a race, the rate limit counted once."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -10,10 +11,12 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from ratings.answer_path import InPlaceAnswerMiddleware
 from studies.models import Assignment, Participant, Rating
 from tests.factories import AttentionCheckFactory, rating_study_build
 from tests.ratings.helpers import (
     POSITION,
+    enter,
     first_item,
     item_positions,
     step_url,
@@ -223,3 +226,63 @@ def test_concurrent_answers_of_one_participant_are_stored_exactly_once(requires_
     if after in stored:  # stored after the current item's, under the participant's lock (ids in order)
         assert stored[after].pk > stored[current].pk
     assert all(position != current for i, position in shown.items() if i % 2)
+
+
+def _step_reply(response) -> tuple:
+    data = response.json()
+    if "page" in data:  # the CSRF token is masked anew for every page
+        data = {**data, "page": re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', "", data["page"])}
+    return response.status_code, data
+
+
+def both_paths_step(client, study, participant, settings, monkeypatch, data) -> dict:
+    """A step's form posted in the background, on the same rows, through the path and through the view (each
+    rolled back); the path must have taken it."""
+    seen, taken = {}, []
+    step = InPlaceAnswerMiddleware.step
+    monkeypatch.setattr(
+        InPlaceAnswerMiddleware,
+        "step",
+        lambda self, request, slug: taken.append(slug) or step(self, request, slug),
+    )
+    for path in (True, False):
+        settings.PARTICIPANT_ANSWER_PATH = path
+        taken.clear()
+        savepoint = transaction.savepoint()
+        response = client.post(step_url(study), data, **JSON)
+        seen[path] = {"reply": _step_reply(response), "rows": _rows(participant), "taken": list(taken)}
+        transaction.savepoint_rollback(savepoint)
+    settings.PARTICIPANT_ANSWER_PATH = True
+    assert seen[True]["taken"] == [study.slug] and seen[False]["taken"] == []
+    assert seen[True]["reply"] == seen[False]["reply"]
+    assert seen[True]["rows"] == seen[False]["rows"]
+    return seen[True]
+
+
+@pytest.mark.django_db
+def test_consent_and_instructions_posted_in_the_background_get_the_same_reply_and_rows_on_both_paths(
+    client, study, settings, monkeypatch, requires_postgres
+):
+    enter(client, study, "PID2")
+    participant = Participant.objects.get(external_id="PID2")
+    Participant.objects.filter(pk=participant.pk).update(last_seen_at=timezone.now() - timedelta(seconds=30))
+
+    def both(data):
+        return both_paths_step(client, study, participant, settings, monkeypatch, data)
+
+    declined = both({"step": "consent", "decision": "decline"})
+    assert declined["rows"]["participant"][:2] == (Participant.Status.SCREENED_OUT, Participant.Step.DONE)
+    assert declined["rows"]["assignments"] == []  # the items given back
+    malformed = both({"step": "consent", "decision": "perhaps"})
+    assert malformed["reply"][0] == 400 and malformed["rows"]["participant"][1] == Participant.Step.CONSENT
+    stale = both({"step": "instructions"})  # a page from a later step: nothing stored
+    assert stale["reply"] == (200, {"next": step_url(study)}) and stale["rows"]["participant"][-1] is True
+    agreed = both({"step": "consent", "decision": "agree"})
+    assert "<h1>Instructions</h1>" in agreed["reply"][1]["page"]
+    assert agreed["rows"]["participant"][1] == Participant.Step.INSTRUCTIONS
+
+    client.post(step_url(study), {"step": "consent", "decision": "agree"}, **JSON)  # now for real
+    shown = both({"step": "instructions"})
+    assert 'name="position"' in shown["reply"][1]["page"]
+    assert shown["rows"]["participant"][1] == Participant.Step.ITEMS
+    assert shown["rows"]["assignments"][0][1:] == (True, False)  # the first item shown, not answered
