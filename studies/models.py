@@ -299,13 +299,11 @@ class Response(models.Model):
             models.CheckConstraint(condition=~Q(text=""), name="response_text_not_empty"),
         ]
         indexes = [
-            # A condition's responses a newcomer may be given (studies/kinds/rating.py, `_eligible_sql`): the
-            # enrolment's least-assigned query reads their ids from this index alone (an index-only scan).
             models.Index(
                 fields=["condition", "id"],
                 condition=Q(sample_index=0) & ~Q(review="flagged"),
                 name="response_eligible_by_cond",
-            ),
+            )
         ]
 
     def __str__(self) -> str:

@@ -41,7 +41,8 @@ def eligible_responses(condition: Condition):
 
 @cache
 def _eligible_sql(vendor: str, r: str = "r") -> str:
-    """`eligible_responses` over the response row aliased `r` (its condition compared by the caller)."""
+    """`eligible_responses` over the response row aliased `r` (its condition compared by the caller): the
+    condition of the partial index `response_eligible_by_cond`, so that enrolment reads their ids from it alone."""
     col = lambda name: rows.column(Response, name, r)  # noqa: E731
     return f"{col('sample_index')} = 0 AND {col('review')} <> '{Response.Review.FLAGGED}'"
 
