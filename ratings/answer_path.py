@@ -73,7 +73,10 @@ _REFUSED = {"not_yours": ("NotYourItem", 403), "invalid_value": ("InvalidValue",
 # own code (`views.step_in_place`), which needs nothing of the middleware it skips but the session.
 _STEPS = frozenset({Participant.Step.CONSENT, Participant.Step.INSTRUCTIONS})
 # The front's first look at a body: a form of one of those steps or an answer (the form's parser decides).
-_TAKEN_BODY = re.compile(rb"(?:^|&)step=(?:items|consent|instructions)(?:&|$)")
+_TAKEN_BODY = re.compile(
+    rb"(?:^|&)step=(?:%s)(?:&|$)"
+    % b"|".join(sorted(re.escape(step.encode()) for step in (Participant.Step.ITEMS, *_STEPS)))
+)
 
 
 def answer_in_place(
