@@ -6,6 +6,7 @@ from django.test import Client
 
 POSITION = re.compile(r'name="position" value="(\d+)"')
 STEP = re.compile(r'name="step" value="([a-z_]+)"')
+CSRF_TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
 
 def entry_url(study, pid=None, **params):

@@ -5,7 +5,6 @@ everything else — or anything that goes wrong — handed to Django as it came.
 import contextlib
 import json
 import logging
-import re
 from urllib.parse import urlencode
 
 import pytest
@@ -19,6 +18,7 @@ from ratings import answer_path
 from studies.models import Participant, Rating
 from tests.factories import AttentionCheckFactory, rating_study_build
 from tests.ratings.helpers import (
+    CSRF_TOKEN,
     POSITION,
     enter,
     first_item,
@@ -56,7 +56,7 @@ def on_items(*, items: int):
 
 def remember_token(client, page: str) -> None:
     """The item page's CSRF token, kept on the client for `call` (the script sends the page's token)."""
-    client.csrf_token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)[1]
+    client.csrf_token = CSRF_TOKEN.search(page)[1]
 
 
 @pytest.fixture

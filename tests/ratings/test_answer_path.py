@@ -2,7 +2,6 @@
 view's: the same replies and the same rows for every kind of answer, one statement for those it takes,
 nothing written for those it leaves to the view, exactly once under a race, the rate limit counted once."""
 
-import re
 from datetime import timedelta
 
 import pytest
@@ -15,6 +14,7 @@ from ratings.answer_path import InPlaceAnswerMiddleware
 from studies.models import Assignment, Participant, Rating
 from tests.factories import AttentionCheckFactory, rating_study_build
 from tests.ratings.helpers import (
+    CSRF_TOKEN,
     POSITION,
     enter,
     first_item,
@@ -231,7 +231,7 @@ def test_concurrent_answers_of_one_participant_are_stored_exactly_once(requires_
 def _step_reply(response) -> tuple:
     data = response.json()
     if "page" in data:  # the CSRF token is masked anew for every page
-        data = {**data, "page": re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', "", data["page"])}
+        data = {**data, "page": CSRF_TOKEN.sub("", data["page"])}
     return response.status_code, data
 
 

@@ -1,14 +1,15 @@
 """In-place answers: the item form posted in the background (`Accept: application/json`) gets the next item
 as JSON, with the same checks and the same exactly-once rules as the plain form post."""
 
-import re
-
 import pytest
 from django.test import Client
 
 from studies.models import Assignment, Participant, Rating
 from tests.factories import AttentionCheckFactory, rating_study_build
 from tests.ratings.helpers import (
+    CSRF_TOKEN,
+    POSITION,
+    STEP,
     consent_and_instructions,
     current_position,
     enter,
@@ -114,7 +115,7 @@ def test_strangers_are_sent_to_the_entry(study):
 
 
 def _page_step(reply) -> str:
-    return re.search(r'name="step" value="([a-z_]+)"', reply["page"]).group(1)
+    return STEP.search(reply["page"]).group(1)
 
 
 @pytest.mark.django_db
@@ -145,7 +146,7 @@ def test_each_step_posted_in_place_gets_the_next_steps_page_in_its_reply(client,
     participant = Participant.objects.get()
     assert participant.step == Participant.Step.ITEMS and participant.teq_score is not None
     # The item in the reply is the one a refresh shows, already marked as shown.
-    position = int(re.search(r'name="position" value="(\d+)"', reply["page"]).group(1))
+    position = int(POSITION.search(reply["page"]).group(1))
     assert current_position(client, study) == position
     assert Assignment.objects.get(participant=participant, position=position).shown_at is not None
 
@@ -167,7 +168,7 @@ def test_the_csrf_check_still_applies_to_background_posts(client, study):
     consent_and_instructions(client, study)
     page = client.get(step_url(study)).content.decode()
     position = current_position(client, study)
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    token = CSRF_TOKEN.search(page).group(1)
     strict = Client(enforce_csrf_checks=True)
     strict.cookies = client.cookies
     assert answer(strict, study, position, 3).status_code == 403  # without the form's token
