@@ -132,24 +132,25 @@ def condition_choose(
     participants to release. The least filled of the enrolling conditions that `kind` (the study's kind)
     finds enrollable and that are below their quota (previews: any), ties drawn from `rng`.
 
-    One query (and the kind's `conditions_enrollable`): the study's enrolling conditions, each with its
-    counted participants, with the id's look-up and the staleness check as columns of every row (one row
-    of NULL conditions when there is none)."""
+    One query: the study's enrolling conditions, each with its counted participants and whether the kind
+    finds it enrollable (`StudyKind.enrollable_sql`), with the id's look-up and the staleness check as
+    columns of every row (one row of NULL conditions when there is none)."""
+    vendor = connection.vendor
     rules = rules_params(study, now)
     found = rows.fetchall(
-        _choose_sql(connection.vendor), [study.pk, *rules, study.pk, external_id, study.pk, *rules, study.pk]
+        _choose_sql(vendor, kind.enrollable_sql(vendor)),
+        [study.pk, *rules, study.pk, external_id, study.pk, *rules, study.pk],
     )
     conditions, counts = {}, {}
     for row in found:
         condition, end = rows.instance(Condition, row)
-        if condition.pk is not None:
+        if condition.pk is not None and row[end + 3]:
             condition.study = study
             conditions[condition.pk] = condition
             counts[condition.pk] = row[end]
     existing_id, stale = row[end + 1], bool(row[end + 2])
     if existing_id is not None or not conditions:
         return None, existing_id, stale
-    conditions = kind.conditions_enrollable(study, conditions)
     if not is_preview:
         conditions = {cid: c for cid, c in conditions.items() if counts[cid] < c.effective_quota}
     if not conditions:
@@ -158,7 +159,8 @@ def condition_choose(
 
 
 @cache
-def _choose_sql(vendor: str) -> str:
+def _choose_sql(vendor: str, enrollable: str) -> str:
+    """`enrollable`: the kind's condition on the condition row `c` (`StudyKind.enrollable_sql`)."""
     p = lambda name: rows.column(Participant, name, "p")  # noqa: E731
     c = lambda name: rows.column(Condition, name, "c")  # noqa: E731
     participants = rows.table(Participant)
@@ -167,7 +169,8 @@ def _choose_sql(vendor: str) -> str:
         f" (SELECT COUNT(*) FROM {participants} p"
         f" WHERE {p('study')} = %s AND {p('condition')} = {c('id')} AND {counted_sql(vendor)}),"
         f" (SELECT {p('id')} FROM {participants} p WHERE {p('study')} = %s AND {p('external_id')} = %s),"
-        f" EXISTS (SELECT 1 FROM {participants} p WHERE {p('study')} = %s AND {lapsed_sql(vendor)})"
+        f" EXISTS (SELECT 1 FROM {participants} p WHERE {p('study')} = %s AND {lapsed_sql(vendor)}),"
+        f" {enrollable}"
         f" FROM (SELECT 1 AS one) one LEFT JOIN {rows.table(Condition)} c"
         f" ON {c('study')} = %s AND {c('enrolling')} ORDER BY {c('id')}"
     )

@@ -7,7 +7,7 @@ entry and consent pages, recruiting-platform handling and exactly-once answers. 
 * **participant steps** — `steps(study)`: the kind's steps between consent and done, in order, and `pages`:
   for each step, the dotted path of the page that shows and answers it (a `ratings.flow.StepPage`, resolved
   when first needed, so studies/ never imports the app that serves pages);
-* **assignment policy** — `conditions_enrollable` (which conditions can take a newcomer at all) and
+* **assignment policy** — `enrollable_sql` (which conditions can take a newcomer at all) and
   `assignments_create` (the pages a new participant gets, balanced by live counts, see studies/balancing.py);
 * **launch checks** — `launch_problems`, and `launch_panel`: the dotted path of a callable (study) → HTML shown
   on the launch page (the rating kind's: power before launch, from analysis);
@@ -69,9 +69,11 @@ class StudyKind(ABC):
 
     # --- assignment policy ---------------------------------------------------------------------------
 
-    def conditions_enrollable(self, study: Study, conditions: dict[int, Condition]) -> dict[int, Condition]:
-        """The conditions (among the enrolling ones) that have something to show a newcomer."""
-        return conditions
+    def enrollable_sql(self, vendor: str) -> str:
+        """Whether a condition (among the enrolling ones) has something to show a newcomer: an SQL condition,
+        without parameters, on the condition's row aliased `c`, evaluated by enrolment's counting query
+        (studies/balancing.py `condition_choose`). Every condition, by default."""
+        return "1 = 1"
 
     @abstractmethod
     def assignments_create(

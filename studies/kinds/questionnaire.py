@@ -14,6 +14,7 @@ from datetime import datetime
 
 from django.db.models import Count
 
+from studies import rows
 from studies.balancing import fewest_first, live_assignments
 from studies.models import Assignment, Condition, Participant, QuestionnaireRun, Study, StudySituation
 
@@ -73,8 +74,12 @@ class QuestionnaireKind(StudyKind):
         ask = self.settings(study).ask_demographics
         return [*([DEMOGRAPHICS] if ask else []), DEFAULT, SITUATION, EVOKED]
 
-    def conditions_enrollable(self, study: Study, conditions: dict[int, Condition]) -> dict[int, Condition]:
-        return conditions if StudySituation.objects.filter(study=study).exists() else {}
+    def enrollable_sql(self, vendor: str) -> str:
+        """Nothing to imagine, nobody to take: an EXISTS on the study's situations."""
+        return (
+            f"EXISTS (SELECT 1 FROM {rows.table(StudySituation)} s"
+            f" WHERE {rows.column(StudySituation, 'study', 's')} = {rows.column(Condition, 'study', 'c')})"
+        )
 
     def assignments_create(
         self, participant: Participant, *, rng: random.Random, now: datetime

@@ -121,12 +121,12 @@ def _ratings_per_response(study: Study):
 
 
 @cache
-def _enrollable_sql(vendor: str, count: int) -> str:
-    c_id = rows.column(Condition, "id", "c")
+def _enrollable_sql(vendor: str) -> str:
+    """A condition with nothing to rate cannot take anyone: an indexed EXISTS on the condition row `c`."""
     return (
-        f"SELECT {c_id} FROM {rows.table(Condition)} c WHERE {c_id} IN ({', '.join(['%s'] * count)})"
-        f" AND EXISTS (SELECT 1 FROM {rows.table(Response)} r"
-        f" WHERE {rows.column(Response, 'condition', 'r')} = {c_id} AND {_eligible_sql(vendor)})"
+        f"EXISTS (SELECT 1 FROM {rows.table(Response)} r"
+        f" WHERE {rows.column(Response, 'condition', 'r')} = {rows.column(Condition, 'id', 'c')}"
+        f" AND {_eligible_sql(vendor)})"
     )
 
 
@@ -159,12 +159,8 @@ class RatingKind(StudyKind):
     def steps(self, study: Study) -> list[str]:
         return [INSTRUCTIONS, *([TEQ] if study.ask_teq else []), ITEMS]
 
-    def conditions_enrollable(self, study: Study, conditions: dict[int, Condition]) -> dict[int, Condition]:
-        """A condition with nothing to rate cannot take anyone: one query, an indexed EXISTS per condition."""
-        if not conditions:
-            return conditions
-        found = rows.fetchall(_enrollable_sql(connection.vendor, len(conditions)), list(conditions))
-        return {cid: conditions[cid] for (cid,) in found}
+    def enrollable_sql(self, vendor: str) -> str:
+        return _enrollable_sql(vendor)
 
     def assignments_create(
         self, participant: Participant, *, rng: random.Random, now: datetime

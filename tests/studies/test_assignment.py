@@ -261,3 +261,22 @@ def test_touching_writes_last_seen_at_most_once_per_interval():
     later = enrolled_at + TOUCH_INTERVAL + timedelta(seconds=1)
     participant_touch(participant=participant, now=later)
     assert Participant.objects.get(pk=participant.pk).last_seen_at == later
+
+
+def test_a_condition_with_nothing_to_show_takes_nobody():
+    """The kinds' enrollable rule, read by enrolment's counting query: a rating condition whose responses are
+    all flagged (or not sample 0) takes nobody; a questionnaire study without a situation takes nobody."""
+    study = rating_study_build(conditions=2, prompts=4, items_per_participant=2, quota_per_condition=100)
+    Response.objects.filter(condition__name="arm0").update(review=Response.Review.FLAGGED)
+    enroll_many(study, 4)
+    assert condition_sizes(study) == {"arm1": 4}
+    Response.objects.filter(condition__name="arm1").update(sample_index=1)
+    with pytest.raises(StudyFull):
+        participant_enroll(study=study, external_id="nothing-left")
+
+    questionnaire = StudyFactory(kind=Study.Kind.QUESTIONNAIRE, state=Study.State.LIVE, quota_per_condition=9)
+    questionnaire.conditions.create(name="human")
+    with pytest.raises(StudyFull):
+        participant_enroll(study=questionnaire, external_id="no-situation")
+    StudySituation.objects.create(study=questionnaire, situation=SituationFactory())
+    assert participant_enroll(study=questionnaire, external_id="one-situation").condition.name == "human"
