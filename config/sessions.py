@@ -72,10 +72,15 @@ class SessionStore(cached_db.SessionStore):
         """Django's `save`, without the transaction Django opens around the row's one statement (BEGIN and
         COMMIT: three round trips where one does) unless another transaction is open: there the savepoint
         keeps a refused INSERT from breaking the enclosing transaction. Outside one, the INSERT or UPDATE
-        commits by itself, and a refused INSERT changes nothing. Then the cached copy, as Django writes it."""
+        commits by itself, and a refused INSERT changes nothing. Then the cached copy, as Django writes it.
+
+        A new session goes straight to `create`, which comes back here with its key: Django's store would
+        write the cached copy a second time after `create` returns (one more round trip to Redis)."""
+        if self.session_key is None:
+            return self.create()
         using = router.db_for_write(self.model)
-        if self.session_key is None or connections[using].in_atomic_block:
-            return super().save(must_create)  # a new key (`create` comes back here), or inside a transaction
+        if connections[using].in_atomic_block:  # a savepoint keeps a refused INSERT from breaking it
+            return super().save(must_create)
         obj = self.create_model_instance(self._get_session(no_load=must_create))
         try:
             obj.save(force_insert=must_create, force_update=not must_create, using=using)

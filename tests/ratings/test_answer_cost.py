@@ -146,9 +146,11 @@ def test_a_session_is_written_by_one_statement_outside_a_transaction_and_a_taken
 
     taken = SessionStore()
     taken["who"] = "first"
+    redis_trips.clear()
     with connection.execute_wrapper(record):
         taken.save()
     assert statements == [("INSERT", False)]
+    assert len(redis_trips) == 1  # the cached copy, written once
     keys = iter([taken.session_key, "k" * 32])
     monkeypatch.setattr("config.sessions.get_random_string", lambda length, chars: next(keys))
     fresh = SessionStore()
@@ -157,9 +159,11 @@ def test_a_session_is_written_by_one_statement_outside_a_transaction_and_a_taken
     assert fresh.session_key == "k" * 32
     fresh["who"] = "second, changed"
     statements.clear()
+    redis_trips.clear()
     with connection.execute_wrapper(record):
         fresh.save()
     assert statements == [("UPDATE", False)]
+    assert len(redis_trips) == 1
     caches["default"].clear()  # both read back from the database
     assert SessionStore(taken.session_key).load() == {"who": "first"}
     assert SessionStore("k" * 32).load() == {"who": "second, changed"}
