@@ -1,0 +1,197 @@
+"""Where a participant's server CPU goes at saturation, one request kind at a time, in the production shape
+(gunicorn + PostgreSQL + Redis), against the floor measured in the same run.
+
+    .venv/bin/python bench/participant_split.py [--participants-per-client 60] [--rounds 2]
+
+bench/participants.py measures whole participants; this splits them. Each round runs, one phase after the
+other, with `--concurrency` clients (8) and no think time:
+
+1. floor: the clients POST back to back to the one-row-write view for `--floor-seconds`;
+2. entry: each client enters `--participants-per-client` new participants (the entry link: enrolment and the
+   consent page);
+3. consent: the same participants agree, in place (the reply carries the instructions page);
+4. instructions: the same participants continue, in place (the reply carries their first item);
+5. answers: the same participants answer all their items, in place (one background POST per answer).
+
+Each phase's server CPU (gunicorn, the PostgreSQL backends of the benchmark's database, Redis:
+bench/lib/cpu.py) is divided by the requests it served, and also given in floors (that CPU over the floor
+request's). `answers_only_over_floor` is answers/s of phase 5 over the floor's requests/s: the ceiling of
+bench/participants.py's answers ÷ floor if entering, consent and instructions cost nothing. Prints ONE JSON
+object; progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.lib.browser import Browser  # noqa: E402
+from bench.lib.cpu import CpuMeter  # noqa: E402
+from bench.lib.journey import Recorder, entry_path  # noqa: E402
+from bench.lib.stack import DEFAULT_CORPUS, Stack, log  # noqa: E402
+from bench.lib.study import study_seed  # noqa: E402
+from bench.participants import floor_slice  # noqa: E402
+
+TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+POSITION = re.compile(r'name="position" value="(\d+)"')
+STEP = "/s/{slug}/step/"
+
+
+class Participant:
+    """One simulated browser with JavaScript, carried from phase to phase."""
+
+    def __init__(self, browser: Browser, external_id: str) -> None:
+        self.browser, self.external_id = browser, external_id
+        self.fields: dict = {}
+        self.position: str | None = None
+        self.answers = 0
+
+    def post(self, kind: str, slug: str, data: dict) -> dict:
+        reply = self.browser.request(
+            kind, "POST", STEP.format(slug=slug), {**self.fields, **data}, accept="application/json"
+        )
+        if reply.status != 200:
+            raise RuntimeError(f"{kind} of {self.external_id}: HTTP {reply.status}")
+        return json.loads(reply.body)
+
+
+def _phase(meter: CpuMeter, groups: list[list[Participant]], step) -> tuple[dict, float, int]:
+    """Runs `step(participant)` for every participant, one thread per group; (CPU used, seconds, requests)."""
+    served = [0] * len(groups)
+
+    def run(index: int) -> None:
+        for participant in groups[index]:
+            served[index] += step(participant)
+
+    before, started = meter.sample(), time.monotonic()
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(groups))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return meter.between(before, meter.sample()), time.monotonic() - started, sum(served)
+
+
+def split_round(stack: Stack, meter: CpuMeter, *, slug: str, round_: int, args) -> dict:
+    recorder = Recorder()
+    before, started = meter.sample(), time.monotonic()
+    floors = floor_slice(stack, recorder=recorder, concurrency=args.concurrency, seconds=args.floor_seconds)
+    floor_cpu, floor_seconds = meter.between(before, meter.sample()), time.monotonic() - started
+    floor_ms = sum(floor_cpu.values()) / floors * 1000
+    groups = [
+        [
+            Participant(
+                Browser(stack.base_url, client_ip=f"10.{150 + round_}.{c}.{i % 250}", record=recorder),
+                f"split{round_}c{c:02d}x{i:04d}",
+            )
+            for i in range(args.participants_per_client)
+        ]
+        for c in range(args.concurrency)
+    ]
+
+    def enter(p: Participant) -> int:
+        page = p.browser.request("entry", "GET", entry_path(slug, p.external_id)).body
+        p.fields = {"csrfmiddlewaretoken": TOKEN.search(page).group(1), "contact_me_by_fax_only": ""}
+        return 1
+
+    def consent(p: Participant) -> int:
+        p.post("consent", slug, {"step": "consent", "decision": "agree"})
+        return 1
+
+    def instructions(p: Participant) -> int:
+        p.position = POSITION.search(p.post("instructions", slug, {"step": "instructions"})["page"]).group(1)
+        return 1
+
+    def answers(p: Participant) -> int:
+        rng = random.Random(p.external_id)
+        while p.position is not None:
+            reply = p.post(
+                "answer", slug, {"step": "items", "position": p.position, "value": rng.choice("123")}
+            )
+            p.answers += 1
+            p.position = str(reply["item"]["position"]) if "item" in reply else None
+        return p.answers
+
+    result = {
+        "floor": {
+            "requests_per_s": round(floors / floor_seconds, 1),
+            "server_cpu_ms_per_request": round(floor_ms, 3),
+        }
+    }
+    for name, step in (
+        ("entry", enter),
+        ("consent", consent),
+        ("instructions", instructions),
+        ("answer", answers),
+    ):
+        used, seconds, served = _phase(meter, groups, step)
+        result[name] = {
+            "requests": served,
+            "requests_per_s": round(served / seconds, 1),
+            "server_cpu_ms_per_request": round(sum(used.values()) / served * 1000, 3),
+            "in_floors": round(sum(used.values()) / served * 1000 / floor_ms, 2),
+        }
+        log(f"round {round_ + 1}: {name} {result[name]}")
+    result["answers_only_over_floor"] = round(
+        result["answer"]["requests_per_s"] / result["floor"]["requests_per_s"], 3
+    )
+    setup = sum(result[name]["server_cpu_ms_per_request"] for name in ("entry", "consent", "instructions"))
+    per_participant = result["answer"]["requests"] / (args.concurrency * args.participants_per_client)
+    result["participant_server_cpu_ms"] = {
+        "setup": round(setup, 2),
+        "answers": round(result["answer"]["server_cpu_ms_per_request"] * per_participant, 2),
+        "answers_per_participant": per_participant,
+    }
+    return result
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--participants-per-client", type=int, default=60)
+    parser.add_argument("--floor-seconds", type=float, default=10.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/7")
+    args = parser.parse_args(argv)
+    slug = "launch"
+    with Stack(workers=args.workers, redis_url=args.redis_url, name="split") as stack:
+        stack.django_setup()
+        study_seed(stack, slug=slug, corpus=DEFAULT_CORPUS, ask_teq=False, quota_per_condition=100_000)
+        stack.start_server()
+        meter = CpuMeter(
+            gunicorn_pid=stack.gunicorn.pid,
+            db_url=stack.env["DATABASE_URL"],
+            db_name=stack.db_name,
+            redis_url=args.redis_url,
+        )
+        try:
+            stack.warm_up()
+            rounds = [split_round(stack, meter, slug=slug, round_=r, args=args) for r in range(args.rounds)]
+        finally:
+            meter.close()
+    result = {
+        "benchmark": "participant_split",
+        "setup": {
+            "concurrency": args.concurrency,
+            "participants_per_round": args.concurrency * args.participants_per_client,
+            "gunicorn_workers": args.workers,
+        },
+        "rounds": rounds,
+    }
+    print(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()
