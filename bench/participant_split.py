@@ -169,12 +169,7 @@ def main(argv: list[str] | None = None) -> dict:
         stack.django_setup()
         study_seed(stack, slug=slug, corpus=DEFAULT_CORPUS, ask_teq=False, quota_per_condition=100_000)
         stack.start_server()
-        meter = CpuMeter(
-            gunicorn_pid=stack.gunicorn.pid,
-            db_url=stack.env["DATABASE_URL"],
-            db_name=stack.db_name,
-            redis_url=args.redis_url,
-        )
+        meter = stack.cpu_meter()
         try:
             stack.warm_up()
             rounds = [split_round(stack, meter, slug=slug, round_=r, args=args) for r in range(args.rounds)]

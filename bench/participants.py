@@ -368,12 +368,7 @@ def baseline_stack(args, *, slug: str, ref: str, quota: int):
         with Stack(workers=args.workers, redis_url=redis_url, name="baseline", root=tree) as old:
             study_seed_in(old, slug=slug, corpus=args.corpus, ask_teq=args.teq, quota_per_condition=quota)
             old.start_server()
-            meter = CpuMeter(
-                gunicorn_pid=old.gunicorn.pid,
-                db_url=old.env["DATABASE_URL"],
-                db_name=old.db_name,
-                redis_url=redis_url,
-            )
+            meter = old.cpu_meter()
             try:
                 yield old, meter
             finally:
@@ -433,12 +428,7 @@ def main(argv: list[str] | None = None) -> dict:
         stack.django_setup()
         seeded = study_seed(stack, slug=slug, corpus=args.corpus, ask_teq=args.teq, quota_per_condition=1000)
         stack.start_server()
-        meter = CpuMeter(
-            gunicorn_pid=stack.gunicorn.pid,
-            db_url=stack.env["DATABASE_URL"],
-            db_name=stack.db_name,
-            redis_url=args.redis_url,
-        )
+        meter = stack.cpu_meter()
 
         waves = {}
         stress_participants = (

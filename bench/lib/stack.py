@@ -22,6 +22,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from .cpu import CpuMeter
+
 BASE_DIR = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 DEFAULT_CORPUS = BASE_DIR.parent / "shared" / "data" / "llm-empathy-evaluation" / "dataset_and_ratings.csv"
@@ -140,6 +142,16 @@ class Stack:
         import django
 
         django.setup()
+
+    def cpu_meter(self):
+        """A `bench.lib.cpu.CpuMeter` of this stack's server: its gunicorn, its database's PostgreSQL
+        backends, its Redis (call after `start_server`)."""
+        return CpuMeter(
+            gunicorn_pid=self.gunicorn.pid,
+            db_url=self.env["DATABASE_URL"],
+            db_name=self.db_name,
+            redis_url=self.env["REDIS_URL"],
+        )
 
     def start_server(self, *extra_args: str) -> None:
         """gunicorn as docker-compose runs it; `extra_args` are added to its command line (e.g. a
