@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
 import sys
 import threading
 import time
@@ -33,15 +32,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.lib.browser import Browser  # noqa: E402
+from bench.lib.browser import POSITION, Browser, step_fields  # noqa: E402
 from bench.lib.cpu import CpuMeter  # noqa: E402
 from bench.lib.journey import Recorder, entry_path  # noqa: E402
 from bench.lib.stack import DEFAULT_CORPUS, Stack, log  # noqa: E402
 from bench.lib.study import study_seed  # noqa: E402
 from bench.participants import floor_slice  # noqa: E402
 
-TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
-POSITION = re.compile(r'name="position" value="(\d+)"')
 STEP = "/s/{slug}/step/"
 
 
@@ -99,7 +96,7 @@ def split_round(stack: Stack, meter: CpuMeter, *, slug: str, round_: int, args) 
 
     def enter(p: Participant) -> int:
         page = p.browser.request("entry", "GET", entry_path(slug, p.external_id)).body
-        p.fields = {"csrfmiddlewaretoken": TOKEN.search(page).group(1), "contact_me_by_fax_only": ""}
+        p.fields = step_fields(page)
         return 1
 
     def consent(p: Participant) -> int:

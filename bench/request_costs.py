@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import time
 from http.cookies import SimpleCookie
@@ -36,12 +35,11 @@ from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.lib.browser import POSITION, step_fields  # noqa: E402
 from bench.lib.cpu import process_cpu_seconds  # noqa: E402
 from bench.lib.stack import DEFAULT_CORPUS, Stack  # noqa: E402
 from bench.lib.study import study_seed  # noqa: E402
 
-TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
-POSITION = re.compile(r'name="position" value="(\d+)"')
 WARM_UP = 5
 FORM = "application/x-www-form-urlencoded"
 
@@ -188,7 +186,7 @@ def walk(client, meter: Meter, *, pid: str, in_place: bool, front=None) -> None:
         lambda: client.get(f"/s/launch/?PROLIFIC_PID={pid}&STUDY_ID=x&SESSION_ID=s{pid}"),
     )
     page = timed("consent GET", lambda: client.get(step)).content.decode()
-    form = {"csrfmiddlewaretoken": TOKEN.search(page).group(1), "contact_me_by_fax_only": ""}
+    form = step_fields(page)
     if in_place:  # as participant.js posts them, and gunicorn serves them: each reply carries the next step
         consent = {**form, "step": "consent", "decision": "agree"}
         timed("consent POST, in place", lambda: _front_post(client, front, step, consent))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import random
+import re
 import time
 import urllib.parse
 from dataclasses import dataclass, field
@@ -14,6 +15,18 @@ from html.parser import HTMLParser
 from http.cookies import SimpleCookie
 
 AFFIRMATIVE = ("agree", "consent", "yes", "continue", "next", "start", "submit", "begin", "accept", "save")
+# Read off a page with a regular expression by the benchmarks that post the step forms themselves, as
+# participant.js does, instead of parsing them (bench/request_costs.py, bench/participant_split.py).
+TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+POSITION = re.compile(r'name="position" value="(\d+)"')
+HONEYPOT = "contact_me_by_fax_only"  # config.ratelimit.HONEYPOT_FIELD: sent empty, as by a person
+
+
+def step_fields(page: str) -> dict[str, str]:
+    """The fields every step form of `page` posts besides its own: the CSRF token and the empty honeypot."""
+    return {"csrfmiddlewaretoken": TOKEN.search(page).group(1), HONEYPOT: ""}
+
+
 NEGATIVE = ("decline", "disagree", "withdraw", "return", "no_", "not ", "leave", "quit", "back")
 
 
