@@ -137,8 +137,9 @@ def _answer_fields(post) -> dict | None:
 
 
 class InPlaceAnswerMiddleware:
-    """Answers the item page's background POSTs on PostgreSQL without the rest of the middleware chain (see
-    the module's docstring); hands every other request, and every answer it does not take, to the chain."""
+    """Answers the item page's background POSTs, and the consent and instructions forms posted in the
+    background, on PostgreSQL without the rest of the middleware chain (see the module's docstring); hands
+    every other request, and every post it does not take, to the chain."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -168,6 +169,8 @@ class InPlaceAnswerMiddleware:
         return self.get_response(request) if response is None else response
 
     def answer(self, request, slug: str):
+        """An answer (`answer_in_place`) or a consent or instructions form (`step`) posted in the background to
+        `slug`'s step page, after the checks the skipped middleware would make; None to hand it on."""
         post = request.POST
         step = post.get("step")
         if post.get(HONEYPOT_FIELD) or (step != Participant.Step.ITEMS and step not in _STEPS):
