@@ -143,7 +143,7 @@ class Stack:
 
         django.setup()
 
-    def cpu_meter(self):
+    def cpu_meter(self) -> CpuMeter:
         """A `bench.lib.cpu.CpuMeter` of this stack's server: its gunicorn, its database's PostgreSQL
         backends, its Redis (call after `start_server`)."""
         return CpuMeter(
