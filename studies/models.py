@@ -28,11 +28,7 @@ from .kinds.registry import kind_choices, step_choices
 
 def default_scale() -> list[dict]:
     """The seed study's scale: Good / Okay / Bad, stored as 3 / 2 / 1, shown best first."""
-    return [
-        {"value": 3, "label": "Good"},
-        {"value": 2, "label": "Okay"},
-        {"value": 1, "label": "Bad"},
-    ]
+    return [{"value": 3, "label": "Good"}, {"value": 2, "label": "Okay"}, {"value": 1, "label": "Bad"}]
 
 
 def default_planned_analysis() -> dict:
@@ -462,8 +458,9 @@ class Rating(models.Model):
         return f"{self.assignment} = {self.value}"
 
 
-# The questionnaire kind's and the frozen design's models live beside these; imported here so Django registers
-# them with the app.
+# The questionnaire kind's, the frozen design's and the balance's models live beside these; imported here so
+# Django registers them with the app.
+from .balance_models import ResponseTally  # noqa: E402
 from .design_models import StudyAmendment, StudyDesign  # noqa: E402
 from .questionnaire_models import (  # noqa: E402
     Instrument,
@@ -491,6 +488,7 @@ __all__ = [
     "QuestionnaireSettings",
     "Rating",
     "Response",
+    "ResponseTally",
     "Situation",
     "Study",
     "StudyAmendment",

@@ -3,6 +3,8 @@
 import csv
 import io
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from django.apps import apps
@@ -53,3 +55,24 @@ def public_rows(n: int, emotions=("joyful", "sad", "proud", "afraid")) -> list[l
         ]
         for i in range(n)
     ]
+
+
+def sqlite_manage(var_dir: Path):
+    """`manage.py` as `make run` runs it (DJANGO_ENV=local: SQLite in `var_dir`), each call a subprocess that
+    must succeed; the call returns its output."""
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "PORT"}}
+    env.update({"DJANGO_ENV": "local", "VAR_DIR": str(var_dir)})
+
+    def manage(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=Path(__file__).resolve().parents[2],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    return manage

@@ -16,7 +16,7 @@ from django.db.models import Count
 from studies.models import AttentionCheck, Study
 from studies.services import study_launch_problems
 
-from .helpers import row_counts
+from .helpers import row_counts, sqlite_manage
 
 ROOT = Path(__file__).resolve().parents[2]
 LINK = re.compile(
@@ -100,21 +100,7 @@ def test_the_printed_port_follows_the_environment(settings, tmp_path, monkeypatc
 
 
 def test_make_runs_setup_migrates_and_seeds_a_fresh_sqlite_file(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "PORT"}}
-    env.update({"DJANGO_ENV": "local", "VAR_DIR": str(tmp_path)})
-
-    def manage(*args):
-        done = subprocess.run(
-            [sys.executable, "manage.py", *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
+    manage = sqlite_manage(tmp_path)
     manage("migrate", "--noinput")
     first = manage("seed_demo")
     second = manage("seed_demo")

@@ -1,0 +1,20 @@
+"""What enrolment deals by, kept by the database: a response's live assignments (migration 0010)."""
+
+from django.db import models
+
+
+class ResponseTally(models.Model):
+    """How many pages of non-preview participants show the response: written only by the triggers on
+    `studies_assignment` (migration 0010), in the transaction that adds or deletes the pages, and read by
+    enrolment (studies/kinds/rating.py) to give a newcomer the least assigned responses. No row: none.
+
+    A table of its own, not a column of Response: saving a Response (an admin reviewing it during a launch)
+    writes every column back, and would put back a count read before the enrolments since."""
+
+    response = models.OneToOneField(
+        "studies.Response", on_delete=models.CASCADE, primary_key=True, related_name="tally"
+    )
+    live_assignments = models.IntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.response_id}: {self.live_assignments}"
