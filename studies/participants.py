@@ -296,8 +296,7 @@ def participant_enroll(
       (`StudyKind.assignments_create`).
     * Staff previews (`is_preview=True`) take no slot and are not counted anywhere.
     * Stale participants of the study are released (timed out, their unanswered items given back) when the
-      enrolment's count finds any, after its transaction: they no longer count either way, so the choice
-      is the same before or after.
+      enrolment's count finds any, before the newcomer's items are dealt (see `_enroll_locked`).
 
     Locking: the Study row is locked (`SELECT ... FOR UPDATE`) for the count-choose-insert sequence, so
     concurrent enrollments in one study run one after another and two arrivals can never both see the last
@@ -306,8 +305,8 @@ def participant_enroll(
     external_id) catches a double arrival of one id that slipped past even that: the loser's IntegrityError
     rolls its transaction back and it resumes the winner's participant.
 
-    Cost (hand-written SQL, studies/rows.py): the lock, one counting query, the participant's INSERT and the
-    kind's queries (a rating study: three), in one transaction.
+    Cost (hand-written SQL, studies/rows.py), in one transaction: the lock, one counting query, the
+    participant's INSERT and the kind's queries (a rating study: two, whatever the study's size).
     """
     external_id = _validate_external_id(external_id)
     now = now or timezone.now()
@@ -345,7 +344,7 @@ def _enroll_locked(
     study: Study, external_id: str, stale: list[bool], *, now: datetime, is_preview: bool, **fields
 ) -> Participant:
     """The count-choose-insert sequence, inside the enrolment's transaction (the Study row locked, unless a
-    preview). Appends True to `stale` when the count saw stale participants to release."""
+    preview). Stale participants the count saw are released before the deal (and after it too: `stale`)."""
     if is_preview:
         locked = study  # a preview takes no slot: nothing to serialise against
     else:
@@ -367,6 +366,8 @@ def _enroll_locked(
             raise AlreadyInFamily(locked)
     if condition is None:
         raise StudyFull(locked)
+    if stale:  # their unanswered pages count in `ResponseTally` until they are released
+        participants_release_stale(now=now, study=locked)
     stamp = timezone.now()
     participant = Participant(
         status=Participant.Status.ACTIVE,

@@ -21,7 +21,16 @@ from django.utils import timezone
 
 from studies import rows
 from studies.balancing import live_sql, rules_params, tie_break_params, tie_break_sql
-from studies.models import Assignment, AttentionCheck, Condition, Participant, Rating, Response, Study
+from studies.models import (
+    Assignment,
+    AttentionCheck,
+    Condition,
+    Participant,
+    Rating,
+    Response,
+    ResponseTally,
+    Study,
+)
 
 from .base import StudyKind
 from .registry import register
@@ -76,7 +85,8 @@ def _response_counts_params(condition: Condition, now: datetime) -> list:
 
 
 def response_live_counts(*, condition: Condition, now: datetime | None = None) -> dict[int, int]:
-    """Live assignments per eligible response id of the condition (zeros included). One query."""
+    """Live assignments per eligible response id of the condition (zeros included), counted from the pages by
+    the balance rule: the figure `ResponseTally` keeps for enrolment. One query."""
     params = _response_counts_params(condition, now or timezone.now())
     return dict(rows.fetchall(_response_counts_sql(connection.vendor), params))
 
@@ -84,26 +94,25 @@ def response_live_counts(*, condition: Condition, now: datetime | None = None) -
 @cache
 def _pages_sql(vendor: str) -> str:
     """The study's attention checks (0, id, after_item) and the responses to show (1, id, 0): the
-    condition's fewest live assignments first, ties in an order drawn from the participant's generator,
-    as many as the study shows. One query: the database orders the condition's responses and returns only
-    the ones chosen. Parameters: `_pages_params`."""
+    condition's eligible responses with the fewest live assignments first (their `ResponseTally`, kept by the
+    database: see migration 0010), ties in an order drawn from the participant's generator, as many as the
+    study shows. One query, one pass over the condition's responses whatever the study's size: the database
+    orders them and returns only the ones chosen. Parameters: `_pages_params`."""
     check = lambda name: rows.column(AttentionCheck, name, "c")  # noqa: E731
+    r = lambda name: rows.column(Response, name, "r")  # noqa: E731
+    live = rows.column(ResponseTally, "live_assignments", "t")
     return (
         f"SELECT 0, {check('id')}, {check('after_item')} FROM {rows.table(AttentionCheck)} c"
         f" WHERE {check('study')} = %s"
-        f" UNION ALL SELECT 1, picked.id, 0 FROM (SELECT counted.id AS id"
-        f" FROM ({_response_counts_sql(vendor)}) counted"
-        f" ORDER BY counted.n, {tie_break_sql('counted.id')}, counted.id LIMIT %s) picked"
+        f" UNION ALL SELECT 1, picked.id, 0 FROM (SELECT {r('id')} AS id FROM {rows.table(Response)} r"
+        f" LEFT JOIN {rows.table(ResponseTally)} t ON {rows.column(ResponseTally, 'response', 't')} = {r('id')}"
+        f" WHERE {r('condition')} = %s AND {_eligible_sql(vendor)}"
+        f" ORDER BY COALESCE({live}, 0), {tie_break_sql(r('id'))}, {r('id')} LIMIT %s) picked"
     )
 
 
-def _pages_params(study: Study, condition: Condition, now: datetime, rng: random.Random) -> list:
-    return [
-        study.pk,
-        *_response_counts_params(condition, now),
-        *tie_break_params(rng),
-        study.items_per_participant,
-    ]
+def _pages_params(study: Study, condition: Condition, rng: random.Random) -> list:
+    return [study.pk, condition.pk, *tie_break_params(rng), study.items_per_participant]
 
 
 def _ratings_per_response(study: Study):
@@ -167,9 +176,7 @@ class RatingKind(StudyKind):
     ) -> list[Assignment]:
         """Two queries: the attention checks and the chosen responses in one, the pages in one INSERT."""
         study = participant.study
-        found = rows.fetchall(
-            _pages_sql(connection.vendor), _pages_params(study, participant.condition, now, rng)
-        )
+        found = rows.fetchall(_pages_sql(connection.vendor), _pages_params(study, participant.condition, rng))
         chosen = [key for source, key, _ in found if source == 1]
         rng.shuffle(chosen)
         checks = sorted((after, key) for source, key, after in found if source == 0)

@@ -82,6 +82,26 @@ def test_the_count_follows_the_rule_through_every_way_a_participant_comes_and_go
 
 
 @pytest.mark.django_db
+def test_a_stale_participant_s_items_go_to_the_next_newcomer_who_finds_them():
+    # Four responses, two per participant: `first` and `second` hold all four once each. When `first` goes
+    # stale, the next newcomer releases them before the deal and so gets exactly their two, now the least
+    # assigned; dealt before the release, the four would tie and the newcomer get any two.
+    study = rating_study_build(conditions=1, prompts=4, items_per_participant=2, quota_per_condition=50)
+    first = participant_enroll(study=study, external_id="first")
+    participant_enroll(study=study, external_id="second")
+    held = set(first.assignments.values_list("response_id", flat=True))
+    Participant.objects.filter(pk=first.pk).update(last_seen_at=timezone.now() - timedelta(days=1))
+    assert sorted(tallies(first.condition).values()) == [1, 1, 1, 1]  # counted here until released
+
+    newcomer = participant_enroll(study=study, external_id="newcomer")
+
+    assert set(newcomer.assignments.values_list("response_id", flat=True)) == held
+    first.refresh_from_db()
+    assert first.status == Participant.Status.TIMED_OUT
+    assert_tallies_follow_the_rule(study)
+
+
+@pytest.mark.django_db
 def test_the_migration_counts_existing_pages_as_the_triggers_count_them():
     study = rating_study_build(conditions=2, prompts=5, items_per_participant=3, quota_per_condition=50)
     people = [participant_enroll(study=study, external_id=f"p{i}") for i in range(5)]
