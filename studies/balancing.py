@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from functools import cache
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -226,3 +226,36 @@ def tie_break_params(rng: random.Random) -> list[int]:
         seed = rng.getrandbits(31)
         params = [*params, seed, *params, seed]
     return params
+
+
+# --- The responses' tallies (studies/balance_models.py) ---------------------------------------------------
+
+_TALLY_FILL = (
+    "INSERT INTO studies_responsetally (response_id, live_assignments)"
+    " SELECT a.response_id, count(*) FROM studies_assignment a"
+    " JOIN studies_participant p ON p.id = a.participant_id"
+    " WHERE a.kind = 'response' AND NOT p.is_preview GROUP BY a.response_id"
+)
+
+
+def response_tallies_rebuild() -> tuple[int, int]:
+    """Counts every response's pages again into `ResponseTally`, as its triggers count them (migration 0010):
+    the repair after anything that bypassed them (a TRUNCATE, a restore without triggers). Returns the number
+    of tallies that were wrong (missing ones included) and the number of responses with pages.
+
+    Safe while a study runs: on PostgreSQL the tally table is locked (EXCLUSIVE: reads go on, writers wait)
+    before the count, so pages whose transactions are still open are waited for, and the pages added after it
+    wait to be counted on top of it; SQLite writes one transaction at a time."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("LOCK TABLE studies_responsetally IN EXCLUSIVE MODE")
+        cursor.execute("SELECT response_id, live_assignments FROM studies_responsetally")
+        before = dict(cursor.fetchall())
+        cursor.execute("DELETE FROM studies_responsetally")
+        cursor.execute(_TALLY_FILL)
+        cursor.execute("SELECT response_id, live_assignments FROM studies_responsetally")
+        after = dict(cursor.fetchall())
+    wrong = sum(before.get(key, 0) != n for key, n in after.items()) + sum(
+        n != 0 for key, n in before.items() if key not in after
+    )
+    return wrong, len(after)

@@ -4,13 +4,16 @@ everything that adds or removes a participant's pages, on PostgreSQL and on SQLi
 enrolments and releases too."""
 
 import importlib
+import io
 import random
 from datetime import timedelta
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
+from studies.balancing import response_tallies_rebuild
 from studies.kinds.rating import response_live_counts
 from studies.models import Assignment, Participant, Rating, Response, ResponseTally
 from studies.participants import (
@@ -171,3 +174,45 @@ def test_sqlite_keeps_the_count_with_its_own_triggers(tmp_path):
     manage("migrate", "--noinput")
     manage("seed_demo")
     assert manage("shell", "-c", script).split()[-3:] == ["counted", "True", "True"]
+
+
+@pytest.mark.django_db
+def test_tallies_rebuild_repairs_what_bypassed_the_triggers():
+    study = rating_study_build(conditions=2, prompts=5, items_per_participant=3, quota_per_condition=50)
+    for i in range(4):
+        participant_enroll(study=study, external_id=f"p{i}")
+    kept = {c.pk: tallies(c) for c in study.conditions.all()}
+    first, second, *_ = ResponseTally.objects.order_by("response")
+    ResponseTally.objects.filter(pk=first.pk).update(live_assignments=9)
+    second.delete()
+
+    out = io.StringIO()
+    call_command("tallies_rebuild", stdout=out)
+
+    assert "2 tallies were wrong" in out.getvalue()
+    assert {c.pk: tallies(c) for c in study.conditions.all()} == kept
+    assert response_tallies_rebuild()[0] == 0  # nothing left to repair
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_tallies_rebuilt_while_participants_come_and_go_stay_right(requires_postgres):
+    study = rating_study_build(conditions=1, prompts=10, items_per_participant=8, quota_per_condition=500)
+    leaving = [participant_enroll(study=study, external_id=f"old{i:02d}") for i in range(12)]
+    ResponseTally.objects.update(live_assignments=0)  # wrong before the race: the rebuilds must repair it
+
+    def act(i):
+        if i % 4 == 0:
+            return response_tallies_rebuild()
+        if i % 4 == 1:
+            return participant_return(participant=leaving[i // 4])
+        return participant_enroll(study=study, external_id=f"new{i:02d}")
+
+    results, errors = race(act, 48)
+
+    assert not errors, errors
+    assert len(results) == 48
+    assert_tallies_follow_the_rule(study)
+    assert (
+        sum(tallies(study.conditions.get()).values()) == 8 * 24
+    )  # the newcomers' pages: the 12 old returned
