@@ -295,8 +295,7 @@ def participant_enroll(
     * The participant's assignments are created in the same transaction, by the study kind's policy
       (`StudyKind.assignments_create`).
     * Staff previews (`is_preview=True`) take no slot and are not counted anywhere.
-    * Stale participants of the study are released (timed out, their unanswered items given back) when the
-      enrolment's count finds any, before the newcomer's items are dealt (see `_enroll_locked`).
+    * Stale participants the count finds are released (timed out, their items given back) before the deal.
 
     Locking: the Study row is locked (`SELECT ... FOR UPDATE`) for the count-choose-insert sequence, so
     concurrent enrollments in one study run one after another and two arrivals can never both see the last
@@ -344,7 +343,7 @@ def _enroll_locked(
     study: Study, external_id: str, stale: list[bool], *, now: datetime, is_preview: bool, **fields
 ) -> Participant:
     """The count-choose-insert sequence, inside the enrolment's transaction (the Study row locked, unless a
-    preview). Stale participants the count saw are released before the deal (and after it too: `stale`)."""
+    preview). Stale participants are released before the deal, or after the transaction (`stale`)."""
     if is_preview:
         locked = study  # a preview takes no slot: nothing to serialise against
     else:
@@ -368,6 +367,7 @@ def _enroll_locked(
         raise StudyFull(locked)
     if stale:  # their unanswered pages count in `ResponseTally` until they are released
         participants_release_stale(now=now, study=locked)
+        stale.clear()  # released: nothing left for after the transaction
     stamp = timezone.now()
     participant = Participant(
         status=Participant.Status.ACTIVE,
