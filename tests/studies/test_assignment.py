@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from studies.kinds.rating import response_live_counts
-from studies.models import Assignment, Participant, Rating, Response, Study, StudySituation
+from studies.models import Assignment, Participant, Response, Study, StudySituation
 from studies.participants import (
     TOUCH_INTERVAL,
     ParticipantCannotRestart,
@@ -25,6 +25,8 @@ from tests.factories import (
     StudyFactory,
     rating_study_build,
 )
+
+from .helpers import answer_directly
 
 pytestmark = pytest.mark.django_db
 
@@ -188,16 +190,11 @@ def test_a_questionnaire_study_balances_participants_over_its_situations():
     assert max(per_situation.values()) - min(per_situation.values()) <= 1
 
 
-def _answer(assignment, value=3):
-    Rating.objects.create(assignment=assignment, value=value)
-    Assignment.objects.filter(pk=assignment.pk).update(answered_at=timezone.now())
-
-
 def test_a_stale_participant_gives_back_the_slot_and_unanswered_items():
     study = rating_study_build(conditions=1, prompts=3, items_per_participant=3, quota_per_condition=1)
     gone = participant_enroll(study=study, external_id="gone")
     answered = gone.assignments.order_by("position").first()
-    _answer(answered)
+    answer_directly(answered)
     with pytest.raises(StudyFull):
         participant_enroll(study=study, external_id="waiting")
 

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from studies.balancing import response_tallies_rebuild
 from studies.kinds.rating import response_live_counts
-from studies.models import Assignment, Participant, Rating, Response, ResponseTally
+from studies.models import Participant, Response, ResponseTally
 from studies.participants import (
     participant_advance,
     participant_complete,
@@ -26,7 +26,7 @@ from studies.participants import (
 )
 from tests.factories import rating_study_build
 
-from .helpers import sqlite_manage
+from .helpers import answer_directly, sqlite_manage
 from .test_assignment_races import race
 
 migration = importlib.import_module("studies.migrations.0010_responsetally")
@@ -46,11 +46,6 @@ def assert_tallies_follow_the_rule(study) -> None:
         assert {key: kept[key] for key in rule} == rule, condition.name
 
 
-def answer(assignment) -> None:
-    Rating.objects.create(assignment=assignment, value=3)
-    Assignment.objects.filter(pk=assignment.pk).update(answered_at=timezone.now())
-
-
 @pytest.mark.django_db
 def test_the_count_follows_the_rule_through_every_way_a_participant_comes_and_goes():
     study = rating_study_build(conditions=2, prompts=6, items_per_participant=3, quota_per_condition=50)
@@ -66,9 +61,9 @@ def test_the_count_follows_the_rule_through_every_way_a_participant_comes_and_go
 
     done, leaving, refusing, deleted, partly = people[:5]
     for page in done.assignments.all():
-        answer(page)
+        answer_directly(page)
     assert participant_complete(participant=done)
-    answer(partly.assignments.order_by("position").first())
+    answer_directly(partly.assignments.order_by("position").first())
     assert participant_return(participant=partly)  # the answered page keeps counting, the others go back
     assert participant_return(participant=leaving)
     assert participant_screen_out(participant=refusing)
@@ -109,7 +104,7 @@ def test_the_migration_counts_existing_pages_as_the_triggers_count_them():
     study = rating_study_build(conditions=2, prompts=5, items_per_participant=3, quota_per_condition=50)
     people = [participant_enroll(study=study, external_id=f"p{i}") for i in range(5)]
     participant_enroll(study=study, external_id="look", is_preview=True)
-    answer(people[0].assignments.first())
+    answer_directly(people[0].assignments.first())
     participant_return(participant=people[0])
     kept = {c.pk: tallies(c) for c in study.conditions.all()}
     ResponseTally.objects.all().delete()
