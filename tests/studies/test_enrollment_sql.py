@@ -14,6 +14,8 @@ from tests.factories import AttentionCheckFactory, rating_study_build
 
 pytestmark = pytest.mark.django_db
 
+_STALE_SEARCH = 'SELECT p."id" FROM "studies_participant" p WHERE'
+
 
 def test_a_new_participant_costs_a_handful_of_statements():
     study = rating_study_build(conditions=3, prompts=12, items_per_participant=4)
@@ -43,9 +45,13 @@ def test_the_release_runs_only_when_the_count_saw_someone_stale():
     assert not any("timed_out" in q["sql"] for q in queries.captured_queries)
 
     Participant.objects.filter(pk=gone.pk).update(last_seen_at=timezone.now() - timedelta(days=1))
-    participant_enroll(study=study, external_id="third")
+    with CaptureQueriesContext(connection) as queries:
+        participant_enroll(study=study, external_id="third")
     gone.refresh_from_db()
     assert gone.status == Participant.Status.TIMED_OUT and not gone.assignments.exists()
+    # Looked for (the stale participants' rows locked) once, before the deal; not again after the transaction.
+    searches = [q["sql"] for q in queries.captured_queries if q["sql"].startswith(_STALE_SEARCH)]
+    assert len(searches) == 1, searches
 
 
 def test_an_enrolment_refused_as_full_still_releases_the_stale():
