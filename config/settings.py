@@ -219,7 +219,14 @@ CACHES = {
         }
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
-    )
+    ),
+    # The consent and instructions pages, rendered once per worker process (ratings/shared_pages.py).
+    "participant-pages": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "participant-pages",
+        "TIMEOUT": None,
+        "OPTIONS": {"MAX_ENTRIES": 200},
+    },
 }
 
 # Sessions: read from Redis when there is one, the database being the record (see config/sessions.py).

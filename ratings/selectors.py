@@ -167,3 +167,20 @@ def item_disguise_attention_check(*, item: CurrentItem, participant: Participant
         return item
     chosen = random.Random(f"{participant.pk}:{item.assignment.pk}").choice(names)
     return replace(item, emotion=chosen)
+
+
+def worked_examples(study: Study) -> list[dict]:
+    """The study's worked examples as the instructions page shows them: each with its rating's label."""
+    labels = {int(option["value"]): option["label"] for option in study.scale}
+    return [
+        {**example, "rating_label": labels.get(_as_int(example.get("rating")), example.get("rating", ""))}
+        for example in (study.worked_examples or [])
+        if isinstance(example, dict)
+    ]
+
+
+def _as_int(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None

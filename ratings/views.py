@@ -55,7 +55,9 @@ from .selectors import (
     participant_get_for_session,
     session_key,
     study_get_by_slug,
+    worked_examples,
 )
+from .shared_pages import shared_page
 
 TURK_SUBMIT_SESSION_KEY = "ratings:turk_submit_to:{study_id}"
 
@@ -339,7 +341,7 @@ def study_return(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def consent_get(request, participant: Participant) -> HttpResponse:
-    return _page(request, participant.study, "consent.html", participant=participant, step=participant.step)
+    return shared_page(request, "consent.html", participant, shows=(participant.study.consent_text,))
 
 
 def consent_post(request, participant: Participant) -> HttpResponse:
@@ -355,22 +357,13 @@ def consent_post(request, participant: Participant) -> HttpResponse:
 
 def instructions_get(request, participant: Participant) -> HttpResponse:
     study = participant.study
-    labels = {int(option["value"]): option["label"] for option in study.scale}
-    examples = [
-        {**example, "rating_label": labels.get(_as_int(example.get("rating")), example.get("rating", ""))}
-        for example in (study.worked_examples or [])
-        if isinstance(example, dict)
-    ]
-    return _page(
-        request, study, "instructions.html", participant=participant, step=participant.step, examples=examples
+    return shared_page(
+        request,
+        "instructions.html",
+        participant,
+        shows=(study.instructions_text,),
+        examples=worked_examples(study),
     )
-
-
-def _as_int(value) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def instructions_post(request, participant: Participant) -> HttpResponse:

@@ -166,6 +166,7 @@ def test_the_dashboard_keeps_the_chosen_baseline_in_its_links(analyst_client, ra
 def test_the_dashboard_works_when_the_cache_is_down(analyst_client, rated_study, settings):
     """The analysis cache fails open: an unreachable Redis costs a recomputation, not an error page."""
     settings.CACHES = {
+        **settings.CACHES,
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": "redis://127.0.0.1:1/0",  # nothing listens there

@@ -259,6 +259,7 @@ def test_participants_keep_rating_when_redis_stops(client, study, settings, redi
         time.sleep(0.3)
         settings.REDIS_URL = f"redis://127.0.0.1:{port}/0"  # the rate limiter's store
         settings.CACHES = {  # the sessions' cache
+            **settings.CACHES,
             "default": {
                 "BACKEND": "django.core.cache.backends.redis.RedisCache",
                 "LOCATION": f"redis://127.0.0.1:{port}/0",

@@ -127,6 +127,7 @@ def test_the_rate_limiter_fails_open_when_redis_stops(client, settings, throwawa
     proc, url = throwaway_redis
     settings.REDIS_URL = url
     settings.CACHES = {
+        **settings.CACHES,
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": url,

@@ -1,0 +1,65 @@
+"""Participant pages that every participant of a study sees alike at a step — the consent form and the
+instructions — rendered once per worker process and then served from memory.
+
+Such a page depends only on what the study shows (its title, texts, worked examples), on where the
+participant is (their step and its "Step 2 of 4"), on whether they are a staff preview, and on the CSRF
+token of the request. The page is cached under a digest of everything but the token, so an edit in the admin
+changes the digest and the next request renders the edited page: nothing has to be invalidated, and old
+pages age out of the bounded cache (`CACHES["participant-pages"]`, in the process's memory). The token goes
+into the cached page per request (`get_token`, which also sets the CSRF cookie as the template tag would).
+
+Rendering a page is ~2 ms of a worker's CPU (bench/request_costs.py); a served copy is a digest and a string
+replacement. The entry (the consent page of a newcomer) and the consent's reply in place (the instructions)
+are two of the three requests a participant makes before their first item.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.core.cache import caches
+from django.http import HttpRequest, HttpResponse
+from django.middleware.csrf import get_token
+from django.template.loader import render_to_string
+
+from ratings.templatetags.participant_pages import step_progress
+
+CACHE_ALIAS = "participant-pages"
+# What the page is rendered with in place of the token: alphanumeric, so no escaping changes it, and drawn per
+# process, so no study text can contain it.
+_TOKEN_MARK = f"csrf{secrets.token_hex(16)}"
+
+
+def shared_page(request: HttpRequest, template: str, participant, *, shows: tuple, **context) -> HttpResponse:
+    """`template` rendered for `participant` at their step (as `ratings.views._page` renders it, with `step`),
+    from the cache when an identical page was rendered before. `shows` lists everything of the study the
+    template shows beyond its title and slug (the consent text; the instructions); the participant's step,
+    progress, status and preview flag, and `context`, are part of the cache key too."""
+    study = participant.study
+    context["step"] = participant.step
+    digest = hashlib.sha256(
+        repr(
+            (
+                template,
+                study.pk,
+                study.title,
+                study.slug,
+                shows,
+                participant.status,
+                participant.is_preview,
+                step_progress(participant),
+                sorted(context.items()),
+            )
+        ).encode()
+    ).hexdigest()
+    cache = caches[CACHE_ALIAS]
+    page = cache.get(digest)
+    if page is None:
+        page = render_to_string(
+            f"ratings/{template}",
+            {**context, "study": study, "participant": participant, "csrf_token": _TOKEN_MARK},
+            request=request,
+        )
+        cache.set(digest, page)
+    return HttpResponse(page.replace(_TOKEN_MARK, get_token(request)))
