@@ -369,7 +369,7 @@ class Participant(models.Model):
     completion_code = models.CharField(max_length=64, blank=True)
 
     started_at = models.DateTimeField(auto_now_add=True)
-    last_seen_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    last_seen_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
