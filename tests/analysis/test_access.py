@@ -171,7 +171,7 @@ def test_the_dashboard_works_when_the_cache_is_down(analyst_client, rated_study,
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": "redis://127.0.0.1:1/0",  # nothing listens there
             "OPTIONS": {"socket_connect_timeout": 0.2, "socket_timeout": 0.2},
-        }
+        },
     }
     # (changing settings.CACHES makes Django drop its cache connections: the next access uses this one)
     assert analyst_client.get(reverse("analysis:dashboard", args=[rated_study.slug])).status_code == 200

@@ -264,7 +264,7 @@ def test_participants_keep_rating_when_redis_stops(client, study, settings, redi
                 "BACKEND": "django.core.cache.backends.redis.RedisCache",
                 "LOCATION": f"redis://127.0.0.1:{port}/0",
                 "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
-            }
+            },
         }
         participant, fields = to_first_item(client, study, "redis0001")
         server.kill()

@@ -132,7 +132,7 @@ def test_the_rate_limiter_fails_open_when_redis_stops(client, settings, throwawa
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": url,
             "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
-        }
+        },
     }
     client.cookies["sessionid"] = "participant-c"
     assert [client.get("/page/").status_code for _ in range(9)][-1] == 429  # the limiter works on this Redis
