@@ -14,7 +14,10 @@ what the answer does need from them, with the same code:
 
 The consent and instructions forms, also posted in the background, take the same way past the middleware (the
 same checks and headers, the session saved as SessionMiddleware saves it) and are then stored by their pages'
-own code (`views.step_in_place`, what the view calls for them). Any other step's form goes to Django untouched.
+own code (`views.step_in_place`, what the view calls for them). The instructions of a rating study that goes
+on to the items are first offered to one statement, `rating_items_begin_in_place` (studies/migrations/0012):
+the step moved and the first item shown, the reply the item page's shell with the item beside it, as the
+view's (`shared_pages.item_in_place`). Any other step's form goes to Django untouched.
 
 The answer itself is one statement on PostgreSQL, `rating_answer_in_place` (studies/migrations/0008): the
 participant's row locked, the answer checked and stored exactly as `services.rating_submit` stores it, the
@@ -46,7 +49,7 @@ from django.utils.http import http_date
 from django.utils.module_loading import import_string
 
 from config.ratelimit import HONEYPOT_FIELD, rate_limit_refusal
-from studies.models import Assignment, Participant
+from studies.models import Assignment, Participant, Study
 from studies.participants import TOUCH_INTERVAL, participant_touch
 
 from . import views
@@ -58,10 +61,12 @@ from .selectors import (
     participant_get_for_session,
     session_key,
 )
+from .shared_pages import item_in_place
 
 logger = logging.getLogger(__name__)
 
 _SQL = "SELECT * FROM rating_answer_in_place(%s, %s, %s, %s, %s, %s)"
+_BEGIN_SQL = "SELECT * FROM rating_items_begin_in_place(%s, %s, %s)"
 # In a request's environ: the answer front already tried this request and handed it to Django.
 _HANDED_OVER = "ratings.answer_path.handed_over"
 _MIDDLEWARE = "ratings.answer_path.InPlaceAnswerMiddleware"
@@ -102,10 +107,44 @@ def answer_in_place(
     if outcome in _REFUSED:
         code, status = _REFUSED[outcome]
         return JsonResponse({"error": code}, status=status)
-    (study_id, title, item_id, item_position, kind, total, answered, *texts) = row[1:]
+    (study_id, title, *shown) = row[1:]
+    item = _item(Participant(id=participant_id, study_id=study_id), *shown)
+    return JsonResponse({"saved": outcome in ("saved", "repeat"), "item": item_payload(item, title=title)})
+
+
+def items_begin_in_place(request, *, participant_id: int, slug: str, now=None) -> JsonResponse | None:
+    """The reply to the instructions of rating study `slug` posted in the background by participant
+    `participant_id`, who is taken to their first item by `rating_items_begin_in_place` in one statement
+    (the reply `views.step_in_place` sends: `shared_pages.item_in_place`); None, having written nothing, where
+    the usual path must answer instead (a study that asks the TEQ next, a participant elsewhere)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_BEGIN_SQL, [participant_id, slug, now or timezone.now()])
+        row = cursor.fetchone()
+    if row[0] != "begun":
+        return None
+    (study_id, title, scale, scale_question, is_preview, *shown) = row[1:]
+    scale = Study._meta.get_field("scale").from_db_value(
+        scale, None, connection
+    )  # Django reads jsonb as text
+    study = Study(
+        id=study_id, slug=slug, title=title, kind="rating", scale=scale, scale_question=scale_question
+    )
+    participant = Participant(
+        id=participant_id,
+        study=study,
+        status=Participant.Status.ACTIVE,
+        step=Participant.Step.ITEMS,
+        is_preview=is_preview,
+    )
+    return item_in_place(request, participant, _item(participant, *shown))
+
+
+def _item(participant: Participant, item_id, position, kind, total, answered, *texts) -> CurrentItem:
+    """The item a statement's row shows (its assignment, where it stands, its four texts), an attention check
+    shown with one of the study's emotions as the view shows it."""
     emotion, situation, utterance, response = (text or "" for text in texts)
     item = CurrentItem(
-        assignment=Assignment(id=item_id, position=item_position, kind=kind),
+        assignment=Assignment(id=item_id, position=position, kind=kind),
         number=answered + 1,
         total=total,
         emotion=emotion,
@@ -113,11 +152,7 @@ def answer_in_place(
         utterance=utterance,
         response=response,
     )
-    if kind == Assignment.Kind.ATTENTION:  # shown with one of the study's emotions, as the view shows it
-        item = item_disguise_attention_check(
-            item=item, participant=Participant(id=participant_id, study_id=study_id)
-        )
-    return JsonResponse({"saved": outcome in ("saved", "repeat"), "item": item_payload(item, title=title)})
+    return item_disguise_attention_check(item=item, participant=participant)
 
 
 def _answer_fields(post) -> dict | None:
@@ -189,10 +224,13 @@ class InPlaceAnswerMiddleware:
             participant_id = request.session.get(session_key(slug))
             if participant_id is None:
                 return None
-            if fields is None:
-                response = self.step(request, slug)
-            else:
+            if fields is not None:
                 response = answer_in_place(request, participant_id=participant_id, slug=slug, **fields)
+            else:
+                if step == Participant.Step.INSTRUCTIONS:  # on to the first item, in one statement if it can
+                    response = items_begin_in_place(request, participant_id=participant_id, slug=slug)
+                if response is None:
+                    response = self.step(request, slug)
             if response is None:
                 return None
         # never_cache's headers: Expires now, and Cache-Control as it writes it (the same on every reply).

@@ -30,7 +30,14 @@ from studies.participants import (
 )
 
 from . import teq
-from .selectors import CurrentItem, item_texts_sql, participant_for_session_sql, session_key
+from .selectors import (
+    CurrentItem,
+    assignment_current_for_participant,
+    item_disguise_attention_check,
+    item_texts_sql,
+    participant_for_session_sql,
+    session_key,
+)
 
 ATTENTION_REASON_PREFIX = "attention checks failed"
 
@@ -451,3 +458,13 @@ def assignment_mark_shown(*, assignment: Assignment, now: datetime | None = None
     if assignment.shown_at is None:
         _assignment_times_set(assignment.pk, shown_at=now)
         assignment.shown_at = now
+
+
+def item_show(*, participant: Participant) -> CurrentItem | None:
+    """The participant's current item as their page shows it (an attention check disguised), marked as shown:
+    its first showing starts the answer's response time. None when every item is answered."""
+    current = assignment_current_for_participant(participant=participant)
+    if current is None:
+        return None
+    assignment_mark_shown(assignment=current.assignment)
+    return item_disguise_attention_check(item=current, participant=participant)

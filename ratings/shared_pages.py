@@ -11,19 +11,29 @@ into the cached page per request (`get_token`, which also sets the CSRF cookie a
 Rendering a page is ~2 ms of a worker's CPU (bench/request_costs.py); a served copy is a digest and a string
 replacement. The entry (the consent page of a newcomer) and the consent's reply in place (the instructions)
 are two of the three requests a participant makes before their first item.
+
+The item page is shared the same way when it comes in a reply in place (the instructions', or the TEQ's):
+its shell — the page with the item's texts left out — is the same for every participant at the same item
+number, and the reply carries the item itself, which static/ratings/participant.js fills in as it does
+after every answer (`item_in_place`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+from types import SimpleNamespace
 
 from django.core.cache import caches
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import get_token
 from django.template.loader import render_to_string
+from django.urls import reverse
 
+from config.ratelimit import honeypot_add
 from ratings.templatetags.participant_pages import step_progress
+
+from .selectors import CurrentItem, item_payload
 
 CACHE_ALIAS = "participant-pages"
 # What the page is rendered with in place of the token: alphanumeric, so no escaping changes it, and drawn per
@@ -63,3 +73,31 @@ def shared_page(request: HttpRequest, template: str, participant, *, shows: tupl
         )
         cache.set(digest, page)
     return HttpResponse(page.replace(_TOKEN_MARK, get_token(request)))
+
+
+def item_in_place(request: HttpRequest, participant, item: CurrentItem) -> JsonResponse:
+    """The reply in place that takes `participant` to their item `item` (already shown and disguised as
+    their page shows it): `{"page": the item page's shell, "url": the step page, "item": the item}`, the
+    item as an answer's reply carries it (`item_payload`). The shell is the item page with the texts left out
+    (`shared_page`), the same for everyone at this item number; the script shows the page, then the item."""
+    study = participant.study
+    # Plain values: the cache key is made of their repr (a model instance's shows its relations).
+    blank = SimpleNamespace(number=item.number, total=item.total, answered=item.answered)
+    blank.emotion = blank.situation = blank.utterance = blank.response = ""
+    shell = shared_page(
+        request,
+        "item.html",
+        participant,
+        shows=(study.scale_question, study.scale),
+        item=blank,
+        page=SimpleNamespace(position=item.assignment.position),
+        scale=[(index + 1, option) for index, option in enumerate(study.scale)],
+    )
+    honeypot_add(shell)
+    return JsonResponse(
+        {
+            "page": shell.content.decode(),
+            "url": reverse("ratings:step", kwargs={"slug": study.slug}),
+            "item": item_payload(item, title=study.title),
+        }
+    )

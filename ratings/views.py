@@ -49,7 +49,6 @@ from studies.participants import (
 from . import entry_guard, flow, services, teq
 from .forms import DEFAULT_TURK_SUBMIT_TO, ConsentForm, EntryForm, ItemAnswerForm, TeqForm
 from .selectors import (
-    assignment_current_for_participant,
     item_disguise_attention_check,
     item_payload,
     participant_get_for_session,
@@ -57,7 +56,7 @@ from .selectors import (
     study_get_by_slug,
     worked_examples,
 )
-from .shared_pages import shared_page
+from .shared_pages import item_in_place, shared_page
 
 TURK_SUBMIT_SESSION_KEY = "ratings:turk_submit_to:{study_id}"
 
@@ -312,6 +311,10 @@ def _in_place(request: HttpRequest, participant: Participant, response: HttpResp
             break
         if response["Location"] != step_url:
             return _go(response["Location"])
+        if participant.status == Participant.Status.ACTIVE and participant.step == Participant.Step.ITEMS:
+            item = services.item_show(participant=participant)
+            if item is not None:  # the item page's shell, sent once, and the item (`item_in_place`)
+                return item_in_place(request, participant, item)
         response = _current_page(request, participant)
     else:
         return _go(step_url)
@@ -398,13 +401,11 @@ def teq_post(request, participant: Participant) -> HttpResponse:
 
 
 def item_get(request, participant: Participant) -> HttpResponse:
-    current = assignment_current_for_participant(participant=participant)
+    current = services.item_show(participant=participant)
     if current is None:  # every item answered but not completed: cannot normally happen; finish them
         participant_complete(participant=participant)
         return _to_step(participant.study)
-    services.assignment_mark_shown(assignment=current.assignment)
     study = participant.study
-    current = item_disguise_attention_check(item=current, participant=participant)
     return _page(
         request,
         study,
@@ -475,14 +476,13 @@ def _item_reply(
     if participant.status != Participant.Status.ACTIVE or participant.step != Participant.Step.ITEMS:
         return outcome_in_place(request, participant)  # finished: the completion page, in place
     # A new answer brings its next item along (same query, same transaction); a retried or stale one reads it.
-    current = submitted.next_item if submitted is not None else None
-    if current is None:
-        current = assignment_current_for_participant(participant=participant)
+    if submitted is not None and submitted.next_item is not None:
+        current = item_disguise_attention_check(item=submitted.next_item, participant=participant)
+    else:
+        current = services.item_show(participant=participant)
         if current is None:
             participant_complete(participant=participant)
             return outcome_in_place(request, participant)
-        services.assignment_mark_shown(assignment=current.assignment)
-    current = item_disguise_attention_check(item=current, participant=participant)
     return JsonResponse({"saved": submitted is not None, "item": item_payload(current, title=study.title)})
 
 

@@ -2,7 +2,8 @@
    - One request per step: the step forms (consent, instructions, the TEQ: `data-step-form`) are posted in
      the background (fetch, the same fields the form sends, CSRF token and honeypot included) and the server
      replies with the page of the participant's new step, which replaces this one here (no redirect, no
-     second request). Focus moves to the new page's heading (or its error summary); the address becomes the
+     second request). The first item's page comes as the item page's shell, the same for everyone, with the
+     item beside it, shown as an answer's next item is shown. Focus moves to the new page's heading (or its error summary); the address becomes the
      step page (a new history entry, so a refresh shows the same step and Back reloads the step page).
    - In-place answers: the item form is posted the same way and the server answers with the next item as
      JSON, which replaces the current one here: one small request per answer. Focus moves to the new item's
@@ -189,7 +190,12 @@
       form.setAttribute("aria-busy", "true");
       var submitter = event.submitter;
       post(form, formBody(form, submitter)).then(function (reply) {
-        if (reply.data && reply.data.page) { showPage(reply.data.page, reply.data.url); return; }
+        if (reply.data && reply.data.page) {
+          showPage(reply.data.page, reply.data.url);
+          // The item page comes as a shell with the item beside it: shown as an answer's next item is.
+          if (reply.data.item && current.sending) { current.sending.show(reply.data.item); }
+          return;
+        }
         if (reply.data && reply.data.next) { window.location.assign(reply.data.next); return; }
         plainly(form, submitter);
       }, function () {
@@ -282,6 +288,6 @@
     retry.querySelector("[data-retry-button]").addEventListener("click", function () {
       if (pending && !busy) { send(); }
     });
-    return { busy: function () { return busy; } };
+    return { busy: function () { return busy; }, show: show };
   }
 })();

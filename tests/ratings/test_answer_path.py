@@ -239,12 +239,15 @@ def both_paths_step(client, study, participant, settings, monkeypatch, data) -> 
     """A step's form posted in the background, on the same rows, through the path and through the view (each
     rolled back); the path must have taken it."""
     seen, taken = {}, []
-    step = InPlaceAnswerMiddleware.step
-    monkeypatch.setattr(
-        InPlaceAnswerMiddleware,
-        "step",
-        lambda self, request, slug: taken.append(slug) or step(self, request, slug),
-    )
+    answer = InPlaceAnswerMiddleware.answer
+
+    def answered(self, request, slug):
+        response = answer(self, request, slug)
+        if response is not None:
+            taken.append(slug)
+        return response
+
+    monkeypatch.setattr(InPlaceAnswerMiddleware, "answer", answered)
     for path in (True, False):
         settings.PARTICIPANT_ANSWER_PATH = path
         taken.clear()

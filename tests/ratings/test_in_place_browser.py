@@ -37,6 +37,32 @@ def stored(pid: str) -> list[int]:
     )
 
 
+TEXTS = ("emotion", "situation", "utterance", "response")
+
+
+def test_the_first_item_comes_in_place_after_the_instructions_with_its_texts(live_server, page_at, study):
+    """The instructions' reply is the item page's shell and the first item beside it: no page load, the
+    texts filled in by the script, focus, progress and the announcement as after an answer."""
+    page = page_at("phone")
+    page.goto(f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID=PIDFIRST&STUDY_ID=S1&SESSION_ID=X1")
+    page.get_by_role("button", name="I agree, start the study").click()
+    page.evaluate("window.__kept = true")
+    page.get_by_role("button", name="I have read the instructions, continue").click()
+    expect(page.locator("h1")).to_have_text("Item 1 of 5")
+    assert page.evaluate("window.__kept === true"), "the first item was a page load, not an in-place update"
+    shown = {text: page.locator(f"[data-{text}]").inner_text() for text in TEXTS}
+    assert all(shown.values()), shown
+    expect(page.locator("[data-item-live]")).to_have_text("Item 1 of 5")
+    assert page.evaluate("document.activeElement.matches('[data-item-heading]')")
+    assert page.title().startswith("Item 1 of 5")
+    assert page.evaluate("document.querySelector('[data-item-progress]').value") == 0
+    page.screenshot(path="/tmp/inplace-phone-item1.png")
+    assert axe_violations(page) == []
+    page.reload()  # the step page shows the same item, in full
+    expect(page.locator("h1")).to_have_text("Item 1 of 5")
+    assert {text: page.locator(f"[data-{text}]").inner_text() for text in TEXTS} == shown
+
+
 def test_items_are_replaced_in_place_with_focus_progress_and_an_announcement(live_server, page_at, study):
     page = page_at("phone")
     open_items(page, live_server, study, "PIDINPLACE")
