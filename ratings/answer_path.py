@@ -14,10 +14,12 @@ what the answer does need from them, with the same code:
 
 The consent and instructions forms, also posted in the background, take the same way past the middleware (the
 same checks and headers, the session saved as SessionMiddleware saves it) and are then stored by their pages'
-own code (`views.step_in_place`, what the view calls for them). The instructions of a rating study that goes
-on to the items are first offered to one statement, `rating_items_begin_in_place` (studies/migrations/0012):
-the step moved and the first item shown, the reply the item page's shell with the item beside it, as the
-view's (`shared_pages.item_in_place`). Any other step's form goes to Django untouched.
+own code (`views.step_in_place`, what the view calls for them). A rating study's two are first offered to one
+statement each: the consent agreed to, to one UPDATE that moves the participant on and returns their row and
+their study's (`consent_in_place`; the reply the instructions page, from the shared pages' cache); the
+instructions of a study that goes on to the items, to `rating_items_begin_in_place` (studies/migrations/0012:
+the step moved and the first item shown; the reply the item page's shell with the item beside it, as the
+view's, `shared_pages.item_in_place`). Any other step's form goes to Django untouched.
 
 The answer itself is one statement on PostgreSQL, `rating_answer_in_place` (studies/migrations/0008): the
 participant's row locked, the answer checked and stored exactly as `services.rating_submit` stores it, the
@@ -25,7 +27,7 @@ next item marked as shown and returned (or, after the last answer, the participa
 trip whose plans PostgreSQL keeps. What it does not take (an attention check's answer, a participant not on
 the items step or past the time limit, no participant in this session) writes nothing and goes on down the
 usual path (`views.study_step`), as does every request on SQLite and every request it does not recognise. The reply is
-the one `views.item_answer` sends (`selectors.item_payload`; the completion page, `views.outcome_in_place`).
+the one `views.item_answer` sends (`selectors.item_payload`; the completion page, `views.page_in_place`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+from functools import cache
 from importlib import import_module
 
 from django.conf import settings
@@ -49,6 +52,8 @@ from django.utils.http import http_date
 from django.utils.module_loading import import_string
 
 from config.ratelimit import HONEYPOT_FIELD, rate_limit_refusal
+from studies import rows
+from studies.balancing import consent_cutoff
 from studies.models import Assignment, Participant, Study
 from studies.participants import TOUCH_INTERVAL, participant_touch
 
@@ -90,7 +95,7 @@ def answer_in_place(
     """The reply to an in-place answer by participant `participant_id` of study `slug`, stored (or refused)
     by `rating_answer_in_place` in one statement; None, having written nothing, where the usual path must
     answer instead (see the module's docstring). The last answer's reply is the completion page, as the
-    view sends it (`views.outcome_in_place`)."""
+    view sends it (`views.page_in_place`)."""
     now = now or timezone.now()
     try:
         with connection.cursor() as cursor:
@@ -103,7 +108,7 @@ def answer_in_place(
         return None
     if outcome == "completed":
         participant = participant_get_for_session(session=request.session, slug=slug)
-        return views.outcome_in_place(request, participant)
+        return views.page_in_place(request, participant)
     if outcome in _REFUSED:
         code, status = _REFUSED[outcome]
         return JsonResponse({"error": code}, status=status)
@@ -137,6 +142,43 @@ def items_begin_in_place(request, *, participant_id: int, slug: str, now=None) -
         is_preview=is_preview,
     )
     return item_in_place(request, participant, _item(participant, *shown))
+
+
+def consent_in_place(request, *, participant_id: int, slug: str, now=None) -> JsonResponse | None:
+    """The reply to the consent form of rating study `slug` agreed to in the background by participant
+    `participant_id`, who is moved on to the instructions by one UPDATE (`_consent_sql`); the reply is the
+    instructions page, as the view sends it (`views.page_in_place`). None, having written nothing, where the
+    usual path must answer instead (another kind, a participant elsewhere or whose hold has lapsed)."""
+    now = now or timezone.now()
+    row = rows.fetchone(
+        _consent_sql(), [Participant.Step.INSTRUCTIONS, now, participant_id, slug, now, consent_cutoff(now)]
+    )
+    if row is None:
+        return None
+    participant, end = rows.instance(Participant, row)
+    participant.study, _ = rows.instance(Study, row, end)
+    return views.page_in_place(request, participant)
+
+
+@cache
+def _consent_sql() -> str:
+    """The consent agreed to: `studies.participants.participant_advance` from the consent step to the rating
+    kind's first step, the instructions, for a participant whose hold has not lapsed (`participant_touch`'s
+    rule: seen within the study's time limit and within the consent's hold), as one UPDATE on PostgreSQL that
+    returns the participant's new row and their study's (`participant_get_for_session`'s columns)."""
+    p = lambda name: rows.column(Participant, name, "p")  # noqa: E731
+    s = lambda name: rows.column(Study, name, "s")  # noqa: E731
+    quote = connection.ops.quote_name
+    set_ = lambda name: quote(Participant._meta.get_field(name).column)  # noqa: E731
+    return (
+        f"UPDATE {rows.table(Participant)} p SET {set_('step')} = %s, {set_('last_seen_at')} = %s"
+        f" FROM {rows.table(Study)} s WHERE {p('id')} = %s AND {s('id')} = {p('study')} AND {s('slug')} = %s"
+        f" AND {s('kind')} = 'rating' AND {p('status')} = '{Participant.Status.ACTIVE}'"
+        f" AND {p('step')} = '{Participant.Step.CONSENT}'"
+        f" AND {p('last_seen_at')} >= %s - make_interval(mins => {s('time_limit_minutes')})"
+        f" AND {p('last_seen_at')} >= %s"
+        f" RETURNING {rows.columns(Participant, 'p')}, {rows.columns(Study, 's')}"
+    )
 
 
 def _item(participant: Participant, item_id, position, kind, total, answered, *texts) -> CurrentItem:
@@ -227,8 +269,11 @@ class InPlaceAnswerMiddleware:
             if fields is not None:
                 response = answer_in_place(request, participant_id=participant_id, slug=slug, **fields)
             else:
-                if step == Participant.Step.INSTRUCTIONS:  # on to the first item, in one statement if it can
+                # One statement where it can: consent agreed to, or the instructions on to the first item.
+                if step == Participant.Step.INSTRUCTIONS:
                     response = items_begin_in_place(request, participant_id=participant_id, slug=slug)
+                elif post.get("decision") == "agree":
+                    response = consent_in_place(request, participant_id=participant_id, slug=slug)
                 if response is None:
                     response = self.step(request, slug)
             if response is None:

@@ -294,8 +294,9 @@ def _current_page(request: HttpRequest, participant: Participant) -> HttpRespons
     return flow.page_of(participant).get(request, participant)
 
 
-def outcome_in_place(request: HttpRequest, participant: Participant) -> JsonResponse:
-    """The in-place reply of a participant who has just left the items (completed): their outcome page."""
+def page_in_place(request: HttpRequest, participant: Participant) -> JsonResponse:
+    """The in-place reply of a participant whose step has just changed: the page of their new step (their
+    outcome page once they left, e.g. completed), as `_in_place` sends it."""
     return _in_place(request, participant, _to_step(participant.study))
 
 
@@ -474,7 +475,7 @@ def _item_reply(
     # NotCurrentItem, ParticipantNotActive: a stale page, nothing stored: the current item is shown.
     study = participant.study
     if participant.status != Participant.Status.ACTIVE or participant.step != Participant.Step.ITEMS:
-        return outcome_in_place(request, participant)  # finished: the completion page, in place
+        return page_in_place(request, participant)  # finished: the completion page, in place
     # A new answer brings its next item along (same query, same transaction); a retried or stale one reads it.
     if submitted is not None and submitted.next_item is not None:
         current = item_disguise_attention_check(item=submitted.next_item, participant=participant)
@@ -482,7 +483,7 @@ def _item_reply(
         current = services.item_show(participant=participant)
         if current is None:
             participant_complete(participant=participant)
-            return outcome_in_place(request, participant)
+            return page_in_place(request, participant)
     return JsonResponse({"saved": submitted is not None, "item": item_payload(current, title=study.title)})
 
 

@@ -1,8 +1,9 @@
-"""The instructions posted in the background take the participant to their first item in one statement on
-PostgreSQL (`rating_items_begin_in_place`, ratings/answer_path.py), and the reply — on that path and on the
-view's — carries the item page's shell, the same for everyone, with the item beside it
-(`shared_pages.item_in_place`). The rows and the reply are the view's (tests/ratings/test_answer_path.py
-compares the two paths); these tests check the statement, the shell, what is left to the view, and a race."""
+"""The two setup steps posted in the background are each one statement on PostgreSQL (ratings/answer_path.py):
+the consent agreed to moves the participant to the instructions by one UPDATE (`_consent_sql`), and the
+instructions take them to their first item (`rating_items_begin_in_place`), whose reply — on that path and on
+the view's — carries the item page's shell, the same for everyone, with the item beside it
+(`shared_pages.item_in_place`). The rows and the replies are the view's (tests/ratings/test_answer_path.py
+compares the two paths); these tests check the statements, the shell, what is left to the view, and races."""
 
 from datetime import timedelta
 
@@ -14,15 +15,21 @@ from django.test.signals import template_rendered
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from ratings import shared_pages
+from ratings import answer_path, shared_pages
 from studies.models import Assignment, Emotion, Participant
-from tests.factories import AttentionCheckFactory, rating_study_build
+from tests.factories import (
+    AttentionCheckFactory,
+    ParticipantFactory,
+    questionnaire_study_create,
+    rating_study_build,
+)
 from tests.ratings.helpers import CSRF_TOKEN, POSITION, enter, step_url
 from tests.studies.test_assignment_races import race
 
 pytestmark = pytest.mark.postgres
 JSON = {"HTTP_ACCEPT": "application/json"}
 FUNCTION = "rating_items_begin_in_place("
+CONSENT = {"step": "consent", "decision": "agree"}
 
 
 @pytest.fixture(autouse=True)
@@ -205,3 +212,80 @@ def test_the_instructions_posted_from_many_tabs_at_once_move_the_participant_onc
     assigned = Assignment.objects.filter(participant=participant)
     assert assigned.exclude(shown_at=None).count() == 1
     assert assigned.get(position=shown[0]["item"]["position"]).shown_at is not None
+
+
+# --- The consent -----------------------------------------------------------------------------------------
+
+
+def participant_rows(participant: Participant) -> tuple:
+    return Participant.objects.filter(pk=participant.pk).values_list("status", "step", "last_seen_at").get()
+
+
+@pytest.mark.django_db
+def test_the_consent_is_one_update_and_the_reply_the_instructions_page(client, study, requires_postgres):
+    enter(client, study, "PID1")
+    participant = Participant.objects.get(external_id="PID1")
+    Participant.objects.filter(pk=participant.pk).update(last_seen_at=timezone.now() - timedelta(seconds=30))
+    with CaptureQueriesContext(connection) as queries:
+        response = client.post(step_url(study), CONSENT, **JSON)
+    statements = [q["sql"] for q in queries.captured_queries]
+    assert len(statements) == 1 and statements[0].startswith("UPDATE") and "RETURNING" in statements[0]
+    reply = response.json()
+    assert response.status_code == 200 and reply["url"] == step_url(study)
+    assert "<h1>Instructions</h1>" in reply["page"] and 'name="step" value="instructions"' in reply["page"]
+    status, step, seen = participant_rows(participant)
+    assert (status, step) == (Participant.Status.ACTIVE, Participant.Step.INSTRUCTIONS)
+    assert seen > timezone.now() - timedelta(seconds=10)
+
+
+@pytest.mark.django_db
+def test_what_the_consents_update_does_not_take_it_leaves_untouched(client, study, requires_postgres):
+    enter(client, study, "PID1")
+    participant = Participant.objects.get(external_id="PID1")
+    before = participant_rows(participant)
+
+    def taken(slug=study.slug, now=None) -> bool:
+        return (
+            answer_path.consent_in_place(None, participant_id=participant.pk, slug=slug, now=now) is not None
+        )
+
+    assert not taken(slug="another-study")
+    hold = timezone.now() + timedelta(minutes=11)  # past the consent's hold (10 minutes): the view times out
+    assert not taken(now=hold)
+    Participant.objects.filter(pk=participant.pk).update(status=Participant.Status.RETURNED)
+    assert not taken()
+    Participant.objects.filter(pk=participant.pk).update(
+        status=Participant.Status.ACTIVE, step=Participant.Step.INSTRUCTIONS
+    )
+    assert not taken()  # already past the consent: a second tab's post
+    Participant.objects.filter(pk=participant.pk).update(step=Participant.Step.CONSENT)
+    assert participant_rows(participant) == before
+    # Another kind's consent leads to that kind's steps: left to the view.
+    other = ParticipantFactory(
+        study=questionnaire_study_create(slug="q", title="q", state="live"),
+        step=Participant.Step.CONSENT,
+        last_seen_at=timezone.now(),
+    )
+    assert answer_path.consent_in_place(None, participant_id=other.pk, slug="q") is None
+    assert participant_rows(other)[1] == Participant.Step.CONSENT
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_consent_agreed_to_from_many_tabs_at_once_moves_the_participant_once(requires_postgres):
+    study = rating_study_build(conditions=1, prompts=6, items_per_participant=3)
+    browser = Client()
+    enter(browser, study, "PID1")
+    cookies = browser.cookies
+
+    def post(i):
+        tab = Client()
+        tab.cookies = cookies
+        return tab.post(step_url(study), CONSENT, **JSON).json()
+
+    replies, errors = race(post, 12)
+
+    assert not errors and len(replies) == 12
+    pages = [reply for reply in replies.values() if "page" in reply]
+    assert len(pages) == 1 and "<h1>Instructions</h1>" in pages[0]["page"]
+    assert all(reply == {"next": step_url(study)} for reply in replies.values() if "page" not in reply)
+    assert Participant.objects.get().step == Participant.Step.INSTRUCTIONS
