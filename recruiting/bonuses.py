@@ -7,6 +7,9 @@ Exactly once, although Prolific's pay call is not idempotent:
 * the pay call is claimed by a conditional UPDATE (SET_UP → PAYING), so one worker makes it;
 * a batch left PAYING (error or timeout, perhaps after Prolific paid) is reconciled by reading the bulk
   bonus's status on Prolific: paid → PAID; still unpaid → back to SET_UP for the next run; unknown → left.
+  Only once its pay call is over: the worker that made it recorded an unknown outcome, or claimed it longer
+  ago than a pay call can last. While the call is in flight Prolific still says unpaid, and reconciling
+  then would pay the batch a second time.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ import csv
 import io
 import logging
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
@@ -155,7 +160,7 @@ def _set_up(batch: BonusBatch, client: ProlificClient) -> None:
 def _pay(batch: BonusBatch, client: ProlificClient) -> bool:
     """Makes the pay call if this worker claims it. Returns whether the batch is known to be paid."""
     if not BonusBatch.objects.filter(pk=batch.pk, state=BonusBatch.State.SET_UP).update(
-        state=BonusBatch.State.PAYING, pay_claimed_at=timezone.now()
+        state=BonusBatch.State.PAYING, pay_claimed_at=timezone.now(), last_error=""
     ):
         return False
     try:
@@ -191,12 +196,21 @@ def _reconcile(batch: BonusBatch, client: ProlificClient) -> bool:
     return False
 
 
+def _pay_calls_over(link: ProlificStudy):
+    """The study's batches left PAYING whose pay call is over (see the module's docstring): an unknown outcome
+    recorded (`last_error`), or claimed longer ago than one attempt can last (its worker died mid-call)."""
+    longest = timedelta(seconds=2 * settings.PROLIFIC_TIMEOUT_SECONDS + 60)  # connect and read, and a margin
+    return BonusBatch.objects.filter(link=link, state=BonusBatch.State.PAYING).filter(
+        ~Q(last_error="") | Q(pay_claimed_at=None) | Q(pay_claimed_at__lt=timezone.now() - longest)
+    )
+
+
 def bonuses_pay(*, link: ProlificStudy, client: ProlificClient | None = None) -> PayReport:
     """Pays every granted, unpaid bonus of the study, exactly once (see the module's docstring). Safe to
     call concurrently and repeatedly."""
     client = client or ProlificClient.for_link(link)
     report = PayReport()
-    for batch in BonusBatch.objects.filter(link=link, state=BonusBatch.State.PAYING).select_related("link"):
+    for batch in _pay_calls_over(link).select_related("link"):
         report.reconciled += _reconcile(batch, client)
     _batch_gather(link)
     for batch in BonusBatch.objects.filter(link=link, state=BonusBatch.State.NEW).select_related("link"):

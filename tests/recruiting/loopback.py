@@ -40,6 +40,7 @@ class LoopbackProlific:
         self.calls: list[tuple[str, str]] = []
         self.faults: dict[str, list] = defaultdict(list)
         self.pay_hangs_after_success = 0.0
+        self.pay_hangs_before_paying = 0.0  # the call in flight: the bulk bonus still reads as unpaid
         self.tokens_seen: set[str] = set()
         server.expect_request(re.compile(".*")).respond_with_handler(self.handle)
 
@@ -196,6 +197,11 @@ class LoopbackProlific:
         return self._json({"id": bulk_id, "study": body.get("study_id"), "amount": 0}, 201)
 
     def _bonus_pay(self, bulk_id):
+        with self.lock:
+            before = self.pay_hangs_before_paying
+            self.pay_hangs_before_paying = 0.0
+        if before:
+            time.sleep(before)
         with self.lock:
             self.pay_calls[bulk_id] += 1
             bulk = self.bulk_bonuses[bulk_id]

@@ -2,6 +2,8 @@
 paying the same bonuses, approving the same submissions and applying reports for the same submission at
 the same instant."""
 
+import threading
+import time
 from decimal import Decimal
 
 import pytest
@@ -80,6 +82,29 @@ def test_workers_paying_the_same_bonuses_at_once_pay_each_once(requires_postgres
     assert sum(r.paid_bonuses for r in results.values()) == 5
     assert sum(prolific.pay_calls.values()) == 1
     assert all(n == 1 for n in prolific.bonus_paid.values()) and len(prolific.bonus_paid) == 5
+    assert list(BonusBatch.objects.values_list("state", flat=True)) == ["paid"]
+
+
+def test_a_worker_running_while_another_ones_pay_call_is_in_flight_does_not_pay_again(
+    requires_postgres, prolific
+):
+    """While a pay call is on its way Prolific still reads the bulk bonus as unpaid: a second worker must
+    leave the batch to the call, not reconcile it back to unpaid and pay it a second time."""
+    link = link_build(fake=prolific)
+    participant, _ = enroll(link, "PFLIGHT", prolific)
+    finish(participant)
+    bonuses_grant_per_rating(link=link, amount_per_rating=Decimal("0.20"))
+    prolific.pay_hangs_before_paying = 1.5
+    first = threading.Thread(target=lambda: bonuses_pay(link=link))
+    first.start()
+    deadline = time.monotonic() + 10
+    while not BonusBatch.objects.filter(state=BonusBatch.State.PAYING).exists():
+        assert time.monotonic() < deadline, "the first worker never claimed the pay call"
+        time.sleep(0.02)
+    second = bonuses_pay(link=link)  # the first worker's call is still in flight
+    first.join(10)
+    assert second.paid_bonuses == 0 and second.reconciled == 0
+    assert sum(prolific.pay_calls.values()) == 1 and set(prolific.bonus_paid.values()) == {1}
     assert list(BonusBatch.objects.values_list("state", flat=True)) == ["paid"]
 
 
