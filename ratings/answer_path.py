@@ -128,9 +128,8 @@ def items_begin_in_place(request, *, participant_id: int, slug: str, now=None) -
     if row[0] != "begun":
         return None
     (study_id, title, scale, scale_question, is_preview, *shown) = row[1:]
-    scale = Study._meta.get_field("scale").from_db_value(
-        scale, None, connection
-    )  # Django reads jsonb as text
+    # Django's PostgreSQL backend reads jsonb as text: the field parses it, as for a model's own read.
+    scale = Study._meta.get_field("scale").from_db_value(scale, None, connection)
     study = Study(
         id=study_id, slug=slug, title=title, kind="rating", scale=scale, scale_question=scale_question
     )
