@@ -169,6 +169,12 @@ def item_disguise_attention_check(*, item: CurrentItem, participant: Participant
     return replace(item, emotion=chosen)
 
 
+def scale_buttons(study: Study) -> list[tuple[int, dict]]:
+    """The item page's answer buttons: each scale option with its keyboard shortcut (1, 2, 3, ...). The full
+    item page and its shell (`shared_pages.item_in_place`) show the same ones."""
+    return [(index + 1, option) for index, option in enumerate(study.scale)]
+
+
 def worked_examples(study: Study) -> list[dict]:
     """The study's worked examples as the instructions page shows them: each with its rating's label."""
     labels = {int(option["value"]): option["label"] for option in study.scale}

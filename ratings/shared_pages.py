@@ -33,7 +33,7 @@ from django.urls import reverse
 from config.ratelimit import honeypot_add
 from ratings.templatetags.participant_pages import step_progress
 
-from .selectors import CurrentItem, item_payload
+from .selectors import CurrentItem, item_payload, scale_buttons
 
 CACHE_ALIAS = "participant-pages"
 # What the page is rendered with in place of the token: alphanumeric, so no escaping changes it, and drawn per
@@ -91,7 +91,7 @@ def item_in_place(request: HttpRequest, participant, item: CurrentItem) -> JsonR
         shows=(study.scale_question, study.scale),
         item=blank,
         page=SimpleNamespace(position=item.assignment.position),
-        scale=[(index + 1, option) for index, option in enumerate(study.scale)],
+        scale=scale_buttons(study),
     )
     honeypot_add(shell)
     return JsonResponse(

@@ -52,6 +52,7 @@ from .selectors import (
     item_disguise_attention_check,
     item_payload,
     participant_get_for_session,
+    scale_buttons,
     session_key,
     study_get_by_slug,
     worked_examples,
@@ -415,7 +416,7 @@ def item_get(request, participant: Participant) -> HttpResponse:
         step=participant.step,
         item=current,
         page=current.assignment,
-        scale=[(index + 1, option) for index, option in enumerate(study.scale)],
+        scale=scale_buttons(study),
     )
 
 
