@@ -6,10 +6,12 @@
   places quickly.
 * An assignment is *live* (it counts towards its item's balance) when it is answered, or while its participant
   is completed or active-and-not-stale. Staff previews never count.
-* Ties are broken by a random generator seeded with the participant's stored seed (`fewest_first`), or, where
-  the database orders many items, by a hash of each id with two numbers drawn from that generator
-  (`tie_break_sql`): every tied item is equally likely to come first, and which items come together changes
-  from participant to participant.
+* Ties are broken by a hash of each id with two numbers drawn from a random generator seeded with the
+  participant's stored seed (`tie_break_key` in Python, `tie_break_sql` where the database orders the items):
+  every tied item is equally likely to come first, and which items come together changes from participant to
+  participant. A participant's draws come in a fixed order (the condition's tie-break, then the kind's), so the
+  whole enrolment replays from the seed, and a statement in the database given the same draws (migration 0013)
+  makes the same choices.
 
 The rules exist twice, once per way of asking: as ORM filters (`holding`, `counted_participants`,
 `live_assignments`) and as SQL fragments for the hand-written enrolment queries (`holding_sql`, `counted_sql`,
@@ -130,11 +132,13 @@ def condition_choose(
     """For an enrolment, under the study's lock: the condition a newcomer joins (None: the study is full),
     the id of a participant who already has `external_id` (None: nobody), and whether the study has stale
     participants to release. The least filled of the enrolling conditions that `kind` (the study's kind)
-    finds enrollable and that are below their quota (previews: any), ties drawn from `rng`.
+    finds enrollable and that are below their quota (previews: any), ties by `tie_break_key` with the first
+    two draws of `rng` (drawn whatever the outcome, so the kind's draws that follow are always the same ones).
 
     One query: the study's enrolling conditions, each with its counted participants and whether the kind
     finds it enrollable (`StudyKind.enrollable_sql`), with the id's look-up and the staleness check as
     columns of every row (one row of NULL conditions when there is none)."""
+    draws = tie_break_draws(rng)
     vendor = connection.vendor
     rules = rules_params(study, now)
     found = rows.fetchall(
@@ -155,7 +159,8 @@ def condition_choose(
         conditions = {cid: c for cid, c in conditions.items() if counts[cid] < c.effective_quota}
     if not conditions:
         return None, None, stale
-    return conditions[fewest_first({cid: counts[cid] for cid in conditions}, rng)[0]], None, stale
+    chosen = min(conditions, key=lambda cid: (counts[cid], tie_break_key(cid, draws), cid))
+    return conditions[chosen], None, stale
 
 
 @cache
@@ -219,13 +224,24 @@ def tie_break_sql(id_sql: str) -> str:
     return expression
 
 
+def tie_break_draws(rng: random.Random) -> tuple[int, ...]:
+    """The two numbers one tie-break draws from `rng`."""
+    return tuple(rng.getrandbits(31) for _ in _HASH_ROUNDS)
+
+
 def tie_break_params(rng: random.Random) -> list[int]:
     """The parameters of `tie_break_sql`, in its text's order: two numbers drawn from `rng`."""
     params: list[int] = []
-    for _ in _HASH_ROUNDS:
-        seed = rng.getrandbits(31)
-        params = [*params, seed, *params, seed]
+    for draw in tie_break_draws(rng):
+        params = [*params, draw, *params, draw]
     return params
+
+
+def tie_break_key(value: int, draws: tuple[int, ...]) -> int:
+    """`tie_break_sql` computed in Python, for the two numbers `draws` (`tie_break_draws`)."""
+    for draw, multiplier in zip(draws, _HASH_ROUNDS, strict=True):
+        value = ((value ^ draw) * multiplier) % _HASH_PRIME
+    return value
 
 
 # --- The responses' tallies (studies/balance_models.py) ---------------------------------------------------

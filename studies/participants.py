@@ -37,8 +37,16 @@ from functools import cache
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from . import rows
+from . import enrol_statement, rows
 from .balancing import condition_choose, consent_cutoff, lapsed_sql, rules_params, stale_cutoff
+from .enrolment_errors import (  # noqa: F401 (the enrolment's errors are raised, and imported, from here)
+    AlreadyInFamily,
+    EnrollmentError,
+    InvalidExternalId,
+    ParticipantCannotRestart,
+    StudyFull,
+    StudyNotOpen,
+)
 from .kinds import DONE, kind_of, step_after
 from .models import Assignment, Participant, Study
 from .waves import seen_in_family
@@ -64,58 +72,6 @@ STATE_FIELDS = (
     "teq_score",
     "demographics",
 )
-
-
-class EnrollmentError(Exception):
-    """Nobody was enrolled and nothing was written. `code` names the outcome for pages and APIs."""
-
-    code = "enrollment_error"
-
-
-class StudyNotOpen(EnrollmentError):
-    code = "study_not_open"
-
-    def __init__(self, study: Study):
-        self.study = study
-        super().__init__(f"Study {study.slug!r} is {study.state}, not live: it takes no new participants.")
-
-
-class StudyFull(EnrollmentError):
-    code = "study_full"
-
-    def __init__(self, study: Study):
-        self.study = study
-        super().__init__(f"Every condition of study {study.slug!r} has reached its quota.")
-
-
-class AlreadyInFamily(StudyFull):
-    """The external id took part in another study of this study's family (its parent or another wave): a wave
-    compares new conditions with the parent's raters, so it needs other people. Shown as a full study."""
-
-    code = "already_in_family"
-
-    def __init__(self, study: Study):
-        self.study = study
-        EnrollmentError.__init__(
-            self, f"This participant already took part in a study of the family of {study.slug!r}."
-        )
-
-
-class InvalidExternalId(EnrollmentError):
-    code = "invalid_external_id"
-
-
-class ParticipantCannotRestart(EnrollmentError):
-    """The external id belongs to someone who returned the study or timed out: their slot and items were
-    given to others, so they cannot start again (recruiting platforms treat a return as final too)."""
-
-    code = "cannot_restart"
-
-    def __init__(self, participant: Participant):
-        self.participant = participant
-        super().__init__(
-            f"Participant {participant.external_id!r} is {participant.status} and cannot restart."
-        )
 
 
 # --- The participant's row --------------------------------------------------------------------------------
@@ -305,7 +261,9 @@ def participant_enroll(
     rolls its transaction back and it resumes the winner's participant.
 
     Cost (hand-written SQL, studies/rows.py), in one transaction: the lock, one counting query, the
-    participant's INSERT and the kind's queries (a rating study: two, whatever the study's size).
+    participant's INSERT and the kind's queries (a rating study: two, whatever the study's size). A newcomer
+    to a live rating study on PostgreSQL is first offered to one statement that makes the same choices
+    (studies/enrol_statement.py); what it does not take runs here.
     """
     external_id = _validate_external_id(external_id)
     now = now or timezone.now()
@@ -317,11 +275,21 @@ def participant_enroll(
         if not is_preview:
             raise StudyNotOpen(study)
 
+    ids = (platform_study_id, platform_session_id, mturk_assignment_id, mturk_hit_id)
+    fields = dict(zip(_PLATFORM_IDS, (value[:128] for value in ids), strict=True))
+    if enrol_statement.applies(study, is_preview=is_preview):
+        outcome, found = enrol_statement.enrol(
+            study, external_id, seed=_participant_seed(study), now=now, platform=platform, **fields
+        )
+        if outcome == enrol_statement.ENROLLED:
+            return found
+        if outcome == enrol_statement.FULL:
+            raise StudyFull(study)
+        if outcome == enrol_statement.EXISTING and (existing := participant_find(study, external_id)):
+            return _resume(existing)
     stale: list[bool] = []
     try:
         with transaction.atomic():
-            ids = (platform_study_id, platform_session_id, mturk_assignment_id, mturk_hit_id)
-            fields = dict(zip(_PLATFORM_IDS, (value[:128] for value in ids), strict=True))
             participant = _enroll_locked(
                 study, external_id, stale, now=now, is_preview=is_preview, platform=platform, **fields
             )

@@ -20,7 +20,14 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from studies import rows
-from studies.balancing import live_sql, rules_params, tie_break_params, tie_break_sql
+from studies.balancing import (
+    live_sql,
+    rules_params,
+    tie_break_draws,
+    tie_break_key,
+    tie_break_params,
+    tie_break_sql,
+)
 from studies.models import (
     Assignment,
     AttentionCheck,
@@ -177,8 +184,12 @@ class RatingKind(StudyKind):
         """Two queries: the attention checks and the chosen responses in one, the pages in one INSERT."""
         study = participant.study
         found = rows.fetchall(_pages_sql(connection.vendor), _pages_params(study, participant.condition, rng))
-        chosen = [key for source, key, _ in found if source == 1]
-        rng.shuffle(chosen)
+        draws = tie_break_draws(
+            rng
+        )  # the page order: the participant's third tie-break (studies/balancing.py)
+        chosen = sorted(
+            (key for source, key, _ in found if source == 1), key=lambda k: (tie_break_key(k, draws), k)
+        )
         checks = sorted((after, key) for source, key, after in found if source == 0)
         pages: list[Assignment] = []
 
