@@ -22,6 +22,10 @@ The rules are the Python path's (studies/balancing.py, studies/kinds/rating.py):
 Each statement of a PL/pgSQL function sees what was committed before it started, so the counts read after the
 lock see every enrolment that held it before.
 
+A condition's participants are found by the condition alone (its participants are the study's): the function
+keeps its plans for the connection's life, and a plan made while the table's statistics were still those of an
+empty table found them through the study, reading every participant of the study once per condition.
+
 Outcomes (`outcome`): `enrolled` (the participant's id and condition), `existing` (the id of the participant
 who has this external id), `full` (nothing written), `fallback` (nothing written).
 """
@@ -77,7 +81,7 @@ BEGIN
     SELECT c.id INTO chosen FROM (
         SELECT c.id, COALESCE(c.quota, st.quota_per_condition) AS quota,
                (SELECT count(*) FROM studies_participant p
-                 WHERE p.study_id = p_study AND p.condition_id = c.id AND NOT p.is_preview
+                 WHERE p.condition_id = c.id AND NOT p.is_preview
                    AND (p.status = 'completed'
                         OR (p.status = 'active' AND p.last_seen_at >= stale_cutoff
                             AND (p.step <> 'consent' OR p.last_seen_at >= p_consent_cutoff)))) AS n
