@@ -183,3 +183,24 @@ def test_arrivals_racing_through_the_statement_keep_quotas_balance_and_one_parti
         )
         assert {rid: tallies[rid] or 0 for rid in tallies} == {rid: pages.get(rid, 0) for rid in tallies}
         assert max(pages.values()) - min(tallies[rid] or 0 for rid in tallies) <= 1, pages
+
+
+def test_a_condition_with_fewer_responses_than_pages_gets_the_same_pages_both_ways(monkeypatch, settings):
+    # Responses flagged after the launch can leave a condition fewer than the study shows; a check placed
+    # after more items than there are then comes last, as the Python path places it.
+    study = rating_study_build(conditions=2, prompts=3, items_per_participant=5, quota_per_condition=5)
+    for after in (1, 7):
+        AttentionCheckFactory(study=study, after_item=after)
+
+    by_statement = _arrivals(study, 6, monkeypatch, settings, statement=True)
+    by_python = _arrivals(study, 6, monkeypatch, settings, statement=False)
+
+    assert by_statement[-1] == ("statements used", 6)
+    assert by_statement[:-1] == by_python[:-1]
+    assert [kind for _, kind, _, _ in by_python[0][2]] == [
+        "response",
+        "attention",
+        "response",
+        "response",
+        "attention",
+    ]
