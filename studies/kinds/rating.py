@@ -184,9 +184,8 @@ class RatingKind(StudyKind):
         """Two queries: the attention checks and the chosen responses in one, the pages in one INSERT."""
         study = participant.study
         found = rows.fetchall(_pages_sql(connection.vendor), _pages_params(study, participant.condition, rng))
-        draws = tie_break_draws(
-            rng
-        )  # the page order: the participant's third tie-break (studies/balancing.py)
+        # The page order: the participant's third tie-break (studies/balancing.py).
+        draws = tie_break_draws(rng)
         chosen = sorted(
             (key for source, key, _ in found if source == 1), key=lambda k: (tie_break_key(k, draws), k)
         )
