@@ -77,6 +77,14 @@ def _now() -> float:
     return time.time()
 
 
+def current_window(window_seconds: int = WINDOW_SECONDS) -> tuple[int, int]:
+    """The fixed window the limits count in now (its number since the epoch) and the seconds until it ends,
+    for a refusal's Retry-After. The in-place answer counts in the same windows in PostgreSQL
+    (ratings/answer_path.py)."""
+    now = _now()
+    return int(now // window_seconds), int(window_seconds - now % window_seconds) + 1
+
+
 def _redis():
     """A Redis client on REDIS_URL (one connection pool per process and address), or None without Redis."""
     url = settings.REDIS_URL
@@ -125,9 +133,7 @@ def _hits(
     """Counts one request against each (bucket, identity, limit) in fixed windows of `window_seconds`;
     returns (the first bucket over its limit or None, seconds until the window ends). Fails open (and
     the `session`, see `_counts`, then reads itself as usual)."""
-    now = _now()
-    window = int(now // window_seconds)
-    retry_after = int(window_seconds - now % window_seconds) + 1
+    window, retry_after = current_window(window_seconds)
     keys = [
         # hashed: no participant ids in the store's keys
         f"rl:{bucket}:{hashlib.sha256(identity.encode()).hexdigest()[:32]}:{window}"

@@ -271,6 +271,8 @@ PARTICIPANT_CONSENT_HOLD_MINUTES = env_int("PARTICIPANT_CONSENT_HOLD_MINUTES", 1
 # In-place answers on PostgreSQL take their own path: one statement, without the session, auth and messages
 # middleware (ratings/answer_path.py). Off: every answer goes through the view (the same rules, more work).
 PARTICIPANT_ANSWER_PATH = env_bool("PARTICIPANT_ANSWER_PATH", True)
+# The cookie naming a browser's participant to the in-place answer, session unread (ratings/tickets.py).
+PARTICIPANT_TICKET_COOKIE_NAME = "participant_ticket"
 # A newcomer to a live rating study on PostgreSQL is enrolled by one statement (studies/enrol_statement.py).
 # Off: every enrolment takes the Python path (the same choices, six statements in a transaction).
 PARTICIPANT_ENROL_STATEMENT = env_bool("PARTICIPANT_ENROL_STATEMENT", True)

@@ -7,7 +7,9 @@ what the answer does need from them, with the same code:
 
 * the CSRF check (Django's `CsrfViewMiddleware`, called as the middleware calls it);
 * the session, read in the rate limiter's round trip to Redis (`config.ratelimit.rate_limit_refusal`: the
-  same per-participant limit, counted once);
+  same per-participant limit, counted once); or, for an answer with the participant's ticket
+  (ratings/tickets.py), neither: the ticket names the participant and the answer's statement counts the same
+  limit on the participant's row (studies/migrations/0014), so an answer makes no round trip to Redis;
 * the honeypot and the form's fields (a filled honeypot or a bad form goes the usual way, which refuses it);
 * `never_cache`, `Vary: Cookie`, `X-Frame-Options` and `Content-Length` on the reply (the middleware before it in
   MIDDLEWARE — request id and access log, body limit, CSP, security headers — still runs).
@@ -51,18 +53,19 @@ from django.utils.cache import add_never_cache_headers, patch_vary_headers
 from django.utils.http import http_date
 from django.utils.module_loading import import_string
 
-from config.ratelimit import HONEYPOT_FIELD, rate_limit_refusal
+from config.ratelimit import HONEYPOT_FIELD, current_window, rate_limit_refusal, too_many_requests
 from studies import rows
 from studies.balancing import consent_cutoff
 from studies.models import Assignment, Participant, Study
 from studies.participants import TOUCH_INTERVAL, participant_touch
 
-from . import views
+from . import tickets, views
 from .forms import ItemAnswerForm
 from .selectors import (
     CurrentItem,
     item_disguise_attention_check,
     item_payload,
+    participant_get,
     participant_get_for_session,
     session_key,
 )
@@ -70,7 +73,7 @@ from .shared_pages import item_in_place
 
 logger = logging.getLogger(__name__)
 
-_SQL = "SELECT * FROM rating_answer_in_place(%s, %s, %s, %s, %s, %s)"
+_SQL = "SELECT * FROM rating_answer_in_place(%s, %s, %s, %s, %s, %s, %s, %s)"
 _BEGIN_SQL = "SELECT * FROM rating_items_begin_in_place(%s, %s, %s)"
 # In a request's environ: the answer front already tried this request and handed it to Django.
 _HANDED_OVER = "ratings.answer_path.handed_over"
@@ -90,24 +93,29 @@ _TAKEN_BODY = re.compile(
 
 
 def answer_in_place(
-    request, *, participant_id: int, slug: str, position: int, value: int, now=None
+    request, *, participant_id: int, slug: str, position: int, value: int, limit: int | None = None, now=None
 ) -> JsonResponse | None:
     """The reply to an in-place answer by participant `participant_id` of study `slug`, stored (or refused)
     by `rating_answer_in_place` in one statement; None, having written nothing, where the usual path must
     answer instead (see the module's docstring). The last answer's reply is the completion page, as the
-    view sends it (`views.page_in_place`)."""
+    view sends it (`views.page_in_place`). With a `limit`, the statement counts the request against the
+    participant's rate limit (`limit` a window) and refuses it beyond, as the limiter would (429)."""
     now = now or timezone.now()
+    window, retry_after = current_window()
     try:
         with connection.cursor() as cursor:
-            cursor.execute(_SQL, [participant_id, slug, position, value, now, TOUCH_INTERVAL])
+            cursor.execute(_SQL, [participant_id, slug, position, value, now, TOUCH_INTERVAL, window, limit])
             row = cursor.fetchone()
     except IntegrityError:
         return None  # the OneToOne key refused a second rating: the usual path finds the stored one
     outcome = row[0]
     if outcome == "fallback":
         return None
+    if outcome == "limited":
+        logger.warning("rate limited", extra={"bucket": "participant", "path": request.path})
+        return too_many_requests(request, retry_after=retry_after)
     if outcome == "completed":
-        participant = participant_get_for_session(session=request.session, slug=slug)
+        participant = participant_get(participant_id=participant_id, slug=slug)
         return views.page_in_place(request, participant)
     if outcome in _REFUSED:
         code, status = _REFUSED[outcome]
@@ -242,7 +250,10 @@ class InPlaceAnswerMiddleware:
             found = self.step_path.fullmatch(request.path_info)
             if found is not None:
                 response = self.answer(request, found.group(1))
-        return self.get_response(request) if response is None else response
+        if response is None:
+            response = self.get_response(request)
+            tickets.attach(request, response)  # an enrolment's or a resumption's: the participant's ticket
+        return response
 
     def answer(self, request, slug: str):
         """An answer (`answer_in_place`) or a consent or instructions form (`step`) posted in the background to
@@ -259,24 +270,19 @@ class InPlaceAnswerMiddleware:
         self.csrf.process_request(request)
         if self.csrf.process_view(request, None, (), {"slug": slug}) is not None:
             return None  # refused: the usual path refuses it the same way, with its page
+        # Read only when used: an answer with its ticket does not read it.
         request.session = self.session_store(request.COOKIES.get(settings.SESSION_COOKIE_NAME))
-        response = rate_limit_refusal(request, scope="participant")
+        ticket = None if fields is None else tickets.participant_id(request, slug=slug)
+        if ticket is not None:
+            # Its rate limit counted by its statement; handed on (None), it is counted by the limiter there.
+            limit = settings.RATELIMIT_PARTICIPANT if settings.RATELIMIT_ENABLED else None
+            response = answer_in_place(request, participant_id=ticket, slug=slug, limit=limit, **fields)
+        else:
+            response = rate_limit_refusal(request, scope="participant") or self.by_session(
+                request, slug, step, fields
+            )
         if response is None:
-            participant_id = request.session.get(session_key(slug))
-            if participant_id is None:
-                return None
-            if fields is not None:
-                response = answer_in_place(request, participant_id=participant_id, slug=slug, **fields)
-            else:
-                # One statement where it can: consent agreed to, or the instructions on to the first item.
-                if step == Participant.Step.INSTRUCTIONS:
-                    response = items_begin_in_place(request, participant_id=participant_id, slug=slug)
-                elif post.get("decision") == "agree":
-                    response = consent_in_place(request, participant_id=participant_id, slug=slug)
-                if response is None:
-                    response = self.step(request, slug)
-            if response is None:
-                return None
+            return None
         # never_cache's headers: Expires now, and Cache-Control as it writes it (the same on every reply).
         response.headers.setdefault("Expires", http_date())
         response.headers.setdefault("Cache-Control", self.never_cache)
@@ -285,6 +291,21 @@ class InPlaceAnswerMiddleware:
         # As CommonMiddleware sets it; and a page that used the CSRF token may renew its cookie.
         response.headers.setdefault("Content-Length", str(len(response.content)))
         return self.csrf.process_response(request, response)
+
+    def by_session(self, request, slug: str, step: str, fields: dict | None):
+        """The answer (`fields`) or the step's form of the participant the session names; None to hand it on."""
+        participant_id = request.session.get(session_key(slug))
+        if participant_id is None:
+            return None
+        if fields is not None:
+            return answer_in_place(request, participant_id=participant_id, slug=slug, **fields)
+        # One statement where it can: consent agreed to, or the instructions on to the first item.
+        response = None
+        if step == Participant.Step.INSTRUCTIONS:
+            response = items_begin_in_place(request, participant_id=participant_id, slug=slug)
+        elif request.POST.get("decision") == "agree":
+            response = consent_in_place(request, participant_id=participant_id, slug=slug)
+        return self.step(request, slug) if response is None else response
 
     def step(self, request, slug: str):
         """Another step's form, stored by its page as `views.study_step` has it stored (the participant found

@@ -20,8 +20,12 @@ def participant_get_for_session(*, session, slug: str) -> Participant | None:
     or None. The session (server-side, keyed by an unguessable cookie) is the only way a
     request names a participant."""
     participant_id = session.get(session_key(slug))
-    if participant_id is None:
-        return None
+    return None if participant_id is None else participant_get(participant_id=participant_id, slug=slug)
+
+
+def participant_get(*, participant_id: int, slug: str) -> Participant | None:
+    """Participant `participant_id` of the study `slug`, with their study (one query), or None. For an id
+    the request's session (or its ticket, ratings/tickets.py) named."""
     row = rows.fetchone(participant_for_session_sql(connection.vendor), [participant_id, slug])
     if row is None:
         return None

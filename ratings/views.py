@@ -46,7 +46,7 @@ from studies.participants import (
     participant_touch,
 )
 
-from . import entry_guard, flow, services, teq
+from . import entry_guard, flow, services, teq, tickets
 from .forms import DEFAULT_TURK_SUBMIT_TO, ConsentForm, EntryForm, ItemAnswerForm, TeqForm
 from .selectors import (
     item_disguise_attention_check,
@@ -102,6 +102,7 @@ def _remember(
         # A new key at enrollment: a planted one is worth nothing (an unknown one loads as no session).
         session.cycle_key()
     request.session[session_key(study.slug)] = participant.pk
+    tickets.remember(request, slug=study.slug, participant_id=participant.pk)
     if turk_submit_to:
         request.session[TURK_SUBMIT_SESSION_KEY.format(study_id=study.pk)] = turk_submit_to
 

@@ -7,11 +7,10 @@ differs by kind:
 * questionnaire study: an Instrument (e.g. PANAS) answered before and after imagining a Situation
   (studies/questionnaire_models.py).
 
-What a kind does is declared once, in studies/kinds/.
-
-Participants get Assignments (what they are shown, in order). Each rating-study Assignment has at most one
-Rating; each questionnaire answer is a QuestionnaireAnswer of a QuestionnaireRun. The database keeps these
-invariants with unique and check constraints, so no code path can store an answer twice.
+What a kind does is declared once, in studies/kinds/. Participants get Assignments (what they are shown, in
+order). Each rating-study Assignment has at most one Rating; each questionnaire answer is a
+QuestionnaireAnswer of a QuestionnaireRun. The database keeps these invariants with unique and check
+constraints, so no code path can store an answer twice.
 """
 
 from django.core.exceptions import ValidationError
@@ -371,6 +370,9 @@ class Participant(models.Model):
     started_at = models.DateTimeField(auto_now_add=True)
     last_seen_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The in-place answers' rate limit, counted by their statement (ratings/answer_path.py): window, count.
+    requests_window = models.IntegerField(default=0, db_default=0, editable=False)
+    requests_in_window = models.IntegerField(default=0, db_default=0, editable=False)
 
     class Meta:
         ordering = ["study", "started_at"]

@@ -78,14 +78,21 @@ def test_a_session_cache_on_another_redis_is_read_by_the_store_itself(client, st
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("answer_path", [True, False], ids=["answer-path", "view"])
-def test_an_in_place_answer_is_one_statement_or_at_most_four_and_one_redis_round_trip(
-    client, study, redis_trips, requires_postgres, settings, answer_path
+@pytest.mark.parametrize(
+    ("answer_path", "ticket"), [(True, True), (True, False), (False, True)], ids=["ticket", "session", "view"]
+)
+def test_an_in_place_answer_is_one_statement_or_at_most_four_and_with_its_ticket_no_redis_round_trip(
+    client, study, redis_trips, requires_postgres, settings, answer_path, ticket
 ):
     """On its own path (ratings/answer_path.py) the answer is one statement, `rating_answer_in_place`;
-    through the view (PARTICIPANT_ANSWER_PATH off), at most four. The same rows either way."""
+    through the view (PARTICIPANT_ANSWER_PATH off), at most four. The same rows either way. With the
+    participant's ticket (ratings/tickets.py), the answer's own path makes no round trip to Redis: the
+    statement counts its rate limit. Without it, or through the view, one (the limiter's, with the session)."""
     settings.PARTICIPANT_ANSWER_PATH = answer_path
     position = _ready(client, study)
+    assert client.cookies[settings.PARTICIPANT_TICKET_COOKIE_NAME].value  # set at the entry
+    if not ticket:
+        del client.cookies[settings.PARTICIPANT_TICKET_COOKIE_NAME]
     redis_trips.clear()
     with CaptureQueriesContext(connection) as queries:
         response = client.post(step_url(study), {"step": "items", "position": position, "value": 2}, **JSON)
@@ -99,7 +106,7 @@ def test_an_in_place_answer_is_one_statement_or_at_most_four_and_one_redis_round
         assert len(statements) == (3 if found_and_locked else 4), statements
         assert "FOR UPDATE" in statements[0 if found_and_locked else 1]
         assert statements[-1].startswith("WITH") and "UPDATE" in statements[-1] and "INSERT" in statements[-1]
-    assert len(redis_trips) == 1
+    assert len(redis_trips) == (0 if answer_path and ticket else 1)
     # What the one statement wrote: the rating, its item's times, and the next item marked as shown.
     participant = Participant.objects.get(external_id="PID1")
     answered = Assignment.objects.get(participant=participant, position=position)

@@ -1,0 +1,148 @@
+"""The participant's ticket (ratings/tickets.py): set where the session learns the participant, valid for one
+study only; an in-place answer that carries it reads no session and its rate limit is counted by its own
+statement (studies/migrations/0014), exactly, however many of the participant's requests arrive at once."""
+
+import pytest
+from django.core import signing
+from django.core.cache import caches
+from django.test import Client
+
+from config import ratelimit
+from ratings import tickets
+from studies.models import Participant, Rating
+from tests.factories import rating_study_build
+from tests.ratings.helpers import POSITION, enter, first_item, item_positions, step_url
+from tests.studies.test_assignment_races import race
+
+pytestmark = pytest.mark.postgres
+JSON = {"HTTP_ACCEPT": "application/json"}
+NOW = 1_800_000_030.0  # 30 s into a window of the limiter
+
+
+@pytest.fixture
+def study():
+    return rating_study_build(conditions=1, prompts=8, items_per_participant=4)
+
+
+@pytest.fixture
+def limited(settings, redis_url, monkeypatch):
+    """Rate limits on, the limiter's clock pinned; returns the list of the limiter's (Redis) counts made."""
+    settings.RATELIMIT_ENABLED = True
+    settings.RATELIMIT_PARTICIPANT = 1000  # each test lowers it once its participant is on the items
+    settings.RATELIMIT_ENTRY_PER_IP = 1000
+    caches["default"].clear()
+    monkeypatch.setattr(ratelimit, "_now", lambda: NOW)
+    counts = []
+    hits = ratelimit._hits
+
+    def counted(checks, **kwargs):
+        counts.append([bucket for bucket, _identity, _limit in checks])
+        return hits(checks, **kwargs)
+
+    monkeypatch.setattr(ratelimit, "_hits", counted)
+    return counts
+
+
+def post(client, study, position, value=2):
+    return client.post(step_url(study), {"step": "items", "position": position, "value": value}, **JSON)
+
+
+@pytest.mark.django_db
+def test_the_entry_sets_a_ticket_valid_for_its_study_only(client, study, settings):
+    other = rating_study_build(conditions=1, prompts=3, items_per_participant=2)
+    enter(client, study, "PID1")
+    participant = Participant.objects.get(external_id="PID1")
+    cookie = client.cookies[settings.PARTICIPANT_TICKET_COOKIE_NAME]
+    assert cookie["path"] == f"/s/{study.slug}/" and cookie["httponly"] and cookie["samesite"] == "Lax"
+    assert signing.TimestampSigner(salt=f"ratings.ticket:{study.slug}").unsign(cookie.value) == str(
+        participant.pk
+    )
+    with pytest.raises(signing.BadSignature):
+        signing.TimestampSigner(salt=f"ratings.ticket:{other.slug}").unsign(cookie.value)
+
+
+@pytest.mark.django_db
+def test_an_answer_with_its_ticket_is_counted_and_limited_by_its_statement_not_by_redis(
+    client, study, limited, settings, requires_postgres, monkeypatch
+):
+    first_item(client, study, "PID1")
+    settings.RATELIMIT_PARTICIPANT = 3
+    participant = Participant.objects.get()
+    first, second, third, _fourth = item_positions(participant)
+    limited.clear()
+    assert post(client, study, first).json()["saved"] is True
+    assert post(client, study, first).status_code == 200  # a repeat: nothing stored, still counted
+    assert post(client, study, second).json()["saved"] is True
+    refused = post(client, study, third)  # the fourth request of the window
+    assert refused.status_code == 429 and refused["Retry-After"] == "31"
+    assert limited == []  # none counted in Redis
+    participant.refresh_from_db()
+    assert (participant.requests_window, participant.requests_in_window) == (NOW // 60, 4)
+    assert sorted(r.assignment.position for r in Rating.objects.all()) == [first, second]
+    # The next window: allowed again, counted from one.
+    monkeypatch.setattr(ratelimit, "_now", lambda: NOW + 60)
+    assert post(client, study, third).json()["saved"] is True
+    participant.refresh_from_db()
+    assert (participant.requests_window, participant.requests_in_window) == (NOW // 60 + 1, 1)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("kind", ["tampered", "another study's", "expired"])
+def test_an_answer_without_a_valid_ticket_is_the_sessions_and_counted_by_the_limiter(
+    client, study, limited, settings, requires_postgres, kind
+):
+    """The session decides: the answer is stored for the participant the session names, counted in Redis."""
+    first_item(client, study, "PID1")
+    participant = Participant.objects.get()
+    first = item_positions(participant)[0]
+    name = settings.PARTICIPANT_TICKET_COOKIE_NAME
+    if kind == "tampered":
+        client.cookies[name] = signing.TimestampSigner(salt="forged").sign(str(participant.pk + 1))
+    elif kind == "another study's":
+        client.cookies[name] = signing.TimestampSigner(salt="ratings.ticket:another").sign(
+            str(participant.pk)
+        )
+    else:
+        settings.SESSION_COOKIE_AGE = (
+            -1
+        )  # every ticket is past its age (the session's cookie is not read here)
+    assert tickets.participant_id(_Request(client), slug=study.slug) is None
+    limited.clear()
+    assert post(client, study, first).json()["saved"] is True
+    assert limited == [["participant"]]  # counted once, by the limiter
+    assert Rating.objects.get().assignment.participant_id == participant.pk
+    participant.refresh_from_db()
+    assert participant.requests_in_window == 0  # not counted by the statement
+
+
+class _Request:
+    """What `tickets.participant_id` reads of a request: its cookies."""
+
+    def __init__(self, client):
+        self.COOKIES = {name: morsel.value for name, morsel in client.cookies.items()}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_participants_requests_at_once_are_each_counted_and_the_limit_holds(
+    limited, settings, requires_postgres, answers_taken
+):
+    """12 tabs post the current item at once, with a limit of 5: the participant's row, locked by each
+    statement in turn, counts all 12; 5 are answered (one stores the rating), 7 are refused, none in Redis."""
+    study = rating_study_build(conditions=1, prompts=6, items_per_participant=4)
+    browser = Client()
+    current = int(POSITION.search(first_item(browser, study, "PID1"))[1])
+    settings.RATELIMIT_PARTICIPANT = 5
+    limited.clear()
+
+    def tab(i):
+        other = Client()
+        other.cookies = browser.cookies
+        return post(other, study, current, 1 + i % 3).status_code
+
+    statuses, errors = race(tab, 12)
+
+    assert not errors
+    assert sorted(statuses.values()) == [200] * 5 + [429] * 7
+    assert answers_taken == [True] * 12 and limited == []
+    assert Participant.objects.get().requests_in_window == 12
+    assert Rating.objects.filter(assignment__position=current).count() == 1 == Rating.objects.count()
