@@ -15,6 +15,8 @@ class ResponseTally(models.Model):
         "studies.Response", on_delete=models.CASCADE, primary_key=True, related_name="tally"
     )
     live_assignments = models.IntegerField(default=0)
+    # The response's condition, so that enrolment reads one condition's tallies by an index (migration 0015).
+    condition = models.ForeignKey("studies.Condition", on_delete=models.CASCADE, related_name="+")
 
     def __str__(self) -> str:
         return f"{self.response_id}: {self.live_assignments}"

@@ -247,10 +247,10 @@ def tie_break_key(value: int, draws: tuple[int, ...]) -> int:
 # --- The responses' tallies (studies/balance_models.py) ---------------------------------------------------
 
 _TALLY_FILL = (
-    "INSERT INTO studies_responsetally (response_id, live_assignments)"
-    " SELECT a.response_id, count(*) FROM studies_assignment a"
-    " JOIN studies_participant p ON p.id = a.participant_id"
-    " WHERE a.kind = 'response' AND NOT p.is_preview GROUP BY a.response_id"
+    "INSERT INTO studies_responsetally (response_id, live_assignments, condition_id)"
+    " SELECT a.response_id, count(*), r.condition_id FROM studies_assignment a"
+    " JOIN studies_participant p ON p.id = a.participant_id JOIN studies_response r ON r.id = a.response_id"
+    " WHERE a.kind = 'response' AND NOT p.is_preview GROUP BY a.response_id, r.condition_id"
 )
 
 

@@ -10,7 +10,6 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 from django.utils import timezone
 
 from studies.balancing import response_tallies_rebuild
@@ -100,7 +99,8 @@ def test_a_stale_participant_s_items_go_to_the_next_newcomer_who_finds_them():
 
 
 @pytest.mark.django_db
-def test_the_migration_counts_existing_pages_as_the_triggers_count_them():
+def test_the_fill_counts_existing_pages_as_the_triggers_count_them():
+    """The rebuild's fill (migration 0010's, with each tally's condition since 0015) into an empty table."""
     study = rating_study_build(conditions=2, prompts=5, items_per_participant=3, quota_per_condition=50)
     people = [participant_enroll(study=study, external_id=f"p{i}") for i in range(5)]
     participant_enroll(study=study, external_id="look", is_preview=True)
@@ -109,11 +109,13 @@ def test_the_migration_counts_existing_pages_as_the_triggers_count_them():
     kept = {c.pk: tallies(c) for c in study.conditions.all()}
     ResponseTally.objects.all().delete()
 
-    with connection.cursor() as cursor:
-        cursor.execute(migration.FILL)
+    response_tallies_rebuild()
 
     assert {c.pk: tallies(c) for c in study.conditions.all()} == kept
     assert_tallies_follow_the_rule(study)
+    assert all(
+        t.condition_id == t.response.condition_id for t in ResponseTally.objects.select_related("response")
+    )
 
 
 @pytest.mark.postgres
