@@ -99,7 +99,7 @@ def answer_in_place(
     by `rating_answer_in_place` in one statement; None, having written nothing, where the usual path must
     answer instead (see the module's docstring). The last answer's reply is the completion page, as the
     view sends it (`views.page_in_place`). With a `limit`, the statement counts the request against the
-    participant's rate limit (`limit` a window) and refuses it beyond, as the limiter would (429)."""
+    participant's rate limit (`limit` requests a window) and refuses it beyond, as the limiter does (429)."""
     now = now or timezone.now()
     window, retry_after = current_window()
     try:
