@@ -5,7 +5,9 @@ depends on them (locking, concurrency, the broker, a real Celery worker) is test
 missing service fails the run instead of skipping anything.
 """
 
+import contextlib
 import os
+import urllib.request
 
 import pytest
 from django.conf import settings
@@ -55,6 +57,19 @@ def _enrollment_limits_out_of_the_way(settings):
     are tested on their own (tests/ops/test_hardening.py), which set them low again."""
     settings.RATELIMIT_ENROLL_PER_IP = 100_000
     settings.RATELIMIT_ENROLL_PER_STUDY = 100_000
+
+
+@pytest.fixture
+def httpserver(make_httpserver):
+    """pytest-httpserver's loopback provider, left idle when the test ends. It answers one request at a time, so
+    a request of our own returns only after a handler still running (a provider made to hang past the client's
+    timeout) has finished and been logged; without this, that late entry lands in a later test's log."""
+    server = make_httpserver
+    server.clear()
+    yield server
+    with contextlib.suppress(OSError):  # no handler answers it: a 500, once the server is free
+        urllib.request.urlopen(server.url_for("/_idle"), timeout=30).close()
+    server.clear()
 
 
 @pytest.fixture
