@@ -15,7 +15,7 @@ other, with `--concurrency` clients (8) and no think time:
 
 Each phase's server CPU (gunicorn, the PostgreSQL backends of the benchmark's database, Redis:
 bench/lib/cpu.py) is divided by the requests it served, and also given in floors (that CPU over the floor
-request's). `answers_only_over_floor` is answers/s of phase 5 over the floor's requests/s: the ceiling of
+request's) and by process group (`by_process`: gunicorn, PostgreSQL, Redis). `answers_only_over_floor` is answers/s of phase 5 over the floor's requests/s: the ceiling of
 bench/participants.py's answers ÷ floor if entering, consent and instructions cost nothing. Prints ONE JSON
 object; progress goes to stderr.
 """
@@ -117,10 +117,14 @@ def split_round(stack: Stack, meter: CpuMeter, *, slug: str, round_: int, args) 
             p.position = str(reply["item"]["position"]) if "item" in reply else None
         return p.answers
 
+    def by_process(used: dict[str, float], served: int) -> dict[str, float]:
+        return {group: round(seconds / served * 1000, 3) for group, seconds in used.items()}
+
     result = {
         "floor": {
             "requests_per_s": round(floors / floor_seconds, 1),
             "server_cpu_ms_per_request": round(floor_ms, 3),
+            "by_process": by_process(floor_cpu, floors),
         }
     }
     for name, step in (
@@ -135,6 +139,7 @@ def split_round(stack: Stack, meter: CpuMeter, *, slug: str, round_: int, args) 
             "requests_per_s": round(served / seconds, 1),
             "server_cpu_ms_per_request": round(sum(used.values()) / served * 1000, 3),
             "in_floors": round(sum(used.values()) / served * 1000 / floor_ms, 2),
+            "by_process": by_process(used, served),
         }
         log(f"round {round_ + 1}: {name} {result[name]}")
     result["answers_only_over_floor"] = round(
