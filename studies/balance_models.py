@@ -1,4 +1,5 @@
-"""What enrolment deals by, kept by the database: a response's live assignments (migration 0010)."""
+"""What enrolment deals by, kept by the database: a response's live assignments (migration 0010) and a
+condition's completed participants (migration 0016)."""
 
 from django.db import models
 
@@ -20,3 +21,21 @@ class ResponseTally(models.Model):
 
     def __str__(self) -> str:
         return f"{self.response_id}: {self.live_assignments}"
+
+
+class ConditionTally(models.Model):
+    """How many non-preview participants of the condition have completed: written only by the triggers on
+    `studies_participant` (PostgreSQL, migration 0016), in the transaction that changes a participant's status,
+    and read by the enrolment statement (`rating_enrol_in_place`), which then counts only the condition's
+    active participants instead of every participant it ever had. No row: none.
+
+    PostgreSQL only, as the statement is: SQLite has neither, and there the table stays empty and unread (the
+    Python path, `balancing.condition_choose`, counts participants itself on both)."""
+
+    condition = models.OneToOneField(
+        "studies.Condition", on_delete=models.CASCADE, primary_key=True, related_name="tally"
+    )
+    completed = models.IntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.condition_id}: {self.completed}"

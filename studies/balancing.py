@@ -262,16 +262,40 @@ def response_tallies_rebuild() -> tuple[int, int]:
     Safe while a study runs: on PostgreSQL the tally table is locked (EXCLUSIVE: reads go on, writers wait)
     before the count, so pages whose transactions are still open are waited for, and the pages added after it
     wait to be counted on top of it; SQLite writes one transaction at a time."""
+    return _rebuild("studies_responsetally", "response_id", "live_assignments", _TALLY_FILL)
+
+
+def _rebuild(table: str, key: str, count: str, fill: str) -> tuple[int, int]:
+    """Empties the tally `table` (its `key` and `count` columns) and fills it again by the query `fill`, locked
+    on PostgreSQL; returns how many counts were wrong (a missing count is 0) and how many rows it now has."""
+    select = f"SELECT {key}, {count} FROM {table}"
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute("LOCK TABLE studies_responsetally IN EXCLUSIVE MODE")
-        cursor.execute("SELECT response_id, live_assignments FROM studies_responsetally")
+            cursor.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
+        cursor.execute(select)
         before = dict(cursor.fetchall())
-        cursor.execute("DELETE FROM studies_responsetally")
-        cursor.execute(_TALLY_FILL)
-        cursor.execute("SELECT response_id, live_assignments FROM studies_responsetally")
+        cursor.execute(f"DELETE FROM {table}")
+        cursor.execute(fill)
+        cursor.execute(select)
         after = dict(cursor.fetchall())
-    wrong = sum(before.get(key, 0) != n for key, n in after.items()) + sum(
-        n != 0 for key, n in before.items() if key not in after
+    wrong = sum(before.get(k, 0) != n for k, n in after.items()) + sum(
+        n != 0 for k, n in before.items() if k not in after
     )
     return wrong, len(after)
+
+
+_CONDITION_TALLY_FILL = (
+    "INSERT INTO studies_conditiontally (condition_id, completed) SELECT p.condition_id, count(*)"
+    " FROM studies_participant p WHERE p.status = 'completed' AND NOT p.is_preview"
+    " AND p.condition_id IS NOT NULL GROUP BY p.condition_id"
+)
+
+
+def condition_tallies_rebuild() -> tuple[int, int]:
+    """Counts every condition's completed participants again into `ConditionTally`, as its triggers count them
+    (migration 0016), on PostgreSQL (SQLite keeps no such tally): the repair after anything that bypassed them.
+    Returns the number of tallies that were wrong and the number of conditions with completed participants.
+    Safe while a study runs, as `response_tallies_rebuild` is: the table is locked before the count."""
+    if connection.vendor != "postgresql":
+        return 0, 0
+    return _rebuild("studies_conditiontally", "condition_id", "completed", _CONDITION_TALLY_FILL)

@@ -380,7 +380,8 @@ class Participant(models.Model):
             models.UniqueConstraint(fields=["study", "external_id"], name="participant_unique_external_id"),
         ]
         indexes = [
-            models.Index(fields=["study", "condition", "status"], name="participant_study_cond_status")
+            models.Index(fields=["study", "condition", "status"], name="participant_study_cond_status"),
+            models.Index(fields=["condition"], condition=Q(status="active"), name="participant_active_cond"),
         ]
 
     def __str__(self) -> str:
@@ -460,9 +461,8 @@ class Rating(models.Model):
         return f"{self.assignment} = {self.value}"
 
 
-# The questionnaire kind's, the frozen design's and the balance's models live beside these; imported here so
-# Django registers them with the app.
-from .balance_models import ResponseTally  # noqa: E402
+# The questionnaire kind's, the frozen design's and the balance's models, imported so Django registers them.
+from .balance_models import ResponseTally  # noqa: E402  (and ConditionTally, registered with it)
 from .design_models import StudyAmendment, StudyDesign  # noqa: E402
 from .questionnaire_models import (  # noqa: E402
     Instrument,
