@@ -56,16 +56,21 @@ def client_ip(request) -> str:
 
 
 def _participant_key(request, *, scope: str) -> str:
-    """Who is asking: on the entry, the recruiting platform's id; on every other page the session cookie
+    """Who is asking: on the entry, the recruiting platform's id; on every other page the session cookie,
+    else the participant's ticket (ratings/tickets.py: a participant's browser has no session), as it came
     (the query string is the client's to choose: reading it there let a made-up id reset the limit), else
     the IP."""
     if scope == "entry":
         for param in _PARTICIPANT_PARAMS:
             if request.GET.get(param):
                 return "pid:" + request.GET[param]
-    session_cookie = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
-    if session_cookie:
-        return "session:" + session_cookie
+    for prefix, cookie in (
+        ("session:", settings.SESSION_COOKIE_NAME),
+        ("ticket:", settings.PARTICIPANT_TICKET_COOKIE_NAME),
+    ):
+        value = request.COOKIES.get(cookie)
+        if value:
+            return prefix + value
     return "ip:" + client_ip(request)
 
 

@@ -6,10 +6,11 @@ authentication, messages and login-throttling middleware, which an answer does n
 what the answer does need from them, with the same code:
 
 * the CSRF check (Django's `CsrfViewMiddleware`, called as the middleware calls it);
-* the session, read in the rate limiter's round trip to Redis (`config.ratelimit.rate_limit_refusal`: the
-  same per-participant limit, counted once); or, for an answer with the participant's ticket
-  (ratings/tickets.py), neither: the ticket names the participant and the answer's statement counts the same
-  limit on the participant's row (studies/migrations/0014), so an answer makes no round trip to Redis;
+* the participant, named by their ticket (ratings/tickets.py), or by the session (a browser enrolled
+  before tickets), read in the rate limiter's round trip to Redis (`config.ratelimit.rate_limit_refusal`:
+  the same per-participant limit, counted once); an answer with the ticket is not counted there: its
+  statement counts the same limit on the participant's row (studies/migrations/0014), so it makes no
+  round trip to Redis;
 * the honeypot and the form's fields (a filled honeypot or a bad form goes the usual way, which refuses it);
 * `never_cache`, `Vary: Cookie`, `X-Frame-Options` and `Content-Length` on the reply (the middleware before it in
   MIDDLEWARE — request id and access log, body limit, CSP, security headers — still runs).
@@ -66,7 +67,6 @@ from .selectors import (
     item_disguise_attention_check,
     item_payload,
     participant_get,
-    participant_get_for_session,
     session_key,
 )
 from .shared_pages import item_in_place
@@ -172,7 +172,7 @@ def _consent_sql() -> str:
     """The consent agreed to: `studies.participants.participant_advance` from the consent step to the rating
     kind's first step, the instructions, for a participant whose hold has not lapsed (`participant_touch`'s
     rule: seen within the study's time limit and within the consent's hold), as one UPDATE on PostgreSQL that
-    returns the participant's new row and their study's (`participant_get_for_session`'s columns)."""
+    returns the participant's new row and their study's (`participant_get`'s columns)."""
     p = lambda name: rows.column(Participant, name, "p")  # noqa: E731
     s = lambda name: rows.column(Study, name, "s")  # noqa: E731
     quote = connection.ops.quote_name
@@ -270,16 +270,17 @@ class InPlaceAnswerMiddleware:
         self.csrf.process_request(request)
         if self.csrf.process_view(request, None, (), {"slug": slug}) is not None:
             return None  # refused: the usual path refuses it the same way, with its page
-        # Read only when used: an answer with its ticket does not read it.
+        # Read only when used: a browser with its ticket does not read it.
         request.session = self.session_store(request.COOKIES.get(settings.SESSION_COOKIE_NAME))
-        ticket = None if fields is None else tickets.participant_id(request, slug=slug)
-        if ticket is not None:
+        ticket = tickets.participant_id(request, slug=slug)
+        if ticket is not None and fields is not None:
             # Its rate limit counted by its statement; handed on (None), it is counted by the limiter there.
             limit = settings.RATELIMIT_PARTICIPANT if settings.RATELIMIT_ENABLED else None
             response = answer_in_place(request, participant_id=ticket, slug=slug, limit=limit, **fields)
         else:
-            response = rate_limit_refusal(request, scope="participant") or self.by_session(
-                request, slug, step, fields
+            # The limiter's round trip fetches the session too, where it is read.
+            response = rate_limit_refusal(request, scope="participant") or self.by_participant(
+                request, ticket, slug, step, fields
             )
         if response is None:
             return None
@@ -292,9 +293,10 @@ class InPlaceAnswerMiddleware:
         response.headers.setdefault("Content-Length", str(len(response.content)))
         return self.csrf.process_response(request, response)
 
-    def by_session(self, request, slug: str, step: str, fields: dict | None):
-        """The answer (`fields`) or the step's form of the participant the session names; None to hand it on."""
-        participant_id = request.session.get(session_key(slug))
+    def by_participant(self, request, ticket: int | None, slug: str, step: str, fields: dict | None):
+        """The answer (`fields`) or the step's form of the participant the request names (its `ticket`'s, else
+        its session's); None to hand it on."""
+        participant_id = ticket if ticket is not None else request.session.get(session_key(slug))
         if participant_id is None:
             return None
         if fields is not None:
@@ -305,13 +307,13 @@ class InPlaceAnswerMiddleware:
             response = items_begin_in_place(request, participant_id=participant_id, slug=slug)
         elif request.POST.get("decision") == "agree":
             response = consent_in_place(request, participant_id=participant_id, slug=slug)
-        return self.step(request, slug) if response is None else response
+        return self.step(request, participant_id, slug) if response is None else response
 
-    def step(self, request, slug: str):
+    def step(self, request, participant_id: int, slug: str):
         """Another step's form, stored by its page as `views.study_step` has it stored (the participant found
         and touched, then `views.step_in_place`); the session saved as SessionMiddleware saves it. None, having
-        written nothing, when the session's participant is not in this study."""
-        participant = participant_get_for_session(session=request.session, slug=slug)
+        written nothing, when the participant is not in this study."""
+        participant = participant_get(participant_id=participant_id, slug=slug)
         if participant is None:
             return None
         response = views.step_in_place(request, participant_touch(participant=participant))

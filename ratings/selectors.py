@@ -14,18 +14,27 @@ from django.db import connection
 from studies import rows
 from studies.models import Assignment, AttentionCheck, Emotion, Participant, Prompt, Response, Study
 
+from . import tickets
 
-def participant_get_for_session(*, session, slug: str) -> Participant | None:
-    """The participant this browser session enrolled in the study `slug`, with their study (one query),
-    or None. The session (server-side, keyed by an unguessable cookie) is the only way a
-    request names a participant."""
-    participant_id = session.get(session_key(slug))
+
+def participant_id_for_request(request, slug: str) -> int | None:
+    """Which participant of the study `slug` this browser is, or None: the one its ticket names (a signed
+    cookie, ratings/tickets.py), else the one its session names (a browser that enrolled before tickets, or
+    whose ticket was lost)."""
+    participant_id = tickets.participant_id(request, slug=slug)
+    return participant_id if participant_id is not None else request.session.get(session_key(slug))
+
+
+def participant_get_for_request(request, slug: str) -> Participant | None:
+    """The participant of the study `slug` this browser is (`participant_id_for_request`), with their study
+    (one query), or None."""
+    participant_id = participant_id_for_request(request, slug)
     return None if participant_id is None else participant_get(participant_id=participant_id, slug=slug)
 
 
 def participant_get(*, participant_id: int, slug: str) -> Participant | None:
     """Participant `participant_id` of the study `slug`, with their study (one query), or None. For an id
-    the request's session (or its ticket, ratings/tickets.py) named."""
+    the request's ticket (ratings/tickets.py) or its session named."""
     row = rows.fetchone(participant_for_session_sql(connection.vendor), [participant_id, slug])
     if row is None:
         return None

@@ -36,7 +36,6 @@ from .selectors import (
     item_disguise_attention_check,
     item_texts_sql,
     participant_for_session_sql,
-    session_key,
 )
 
 ATTENTION_REASON_PREFIX = "attention checks failed"
@@ -377,28 +376,28 @@ def _answer_store(
 
 @dataclass(frozen=True)
 class Answered:
-    """An in-place answer taken by `rating_submit_for_session`."""
+    """An in-place answer taken by `rating_submit_for`."""
 
-    participant: Participant  # the session's participant, as the answer left them (with their study)
+    participant: Participant  # the participant, as the answer left them (with their study)
     submitted: RatingSubmitted | None  # None: nothing stored, `error` says why
     error: AnswerRejected | None = None
 
 
-def rating_submit_for_session(
-    *, session, slug: str, position: int, value: int, now: datetime | None = None
+def rating_submit_for(
+    *, participant_id: int | None, slug: str, position: int, value: int, now: datetime | None = None
 ) -> Answered | None:
-    """An in-place answer (`rating_submit(..., show_next=True)`) for the participant the session names,
-    found and locked by one query in the answer's own transaction: the session's participant and their
-    study read with the participant's row locked (`FOR UPDATE OF` that row only), instead of read once to
-    find them (`participant_get_for_session`) and again, locked, to answer — one statement fewer.
+    """An in-place answer (`rating_submit(..., show_next=True)`) for participant `participant_id` (the one the
+    request names: `selectors.participant_id_for_request`), found and locked by one query in the answer's own
+    transaction: the participant and their study read with the participant's row locked (`FOR UPDATE OF`
+    that row only), instead of read once to find them (`participant_get_for_request`) and again, locked, to
+    answer — one statement fewer.
 
     Returns None, having stored nothing, where the usual path (look-up, `participant_touch`, then
-    `rating_submit`) must run instead: no participant of this session in `slug`; one not active on the
-    items step of a rating study; one not seen within the study's time limit (the touch times them out);
-    or the rare duplicate the OneToOne key refuses. Otherwise the answer is checked and stored exactly as
-    `rating_submit` does (its `last_seen_at` rule writes what the touch would), and an answer it refuses
-    comes back as `error`, with nothing stored."""
-    participant_id = session.get(session_key(slug))
+    `rating_submit`) must run instead: no participant (`participant_id` None, or not of `slug`); one not
+    active on the items step of a rating study; one not seen within the study's time limit (the touch times
+    them out); or the rare duplicate the OneToOne key refuses. Otherwise the answer is checked and stored
+    exactly as `rating_submit` does (its `last_seen_at` rule writes what the touch would), and an answer it
+    refuses comes back as `error`, with nothing stored."""
     if participant_id is None:
         return None
     now = now or timezone.now()

@@ -1,17 +1,19 @@
-"""A participant's ticket: which participant a browser is, for the in-place answer, without reading its session.
+"""A participant's ticket: which participant a browser is, in a signed cookie instead of a session.
 
-The session (server-side, keyed by an unguessable cookie) names the participant of each study the browser
-enrolled in (`views._remember`). Reading it costs a round trip to Redis; an answer posted in the background has
-nothing else to ask Redis (its rate limit is counted by its own statement, studies/migrations/0014), so the
-same fact travels in a cookie of its own, signed with the site's key: the ticket. It is set wherever the session
-learns the participant (`remember`, then `attach` on the response), holds the participant's id signed for one
-study (the salt names the study's slug) with the time it was signed, and is sent only to that study's pages
-(the cookie's path). It expires with the session (`SESSION_COOKIE_AGE`) and is as private as the session's
-cookie (HttpOnly, and Secure and SameSite as the session's).
+A participant's browser keeps no session: writing one at enrolment cost a row in PostgreSQL and a round trip
+to Redis, and reading it a round trip on every page. The participant of each study the browser enrolled in
+(`views._remember`) travels in a cookie of its own, signed with the site's key: the ticket. It is set wherever
+the browser becomes a participant (`remember`, then `attach` on the response), holds the participant's id
+signed for one study (the salt names the study's slug) with the time it was signed, and is sent only to that
+study's pages (the cookie's path). It expires as a session would (`SESSION_COOKIE_AGE`) and is as private as
+the session's cookie (HttpOnly, and Secure and SameSite as the session's). Nobody can make one without the
+site's key, so it names only the participant it was given to, as the session's unguessable key did.
 
-Only `ratings/answer_path.py` reads it. Without a valid ticket (an older browser, another study's, tampered
-with, expired) the answer reads the session as before. The session stays the record: the ticket is never the
-only way to a participant, and nothing that reads the session reads the ticket.
+`selectors.participant_id_for_request` reads it first; without a valid one (another study's, tampered with,
+expired, or a browser that enrolled before tickets) the session is read as before. The session is still
+written where it alone keeps something (MTurk's submit address) or already names a participant
+(`views._remember`). The in-place answer with a ticket has nothing to ask Redis at all: its rate limit is
+counted by its own statement (studies/migrations/0014, ratings/answer_path.py).
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from __future__ import annotations
 from django.conf import settings
 from django.core import signing
 from django.urls import reverse
+from django.utils.cache import patch_vary_headers
 
 _PENDING = "ratings_ticket"  # on a request: the (slug, participant id) whose ticket its response carries
+_READ = "ratings_ticket_read"  # on a request: its ticket was read, so its response depends on its cookies
 
 
 def _signer(slug: str) -> signing.TimestampSigner:
@@ -33,7 +37,10 @@ def remember(request, *, slug: str, participant_id: int) -> None:
 
 
 def attach(request, response) -> None:
-    """Sets the ticket `remember` asked for on `response`."""
+    """Sets the ticket `remember` asked for on `response`; and `Vary: Cookie` where the request's ticket was
+    read, as SessionMiddleware adds it where the session was."""
+    if getattr(request, _READ, False):
+        patch_vary_headers(response, ("Cookie",))
     pending = getattr(request, _PENDING, None)
     if pending is None:
         return
@@ -52,6 +59,7 @@ def attach(request, response) -> None:
 def participant_id(request, *, slug: str) -> int | None:
     """The participant of study `slug` the request's ticket names, or None (no ticket, or not a valid one for
     this study)."""
+    setattr(request, _READ, True)
     value = request.COOKIES.get(settings.PARTICIPANT_TICKET_COOKIE_NAME)
     if not value:
         return None

@@ -51,7 +51,8 @@ from .forms import DEFAULT_TURK_SUBMIT_TO, ConsentForm, EntryForm, ItemAnswerFor
 from .selectors import (
     item_disguise_attention_check,
     item_payload,
-    participant_get_for_session,
+    participant_get_for_request,
+    participant_id_for_request,
     scale_buttons,
     session_key,
     study_get_by_slug,
@@ -97,14 +98,16 @@ def _step_url(slug: str) -> str:
 def _remember(
     request: HttpRequest, study: Study, participant: Participant, *, turk_submit_to: str = ""
 ) -> None:
-    session = request.session
-    if session.get(session_key(study.slug)) != participant.pk and session.session_key is not None:
-        # A new key at enrollment: a planted one is worth nothing (an unknown one loads as no session).
-        session.cycle_key()
-    request.session[session_key(study.slug)] = participant.pk
+    """This browser is `participant` now: their ticket (ratings/tickets.py) names them. The session keeps only
+    MTurk's submit address, or goes on naming them where it named someone here (enrolled before tickets)."""
     tickets.remember(request, slug=study.slug, participant_id=participant.pk)
-    if turk_submit_to:
-        request.session[TURK_SUBMIT_SESSION_KEY.format(study_id=study.pk)] = turk_submit_to
+    session, key = request.session, session_key(study.slug)
+    if turk_submit_to or session.get(key) is not None:
+        if session.get(key) != participant.pk and session.session_key is not None:
+            session.cycle_key()  # a new key at enrollment: a planted one is worth nothing
+        session[key] = participant.pk
+        if turk_submit_to:
+            session[TURK_SUBMIT_SESSION_KEY.format(study_id=study.pk)] = turk_submit_to
 
 
 def _enrollment_failed(request, study: Study, error: Exception) -> HttpResponse:
@@ -191,7 +194,7 @@ def study_entry(request: HttpRequest, slug: str) -> HttpResponse:
         return _page(request, study, "mturk_preview.html")
 
     fields = form.enrollment_fields()
-    current = participant_get_for_session(session=request.session, slug=study.slug)
+    current = participant_get_for_request(request, study.slug)
     if fields is None:
         if current is not None:
             return _to_step(study)
@@ -228,7 +231,7 @@ def study_start(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_object_or_404(Study, slug=slug)
     if study.platform != Study.Platform.NONE:
         return _page(request, study, "missing_id.html", status=400)
-    if participant_get_for_session(session=request.session, slug=study.slug) is not None:
+    if participant_get_for_request(request, study.slug) is not None:
         return _to_step(study)
     refusal = entry_guard.limited_enrollment(request, study)
     if refusal is not None:
@@ -254,12 +257,12 @@ def study_step(request: HttpRequest, slug: str) -> HttpResponse:
     if in_place and request.POST.get("step") == Participant.Step.ITEMS:
         # An in-place answer: the participant found and locked by one query, in the answer's transaction.
         form = ItemAnswerForm(request.POST)  # its fields: position and value
-        answered = form.is_valid() and services.rating_submit_for_session(
-            session=request.session, slug=slug, **form.cleaned_data
+        answered = form.is_valid() and services.rating_submit_for(
+            participant_id=participant_id_for_request(request, slug), slug=slug, **form.cleaned_data
         )
         if answered:
             return _item_reply(request, answered.participant, answered.submitted, answered.error)
-    participant = participant_get_for_session(session=request.session, slug=slug)
+    participant = participant_get_for_request(request, slug)
     if participant is None:
         study = get_object_or_404(Study, slug=slug)
         if in_place:
@@ -332,7 +335,7 @@ def _in_place(request: HttpRequest, participant: Participant, response: HttpResp
 def study_return(request: HttpRequest, slug: str) -> HttpResponse:
     """Stop and return: asks for confirmation, then gives the slot and the unanswered items back."""
     study = get_object_or_404(Study, slug=slug)
-    participant = participant_get_for_session(session=request.session, slug=study.slug)
+    participant = participant_get_for_request(request, study.slug)
     if participant is None:
         return redirect("ratings:entry", slug=study.slug)
     if request.method == "POST":

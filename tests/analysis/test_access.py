@@ -122,7 +122,7 @@ def test_an_analyst_who_is_not_staff_signs_in_on_the_analysis_login(client, anal
 
 
 def test_a_participant_who_entered_through_the_study_link_cannot_reach_analyses(client, settings, db):
-    """A real participant session: enter /s/<slug>/ as a Prolific participant, then try every analysis URL."""
+    """A real participant's browser: enter /s/<slug>/ as a Prolific participant, then try every analysis URL."""
     from studies.models import Study
 
     from .builders import build_rating_study, participants_from_counts
@@ -140,7 +140,7 @@ def test_a_participant_who_entered_through_the_study_link_cannot_reach_analyses(
     )
     assert entered.status_code == 200
     assert study.participants.filter(external_id="PIDREAL").exists()
-    assert any(k.startswith("ratings:participant:") for k in client.session.keys())
+    assert settings.PARTICIPANT_TICKET_COOKIE_NAME in client.cookies  # the participant's ticket
     for url in _page_urls(study.slug):
         response = client.get(url)
         assert response.status_code == 302 and response["Location"].startswith(reverse("analysis:login")), url

@@ -8,6 +8,7 @@ from django.contrib.sessions.backends.db import SessionStore as DbSessionStore
 from django.test import Client
 from django.utils import timezone
 
+from ratings.selectors import session_key
 from studies.balancing import condition_counts
 from studies.models import Participant
 from studies.participants import participants_release_stale
@@ -154,14 +155,16 @@ def test_mturk_resume_is_bound_to_the_assignment_id(study):
     assert same.status_code == 200 and 'name="step" value="consent"' in same.content.decode()
 
 
-def test_the_session_key_is_rotated_at_enrollment(study):
+def test_a_planted_session_never_names_the_participant(study):
+    """Session fixation: the participant is named by their ticket (ratings/tickets.py), which the enrolment
+    signs afresh; the session an attacker planted is left naming nobody."""
     planted = DbSessionStore()
     planted.create()
     client = Client()
     client.cookies[django_settings.SESSION_COOKIE_NAME] = planted.session_key
     _enter(client, study, "fixated")
-    new_key = client.cookies[django_settings.SESSION_COOKIE_NAME].value
-    assert new_key and new_key != planted.session_key
+    assert client.cookies[django_settings.PARTICIPANT_TICKET_COOKIE_NAME].value
+    assert session_key(study.slug) not in DbSessionStore(planted.session_key).load()
     # The planted key does not reach the participant.
     attacker = Client()
     attacker.cookies[django_settings.SESSION_COOKIE_NAME] = planted.session_key
@@ -169,12 +172,11 @@ def test_the_session_key_is_rotated_at_enrollment(study):
     assert step.status_code == 302 and step["Location"].endswith(f"/s/{study.slug}/")
 
 
-def test_a_planted_key_the_store_does_not_know_is_not_kept_either(study):
+def test_a_planted_key_the_store_does_not_know_reaches_nobody_either(study):
     client = Client()
     client.cookies[django_settings.SESSION_COOKIE_NAME] = "plantedbyattacker0000000000000000"
     assert _enter(client, study, "fixated").status_code == 200
-    new_key = client.cookies[django_settings.SESSION_COOKIE_NAME].value
-    assert new_key and new_key != "plantedbyattacker0000000000000000"
+    assert client.cookies[django_settings.PARTICIPANT_TICKET_COOKIE_NAME].value
     attacker = Client()
     attacker.cookies[django_settings.SESSION_COOKIE_NAME] = "plantedbyattacker0000000000000000"
     step = attacker.get(f"/s/{study.slug}/step/")

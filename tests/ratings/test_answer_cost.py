@@ -1,16 +1,18 @@
-"""What one participant request costs in round trips: one to Redis (the rate limiter's pipeline also
-fetches the session, config/ratelimit.py and config/sessions.py) and, for an in-place answer, at most four
-SQL statements (the session's participant, the participant's row locked — one statement where the view
-finds and locks them together, `rating_submit_for_session` — their items, the rating written with
-its item's times) — with the same answers stored as before."""
+"""What one participant request costs in round trips: one to Redis (the rate limiter's pipeline; for a browser
+that enrolled before tickets it also fetches the session, config/ratelimit.py and config/sessions.py) and, for
+an in-place answer, at most four SQL statements (the participant, the participant's row locked — one statement
+where the view finds and locks them together, `rating_submit_for` — their items, the rating written with its
+item's times) — with the same answers stored as before."""
 
 import pytest
+from django.conf import settings
 from django.core.cache import caches
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from redis.connection import AbstractConnection
 
 from config.sessions import SessionStore
+from ratings.selectors import session_key
 from studies.models import Assignment, Participant, Rating
 from tests.factories import rating_study_build
 from tests.ratings.helpers import consent_and_instructions, current_position, enter, step_url
@@ -43,16 +45,27 @@ def redis_trips(settings, redis_url, monkeypatch):
     return sent
 
 
-def _ready(client, study):
+def _ready(client, study, *, ticket: bool = True):
+    """PID1 on their first item; `ticket=False`: a browser that enrolled before tickets (ratings/tickets.py),
+    whose session names the participant."""
     enter(client, study, "PID1")
+    if not ticket:
+        session = client.session  # a new one, its cookie set on the client
+        session[session_key(study.slug)] = Participant.objects.get(external_id="PID1").pk
+        session.save()
+        del client.cookies[settings.PARTICIPANT_TICKET_COOKIE_NAME]
     consent_and_instructions(client, study)
     return current_position(client, study)
 
 
 @pytest.mark.django_db
-def test_a_participant_page_reads_its_session_in_the_rate_limiters_round_trip(client, study, redis_trips):
-    _ready(client, study)
-    assert isinstance(client.session, SessionStore)  # the Redis-backed store these settings use
+@pytest.mark.parametrize("ticket", [True, False], ids=["ticket", "session"])
+def test_a_participant_page_makes_one_round_trip_the_rate_limiters(client, study, redis_trips, ticket):
+    """With the ticket the browser has no session to read; without it, the limiter's pipeline reads it."""
+    _ready(client, study, ticket=ticket)
+    assert (settings.SESSION_COOKIE_NAME in client.cookies) is not ticket
+    if not ticket:
+        assert isinstance(client.session, SessionStore)  # the Redis-backed store these settings use
     redis_trips.clear()
     response = client.get(step_url(study))
     assert response.status_code == 200 and 'name="position"' in response.content.decode()  # their item
@@ -61,7 +74,7 @@ def test_a_participant_page_reads_its_session_in_the_rate_limiters_round_trip(cl
 
 @pytest.mark.django_db
 def test_a_session_missing_from_redis_is_read_from_the_database_and_put_back(client, study, redis_trips):
-    position = _ready(client, study)
+    position = _ready(client, study, ticket=False)
     session = client.session
     caches["default"].delete(session.cache_key)
     assert current_position(client, study) == position  # still their page: the database is the record
@@ -70,7 +83,7 @@ def test_a_session_missing_from_redis_is_read_from_the_database_and_put_back(cli
 
 @pytest.mark.django_db
 def test_a_session_cache_on_another_redis_is_read_by_the_store_itself(client, study, redis_trips, settings):
-    position = _ready(client, study)
+    position = _ready(client, study, ticket=False)
     settings.REDIS_URL = settings.REDIS_URL.rsplit("/", 1)[0] + "/14"  # the limiter on another database
     redis_trips.clear()
     assert current_position(client, study) == position
@@ -89,10 +102,8 @@ def test_an_in_place_answer_is_one_statement_or_at_most_four_and_with_its_ticket
     participant's ticket (ratings/tickets.py), the answer's own path makes no round trip to Redis: the
     statement counts its rate limit. Without it, or through the view, one (the limiter's, with the session)."""
     settings.PARTICIPANT_ANSWER_PATH = answer_path
-    position = _ready(client, study)
-    assert client.cookies[settings.PARTICIPANT_TICKET_COOKIE_NAME].value  # set at the entry
-    if not ticket:
-        del client.cookies[settings.PARTICIPANT_TICKET_COOKIE_NAME]
+    position = _ready(client, study, ticket=ticket)
+    assert (settings.PARTICIPANT_TICKET_COOKIE_NAME in client.cookies) is ticket  # set at the entry
     redis_trips.clear()
     with CaptureQueriesContext(connection) as queries:
         response = client.post(step_url(study), {"step": "items", "position": position, "value": 2}, **JSON)

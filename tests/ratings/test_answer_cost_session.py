@@ -1,4 +1,4 @@
-"""`rating_submit_for_session`: the in-place answer with the session's participant found and locked by one
+"""`rating_submit_for`: the in-place answer with the participant found and locked by one
 query in the answer's own transaction — three SQL statements instead of four, the same answers stored,
 exactly once, and the usual path left to every case it does not take."""
 
@@ -11,7 +11,6 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from ratings import services
-from ratings.selectors import session_key
 from studies.models import Assignment, AttentionCheck, Participant, Rating
 from tests.factories import AttentionCheckFactory, rating_study_build
 from tests.ratings.helpers import consent_and_instructions, current_position, enter
@@ -30,9 +29,8 @@ def _on_items(client, study, pid="PID1"):
 
 
 def _submit(participant, study, position, value=2, **kwargs):
-    session = {session_key(study.slug): participant.pk}
-    return services.rating_submit_for_session(
-        session=session, slug=study.slug, position=position, value=value, **kwargs
+    return services.rating_submit_for(
+        participant_id=participant.pk, slug=study.slug, position=position, value=value, **kwargs
     )
 
 
@@ -98,11 +96,13 @@ def test_a_refused_answer_comes_back_as_its_error_with_nothing_stored(client, st
 @pytest.mark.django_db
 def test_everything_else_is_left_to_the_usual_path_with_nothing_stored(client, study):
     participant, position = _on_items(client, study)
-    assert services.rating_submit_for_session(session={}, slug=study.slug, position=position, value=2) is None
-    other = rating_study_build(conditions=1, prompts=3, items_per_participant=3)
-    session = {session_key(other.slug): participant.pk}  # a participant of another study
     assert (
-        services.rating_submit_for_session(session=session, slug=other.slug, position=position, value=2)
+        services.rating_submit_for(participant_id=None, slug=study.slug, position=position, value=2) is None
+    )
+    other = rating_study_build(conditions=1, prompts=3, items_per_participant=3)
+    # a participant of another study
+    assert (
+        services.rating_submit_for(participant_id=participant.pk, slug=other.slug, position=position, value=2)
         is None
     )
     # Not seen within the study's time limit: the usual path's touch times them out.

@@ -1,6 +1,7 @@
-"""The participant's ticket (ratings/tickets.py): set where the session learns the participant, valid for one
-study only; an in-place answer that carries it reads no session and its rate limit is counted by its own
-statement (studies/migrations/0014), exactly, however many of the participant's requests arrive at once."""
+"""The participant's ticket (ratings/tickets.py): set where a browser becomes the participant, valid for one
+study only, the participant's only name (no session); an in-place answer that carries it makes no round trip
+to Redis and its rate limit is counted by its own statement (studies/migrations/0014), exactly, however many of
+the participant's requests arrive at once. A browser that enrolled before tickets is still its session's."""
 
 import pytest
 from django.core import signing
@@ -9,6 +10,7 @@ from django.test import Client
 
 from config import ratelimit
 from ratings import tickets
+from ratings.selectors import session_key
 from studies.models import Participant, Rating
 from tests.factories import rating_study_build
 from tests.ratings.helpers import POSITION, enter, first_item, item_positions, step_url
@@ -91,10 +93,12 @@ def test_an_answer_with_its_ticket_is_counted_and_limited_by_its_statement_not_b
 def test_an_answer_without_a_valid_ticket_is_the_sessions_and_counted_by_the_limiter(
     client, study, limited, settings, requires_postgres, kind
 ):
-    """The session decides: the answer is stored for the participant the session names, counted in Redis."""
+    """A browser that enrolled before tickets, whose session names the participant: the answer is stored for
+    them and counted in Redis. Without that session, nobody's: nothing stored, the page sent to the entry."""
     first_item(client, study, "PID1")
     participant = Participant.objects.get()
     first = item_positions(participant)[0]
+    assert settings.SESSION_COOKIE_NAME not in client.cookies  # a participant's browser has no session
     name = settings.PARTICIPANT_TICKET_COOKIE_NAME
     if kind == "tampered":
         client.cookies[name] = signing.TimestampSigner(salt="forged").sign(str(participant.pk + 1))
@@ -107,6 +111,12 @@ def test_an_answer_without_a_valid_ticket_is_the_sessions_and_counted_by_the_lim
             -1
         )  # every ticket is past its age (the session's cookie is not read here)
     assert tickets.participant_id(_Request(client), slug=study.slug) is None
+    assert post(client, study, first).json() == {"next": f"/s/{study.slug}/"}
+    assert not Rating.objects.exists()
+    session = client.session  # the session of a browser that enrolled before tickets
+    session[session_key(study.slug)] = participant.pk
+    session.set_expiry(3600)  # its own age: SESSION_COOKIE_AGE is what makes a ticket expire here
+    session.save()
     limited.clear()
     assert post(client, study, first).json()["saved"] is True
     assert limited == [["participant"]]  # counted once, by the limiter
