@@ -22,7 +22,11 @@ statement each: the consent agreed to, to one UPDATE that moves the participant 
 their study's (`consent_in_place`; the reply the instructions page, from the shared pages' cache); the
 instructions of a study that goes on to the items, to `rating_items_begin_in_place` (studies/migrations/0012:
 the step moved and the first item shown; the reply the item page's shell with the item beside it, as the
-view's, `shared_pages.item_in_place`). Any other step's form goes to Django untouched.
+view's, `shared_pages.item_in_place`). Any other step's form goes to Django untouched. With the participant's
+ticket, that one statement is tried before the rate limiter and is not counted by it: it moves a participant on
+from each step once, so it adds two requests to a participant's whole budget, and every other post of these
+forms (a repeat, a decline) is counted as before; the consent and the instructions then make no round trip to
+Redis.
 
 The answer itself is one statement on PostgreSQL, `rating_answer_in_place` (studies/migrations/0008): the
 participant's row locked, the answer checked and stored exactly as `services.rating_submit` stores it, the
@@ -278,9 +282,14 @@ class InPlaceAnswerMiddleware:
             limit = settings.RATELIMIT_PARTICIPANT if settings.RATELIMIT_ENABLED else None
             response = answer_in_place(request, participant_id=ticket, slug=slug, limit=limit, **fields)
         else:
+            # The consent agreed to, or the instructions done, by one statement: a step left once per
+            # participant, so not counted (every other post of these forms is): no round trip to Redis.
+            response = None if ticket is None else self.step_moved(request, ticket, slug, step)
             # The limiter's round trip fetches the session too, where it is read.
-            response = rate_limit_refusal(request, scope="participant") or self.by_participant(
-                request, ticket, slug, step, fields
+            response = (
+                response
+                or rate_limit_refusal(request, scope="participant")
+                or self.by_participant(request, ticket, slug, step, fields, moved=ticket is not None)
             )
         if response is None:
             return None
@@ -293,21 +302,28 @@ class InPlaceAnswerMiddleware:
         response.headers.setdefault("Content-Length", str(len(response.content)))
         return self.csrf.process_response(request, response)
 
-    def by_participant(self, request, ticket: int | None, slug: str, step: str, fields: dict | None):
+    def by_participant(
+        self, request, ticket: int | None, slug: str, step: str, fields: dict | None, *, moved: bool = False
+    ):
         """The answer (`fields`) or the step's form of the participant the request names (its `ticket`'s, else
-        its session's); None to hand it on."""
+        its session's); None to hand it on. `moved`: `step_moved` was tried already."""
         participant_id = ticket if ticket is not None else request.session.get(session_key(slug))
         if participant_id is None:
             return None
         if fields is not None:
             return answer_in_place(request, participant_id=participant_id, slug=slug, **fields)
-        # One statement where it can: consent agreed to, or the instructions on to the first item.
-        response = None
-        if step == Participant.Step.INSTRUCTIONS:
-            response = items_begin_in_place(request, participant_id=participant_id, slug=slug)
-        elif request.POST.get("decision") == "agree":
-            response = consent_in_place(request, participant_id=participant_id, slug=slug)
+        response = None if moved else self.step_moved(request, participant_id, slug, step)
         return self.step(request, participant_id, slug) if response is None else response
+
+    @staticmethod
+    def step_moved(request, participant_id: int, slug: str, step: str):
+        """One statement where it can: the consent agreed to, or the instructions on to the first item; None,
+        having written nothing, where it cannot."""
+        if step == Participant.Step.INSTRUCTIONS:
+            return items_begin_in_place(request, participant_id=participant_id, slug=slug)
+        if request.POST.get("decision") == "agree":
+            return consent_in_place(request, participant_id=participant_id, slug=slug)
+        return None
 
     def step(self, request, participant_id: int, slug: str):
         """Another step's form, stored by its page as `views.study_step` has it stored (the participant found

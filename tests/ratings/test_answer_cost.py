@@ -185,3 +185,30 @@ def test_a_session_is_written_by_one_statement_outside_a_transaction_and_a_taken
     caches["default"].clear()  # both read back from the database
     assert SessionStore(taken.session_key).load() == {"who": "first"}
     assert SessionStore("k" * 32).load() == {"who": "second, changed"}
+
+
+@pytest.mark.django_db
+def test_consent_and_instructions_with_the_ticket_are_one_statement_each_and_no_round_trip_to_redis(
+    client, study, redis_trips, requires_postgres
+):
+    """Each is a step left once per participant: moved on by its one statement and not counted by the limiter.
+    A repeat (a second tab, a double click) is counted and answered by the usual path, nothing stored again."""
+    enter(client, study, "PID1")
+    redis_trips.clear()
+    for fields, statement in (
+        ({"step": "consent", "decision": "agree"}, "UPDATE"),
+        ({"step": "instructions"}, "rating_items_begin_in_place("),
+    ):
+        with CaptureQueriesContext(connection) as queries:
+            reply = client.post(step_url(study), fields, **JSON)
+        assert reply.status_code == 200, reply.content
+        statements = [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
+        assert len(statements) == 1 and statement in statements[0], statements
+    assert redis_trips == []
+    participant = Participant.objects.get()
+    assert participant.step == Participant.Step.ITEMS
+    again = client.post(step_url(study), {"step": "consent", "decision": "agree"}, **JSON)
+    assert again.json() == {"next": step_url(study)}  # nothing stored: the step page says where they are
+    assert len(redis_trips) == 1  # counted by the limiter
+    participant.refresh_from_db()
+    assert participant.step == Participant.Step.ITEMS
