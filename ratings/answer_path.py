@@ -281,15 +281,18 @@ class InPlaceAnswerMiddleware:
             # Its rate limit counted by its statement; handed on (None), it is counted by the limiter there.
             limit = settings.RATELIMIT_PARTICIPANT if settings.RATELIMIT_ENABLED else None
             response = answer_in_place(request, participant_id=ticket, slug=slug, limit=limit, **fields)
-        else:
+        elif ticket is not None:
             # The consent agreed to, or the instructions done, by one statement: a step left once per
             # participant, so not counted (every other post of these forms is): no round trip to Redis.
-            response = None if ticket is None else self.step_moved(request, ticket, slug, step)
-            # The limiter's round trip fetches the session too, where it is read.
             response = (
-                response
+                self.step_moved(request, ticket, slug, step)
                 or rate_limit_refusal(request, scope="participant")
-                or self.by_participant(request, ticket, slug, step, fields, moved=ticket is not None)
+                or self.step(request, ticket, slug)
+            )
+        else:
+            # The limiter's round trip fetches the session too, where it is read.
+            response = rate_limit_refusal(request, scope="participant") or self.by_session(
+                request, slug, step, fields
             )
         if response is None:
             return None
@@ -302,18 +305,17 @@ class InPlaceAnswerMiddleware:
         response.headers.setdefault("Content-Length", str(len(response.content)))
         return self.csrf.process_response(request, response)
 
-    def by_participant(
-        self, request, ticket: int | None, slug: str, step: str, fields: dict | None, *, moved: bool = False
-    ):
-        """The answer (`fields`) or the step's form of the participant the request names (its `ticket`'s, else
-        its session's); None to hand it on. `moved`: `step_moved` was tried already."""
-        participant_id = ticket if ticket is not None else request.session.get(session_key(slug))
+    def by_session(self, request, slug: str, step: str, fields: dict | None):
+        """The answer (`fields`) or the step's form of the participant the session names (a browser that enrolled
+        before tickets); None to hand it on."""
+        participant_id = request.session.get(session_key(slug))
         if participant_id is None:
             return None
         if fields is not None:
             return answer_in_place(request, participant_id=participant_id, slug=slug, **fields)
-        response = None if moved else self.step_moved(request, participant_id, slug, step)
-        return self.step(request, participant_id, slug) if response is None else response
+        return self.step_moved(request, participant_id, slug, step) or self.step(
+            request, participant_id, slug
+        )
 
     @staticmethod
     def step_moved(request, participant_id: int, slug: str, step: str):
