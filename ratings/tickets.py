@@ -24,7 +24,8 @@ from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 
 _PENDING = "ratings_ticket"  # on a request: the (slug, participant id) whose ticket its response carries
-_READ = "ratings_ticket_read"  # on a request: its ticket was read, so its response depends on its cookies
+# On a request: (slug, the participant its ticket named) once read; its response then varies by Cookie.
+_READ = "ratings_ticket_read"
 
 
 def _signer(slug: str) -> signing.TimestampSigner:
@@ -39,7 +40,7 @@ def remember(request, *, slug: str, participant_id: int) -> None:
 def attach(request, response) -> None:
     """Sets the ticket `remember` asked for on `response`; and `Vary: Cookie` where the request's ticket was
     read, as SessionMiddleware adds it where the session was."""
-    if getattr(request, _READ, False):
+    if getattr(request, _READ, None) is not None:
         patch_vary_headers(response, ("Cookie",))
     pending = getattr(request, _PENDING, None)
     if pending is None:
@@ -58,9 +59,17 @@ def attach(request, response) -> None:
 
 def participant_id(request, *, slug: str) -> int | None:
     """The participant of study `slug` the request's ticket names, or None (no ticket, or not a valid one for
-    this study)."""
-    setattr(request, _READ, True)
-    value = request.COOKIES.get(settings.PARTICIPANT_TICKET_COOKIE_NAME)
+    this study). Checked once a request: a view that asks again (the in-place answer's fallback, then the
+    look-up) gets the first answer."""
+    read = getattr(request, _READ, None)
+    if read is not None and read[0] == slug:
+        return read[1]
+    named = _verified(request.COOKIES.get(settings.PARTICIPANT_TICKET_COOKIE_NAME), slug)
+    setattr(request, _READ, (slug, named))
+    return named
+
+
+def _verified(value: str | None, slug: str) -> int | None:
     if not value:
         return None
     try:

@@ -156,3 +156,18 @@ def test_a_participants_requests_at_once_are_each_counted_and_the_limit_holds(
     assert answers_taken == [True] * 12 and limited == []
     assert Participant.objects.get().requests_in_window == 12
     assert Rating.objects.filter(assignment__position=current).count() == 1 == Rating.objects.count()
+
+
+@pytest.mark.django_db
+def test_a_request_checks_its_ticket_once_however_often_it_is_asked(client, study, settings, monkeypatch):
+    """Through the view (the answer's own path off), an answer the in-place statement does not take (here from a
+    participant still on the consent step) is looked up again: the ticket's signature is checked once for both."""
+    settings.PARTICIPANT_ANSWER_PATH = False
+    enter(client, study, "PID1")
+    checked = []
+    unsign = signing.TimestampSigner.unsign
+    monkeypatch.setattr(
+        signing.TimestampSigner, "unsign", lambda self, *a, **k: checked.append(1) or unsign(self, *a, **k)
+    )
+    assert post(client, study, 0).json() == {"next": step_url(study)}  # nothing stored: not on the items yet
+    assert len(checked) == 1 and not Rating.objects.exists()
