@@ -3,7 +3,8 @@
 
     .venv/bin/python bench/participant_split.py [--participants-per-client 60] [--rounds 2]
 
-bench/participants.py measures whole participants; this splits them. Each round runs, one phase after the
+bench/participants.py measures whole participants; this splits them. `by_process` also gives the benchmark's
+own clients' CPU (`client`), which shares the machine's cores with the server. Each round runs, one phase after the
 other, with `--concurrency` clients (8) and no think time:
 
 1. floor: the clients POST back to back to the one-row-write view for `--floor-seconds`;
@@ -61,28 +62,36 @@ class Participant:
 
 
 def _phase(meter: CpuMeter, groups: list[list[Participant]], step) -> tuple[dict, float, int]:
-    """Runs `step(participant)` for every participant, one thread per group; (CPU used, seconds, requests)."""
+    """Runs `step(participant)` for every participant, one thread per group; (CPU used, seconds, requests),
+    the CPU by process group with the benchmark's own clients as `client`."""
     served = [0] * len(groups)
 
     def run(index: int) -> None:
         for participant in groups[index]:
             served[index] += step(participant)
 
-    before, started = meter.sample(), time.monotonic()
+    before, started, client = meter.sample(), time.monotonic(), time.process_time()
     threads = [threading.Thread(target=run, args=(i,)) for i in range(len(groups))]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    return meter.between(before, meter.sample()), time.monotonic() - started, sum(served)
+    used = meter.between(before, meter.sample())
+    return {**used, "client": time.process_time() - client}, time.monotonic() - started, sum(served)
+
+
+def server_ms(used: dict[str, float], served: int) -> float:
+    """Server CPU ms a request: every process group but the benchmark's own clients."""
+    return sum(seconds for group, seconds in used.items() if group != "client") / served * 1000
 
 
 def split_round(stack: Stack, meter: CpuMeter, *, slug: str, round_: int, args) -> dict:
     recorder = Recorder()
-    before, started = meter.sample(), time.monotonic()
+    before, started, client = meter.sample(), time.monotonic(), time.process_time()
     floors = floor_slice(stack, recorder=recorder, concurrency=args.concurrency, seconds=args.floor_seconds)
-    floor_cpu, floor_seconds = meter.between(before, meter.sample()), time.monotonic() - started
-    floor_ms = sum(floor_cpu.values()) / floors * 1000
+    floor_cpu = {**meter.between(before, meter.sample()), "client": time.process_time() - client}
+    floor_seconds = time.monotonic() - started
+    floor_ms = server_ms(floor_cpu, floors)
     groups = [
         [
             Participant(
@@ -137,8 +146,8 @@ def split_round(stack: Stack, meter: CpuMeter, *, slug: str, round_: int, args) 
         result[name] = {
             "requests": served,
             "requests_per_s": round(served / seconds, 1),
-            "server_cpu_ms_per_request": round(sum(used.values()) / served * 1000, 3),
-            "in_floors": round(sum(used.values()) / served * 1000 / floor_ms, 2),
+            "server_cpu_ms_per_request": round(server_ms(used, served), 3),
+            "in_floors": round(server_ms(used, served) / floor_ms, 2),
             "by_process": by_process(used, served),
         }
         log(f"round {round_ + 1}: {name} {result[name]}")

@@ -10,7 +10,8 @@ what the answer does need from them, with the same code:
   before tickets), read in the rate limiter's round trip to Redis (`config.ratelimit.rate_limit_refusal`:
   the same per-participant limit, counted once); an answer with the ticket is not counted there: its
   statement counts the same limit on the participant's row (studies/migrations/0014), so it makes no
-  round trip to Redis;
+  round trip to Redis; an answer that stores a rating is not counted, only refused once the window is full
+  (0017);
 * the honeypot and the form's fields (a filled honeypot or a bad form goes the usual way, which refuses it);
 * `never_cache`, `Vary: Cookie`, `X-Frame-Options` and `Content-Length` on the reply (the middleware before it in
   MIDDLEWARE — request id and access log, body limit, CSP, security headers — still runs).

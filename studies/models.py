@@ -370,7 +370,7 @@ class Participant(models.Model):
     started_at = models.DateTimeField(auto_now_add=True)
     last_seen_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # The in-place answers' rate limit, counted by their statement (ratings/answer_path.py): window, count.
+    # The in-place answers' rate limit, counted by their statement (migrations 0014, 0017): window, count.
     requests_window = models.IntegerField(default=0, db_default=0, editable=False)
     requests_in_window = models.IntegerField(default=0, db_default=0, editable=False)
 

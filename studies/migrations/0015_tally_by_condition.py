@@ -20,6 +20,8 @@ from importlib import import_module
 import django.db.models.deletion
 from django.db import migrations, models
 
+from ._rewrite import rewritten
+
 _tally = import_module("studies.migrations.0010_responsetally")
 _enrol = import_module("studies.migrations.0013_rating_enrol_in_place")
 
@@ -44,10 +46,13 @@ _SQLITE_INSERT = (
     "INSERT OR IGNORE INTO studies_responsetally (response_id, live_assignments) VALUES (NEW.response_id, 0);"
 )
 SQLITE = [
-    _tally.SQLITE[0].replace(
-        _SQLITE_INSERT,
-        "INSERT OR IGNORE INTO studies_responsetally (response_id, live_assignments, condition_id)"
-        " VALUES (NEW.response_id, 0, (SELECT condition_id FROM studies_response WHERE id = NEW.response_id));",
+    rewritten(
+        _tally.SQLITE[0],
+        (
+            _SQLITE_INSERT,
+            "INSERT OR IGNORE INTO studies_responsetally (response_id, live_assignments, condition_id)"
+            " VALUES (NEW.response_id, 0, (SELECT condition_id FROM studies_response WHERE id = NEW.response_id));",
+        ),
     ),
     *_tally.SQLITE[1:],
 ]
@@ -80,17 +85,13 @@ _DECLARE = """
 _DECLARE_MORE = """
     stale_cutoff timestamptz;
     nestloop text;"""
-ENROL = (
-    _enrol.FUNCTION.replace(_DEAL, _DEAL_BY_CONDITION)
-    .replace(_INSERT, _INSERT_HASHED)
-    .replace(_AFTER, _AFTER_RESET)
-    .replace(_DECLARE, _DECLARE_MORE)
+ENROL = rewritten(
+    _enrol.FUNCTION,
+    (_DEAL, _DEAL_BY_CONDITION),
+    (_INSERT, _INSERT_HASHED),
+    (_AFTER, _AFTER_RESET),
+    (_DECLARE, _DECLARE_MORE),
 )
-
-
-def _check():
-    assert _SQLITE_INSERT in _tally.SQLITE[0]  # the texts this migration rewrites
-    assert all(part in _enrol.FUNCTION for part in (_DEAL, _INSERT, _AFTER, _DECLARE))
 
 
 def sqlite(statements: list[str]):
@@ -106,7 +107,6 @@ def sqlite(statements: list[str]):
 
 
 def create(apps, schema_editor):
-    _check()
     schema_editor.execute(FILL)
     if schema_editor.connection.vendor == "postgresql":
         schema_editor.execute(POSTGRESQL_ADDED)

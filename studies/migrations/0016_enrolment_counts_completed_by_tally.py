@@ -23,6 +23,8 @@ from importlib import import_module
 import django.db.models.deletion
 from django.db import migrations, models
 
+from ._rewrite import rewritten
+
 _previous = import_module("studies.migrations.0015_tally_by_condition")
 
 # A participant counts in their condition's tally while they are completed, not a preview, in a condition.
@@ -95,22 +97,17 @@ _DECLARE_MORE = """
     nestloop text;
     seqscan text := current_setting('enable_seqscan');"""
 
-ENROL = (
-    _previous.ENROL.replace(_COUNT, _COUNT_BY_TALLY)
-    .replace(_CHOICE, _CHOICE_BY_INDEX)
-    .replace(_AFTER_CHOICE, _AFTER_CHOICE_RESET)
-    .replace(_DECLARE, _DECLARE_MORE)
+ENROL = rewritten(
+    _previous.ENROL,
+    (_COUNT, _COUNT_BY_TALLY),
+    (_CHOICE, _CHOICE_BY_INDEX),
+    (_AFTER_CHOICE, _AFTER_CHOICE_RESET),
+    (_DECLARE, _DECLARE_MORE),
 )
-
-
-def _check():
-    for part in (_COUNT, _CHOICE, _AFTER_CHOICE, _DECLARE):  # the texts this migration rewrites, once each
-        assert _previous.ENROL.count(part) == 1, part
 
 
 def create(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
-        _check()
         schema_editor.execute(TRIGGERS)
         schema_editor.execute(FILL)
         schema_editor.execute(ENROL)

@@ -183,21 +183,30 @@ def test_the_reply_has_the_views_headers(client, study, participant):
 
 
 @pytest.mark.django_db
-def test_the_rate_limit_is_counted_once_per_answer_on_either_path(
+def test_the_rate_limit_counts_each_request_that_stores_nothing_once_on_either_path(
     client, study, participant, settings, redis_url
 ):
+    """The statement counts what it answers without storing (a repeat) on the participant's row; what it hands
+    to the view (an attention check's answer) is counted by the limiter there, not on the row as well; an answer
+    that stores a rating is counted by neither (tests/ratings/test_tickets.py), yet refused once the row is full."""
     settings.RATELIMIT_ENABLED = True
-    settings.RATELIMIT_PARTICIPANT = 3
+    settings.RATELIMIT_PARTICIPANT = 2
     from django.core.cache import caches
 
     caches["default"].clear()
     first, check, *rest = item_positions(participant)
-    assert post(client, study, first, 3).status_code == 200  # the answer path
-    assert post(client, study, check, 2).status_code == 200  # an attention check: the view, counted once
-    assert post(client, study, rest[0], 2).status_code == 200
-    refused = post(client, study, rest[1], 2)
+
+    def counted():
+        return Participant.objects.get(pk=participant.pk).requests_in_window
+
+    assert post(client, study, first, 3).json()["saved"] is True  # the answer path
+    assert post(client, study, first, 3).status_code == 200 and counted() == 1  # a repeat
+    assert post(client, study, check, 2).status_code == 200  # an attention check: the view
+    assert counted() == 1 and Rating.objects.count() == 2
+    assert post(client, study, first, 3).status_code == 200 and counted() == 2
+    refused = post(client, study, rest[0], 2)
     assert refused.status_code == 429 and refused["Retry-After"]
-    assert Rating.objects.count() == 3
+    assert Rating.objects.count() == 2 and counted() == 3
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,7 +1,7 @@
 """The participant's ticket (ratings/tickets.py): set where a browser becomes the participant, valid for one
 study only, the participant's only name (no session); an in-place answer that carries it makes no round trip
-to Redis and its rate limit is counted by its own statement (studies/migrations/0014), exactly, however many of
-the participant's requests arrive at once. A browser that enrolled before tickets is still its session's."""
+to Redis and its rate limit is counted by its own statement (studies/migrations/0014, 0017: a request that
+stores a rating is not counted), exactly, however many of the participant's requests arrive at once. A browser that enrolled before tickets is still its session's."""
 
 import pytest
 from django.core import signing
@@ -67,25 +67,36 @@ def test_the_entry_sets_a_ticket_valid_for_its_study_only(client, study, setting
 def test_an_answer_with_its_ticket_is_counted_and_limited_by_its_statement_not_by_redis(
     client, study, limited, settings, requires_postgres, monkeypatch
 ):
+    """The requests that store nothing are counted on the participant's row; one that stores a rating is not
+    (a rating is stored once per item), but is refused with the rest once the window has reached the limit."""
     first_item(client, study, "PID1")
     settings.RATELIMIT_PARTICIPANT = 3
     participant = Participant.objects.get()
     first, second, third, _fourth = item_positions(participant)
     limited.clear()
+
+    def counted():
+        participant.refresh_from_db()
+        return participant.requests_window, participant.requests_in_window
+
     assert post(client, study, first).json()["saved"] is True
-    assert post(client, study, first).status_code == 200  # a repeat: nothing stored, still counted
+    assert counted() == (0, 0)  # stored: not counted, the row not written for it
+    assert post(client, study, first).status_code == 200  # a repeat: nothing stored, counted
     assert post(client, study, second).json()["saved"] is True
-    refused = post(client, study, third)  # the fourth request of the window
+    assert post(client, study, second).status_code == 200
+    assert post(client, study, first).status_code == 200
+    assert counted() == (NOW // 60, 3)  # the limit reached by the three repeats
+    refused = post(client, study, third)  # would store, but the window is full
     assert refused.status_code == 429 and refused["Retry-After"] == "31"
     assert limited == []  # none counted in Redis
-    participant.refresh_from_db()
-    assert (participant.requests_window, participant.requests_in_window) == (NOW // 60, 4)
+    assert counted() == (NOW // 60, 4)
     assert sorted(r.assignment.position for r in Rating.objects.all()) == [first, second]
-    # The next window: allowed again, counted from one.
+    # The next window: allowed again; the stored answer leaves the count alone, the next repeat counts from one.
     monkeypatch.setattr(ratelimit, "_now", lambda: NOW + 60)
     assert post(client, study, third).json()["saved"] is True
-    participant.refresh_from_db()
-    assert (participant.requests_window, participant.requests_in_window) == (NOW // 60 + 1, 1)
+    assert counted() == (NOW // 60, 4)
+    assert post(client, study, third).status_code == 200
+    assert counted() == (NOW // 60 + 1, 1)
 
 
 @pytest.mark.django_db
@@ -137,7 +148,8 @@ def test_a_participants_requests_at_once_are_each_counted_and_the_limit_holds(
     limited, settings, requires_postgres, answers_taken
 ):
     """12 tabs post the current item at once, with a limit of 5: the participant's row, locked by each
-    statement in turn, counts all 12; 5 are answered (one stores the rating), 7 are refused, none in Redis."""
+    statement in turn, counts the 11 that store nothing; the first stores the rating, 5 repeats are answered
+    and 6 refused, none counted in Redis."""
     study = rating_study_build(conditions=1, prompts=6, items_per_participant=4)
     browser = Client()
     current = int(POSITION.search(first_item(browser, study, "PID1"))[1])
@@ -152,9 +164,9 @@ def test_a_participants_requests_at_once_are_each_counted_and_the_limit_holds(
     statuses, errors = race(tab, 12)
 
     assert not errors
-    assert sorted(statuses.values()) == [200] * 5 + [429] * 7
+    assert sorted(statuses.values()) == [200] * 6 + [429] * 6
     assert answers_taken == [True] * 12 and limited == []
-    assert Participant.objects.get().requests_in_window == 12
+    assert Participant.objects.get().requests_in_window == 11
     assert Rating.objects.filter(assignment__position=current).count() == 1 == Rating.objects.count()
 
 
