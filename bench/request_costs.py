@@ -130,6 +130,12 @@ class Meter:
     def print_profile(self) -> None:
         if self.profiler is None:
             return
+        if not any(self.profile in kind for kind in self.costs):
+            print(
+                f"--profile {self.profile!r}: no request kind contains it; the kinds: {sorted(self.costs)}",
+                file=sys.stderr,
+            )
+            return
         import pstats
 
         stats = pstats.Stats(self.profiler, stream=sys.stderr)
