@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.lib.browser import POSITION, Browser, step_fields  # noqa: E402
 from bench.lib.cpu import CpuMeter  # noqa: E402
 from bench.lib.journey import Recorder, entry_path  # noqa: E402
-from bench.lib.stack import DEFAULT_CORPUS, Stack, log  # noqa: E402
+from bench.lib.stack import DEFAULT_CORPUS, Stack, log, postgres_autovacuum  # noqa: E402
 from bench.lib.study import study_seed  # noqa: E402
 from bench.participants import floor_slice  # noqa: E402
 
@@ -181,6 +181,7 @@ def main(argv: list[str] | None = None) -> dict:
         study_seed(stack, slug=slug, corpus=DEFAULT_CORPUS, ask_teq=False, quota_per_condition=100_000)
         stack.start_server()
         meter = stack.cpu_meter()
+        autovacuum = postgres_autovacuum()
         try:
             stack.warm_up()
             rounds = [split_round(stack, meter, slug=slug, round_=r, args=args) for r in range(args.rounds)]
@@ -192,6 +193,7 @@ def main(argv: list[str] | None = None) -> dict:
             "concurrency": args.concurrency,
             "participants_per_round": args.concurrency * args.participants_per_client,
             "gunicorn_workers": args.workers,
+            "postgres_autovacuum": autovacuum,
         },
         "rounds": rounds,
     }

@@ -60,7 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.lib.browser import Browser  # noqa: E402
 from bench.lib.cpu import CpuMeter, cpu_compare, cpu_ratio, cpu_total, per_participant  # noqa: E402
 from bench.lib.journey import Recorder, entry_path, percentiles, run_participant, run_wave  # noqa: E402
-from bench.lib.stack import BASE_DIR, DEFAULT_CORPUS, Stack, log  # noqa: E402
+from bench.lib.stack import BASE_DIR, DEFAULT_CORPUS, Stack, log, postgres_autovacuum  # noqa: E402
 from bench.lib.study import COMPLETION_CODE, outcomes_check, study_seed, study_seed_in  # noqa: E402
 
 
@@ -429,6 +429,7 @@ def main(argv: list[str] | None = None) -> dict:
         seeded = study_seed(stack, slug=slug, corpus=args.corpus, ask_teq=args.teq, quota_per_condition=1000)
         stack.start_server()
         meter = stack.cpu_meter()
+        autovacuum = postgres_autovacuum()
 
         waves = {}
         stress_participants = (
@@ -521,6 +522,7 @@ def main(argv: list[str] | None = None) -> dict:
             "concurrency_floor_and_saturation": args.concurrency,
             "saturation_seconds": args.saturation_seconds,
             "cpu_count": os.cpu_count(),
+            "postgres_autovacuum": autovacuum,
             "load_average_before": [round(x, 2) for x in load_before],
             "load_average_after": [round(x, 2) for x in os.getloadavg()],
             "study": seeded,

@@ -4,7 +4,8 @@ A PostgreSQL database of its own (created, migrated, seeded with a live rating s
 sync workers under DJANGO_ENV=production (generated SECRET_KEY, whitenoise serving the collected static
 files from a temporary VAR_DIR), Redis for the cache / rate limiter / broker (its own database number, emptied
 at the start, so one run's rate-limit counters do not refuse the next one's clients). Nothing is left behind:
-`Stack.stop()` kills gunicorn, drops the database and removes the temporary directory.
+`Stack.stop()` kills gunicorn, drops the database and removes the temporary directory. PostgreSQL runs with
+autovacuum on, as production's does (see `_autovacuum_hold`).
 """
 
 from __future__ import annotations
@@ -52,6 +53,56 @@ def _admin_sql(sql: str) -> None:
         connection.close()
 
 
+# How many running stacks of this process turned the server's autovacuum on (see `_autovacuum_hold`).
+_AUTOVACUUM_HOLDERS = 0
+
+
+def _admin_value(sql: str):
+    import psycopg2
+
+    connection = psycopg2.connect(f"{ADMIN_DB_URL}/postgres")
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(sql)
+            return cursor.fetchone()[0]
+    finally:
+        connection.close()
+
+
+def _autovacuum_hold() -> bool:
+    """Production's PostgreSQL vacuums as it goes: autovacuum is on by default, as in docker-compose's
+    `postgres:16`. A server with it off lets every update's dead row versions pile up, so a benchmark's costs
+    grow over its run: on such a server the entry's PostgreSQL CPU went from 2.1 to 4.4 ms over 3,000
+    participants, and stayed at 1.9-2.2 ms when the tables were vacuumed between rounds. So a stack turns it
+    on for its run (ALTER SYSTEM, then a reload) and the last stack to stop restores the server's own setting.
+    `BENCH_AUTOVACUUM=server` leaves the server as it is. True when this stack turned it on."""
+    global _AUTOVACUUM_HOLDERS
+    if os.environ.get("BENCH_AUTOVACUUM") == "server":
+        return False
+    if _AUTOVACUUM_HOLDERS == 0:
+        if _admin_value("SHOW autovacuum") == "on":
+            return False
+        log("PostgreSQL's autovacuum is off on this server: on for this run, as in production")
+        _admin_sql("ALTER SYSTEM SET autovacuum = on")
+        _admin_sql("SELECT pg_reload_conf()")
+    _AUTOVACUUM_HOLDERS += 1
+    return True
+
+
+def _autovacuum_release() -> None:
+    global _AUTOVACUUM_HOLDERS
+    _AUTOVACUUM_HOLDERS -= 1
+    if _AUTOVACUUM_HOLDERS == 0:
+        log("PostgreSQL's autovacuum: back to the server's own setting")
+        _admin_sql("ALTER SYSTEM RESET autovacuum")
+        _admin_sql("SELECT pg_reload_conf()")
+
+
+def postgres_autovacuum() -> str:
+    """The server's autovacuum setting as the benchmark runs with it ("on" or "off"), for the reports."""
+    return _admin_value("SHOW autovacuum")
+
+
 class Stack:
     """One throwaway deployment. Use as a context manager; `env` is what every process of it sees."""
 
@@ -90,6 +141,7 @@ class Stack:
             **(extra_env or {}),
         }
         self._db_created = False
+        self._autovacuum_held = False
 
     # --- lifecycle ---------------------------------------------------------------------------------------
     def __enter__(self) -> Stack:
@@ -122,6 +174,7 @@ class Stack:
         import redis
 
         redis.Redis.from_url(self.env["REDIS_URL"]).flushdb()
+        self._autovacuum_held = _autovacuum_hold()
         log(f"creating database {self.db_name}")
         _admin_sql(f'CREATE DATABASE "{self.db_name}"')
         self._db_created = True
@@ -255,4 +308,7 @@ class Stack:
                 except Exception as exc:  # PostgreSQL may be restarting (fault runs): try again
                     log(f"drop failed ({exc}); retrying")
                     time.sleep(2)
+        if self._autovacuum_held:
+            self._autovacuum_held = False
+            _autovacuum_release()
         shutil.rmtree(self.var_dir, ignore_errors=True)
