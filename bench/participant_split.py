@@ -61,23 +61,32 @@ class Participant:
         return json.loads(reply.body)
 
 
+def _measured(meter: CpuMeter, work) -> tuple[dict, float, int]:
+    """Runs `work()`, which returns the requests it served; (CPU used, seconds, requests), the CPU by process
+    group with the benchmark's own clients as `client`."""
+    before, started, client = meter.sample(), time.monotonic(), time.process_time()
+    served = work()
+    used = meter.between(before, meter.sample())
+    return {**used, "client": time.process_time() - client}, time.monotonic() - started, served
+
+
 def _phase(meter: CpuMeter, groups: list[list[Participant]], step) -> tuple[dict, float, int]:
-    """Runs `step(participant)` for every participant, one thread per group; (CPU used, seconds, requests),
-    the CPU by process group with the benchmark's own clients as `client`."""
+    """Runs `step(participant)` for every participant, one thread per group (`_measured`)."""
     served = [0] * len(groups)
 
     def run(index: int) -> None:
         for participant in groups[index]:
             served[index] += step(participant)
 
-    before, started, client = meter.sample(), time.monotonic(), time.process_time()
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(groups))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    used = meter.between(before, meter.sample())
-    return {**used, "client": time.process_time() - client}, time.monotonic() - started, sum(served)
+    def all_groups() -> int:
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(len(groups))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return sum(served)
+
+    return _measured(meter, all_groups)
 
 
 def server_ms(used: dict[str, float], served: int) -> float:
@@ -87,10 +96,12 @@ def server_ms(used: dict[str, float], served: int) -> float:
 
 def split_round(stack: Stack, meter: CpuMeter, *, slug: str, round_: int, args) -> dict:
     recorder = Recorder()
-    before, started, client = meter.sample(), time.monotonic(), time.process_time()
-    floors = floor_slice(stack, recorder=recorder, concurrency=args.concurrency, seconds=args.floor_seconds)
-    floor_cpu = {**meter.between(before, meter.sample()), "client": time.process_time() - client}
-    floor_seconds = time.monotonic() - started
+    floor_cpu, floor_seconds, floors = _measured(
+        meter,
+        lambda: floor_slice(
+            stack, recorder=recorder, concurrency=args.concurrency, seconds=args.floor_seconds
+        ),
+    )
     floor_ms = server_ms(floor_cpu, floors)
     groups = [
         [

@@ -41,7 +41,9 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _admin_sql(sql: str) -> None:
+def _admin_sql(sql: str):
+    """Runs `sql` on the server's `postgres` database, outside a transaction; the first column of its first
+    row, if it returns rows."""
     import psycopg2
 
     connection = psycopg2.connect(f"{ADMIN_DB_URL}/postgres")
@@ -49,24 +51,13 @@ def _admin_sql(sql: str) -> None:
     try:
         with connection.cursor() as cursor:
             cursor.execute(sql)
+            return cursor.fetchone()[0] if cursor.description else None
     finally:
         connection.close()
 
 
 # How many running stacks of this process turned the server's autovacuum on (see `_autovacuum_hold`).
 _AUTOVACUUM_HOLDERS = 0
-
-
-def _admin_value(sql: str):
-    import psycopg2
-
-    connection = psycopg2.connect(f"{ADMIN_DB_URL}/postgres")
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute(sql)
-            return cursor.fetchone()[0]
-    finally:
-        connection.close()
 
 
 def _autovacuum_hold() -> bool:
@@ -80,7 +71,7 @@ def _autovacuum_hold() -> bool:
     if os.environ.get("BENCH_AUTOVACUUM") == "server":
         return False
     if _AUTOVACUUM_HOLDERS == 0:
-        if _admin_value("SHOW autovacuum") == "on":
+        if _admin_sql("SHOW autovacuum") == "on":
             return False
         log("PostgreSQL's autovacuum is off on this server: on for this run, as in production")
         _admin_sql("ALTER SYSTEM SET autovacuum = on")
@@ -100,7 +91,7 @@ def _autovacuum_release() -> None:
 
 def postgres_autovacuum() -> str:
     """The server's autovacuum setting as the benchmark runs with it ("on" or "off"), for the reports."""
-    return _admin_value("SHOW autovacuum")
+    return _admin_sql("SHOW autovacuum")
 
 
 class Stack:
