@@ -102,8 +102,9 @@ def _remember(
     MTurk's submit address, or goes on naming them where it named someone here (enrolled before tickets)."""
     tickets.remember(request, slug=study.slug, participant_id=participant.pk)
     session, key = request.session, session_key(study.slug)
-    if turk_submit_to or session.get(key) is not None:
-        if session.get(key) != participant.pk and session.session_key is not None:
+    named = session.get(key)
+    if turk_submit_to or named is not None:
+        if named != participant.pk and session.session_key is not None:
             session.cycle_key()  # a new key at enrollment: a planted one is worth nothing
         session[key] = participant.pk
         if turk_submit_to:
