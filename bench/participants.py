@@ -25,7 +25,9 @@ redirected GET of the next item page: the baseline). Phases, all against one ser
    own work — session read, rate limiter, honeypot, CSRF token, the item template — with no query;
    flow: `--concurrency` clients run whole participants back to back with no think time, in place
    (`flow_at_saturation`) and with form posts (`flow_with_form_posts_at_saturation`); answers stored per
-   second over the floor's writes per second, and server CPU per participant again.
+   second over the floor's writes per second, and server CPU per participant again. The study's quota
+   (`--quota-per-condition`) leaves room for every participant of the run, so no saturation participant is
+   turned away as "study full" (`must_show.saturation_participants_not_completed` shows it stayed 0).
 
 4. baseline (`--baseline REV`, default the code before answers in place; '' for none): a second stack
    serving that revision from a temporary git worktree (its own database and Redis database), whose floor
@@ -318,6 +320,11 @@ def saturation_phase(
             ratio_to_floor=round(done[name] / done[floor], 3) if done[floor] else None,
             answers_ratio_to_floor=round(answers[name] / done[floor], 3) if done[floor] else None,
             participants_completed=sum(o.completed for o in outcomes[name]),
+            # Participants who did not finish (e.g. the study's page "this study is full"): their requests
+            # count as the flow's, their answers do not exist. The quota (--quota-per-condition) is meant
+            # to leave this at 0.
+            participants_not_completed=sum(not o.completed for o in outcomes[name]),
+            not_completed_first=[o.error[:160] for o in outcomes[name] if not o.completed][:3],
             answers_acknowledged=sum(len(o.acknowledged) for o in outcomes[name]),
             server_cpu=per_participant(cpu[name], sum(o.completed for o in outcomes[name])),
             latency_by_page=recorders[name].summary(),
@@ -398,6 +405,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
+        "--quota-per-condition",
+        type=int,
+        default=100_000,
+        help="the study's quota per condition (both stacks). The default leaves room for every participant of a "
+        "whole run: a study that fills during the saturation rounds turns the flow into entries refused "
+        "as full, which store no answers",
+    )
+    parser.add_argument(
         "--baseline",
         default=BASELINE_REF,
         help="a git revision of this repository whose code serves a second stack in the saturation rounds "
@@ -426,7 +441,8 @@ def main(argv: list[str] | None = None) -> dict:
     slug = "launch"
     with Stack(workers=args.workers, redis_url=args.redis_url) as stack:
         stack.django_setup()
-        seeded = study_seed(stack, slug=slug, corpus=args.corpus, ask_teq=args.teq, quota_per_condition=1000)
+        quota = args.quota_per_condition
+        seeded = study_seed(stack, slug=slug, corpus=args.corpus, ask_teq=args.teq, quota_per_condition=quota)
         stack.start_server()
         meter = stack.cpu_meter()
         autovacuum = postgres_autovacuum()
@@ -474,7 +490,7 @@ def main(argv: list[str] | None = None) -> dict:
             baseline = None
             if args.baseline:
                 baseline = others.enter_context(
-                    baseline_stack(args, slug=slug, ref=args.baseline, quota=1000)
+                    baseline_stack(args, slug=slug, ref=args.baseline, quota=quota)
                 )
             saturation = saturation_phase(
                 stack,
@@ -555,6 +571,10 @@ def main(argv: list[str] | None = None) -> dict:
                 else None,
             },
             "server_cpu_ms_per_participant": cpu_comparison,
+            # Saturation participants who did not finish (their requests counted, no answers): 0 when the
+            # measured flow is the whole participant flow.
+            "saturation_participants_not_completed": saturation["flow"]["participants_not_completed"]
+            + saturation["flow_form"]["participants_not_completed"],
             "answers_lost": final_check["answers_lost"],
             "duplicates": final_check["duplicates"],
             "condition_imbalance": final_check["condition_imbalance"],
