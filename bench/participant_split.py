@@ -154,11 +154,12 @@ def split_round(stack: Stack, meter: CpuMeter, *, slug: str, round_: int, args) 
         ("answer", answers),
     ):
         used, seconds, served = _phase(meter, groups, step)
+        ms = server_ms(used, served)
         result[name] = {
             "requests": served,
             "requests_per_s": round(served / seconds, 1),
-            "server_cpu_ms_per_request": round(server_ms(used, served), 3),
-            "in_floors": round(server_ms(used, served) / floor_ms, 2),
+            "server_cpu_ms_per_request": round(ms, 3),
+            "in_floors": round(ms / floor_ms, 2),
             "by_process": by_process(used, served),
         }
         log(f"round {round_ + 1}: {name} {result[name]}")

@@ -313,20 +313,21 @@ def saturation_phase(
         }
 
     def flow(name: str, floor: str) -> dict:
+        completed = sum(o.completed for o in outcomes[name])
         return throughput(
             name,
             answers_stored_in_window=answers[name],
             answers_per_s=round(answers[name] / seconds, 1),
             ratio_to_floor=round(done[name] / done[floor], 3) if done[floor] else None,
             answers_ratio_to_floor=round(answers[name] / done[floor], 3) if done[floor] else None,
-            participants_completed=sum(o.completed for o in outcomes[name]),
+            participants_completed=completed,
             # Participants who did not finish (e.g. the study's page "this study is full"): their requests
             # count as the flow's, their answers do not exist. The quota (--quota-per-condition) is meant
             # to leave this at 0.
-            participants_not_completed=sum(not o.completed for o in outcomes[name]),
+            participants_not_completed=len(outcomes[name]) - completed,
             not_completed_first=[o.error[:160] for o in outcomes[name] if not o.completed][:3],
             answers_acknowledged=sum(len(o.acknowledged) for o in outcomes[name]),
-            server_cpu=per_participant(cpu[name], sum(o.completed for o in outcomes[name])),
+            server_cpu=per_participant(cpu[name], completed),
             latency_by_page=recorders[name].summary(),
         )
 

@@ -71,7 +71,7 @@ def _autovacuum_hold() -> bool:
     if os.environ.get("BENCH_AUTOVACUUM") == "server":
         return False
     if _AUTOVACUUM_HOLDERS == 0:
-        if _admin_sql("SHOW autovacuum") == "on":
+        if postgres_autovacuum() == "on":
             return False
         log("PostgreSQL's autovacuum is off on this server: on for this run, as in production")
         _admin_sql("ALTER SYSTEM SET autovacuum = on")
