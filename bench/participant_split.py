@@ -10,14 +10,15 @@ other, with `--concurrency` clients (8) and no think time:
 1. floor: the clients POST back to back to the one-row-write view for `--floor-seconds`;
 2. entry: each client enters `--participants-per-client` new participants (the entry link: enrolment and the
    consent page);
-3. consent: the same participants agree, in place (the reply carries the instructions page);
-4. instructions: the same participants continue, in place (the reply carries their first item);
-5. answers: the same participants answer all their items, in place (one background POST per answer).
+3. instructions_with_consent: the same participants continue from the instructions the consent page carried,
+   posting the consent with them, in place (the reply carries their first item); with `--consent-apart`, two
+   phases instead: consent (agreed to in place, the reply the instructions page), then instructions;
+4. answers: the same participants answer all their items, in place (one background POST per answer).
 
 Each phase's server CPU (gunicorn, the PostgreSQL backends of the benchmark's database, Redis:
 bench/lib/cpu.py) is divided by the requests it served, and also given in floors (that CPU over the floor
-request's) and by process group (`by_process`: gunicorn, PostgreSQL, Redis). `answers_only_over_floor` is answers/s of phase 5 over the floor's requests/s: the ceiling of
-bench/participants.py's answers ÷ floor if entering, consent and instructions cost nothing. Prints ONE JSON
+request's) and by process group (`by_process`: gunicorn, PostgreSQL, Redis). `answers_only_over_floor` is answers/s of the answers' phase over the floor's requests/s: the ceiling of
+bench/participants.py's answers ÷ floor if the setup cost nothing. Prints ONE JSON
 object; progress goes to stderr.
 """
 
@@ -127,6 +128,12 @@ def split_round(stack: Stack, meter: CpuMeter, *, slug: str, round_: int, args) 
         p.position = POSITION.search(p.post("instructions", slug, {"step": "instructions"})["page"]).group(1)
         return 1
 
+    def instructions_with_consent(p: Participant) -> int:
+        # What participant.js sends: the consent page carried the instructions, "continue" posts both.
+        reply = p.post("instructions", slug, {"step": "instructions", "agreed": "1"})
+        p.position = POSITION.search(reply["page"]).group(1)
+        return 1
+
     def answers(p: Participant) -> int:
         rng = random.Random(p.external_id)
         while p.position is not None:
@@ -147,12 +154,11 @@ def split_round(stack: Stack, meter: CpuMeter, *, slug: str, round_: int, args) 
             "by_process": by_process(floor_cpu, floors),
         }
     }
-    for name, step in (
-        ("entry", enter),
-        ("consent", consent),
-        ("instructions", instructions),
-        ("answer", answers),
-    ):
+    if args.consent_apart:  # the consent posted on its own (a slow reader's), then the instructions
+        setup_steps = [("consent", consent), ("instructions", instructions)]
+    else:
+        setup_steps = [("instructions_with_consent", instructions_with_consent)]
+    for name, step in [("entry", enter), *setup_steps, ("answer", answers)]:
         used, seconds, served = _phase(meter, groups, step)
         ms = server_ms(used, served)
         result[name] = {
@@ -166,7 +172,7 @@ def split_round(stack: Stack, meter: CpuMeter, *, slug: str, round_: int, args) 
     result["answers_only_over_floor"] = round(
         result["answer"]["requests_per_s"] / result["floor"]["requests_per_s"], 3
     )
-    setup = sum(result[name]["server_cpu_ms_per_request"] for name in ("entry", "consent", "instructions"))
+    setup = sum(result[name]["server_cpu_ms_per_request"] for name in ["entry", *dict(setup_steps)])
     per_participant = result["answer"]["requests"] / (args.concurrency * args.participants_per_client)
     result["participant_server_cpu_ms"] = {
         "setup": round(setup, 2),
@@ -184,6 +190,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--participants-per-client", type=int, default=60)
     parser.add_argument("--floor-seconds", type=float, default=10.0)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--consent-apart",
+        action="store_true",
+        help="post the consent on its own, then the instructions (as participant.js does for a slow reader)",
+    )
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/7")
     args = parser.parse_args(argv)

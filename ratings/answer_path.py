@@ -23,7 +23,9 @@ statement each: the consent agreed to, to one UPDATE that moves the participant 
 their study's (`consent_in_place`; the reply the instructions page, from the shared pages' cache); the
 instructions of a study that goes on to the items, to `rating_items_begin_in_place` (studies/migrations/0012:
 the step moved and the first item shown; the reply the item page's shell with the item beside it, as the
-view's, `shared_pages.item_in_place`). Any other step's form goes to Django untouched. With the participant's
+view's, `shared_pages.item_in_place`); the instructions posted with the consent (`agreed=1`: participant.js
+showed them from the consent page, `shared_pages.consent_page`) to the consent's UPDATE and then that
+statement. Any other step's form goes to Django untouched. With the participant's
 ticket, that one statement is tried before the rate limiter and is not counted by it: it moves a participant on
 from each step once, so it adds two requests to a participant's whole budget, and every other post of these
 forms (a repeat, a decline) is counted as before; the consent and the instructions then make no round trip to
@@ -161,15 +163,20 @@ def consent_in_place(request, *, participant_id: int, slug: str, now=None) -> Js
     `participant_id`, who is moved on to the instructions by one UPDATE (`_consent_sql`); the reply is the
     instructions page, as the view sends it (`views.page_in_place`). None, having written nothing, where the
     usual path must answer instead (another kind, a participant elsewhere or whose hold has lapsed)."""
-    now = now or timezone.now()
-    row = rows.fetchone(
-        _consent_sql(), [Participant.Step.INSTRUCTIONS, now, participant_id, slug, now, consent_cutoff(now)]
-    )
+    row = _consent_take(participant_id=participant_id, slug=slug, now=now)
     if row is None:
         return None
     participant, end = rows.instance(Participant, row)
     participant.study, _ = rows.instance(Study, row, end)
     return views.page_in_place(request, participant)
+
+
+def _consent_take(*, participant_id: int, slug: str, now=None):
+    """`_consent_sql` run: the participant's and their study's new row, or None (nothing written)."""
+    now = now or timezone.now()
+    return rows.fetchone(
+        _consent_sql(), [Participant.Step.INSTRUCTIONS, now, participant_id, slug, now, consent_cutoff(now)]
+    )
 
 
 @cache
@@ -323,6 +330,10 @@ class InPlaceAnswerMiddleware:
         """One statement where it can: the consent agreed to, or the instructions on to the first item; None,
         having written nothing, where it cannot."""
         if step == Participant.Step.INSTRUCTIONS:
+            if (
+                request.POST.get("agreed") == "1"
+            ):  # the consent agreed to on the way (shared_pages.consent_page)
+                _consent_take(participant_id=participant_id, slug=slug)
             return items_begin_in_place(request, participant_id=participant_id, slug=slug)
         if request.POST.get("decision") == "agree":
             return consent_in_place(request, participant_id=participant_id, slug=slug)

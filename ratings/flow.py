@@ -24,6 +24,8 @@ from django.http import HttpRequest, HttpResponse
 from studies.kinds import page_for
 from studies.models import Participant
 
+from . import services
+
 Handler = Callable[[HttpRequest, Participant], HttpResponse]
 
 
@@ -42,3 +44,16 @@ class StepPage:
 def page_of(participant: Participant) -> StepPage:
     """The page serving the participant's current step (LookupError when no kind's page does)."""
     return page_for(participant.study, participant.step)
+
+
+def consent_on_the_way(request: HttpRequest, participant: Participant) -> None:
+    """The instructions posted with `agreed=1` (participant.js showed them, without a request, when the
+    consent was agreed to: shared_pages.consent_page) by a participant still on the consent step: the consent
+    is taken first, as its own form takes it, and the instructions then as theirs."""
+    if (
+        request.POST.get("agreed") == "1"
+        and request.POST.get("step") == Participant.Step.INSTRUCTIONS
+        and participant.status == Participant.Status.ACTIVE
+        and participant.step == Participant.Step.CONSENT
+    ):
+        services.consent_accept(participant=participant)

@@ -12,6 +12,9 @@ Rendering a page is ~2 ms of a worker's CPU (bench/request_costs.py); a served c
 replacement. The entry (the consent page of a newcomer) and the consent's reply in place (the instructions)
 are two of the three requests a participant makes before their first item.
 
+With JavaScript, the consent page also carries the instructions page (`consent_page`): agreeing shows them
+without a request, and the instructions' button then posts both (see static/ratings/participant.js).
+
 The item page is shared the same way when it comes in a reply in place (the instructions', or the TEQ's):
 its shell — the page with the item's texts left out — is the same for every participant at the same item
 number, and the reply carries the item itself, which static/ratings/participant.js fills in as it does
@@ -20,20 +23,25 @@ after every answer (`item_in_place`).
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import secrets
 from types import SimpleNamespace
 
+from django.conf import settings
 from django.core.cache import caches
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import get_token
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.html import json_script
 
 from config.ratelimit import honeypot_add
 from ratings.templatetags.participant_pages import step_progress
+from studies.kinds import step_after
+from studies.models import Participant
 
-from .selectors import CurrentItem, item_payload, scale_buttons
+from .selectors import CurrentItem, item_payload, scale_buttons, worked_examples
 
 CACHE_ALIAS = "participant-pages"
 # What the page is rendered with in place of the token: alphanumeric, so no escaping changes it, and drawn per
@@ -101,3 +109,45 @@ def item_in_place(request: HttpRequest, participant, item: CurrentItem) -> JsonR
             "item": item_payload(item, title=study.title),
         }
     )
+
+
+def instructions_page(request: HttpRequest, participant) -> HttpResponse:
+    """The instructions page of `participant` (at the instructions step)."""
+    study = participant.study
+    return shared_page(
+        request,
+        "instructions.html",
+        participant,
+        shows=(study.instructions_text,),
+        examples=worked_examples(study),
+    )
+
+
+def consent_page(request: HttpRequest, participant) -> HttpResponse:
+    """The consent page of `participant`; where their next step is the instructions, the page also carries the
+    instructions page, for participant.js to show when they agree (no request), in a JSON script element
+    (`#next-step`: `{"page": html, "url": the step page, "hold": seconds}`), which a browser without
+    JavaScript ignores. The instructions' button then posts `agreed=1` with its own fields, and the server
+    takes the consent and the instructions together. `hold` is PARTICIPANT_CONSENT_HOLD_MINUTES: the script
+    posts the consent on its own before the participant's place would stop being held, and when the page is
+    hidden or left (studies/balancing.py `holding`)."""
+    study = participant.study
+    page = shared_page(request, "consent.html", participant, shows=(study.consent_text,))
+    if (
+        participant.status != Participant.Status.ACTIVE
+        or participant.step != Participant.Step.CONSENT
+        or step_after(study, Participant.Step.CONSENT) != Participant.Step.INSTRUCTIONS
+    ):
+        return page
+    ahead = copy.copy(participant)
+    ahead.step = Participant.Step.INSTRUCTIONS
+    instructions = instructions_page(request, ahead)
+    honeypot_add(instructions)  # as the consent's reply in place would carry it
+    data = {
+        "page": instructions.content.decode(),
+        "url": reverse("ratings:step", kwargs={"slug": study.slug}),
+        "hold": settings.PARTICIPANT_CONSENT_HOLD_MINUTES * 60,
+    }
+    # json_script escapes <, > and &: the embedded page's forms are not the honeypot's or the parser's.
+    page.content = page.content.replace(b"</body>", json_script(data, "next-step").encode() + b"</body>", 1)
+    return page

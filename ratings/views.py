@@ -56,9 +56,8 @@ from .selectors import (
     scale_buttons,
     session_key,
     study_get_by_slug,
-    worked_examples,
 )
-from .shared_pages import item_in_place, shared_page
+from .shared_pages import consent_page, instructions_page, item_in_place
 
 TURK_SUBMIT_SESSION_KEY = "ratings:turk_submit_to:{study_id}"
 
@@ -274,6 +273,7 @@ def study_step(request: HttpRequest, slug: str) -> HttpResponse:
     if in_place:
         return step_in_place(request, participant)
     if request.method == "POST":
+        flow.consent_on_the_way(request, participant)
         if participant.status != Participant.Status.ACTIVE or request.POST.get("step") != participant.step:
             return _to_step(study)  # a page from an earlier step (back button, second tab): nothing stored
         return flow.page_of(participant).post(request, participant)
@@ -285,6 +285,7 @@ def step_in_place(request: HttpRequest, participant: Participant) -> JsonRespons
     step's page exactly as the plain post stores it, the reply in place (`_in_place`); from a page that is no
     longer current, nothing stored and `{"next": the step page}`. Also called by the background path of
     ratings/answer_path.py, which did the request's checks itself."""
+    flow.consent_on_the_way(request, participant)
     handler = flow.page_of(participant) if participant.status == Participant.Status.ACTIVE else None
     if handler is None or request.POST.get("step") != participant.step:
         return _go(_step_url(participant.study.slug))  # nothing stored: the step page says where they are
@@ -350,10 +351,6 @@ def study_return(request: HttpRequest, slug: str) -> HttpResponse:
 # --- consent (every kind) and the rating kind's steps -------------------------------------------------
 
 
-def consent_get(request, participant: Participant) -> HttpResponse:
-    return shared_page(request, "consent.html", participant, shows=(participant.study.consent_text,))
-
-
 def consent_post(request, participant: Participant) -> HttpResponse:
     form = ConsentForm(request.POST)
     if not form.is_valid():
@@ -363,17 +360,6 @@ def consent_post(request, participant: Participant) -> HttpResponse:
     else:
         services.consent_decline(participant=participant)
     return _to_step(participant.study)
-
-
-def instructions_get(request, participant: Participant) -> HttpResponse:
-    study = participant.study
-    return shared_page(
-        request,
-        "instructions.html",
-        participant,
-        shows=(study.instructions_text,),
-        examples=worked_examples(study),
-    )
 
 
 def instructions_post(request, participant: Participant) -> HttpResponse:
@@ -494,7 +480,7 @@ def _item_reply(
 
 
 # The pages named by studies/kinds/ (the spine's consent page, the rating kind's steps).
-CONSENT_PAGE = flow.StepPage(get=consent_get, post=consent_post)
-INSTRUCTIONS_PAGE = flow.StepPage(get=instructions_get, post=instructions_post)
+CONSENT_PAGE = flow.StepPage(get=consent_page, post=consent_post)
+INSTRUCTIONS_PAGE = flow.StepPage(get=instructions_page, post=instructions_post)
 TEQ_PAGE = flow.StepPage(get=teq_get, post=teq_post)
 ITEMS_PAGE = flow.StepPage(get=item_get, post=item_post, answer=item_answer)

@@ -51,6 +51,16 @@ def _with_position(form: Form, position) -> Form:
     return dataclasses.replace(form, inputs=inputs)
 
 
+_NEXT_STEP = re.compile(r'<script id="next-step" type="application/json">(.*?)</script>', re.S)
+
+
+def _next_step(body: str) -> dict | None:
+    """The page of the step after this one that the page carries (the consent page carries the instructions:
+    ratings/shared_pages.py `consent_page`), as participant.js reads it; None when it carries none."""
+    found = _NEXT_STEP.search(body)
+    return json.loads(found.group(1)) if found else None
+
+
 def _json_reply(exchange: Exchange) -> dict | None:
     if exchange.status != 200:
         return None
@@ -153,6 +163,7 @@ def run_participant(
     try:
         page = _get_following(browser, "entry", entry_path)
         page_forms = None  # the forms of `page`, when already parsed (each page is parsed once)
+        agreed = False  # the consent agreed to and not yet posted (it goes with the instructions' form)
         for _ in range(60):
             if completion_marker in page.body:
                 outcome.completed = True
@@ -169,6 +180,16 @@ def run_participant(
             # A person reads, thinks and clicks: longer on rating pages than on consent or instructions.
             time.sleep(think_seconds * rng.uniform(0.5, 1.5) * (1.0 if kind == "rating" else 0.5))
             action = Browser.path_of(form.action or page.path, page.path)
+            if in_place and form.in_place and agreed:
+                data.append(("agreed", "1"))  # the consent agreed to without a request goes with this form
+                agreed = False
+            if in_place and form.in_place and kind == "consent" and ("decision", "agree") in data:
+                ahead = _next_step(page.body)
+                if ahead is not None:  # participant.js shows the instructions it carries: no request
+                    page = _Page(Browser.path_of(ahead["url"], action), 200, ahead["page"])
+                    page_forms, agreed = None, True
+                    outcome.pages += 1
+                    continue
             if in_place and form.in_place:
                 # What participant.js does: the form's fields posted in the background; the reply is the next
                 # item (shown in place), the next step's page (shown in place) or an address to go to.

@@ -5,6 +5,11 @@
      second request). The first item's page comes as the item page's shell, the same for everyone, with the
      item beside it, shown as an answer's next item is shown. Focus moves to the new page's heading (or its error summary); the address becomes the
      step page (a new history entry, so a refresh shows the same step and Back reloads the step page).
+   - The consent page carries the instructions page (`#next-step`): "I agree" shows them here without a
+     request, and their button posts the consent with them (`agreed=1`): one request for both. The consent
+     goes on its own, in the background, before the participant's place would stop being held (`hold`
+     seconds after the page was loaded, less a margin) and when the page is hidden or left, so that a
+     participant who reads slowly or switches apps keeps their place.
    - In-place answers: the item form is posted the same way and the server answers with the next item as
      JSON, which replaces the current one here: one small request per answer. Focus moves to the new item's
      heading and a polite live region says "Item N of M". The last answer's reply is the completion page,
@@ -23,6 +28,8 @@
     "SubmitEvent" in window && "submitter" in SubmitEvent.prototype && window.history && history.replaceState);
   var current = { buttons: [], form: null, sending: null };  // the item page's answer form, for the shortcuts
   var BACK = "participant-back";
+  var loaded = Date.now();
+  var HOLD_MARGIN_MS = 120000;  // the consent is sent on its own this long before its hold would end
 
   document.addEventListener("keydown", function (event) {
     var form = current.form;
@@ -181,14 +188,59 @@
     }
   }
 
+  function nextStep() {
+    // The page of the step after this one, sent with this page (shared_pages.consent_page), or null.
+    var data = document.getElementById("next-step");
+    try { return data ? JSON.parse(data.textContent) : null; } catch (e) { return null; }
+  }
+
+  function consentAhead(consent, hold) {
+    // The consent was agreed to and the instructions shown without a request: their form carries it
+    // (agreed=1), or it is sent on its own if the participant is still reading near the end of the hold, or
+    // leaves or hides the page (the request outlives the page).
+    var form = document.querySelector("form[data-step-form]");
+    if (!form) { return; }
+    var field = document.createElement("input");
+    field.type = "hidden";
+    field.name = "agreed";
+    field.value = "1";
+    form.appendChild(field);
+    var alone = false;
+    function send(leaving) {
+      if (alone || !field.isConnected || form.dataset.sent) { return; }  // sent, or going with the form
+      alone = true;
+      if (leaving && navigator.sendBeacon) {
+        navigator.sendBeacon(consent.action, new URLSearchParams(consent.body));
+        return;
+      }
+      fetch(consent.action, {
+        method: "POST", body: consent.body, credentials: "same-origin", keepalive: true,
+        headers: { "Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded" }
+      }).catch(function () { alone = false; });  // not sent: the instructions' button still carries it
+    }
+    var left = hold * 1000 - HOLD_MARGIN_MS - (Date.now() - loaded);
+    window.setTimeout(function () { send(false); }, Math.max(0, left));
+    document.addEventListener("visibilitychange", function () {
+      if (document.visibilityState === "hidden") { send(true); }
+    });
+    window.addEventListener("pagehide", function () { send(true); });
+  }
+
   function stepInPlace(form) {
     var notice = null;
+    var ahead = nextStep();
     form.addEventListener("submit", function (event) {
       event.preventDefault();
       if (form.dataset.sent) { return; }
+      var submitter = event.submitter;
+      if (ahead && submitter && submitter.name === "decision" && submitter.value === "agree") {
+        var consent = { action: form.action, body: formBody(form, submitter) };
+        showPage(ahead.page, ahead.url);
+        consentAhead(consent, ahead.hold);
+        return;
+      }
       form.dataset.sent = "1";
       form.setAttribute("aria-busy", "true");
-      var submitter = event.submitter;
       post(form, formBody(form, submitter)).then(function (reply) {
         if (reply.data && reply.data.page) {
           showPage(reply.data.page, reply.data.url);

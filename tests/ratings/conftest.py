@@ -17,6 +17,16 @@ def _urls_loaded():
 
 
 @pytest.fixture
+def pages_uncached():
+    """The participant pages' shared cache (ratings/shared_pages.py) empty, as in a new worker."""
+    from django.core.cache import caches
+
+    from ratings import shared_pages
+
+    caches[shared_pages.CACHE_ALIAS].clear()
+
+
+@pytest.fixture
 def answers_taken(monkeypatch):
     """A list that gets, for every in-place answer the one-statement path (ratings/answer_path.py) runs,
     whether it answered it (True) or left it to the view (False)."""

@@ -70,3 +70,10 @@ def first_item(client: Client, study, pid: str = "PID1") -> str:
     enter(client, study, pid)
     consent_and_instructions(client, study)
     return client.get(step_url(study)).content.decode()
+
+
+def another_tab(cookies) -> Client:
+    """A second tab of the browser whose cookies these are (the same session and ticket)."""
+    tab = Client()
+    tab.cookies = cookies
+    return tab

@@ -10,6 +10,7 @@ from tests.ratings.helpers import (
     CSRF_TOKEN,
     POSITION,
     STEP,
+    another_tab,
     consent_and_instructions,
     current_position,
     enter,
@@ -198,8 +199,7 @@ def test_the_same_background_answer_posted_concurrently_is_stored_exactly_once(r
     cookies = browser.cookies
 
     def post(i):
-        tab = Client()
-        tab.cookies = cookies
+        tab = another_tab(cookies)
         response = answer(tab, study, position, 3 if i % 2 else 1)
         return response.json()["item"]["position"]
 

@@ -142,3 +142,60 @@ def test_without_javascript_every_answer_is_a_plain_form_post(live_server, page_
             page.screenshot(path="/tmp/inplace-phone-nojs-item3.png")
     expect(page.locator("[data-completion-code]")).to_have_text("C0MPLETE")
     assert len(stored("PIDNOJS")) == 5
+
+
+def step_of(pid: str) -> str:
+    return Participant.objects.get(external_id=pid).step
+
+
+def test_agreeing_shows_the_instructions_without_a_request_and_their_button_posts_both(
+    live_server, page_at, study
+):
+    """The consent page carries the instructions: "I agree" shows them here (focus on their heading, the
+    address the step page), and "continue" posts the consent with them: one request for the two steps."""
+    page = page_at("phone")
+    page.goto(f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID=PIDAHEAD&STUDY_ID=S1&SESSION_ID=X1")
+    requests = []
+    page.on("request", lambda request: requests.append((request.method, request.url)))
+    page.get_by_role("button", name="I agree, start the study").click()
+    expect(page.locator("h1")).to_have_text("Instructions")
+    assert requests == [] and step_of("PIDAHEAD") == Participant.Step.CONSENT
+    assert page.evaluate("document.activeElement.matches('main h1')")
+    assert page.url.endswith(f"/s/{study.slug}/step/")
+    page.screenshot(path="/tmp/inplace-phone-instructions-ahead.png")
+    assert axe_violations(page) == []
+    page.get_by_role("button", name="I have read the instructions, continue").click()
+    expect(page.locator("h1")).to_have_text("Item 1 of 5")
+    assert [method for method, _ in requests] == ["POST"]
+    assert step_of("PIDAHEAD") == Participant.Step.ITEMS
+
+
+@pytest.mark.parametrize("how", ["hidden", "hold"])
+def test_the_consent_goes_on_its_own_when_the_page_is_hidden_or_the_hold_nears_its_end(
+    live_server, page_at, study, settings, how
+):
+    """A participant who switches apps, or reads the instructions until near the end of the consent's hold,
+    keeps their place: the consent is sent on its own (a beacon as the page is hidden; a background post
+    two minutes before the hold would end), and "continue" then takes them to their first item."""
+    if how == "hold":
+        settings.PARTICIPANT_CONSENT_HOLD_MINUTES = 2  # the script's margin is two minutes: it sends at once
+    pid = f"PID{how.upper()}"
+    page = page_at("phone")
+    page.goto(f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID={pid}&STUDY_ID=S1&SESSION_ID=X1")
+    page.get_by_role("button", name="I agree, start the study").click()
+    expect(page.locator("h1")).to_have_text("Instructions")
+    if how == "hidden":
+        page.wait_for_timeout(300)
+        assert step_of(pid) == Participant.Step.CONSENT
+        page.evaluate(
+            "Object.defineProperty(document, 'visibilityState', {value: 'hidden', configurable: true});"
+            "document.dispatchEvent(new Event('visibilitychange'))"
+        )
+    for _ in range(50):
+        if step_of(pid) == Participant.Step.INSTRUCTIONS:
+            break
+        page.wait_for_timeout(100)
+    assert step_of(pid) == Participant.Step.INSTRUCTIONS
+    page.get_by_role("button", name="I have read the instructions, continue").click()
+    expect(page.locator("h1")).to_have_text("Item 1 of 5")
+    assert step_of(pid) == Participant.Step.ITEMS

@@ -8,14 +8,13 @@ compares the two paths); these tests check the statements, the shell, what is le
 from datetime import timedelta
 
 import pytest
-from django.core.cache import caches
 from django.db import connection
 from django.test import Client
 from django.test.signals import template_rendered
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from ratings import answer_path, shared_pages
+from ratings import answer_path
 from studies.models import Assignment, Emotion, Participant
 from tests.factories import (
     AttentionCheckFactory,
@@ -23,18 +22,13 @@ from tests.factories import (
     questionnaire_study_create,
     rating_study_build,
 )
-from tests.ratings.helpers import CSRF_TOKEN, POSITION, enter, step_url
+from tests.ratings.helpers import CSRF_TOKEN, POSITION, another_tab, enter, step_url
 from tests.studies.test_assignment_races import race
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.usefixtures("pages_uncached")]
 JSON = {"HTTP_ACCEPT": "application/json"}
 FUNCTION = "rating_items_begin_in_place("
 CONSENT = {"step": "consent", "decision": "agree"}
-
-
-@pytest.fixture(autouse=True)
-def _empty_cache():
-    caches[shared_pages.CACHE_ALIAS].clear()
 
 
 @pytest.fixture
@@ -195,8 +189,7 @@ def test_the_instructions_posted_from_many_tabs_at_once_move_the_participant_onc
     cookies = browser.cookies
 
     def post(i):
-        tab = Client()
-        tab.cookies = cookies
+        tab = another_tab(cookies)
         return instructions(tab, study).json()
 
     replies, errors = race(post, 12)
@@ -278,8 +271,7 @@ def test_the_consent_agreed_to_from_many_tabs_at_once_moves_the_participant_once
     cookies = browser.cookies
 
     def post(i):
-        tab = Client()
-        tab.cookies = cookies
+        tab = another_tab(cookies)
         return tab.post(step_url(study), CONSENT, **JSON).json()
 
     replies, errors = race(post, 12)

@@ -5,7 +5,6 @@ what the page shows (texts, examples, steps, preview) served on the very next re
 import re
 
 import pytest
-from django.core.cache import caches
 from django.test import Client
 from django.test.signals import template_rendered
 
@@ -14,12 +13,7 @@ from studies.models import Participant
 from tests.factories import rating_study_build
 from tests.ratings.helpers import CSRF_TOKEN, enter, step_url
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _empty_cache():
-    caches[shared_pages.CACHE_ALIAS].clear()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("pages_uncached")]
 
 
 @pytest.fixture
