@@ -7,7 +7,11 @@ from django.db import models
 class ResponseTally(models.Model):
     """How many pages of non-preview participants show the response: written only by the triggers on
     `studies_assignment` (migration 0010), in the transaction that adds or deletes the pages, and read by
-    enrolment (studies/kinds/rating.py) to give a newcomer the least assigned responses. No row: none.
+    enrolment (studies/kinds/rating.py) to give a newcomer the least assigned responses.
+
+    Every response has one from the moment it exists (triggers on `studies_response`, migration 0018), with
+    whether it may be dealt (`eligible`: sample 0, not flagged) and its condition kept in step with the
+    response, so that the enrolment statement deals from the tallies alone, through `responsetally_deal`.
 
     A table of its own, not a column of Response: saving a Response (an admin reviewing it during a launch)
     writes every column back, and would put back a count read before the enrolments since."""
@@ -16,8 +20,17 @@ class ResponseTally(models.Model):
         "studies.Response", on_delete=models.CASCADE, primary_key=True, related_name="tally"
     )
     live_assignments = models.IntegerField(default=0)
-    # The response's condition, so that enrolment reads one condition's tallies by an index (migration 0015).
-    condition = models.ForeignKey("studies.Condition", on_delete=models.CASCADE, related_name="+")
+    # The response's condition and whether it may be dealt, so that enrolment reads one condition's eligible
+    # tallies, fewest pages first, through an index (migrations 0015, 0018).
+    condition = models.ForeignKey(
+        "studies.Condition", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    eligible = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["condition", "eligible", "live_assignments"], name="responsetally_deal")
+        ]
 
     def __str__(self) -> str:
         return f"{self.response_id}: {self.live_assignments}"

@@ -247,39 +247,44 @@ def tie_break_key(value: int, draws: tuple[int, ...]) -> int:
 # --- The responses' tallies (studies/balance_models.py) ---------------------------------------------------
 
 _TALLY_FILL = (
-    "INSERT INTO studies_responsetally (response_id, live_assignments, condition_id)"
-    " SELECT a.response_id, count(*), r.condition_id FROM studies_assignment a"
-    " JOIN studies_participant p ON p.id = a.participant_id JOIN studies_response r ON r.id = a.response_id"
-    " WHERE a.kind = 'response' AND NOT p.is_preview GROUP BY a.response_id, r.condition_id"
+    "INSERT INTO studies_responsetally (response_id, live_assignments, condition_id, eligible)"
+    " SELECT r.id, COALESCE(n.n, 0), r.condition_id, r.sample_index = 0 AND r.review <> 'flagged'"
+    " FROM studies_response r LEFT JOIN (SELECT a.response_id, count(*) AS n FROM studies_assignment a"
+    " JOIN studies_participant p ON p.id = a.participant_id"
+    " WHERE a.kind = 'response' AND NOT p.is_preview GROUP BY a.response_id) n ON n.response_id = r.id"
 )
 
 
 def response_tallies_rebuild() -> tuple[int, int]:
-    """Counts every response's pages again into `ResponseTally`, as its triggers count them (migration 0010):
-    the repair after anything that bypassed them (a TRUNCATE, a restore without triggers). Returns the number
-    of tallies that were wrong (missing ones included) and the number of responses with pages.
+    """Counts every response's pages again into `ResponseTally`, as its triggers count them (migration 0010),
+    one row for every response with its condition and whether it may be dealt (migration 0018): the repair
+    after anything that bypassed them (a TRUNCATE, a restore without triggers). Returns the number of tallies
+    that were wrong (missing ones included) and the number of responses.
 
     Safe while a study runs: on PostgreSQL the tally table is locked (EXCLUSIVE: reads go on, writers wait)
     before the count, so pages whose transactions are still open are waited for, and the pages added after it
     wait to be counted on top of it; SQLite writes one transaction at a time."""
-    return _rebuild("studies_responsetally", "response_id", "live_assignments", _TALLY_FILL)
+    return _rebuild(
+        "studies_responsetally", "response_id", "live_assignments, eligible, condition_id", _TALLY_FILL, None
+    )
 
 
-def _rebuild(table: str, key: str, count: str, fill: str) -> tuple[int, int]:
-    """Empties the tally `table` (its `key` and `count` columns) and fills it again by the query `fill`, locked
-    on PostgreSQL; returns how many counts were wrong (a missing count is 0) and how many rows it now has."""
-    select = f"SELECT {key}, {count} FROM {table}"
+def _rebuild(table: str, key: str, columns: str, fill: str, missing) -> tuple[int, int]:
+    """Empties the tally `table` (its `key` and the tallied `columns`) and fills it again by the query `fill`,
+    locked on PostgreSQL; returns how many rows were wrong (a missing row reads as `missing`) and how many rows
+    it now has."""
+    select = f"SELECT {key}, {columns} FROM {table}"
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
         cursor.execute(select)
-        before = dict(cursor.fetchall())
+        before = {k: tuple(v) for k, *v in cursor.fetchall()}
         cursor.execute(f"DELETE FROM {table}")
         cursor.execute(fill)
         cursor.execute(select)
-        after = dict(cursor.fetchall())
-    wrong = sum(before.get(k, 0) != n for k, n in after.items()) + sum(
-        n != 0 for k, n in before.items() if k not in after
+        after = {k: tuple(v) for k, *v in cursor.fetchall()}
+    wrong = sum(before.get(k, missing) != v for k, v in after.items()) + sum(
+        v != missing for k, v in before.items() if k not in after
     )
     return wrong, len(after)
 
@@ -298,4 +303,4 @@ def condition_tallies_rebuild() -> tuple[int, int]:
     Safe while a study runs, as `response_tallies_rebuild` is: the table is locked before the count."""
     if connection.vendor != "postgresql":
         return 0, 0
-    return _rebuild("studies_conditiontally", "condition_id", "completed", _CONDITION_TALLY_FILL)
+    return _rebuild("studies_conditiontally", "condition_id", "completed", _CONDITION_TALLY_FILL, (0,))
