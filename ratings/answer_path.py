@@ -1,6 +1,6 @@
 """The in-place answer's own path: one request, one round trip to Redis, one SQL statement.
 
-Ten of a participant's thirteen requests are answers posted in the background by the item page's script
+Ten of a participant's twelve requests are answers posted in the background by the item page's script
 (static/ratings/participant.js). `InPlaceAnswerMiddleware` takes those POSTs ahead of the session,
 authentication, messages and login-throttling middleware, which an answer does not need, and does itself
 what the answer does need from them, with the same code:
