@@ -54,6 +54,14 @@ def shared_page(request: HttpRequest, template: str, participant, *, shows: tupl
     from the cache when an identical page was rendered before. `shows` lists everything of the study the
     template shows beyond its title and slug (the consent text; the instructions); the participant's step,
     progress, status and preview flag, and `context`, are part of the cache key too."""
+    _, page = _page_text(request, template, participant, shows=shows, **context)
+    return HttpResponse(page.replace(_TOKEN_MARK, get_token(request)))
+
+
+def _page_text(
+    request: HttpRequest, template: str, participant, *, shows: tuple, **context
+) -> tuple[str, str]:
+    """(the page's cache key, the page with `_TOKEN_MARK` for its CSRF token): `shared_page`'s page."""
     study = participant.study
     context["step"] = participant.step
     digest = hashlib.sha256(
@@ -80,7 +88,7 @@ def shared_page(request: HttpRequest, template: str, participant, *, shows: tupl
             request=request,
         )
         cache.set(digest, page)
-    return HttpResponse(page.replace(_TOKEN_MARK, get_token(request)))
+    return digest, page
 
 
 def item_in_place(request: HttpRequest, participant, item: CurrentItem) -> JsonResponse:
@@ -113,14 +121,11 @@ def item_in_place(request: HttpRequest, participant, item: CurrentItem) -> JsonR
 
 def instructions_page(request: HttpRequest, participant) -> HttpResponse:
     """The instructions page of `participant` (at the instructions step)."""
-    study = participant.study
-    return shared_page(
-        request,
-        "instructions.html",
-        participant,
-        shows=(study.instructions_text,),
-        examples=worked_examples(study),
-    )
+    return shared_page(request, "instructions.html", participant, **_instructions_context(participant.study))
+
+
+def _instructions_context(study) -> dict:
+    return {"shows": (study.instructions_text,), "examples": worked_examples(study)}
 
 
 def consent_page(request: HttpRequest, participant) -> HttpResponse:
@@ -130,24 +135,34 @@ def consent_page(request: HttpRequest, participant) -> HttpResponse:
     JavaScript ignores. The instructions' button then posts `agreed=1` with its own fields, and the server
     takes the consent and the instructions together. `hold` is PARTICIPANT_CONSENT_HOLD_MINUTES: the script
     posts the consent on its own before the participant's place would stop being held, and when the page is
-    hidden or left (studies/balancing.py `holding`)."""
+    hidden or left (studies/balancing.py `holding`). The page with what it carries is cached as one."""
     study = participant.study
-    page = shared_page(request, "consent.html", participant, shows=(study.consent_text,))
     if (
         participant.status != Participant.Status.ACTIVE
         or participant.step != Participant.Step.CONSENT
         or step_after(study, Participant.Step.CONSENT) != Participant.Step.INSTRUCTIONS
     ):
-        return page
+        return shared_page(request, "consent.html", participant, shows=(study.consent_text,))
+    consent_key, page = _page_text(request, "consent.html", participant, shows=(study.consent_text,))
     ahead = copy.copy(participant)
     ahead.step = Participant.Step.INSTRUCTIONS
-    instructions = instructions_page(request, ahead)
-    honeypot_add(instructions)  # as the consent's reply in place would carry it
-    data = {
-        "page": instructions.content.decode(),
-        "url": reverse("ratings:step", kwargs={"slug": study.slug}),
-        "hold": settings.PARTICIPANT_CONSENT_HOLD_MINUTES * 60,
-    }
-    # json_script escapes <, > and &: the embedded page's forms are not the honeypot's or the parser's.
-    page.content = page.content.replace(b"</body>", json_script(data, "next-step").encode() + b"</body>", 1)
-    return page
+    instructions_key, instructions = _page_text(
+        request, "instructions.html", ahead, **_instructions_context(study)
+    )
+    hold = settings.PARTICIPANT_CONSENT_HOLD_MINUTES * 60
+    key = f"{consent_key}+{instructions_key}+{hold}"
+    cache = caches[CACHE_ALIAS]
+    carrying = cache.get(key)
+    if carrying is None:
+        instructions = HttpResponse(instructions)
+        honeypot_add(instructions)  # as the consent's reply in place would carry it
+        data = {
+            "page": instructions.content.decode(),
+            "url": reverse("ratings:step", kwargs={"slug": study.slug}),
+            "hold": hold,
+        }
+        # json_script escapes <, > and &: the carried page's forms are not the honeypot's or the parser's; the
+        # token's mark is letters and digits, so it comes through to be replaced with the consent page's.
+        carrying = page.replace("</body>", json_script(data, "next-step") + "</body>", 1)
+        cache.set(key, carrying)
+    return HttpResponse(carrying.replace(_TOKEN_MARK, get_token(request)))
