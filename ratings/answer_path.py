@@ -330,9 +330,8 @@ class InPlaceAnswerMiddleware:
         """One statement where it can: the consent agreed to, or the instructions on to the first item; None,
         having written nothing, where it cannot."""
         if step == Participant.Step.INSTRUCTIONS:
-            if (
-                request.POST.get("agreed") == "1"
-            ):  # the consent agreed to on the way (shared_pages.consent_page)
+            # The consent agreed to on the way (shared_pages.consent_page): taken first, as its own post.
+            if request.POST.get("agreed") == "1":
                 _consent_take(participant_id=participant_id, slug=slug)
             return items_begin_in_place(request, participant_id=participant_id, slug=slug)
         if request.POST.get("decision") == "agree":

@@ -54,17 +54,14 @@ def shared_page(request: HttpRequest, template: str, participant, *, shows: tupl
     from the cache when an identical page was rendered before. `shows` lists everything of the study the
     template shows beyond its title and slug (the consent text; the instructions); the participant's step,
     progress, status and preview flag, and `context`, are part of the cache key too."""
-    _, page = _page_text(request, template, participant, shows=shows, **context)
+    page = _page_text(request, template, participant, shows=shows, **context)
     return HttpResponse(page.replace(_TOKEN_MARK, get_token(request)))
 
 
-def _page_text(
-    request: HttpRequest, template: str, participant, *, shows: tuple, **context
-) -> tuple[str, str]:
-    """(the page's cache key, the page with `_TOKEN_MARK` for its CSRF token): `shared_page`'s page."""
+def _page_key(template: str, participant, *, shows: tuple, **context) -> str:
+    """The cache key of `shared_page`'s page."""
     study = participant.study
-    context["step"] = participant.step
-    digest = hashlib.sha256(
+    return hashlib.sha256(
         repr(
             (
                 template,
@@ -75,20 +72,31 @@ def _page_text(
                 participant.status,
                 participant.is_preview,
                 step_progress(participant),
-                sorted(context.items()),
+                sorted({**context, "step": participant.step}.items()),
             )
         ).encode()
     ).hexdigest()
+
+
+def _page_text(request: HttpRequest, template: str, participant, *, shows: tuple, **context) -> str:
+    """`shared_page`'s page with `_TOKEN_MARK` for its CSRF token, from the cache or rendered into it."""
+    key = _page_key(template, participant, shows=shows, **context)
     cache = caches[CACHE_ALIAS]
-    page = cache.get(digest)
+    page = cache.get(key)
     if page is None:
         page = render_to_string(
             f"ratings/{template}",
-            {**context, "study": study, "participant": participant, "csrf_token": _TOKEN_MARK},
+            {
+                **context,
+                "step": participant.step,
+                "study": participant.study,
+                "participant": participant,
+                "csrf_token": _TOKEN_MARK,
+            },
             request=request,
         )
-        cache.set(digest, page)
-    return digest, page
+        cache.set(key, page)
+    return page
 
 
 def item_in_place(request: HttpRequest, participant, item: CurrentItem) -> JsonResponse:
@@ -137,32 +145,34 @@ def consent_page(request: HttpRequest, participant) -> HttpResponse:
     posts the consent on its own before the participant's place would stop being held, and when the page is
     hidden or left (studies/balancing.py `holding`). The page with what it carries is cached as one."""
     study = participant.study
+    consent = {"shows": (study.consent_text,)}
     if (
         participant.status != Participant.Status.ACTIVE
         or participant.step != Participant.Step.CONSENT
         or step_after(study, Participant.Step.CONSENT) != Participant.Step.INSTRUCTIONS
     ):
-        return shared_page(request, "consent.html", participant, shows=(study.consent_text,))
-    consent_key, page = _page_text(request, "consent.html", participant, shows=(study.consent_text,))
+        return shared_page(request, "consent.html", participant, **consent)
     ahead = copy.copy(participant)
     ahead.step = Participant.Step.INSTRUCTIONS
-    instructions_key, instructions = _page_text(
-        request, "instructions.html", ahead, **_instructions_context(study)
-    )
+    instructions = _instructions_context(study)
     hold = settings.PARTICIPANT_CONSENT_HOLD_MINUTES * 60
-    key = f"{consent_key}+{instructions_key}+{hold}"
+    key = (
+        f"{_page_key('consent.html', participant, **consent)}"
+        f"+{_page_key('instructions.html', ahead, **instructions)}+{hold}"
+    )
     cache = caches[CACHE_ALIAS]
     carrying = cache.get(key)
     if carrying is None:
-        instructions = HttpResponse(instructions)
-        honeypot_add(instructions)  # as the consent's reply in place would carry it
+        carried = HttpResponse(_page_text(request, "instructions.html", ahead, **instructions))
+        honeypot_add(carried)  # as the consent's reply in place would carry it
         data = {
-            "page": instructions.content.decode(),
+            "page": carried.content.decode(),
             "url": reverse("ratings:step", kwargs={"slug": study.slug}),
             "hold": hold,
         }
         # json_script escapes <, > and &: the carried page's forms are not the honeypot's or the parser's; the
         # token's mark is letters and digits, so it comes through to be replaced with the consent page's.
+        page = _page_text(request, "consent.html", participant, **consent)
         carrying = page.replace("</body>", json_script(data, "next-step") + "</body>", 1)
         cache.set(key, carrying)
     return HttpResponse(carrying.replace(_TOKEN_MARK, get_token(request)))
