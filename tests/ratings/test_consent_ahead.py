@@ -10,7 +10,7 @@ import re
 from datetime import timedelta
 
 import pytest
-from django.test import Client, RequestFactory
+from django.test import RequestFactory
 from django.utils import timezone
 
 from config.ratelimit import HONEYPOT_FIELD
@@ -91,10 +91,11 @@ def test_a_consent_that_leads_elsewhere_carries_nothing(study):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_instructions_posted_with_the_consent_take_both_steps_and_reply_with_the_first_item(study, path):
-    browser = Client()
-    enter(browser, study, "PID1")
-    reply = browser.post(step_url(study), BOTH, **JSON)
+def test_the_instructions_posted_with_the_consent_take_both_steps_and_reply_with_the_first_item(
+    client, study, path
+):
+    enter(client, study, "PID1")
+    reply = client.post(step_url(study), BOTH, **JSON)
     assert reply.status_code == 200, reply.content
     data = reply.json()
     assert data["url"] == step_url(study) and data["item"]["number"] == 1 and "<form" in data["page"]
@@ -104,59 +105,55 @@ def test_the_instructions_posted_with_the_consent_take_both_steps_and_reply_with
 
 
 @pytest.mark.django_db(transaction=True)
-def test_without_javascript_the_same_fields_posted_plainly_take_both_steps(study):
+def test_without_javascript_the_same_fields_posted_plainly_take_both_steps(client, study):
     """participant.js posts a form the plain way when it cannot read the reply: the fields are the same."""
-    browser = Client()
-    enter(browser, study, "PID1")
-    reply = browser.post(step_url(study), BOTH)
+    enter(client, study, "PID1")
+    reply = client.post(step_url(study), BOTH)
     assert reply.status_code == 302 and reply["Location"] == step_url(study)
     assert Participant.objects.get().step == Participant.Step.ITEMS
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_consent_sent_on_its_own_first_leaves_the_instructions_to_their_post(study, path):
+def test_the_consent_sent_on_its_own_first_leaves_the_instructions_to_their_post(client, study, path):
     """The script sent the consent before the hold ended (or as the page was hidden): the instructions then
     arrive with `agreed=1` from a participant already past the consent, and take them to their first item."""
-    browser = Client()
-    enter(browser, study, "PID1")
-    browser.post(step_url(study), {"step": "consent", "decision": "agree"})  # sendBeacon: a plain post
+    enter(client, study, "PID1")
+    client.post(step_url(study), {"step": "consent", "decision": "agree"})  # sendBeacon: a plain post
     assert Participant.objects.get().step == Participant.Step.INSTRUCTIONS
-    data = browser.post(step_url(study), BOTH, **JSON).json()
+    data = client.post(step_url(study), BOTH, **JSON).json()
     assert data["item"]["number"] == 1
     assert Participant.objects.get().step == Participant.Step.ITEMS
 
 
 @pytest.mark.django_db(transaction=True)
-def test_after_the_consents_hold_the_post_takes_nothing_and_the_participant_sees_their_outcome(study, path):
-    browser = Client()
-    enter(browser, study, "PID1")
+def test_after_the_consents_hold_the_post_takes_nothing_and_the_participant_sees_their_outcome(
+    client, study, path
+):
+    enter(client, study, "PID1")
     Participant.objects.update(last_seen_at=timezone.now() - timedelta(minutes=11))  # the hold is 10 minutes
-    reply = browser.post(step_url(study), BOTH, **JSON)
+    reply = client.post(step_url(study), BOTH, **JSON)
     assert reply.json() == {"next": step_url(study)}
     participant = Participant.objects.get()
     assert participant.status == Participant.Status.TIMED_OUT and shown(participant) == []
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_participant_who_declined_in_another_tab_is_not_taken_on(study, path):
-    browser = Client()
-    enter(browser, study, "PID1")
-    browser.post(step_url(study), {"step": "consent", "decision": "decline"})
-    assert browser.post(step_url(study), BOTH, **JSON).json() == {"next": step_url(study)}
+def test_a_participant_who_declined_in_another_tab_is_not_taken_on(client, study, path):
+    enter(client, study, "PID1")
+    client.post(step_url(study), {"step": "consent", "decision": "decline"})
+    assert client.post(step_url(study), BOTH, **JSON).json() == {"next": step_url(study)}
     participant = Participant.objects.get()
     assert participant.status == Participant.Status.SCREENED_OUT and shown(participant) == []
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_consent_and_the_instructions_with_it_from_many_tabs_at_once_move_the_participant_once(
-    requires_postgres,
+    client, study, requires_postgres
 ):
     """Twelve tabs at once: half send the consent on its own (a beacon, a plain post), half the instructions
     with it in the background. The participant reaches their first item once, shown once, with no error."""
-    study = rating_study_build(conditions=1, prompts=6, items_per_participant=3)
-    browser = Client()
-    enter(browser, study, "PID1")
-    cookies = browser.cookies
+    enter(client, study, "PID1")
+    cookies = client.cookies
 
     def post(i):
         tab = another_tab(cookies)
