@@ -21,16 +21,12 @@ class ResponseTally(models.Model):
     )
     live_assignments = models.IntegerField(default=0)
     # The response's condition and whether it may be dealt, so that enrolment reads one condition's eligible
-    # tallies, fewest pages first, through an index (migrations 0015, 0018).
+    # tallies, fewest pages first, through an index (migrations 0015, 0018; since 0019 `responsetally_deal_order`,
+    # on PostgreSQL only, which orders each count's responses as the deal takes them).
     condition = models.ForeignKey(
         "studies.Condition", on_delete=models.CASCADE, related_name="+", db_index=False
     )
     eligible = models.BooleanField(default=False)
-
-    class Meta:
-        indexes = [
-            models.Index(fields=["condition", "eligible", "live_assignments"], name="responsetally_deal")
-        ]
 
     def __str__(self) -> str:
         return f"{self.response_id}: {self.live_assignments}"

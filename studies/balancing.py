@@ -8,10 +8,11 @@
   is completed or active-and-not-stale. Staff previews never count.
 * Ties are broken by a hash of each id with two numbers drawn from a random generator seeded with the
   participant's stored seed (`tie_break_key` in Python, `tie_break_sql` where the database orders the items):
-  every tied item is equally likely to come first, and which items come together changes from participant to
-  participant. A participant's draws come in a fixed order (the condition's tie-break, then the kind's), so the
-  whole enrolment replays from the seed, and a statement in the database given the same draws (migration 0013)
-  makes the same choices.
+  every tied condition is equally likely to come first. Tied responses are dealt from each count's own fixed
+  order (`deal_order_sql`, a hash of the id and the count) from a starting point the participant draws
+  (`deal_start`), so the database reads only the responses it deals (migration 0019). A participant's draws
+  come in a fixed order (the condition's tie-break, then the kind's), so the whole enrolment replays from the
+  seed, and a statement in the database given the same draws (migration 0013) makes the same choices.
 
 The rules exist twice, once per way of asking: as ORM filters (`holding`, `counted_participants`,
 `live_assignments`) and as SQL fragments for the hand-written enrolment queries (`holding_sql`, `counted_sql`,
@@ -222,6 +223,27 @@ def tie_break_sql(id_sql: str) -> str:
     for multiplier in _HASH_ROUNDS:
         expression = f"(((({expression}) | %s) - (({expression}) & %s)) * {multiplier}) %% {_HASH_PRIME}"
     return expression
+
+
+# The fixed second number of every count's order of the responses in the deal (migration 0019).
+DEAL_ORDER_SALT = 1540483477
+
+
+def deal_order_sql(id_sql: str, count_sql: str) -> str:
+    """An SQL expression (no parameters) giving response `id_sql` its place among the responses with
+    `count_sql` live pages: `tie_break_sql` with the count and `DEAL_ORDER_SALT` for the two numbers, so each
+    count has its own fixed order, kept by an index on PostgreSQL (`responsetally_deal_order`)."""
+    expression = id_sql
+    for draw, multiplier in zip((count_sql, str(DEAL_ORDER_SALT)), _HASH_ROUNDS, strict=True):
+        expression = (
+            f"(((({expression}) | ({draw})) - (({expression}) & ({draw}))) * {multiplier}) %% {_HASH_PRIME}"
+        )
+    return expression
+
+
+def deal_start(draws: tuple[int, ...]) -> int:
+    """Where in each count's order a participant's deal starts: the hash of 0 with their two draws."""
+    return tie_break_key(0, draws)
 
 
 def tie_break_draws(rng: random.Random) -> tuple[int, ...]:

@@ -21,12 +21,12 @@ from django.utils import timezone
 
 from studies import rows
 from studies.balancing import (
+    deal_order_sql,
+    deal_start,
     live_sql,
     rules_params,
     tie_break_draws,
     tie_break_key,
-    tie_break_params,
-    tie_break_sql,
 )
 from studies.models import (
     Assignment,
@@ -102,24 +102,26 @@ def response_live_counts(*, condition: Condition, now: datetime | None = None) -
 def _pages_sql(vendor: str) -> str:
     """The study's attention checks (0, id, after_item) and the responses to show (1, id, 0): the
     condition's eligible responses with the fewest live assignments first (their `ResponseTally`, kept by the
-    database: see migration 0010), ties in an order drawn from the participant's generator, as many as the
-    study shows. One query, one pass over the condition's responses whatever the study's size: the database
-    orders them and returns only the ones chosen. Parameters: `_pages_params`."""
+    database: see migration 0010), ties in their count's order from the participant's drawn starting point
+    (`deal_order_sql`, `deal_start`: the order the enrolment statement reads from its index, migration 0019),
+    as many as the study shows. One query, one pass over the condition's responses whatever the study's
+    size: the database orders them and returns only the ones chosen. Parameters: `_pages_params`."""
     check = lambda name: rows.column(AttentionCheck, name, "c")  # noqa: E731
     r = lambda name: rows.column(Response, name, "r")  # noqa: E731
     live = rows.column(ResponseTally, "live_assignments", "t")
+    order = deal_order_sql(r("id"), f"COALESCE({live}, 0)")
     return (
         f"SELECT 0, {check('id')}, {check('after_item')} FROM {rows.table(AttentionCheck)} c"
         f" WHERE {check('study')} = %s"
         f" UNION ALL SELECT 1, picked.id, 0 FROM (SELECT {r('id')} AS id FROM {rows.table(Response)} r"
         f" LEFT JOIN {rows.table(ResponseTally)} t ON {rows.column(ResponseTally, 'response', 't')} = {r('id')}"
         f" WHERE {r('condition')} = %s AND {_eligible_sql(vendor)}"
-        f" ORDER BY COALESCE({live}, 0), {tie_break_sql(r('id'))}, {r('id')} LIMIT %s) picked"
+        f" ORDER BY COALESCE({live}, 0), ({order}) < %s, {order}, {r('id')} LIMIT %s) picked"
     )
 
 
 def _pages_params(study: Study, condition: Condition, rng: random.Random) -> list:
-    return [study.pk, condition.pk, *tie_break_params(rng), study.items_per_participant]
+    return [study.pk, condition.pk, deal_start(tie_break_draws(rng)), study.items_per_participant]
 
 
 def _ratings_per_response(study: Study):

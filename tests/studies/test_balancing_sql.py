@@ -12,9 +12,14 @@ from django.utils import timezone
 
 from studies import rows
 from studies.balancing import (
+    DEAL_ORDER_SALT,
     condition_counts,
     counted_participants,
+    deal_order_sql,
+    deal_start,
     live_assignments,
+    tie_break_draws,
+    tie_break_key,
     tie_break_params,
     tie_break_sql,
 )
@@ -85,9 +90,13 @@ def test_the_counting_rules_in_sql_count_what_the_orm_filters_count():
             assert response_live_counts(condition=condition, now=at) == expected
 
 
-def test_the_tie_break_in_the_database_is_fair_and_replays_from_the_seed():
+def test_the_deal_takes_a_run_of_the_counts_order_from_a_drawn_start_and_replays_from_the_seed():
+    """Among responses with the same count the deal takes the next ones in that count's fixed order (a hash of
+    the id and the count), from a point the participant's draws give, wrapping around at the end; the
+    starting points are spread over the whole order."""
     study = rating_study_build(conditions=1, prompts=20, items_per_participant=4)
     condition = study.conditions.get()
+    ids = sorted(Response.objects.filter(condition=condition).values_list("pk", flat=True))
 
     def picked(seed):
         return [
@@ -97,13 +106,22 @@ def test_the_tie_break_in_the_database_is_fair_and_replays_from_the_seed():
             )
         ]
 
+    def expected(seed, counts):
+        start = deal_start(tie_break_draws(random.Random(seed)))
+        order = {i: tie_break_key(i, (counts[i], DEAL_ORDER_SALT)) for i in ids}
+        return sorted(ids, key=lambda i: (counts[i], order[i] < start, order[i], i))[:4]
+
     assert picked(7) == picked(7)  # the stored seed replays the draw
-    draws = [frozenset(picked(seed)) for seed in range(400)]
-    assert all(len(draw) == 4 for draw in draws)
-    assert len(set(draws)) > 300  # not a few fixed windows of the ids
-    shown = Counter(key for draw in draws for key in draw)
-    assert len(shown) == 20
-    assert min(shown.values()) > 40 and max(shown.values()) < 120  # 80 each on average
+    zero = dict.fromkeys(ids, 0)
+    draws = [picked(seed) for seed in range(400)]
+    assert draws == [expected(seed, zero) for seed in range(400)]
+    assert len({frozenset(draw) for draw in draws}) >= 15  # of the 20 runs of 4 in the order
+    assert Counter(key for draw in draws for key in draw).keys() == set(ids)
+
+    # Dealt ones move on to the next count, whose order is another: the next participant continues there.
+    first = participant_enroll(study=study, external_id="first")
+    counts = {**zero, **dict.fromkeys(first.assignments.values_list("response_id", flat=True), 1)}
+    assert [picked(seed) for seed in range(50)] == [expected(seed, counts) for seed in range(50)]
 
 
 def test_the_tie_break_hash_stays_within_64_bits_for_large_ids():
@@ -111,3 +129,5 @@ def test_the_tie_break_hash_stays_within_64_bits_for_large_ids():
         expression = tie_break_sql(str(largest))
         (value,) = rows.fetchone(f"SELECT {expression}", tie_break_params(random.Random(3)))
         assert 0 <= value < 2**32
+        (value,) = rows.fetchone(f"SELECT {deal_order_sql(str(largest), str(2**31 - 1))}", [])
+        assert 0 <= value < 2**32 and value == tie_break_key(largest, (2**31 - 1, DEAL_ORDER_SALT))

@@ -181,3 +181,29 @@ def test_enrolments_flags_and_releases_racing_leave_the_tally_equal_to_a_recount
     assert ResponseTally.objects.filter(eligible=True).count() == 12  # the unflagged ones
     assert_tallies_follow_the_rule(study)
     assert response_tallies_rebuild()[0] == 0  # nothing for the recount to repair
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_the_statement_reads_as_many_tallies_as_it_deals(requires_postgres):
+    # Migration 0019: each count's responses in an index in the order the deal takes them, so a newcomer's
+    # deal reads about as many index entries as they are dealt, not the condition's (118) or a count's group.
+    study = rating_study_build(conditions=1, prompts=118, items_per_participant=5, quota_per_condition=1000)
+
+    def entries_read() -> int:
+        with connection.cursor() as cursor:  # this transaction's entries returned by the deal's index
+            cursor.execute("SELECT pg_stat_get_xact_tuples_returned('responsetally_deal_order'::regclass)")
+            return cursor.fetchone()[0]
+
+    read = []
+    for i in range(36):  # a round and a half: the 24th deal takes 3 of one count and 2 of the next
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM studies_responsetally")  # no entry left by an earlier deal's update
+        with transaction.atomic():
+            before = entries_read()
+            participant_enroll(study=study, external_id=f"P{i:02d}")
+            read.append(entries_read() - before)
+    assert min(read) >= 5  # the statement dealt them from the tallies
+    assert max(read) <= 3 * 5
+    counts = sorted(ResponseTally.objects.values_list("live_assignments", flat=True))
+    assert counts[0] == 1 and counts[-1] == 2  # balanced: 180 pages over 118 responses
