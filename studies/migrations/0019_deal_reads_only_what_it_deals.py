@@ -109,8 +109,21 @@ _DECLARE_MORE = """
     need_n integer;
     dealt bigint[] := '{}';"""
 
+# The conditions' counts computed once each: without the fence the planner inlined the subquery and counted each
+# condition's holding participants twice, once for the quota's test and once for the order.
+_CHOICE = """
+                        WHERE r.condition_id = c.id AND r.sample_index = 0 AND r.review <> 'flagged')
+    ) c
+     WHERE c.n < c.quota"""
+_CHOICE_COUNTED_ONCE = """
+                        WHERE r.condition_id = c.id AND r.sample_index = 0 AND r.review <> 'flagged')
+        OFFSET 0
+    ) c
+     WHERE c.n < c.quota"""
+
 ENROL = rewritten(
     _previous.ENROL,
+    (_CHOICE, _CHOICE_COUNTED_ONCE),
     (_PICKED, _PICKED_DEALT),
     (_INSERT, _DEAL_THEN_INSERT),
     (_DECLARE, _DECLARE_MORE),
