@@ -24,8 +24,8 @@ their study's (`consent_in_place`; the reply the instructions page, from the sha
 instructions of a study that goes on to the items, to `rating_items_begin_in_place` (studies/migrations/0012:
 the step moved and the first item shown; the reply the item page's shell with the item beside it, as the
 view's, `shared_pages.item_in_place`); the instructions posted with the consent (`agreed=1`: participant.js
-showed them from the consent page, `shared_pages.consent_page`) to the consent's UPDATE and then that
-statement. Any other step's form goes to Django untouched. With the participant's
+showed them from the consent page, `shared_pages.consent_page`) to one statement that takes the consent as that
+UPDATE does and then calls that function (`rating_consent_begin_in_place`, studies/migrations/0020). Any other step's form goes to Django untouched. With the participant's
 ticket, that one statement is tried before the rate limiter and is not counted by it: it moves a participant on
 from each step once, so it adds two requests to a participant's whole budget, and every other post of these
 forms (a repeat, a decline) is counted as before; the consent and the instructions then make no round trip to
@@ -82,6 +82,7 @@ logger = logging.getLogger(__name__)
 
 _SQL = "SELECT * FROM rating_answer_in_place(%s, %s, %s, %s, %s, %s, %s, %s)"
 _BEGIN_SQL = "SELECT * FROM rating_items_begin_in_place(%s, %s, %s)"
+_CONSENT_BEGIN_SQL = "SELECT * FROM rating_consent_begin_in_place(%s, %s, %s, %s)"
 # In a request's environ: the answer front already tried this request and handed it to Django.
 _HANDED_OVER = "ratings.answer_path.handed_over"
 _MIDDLEWARE = "ratings.answer_path.InPlaceAnswerMiddleware"
@@ -132,13 +133,21 @@ def answer_in_place(
     return JsonResponse({"saved": outcome in ("saved", "repeat"), "item": item_payload(item, title=title)})
 
 
-def items_begin_in_place(request, *, participant_id: int, slug: str, now=None) -> JsonResponse | None:
+def items_begin_in_place(
+    request, *, participant_id: int, slug: str, agreed: bool = False, now=None
+) -> JsonResponse | None:
     """The reply to the instructions of rating study `slug` posted in the background by participant
     `participant_id`, who is taken to their first item by `rating_items_begin_in_place` in one statement
-    (the reply `views.step_in_place` sends: `shared_pages.item_in_place`); None, having written nothing, where
-    the usual path must answer instead (a study that asks the TEQ next, a participant elsewhere)."""
+    (the reply `views.step_in_place` sends: `shared_pages.item_in_place`); None, having written nothing of the
+    instructions, where the usual path must answer instead (a study that asks the TEQ next, a participant
+    elsewhere). `agreed`: the consent came with them (shared_pages.consent_page), taken first as its own post
+    takes it, in the same statement (`rating_consent_begin_in_place`, studies/migrations/0020)."""
+    now = now or timezone.now()
     with connection.cursor() as cursor:
-        cursor.execute(_BEGIN_SQL, [participant_id, slug, now or timezone.now()])
+        if agreed:
+            cursor.execute(_CONSENT_BEGIN_SQL, [participant_id, slug, now, consent_cutoff(now)])
+        else:
+            cursor.execute(_BEGIN_SQL, [participant_id, slug, now])
         row = cursor.fetchone()
     if row[0] != "begun":
         return None
@@ -330,10 +339,9 @@ class InPlaceAnswerMiddleware:
         """One statement where it can: the consent agreed to, or the instructions on to the first item; None,
         having written nothing, where it cannot."""
         if step == Participant.Step.INSTRUCTIONS:
-            # The consent agreed to on the way (shared_pages.consent_page): taken first, as its own post.
-            if request.POST.get("agreed") == "1":
-                _consent_take(participant_id=participant_id, slug=slug)
-            return items_begin_in_place(request, participant_id=participant_id, slug=slug)
+            # The consent agreed to on the way (shared_pages.consent_page) is taken first, as its own post.
+            agreed = request.POST.get("agreed") == "1"
+            return items_begin_in_place(request, participant_id=participant_id, slug=slug, agreed=agreed)
         if request.POST.get("decision") == "agree":
             return consent_in_place(request, participant_id=participant_id, slug=slug)
         return None

@@ -281,3 +281,17 @@ def test_the_consent_agreed_to_from_many_tabs_at_once_moves_the_participant_once
     assert len(pages) == 1 and "<h1>Instructions</h1>" in pages[0]["page"]
     assert all(reply == {"next": step_url(study)} for reply in replies.values() if "page" not in reply)
     assert Participant.objects.get().step == Participant.Step.INSTRUCTIONS
+
+
+@pytest.mark.django_db
+def test_the_instructions_posted_with_the_consent_are_one_statement(client, study, requires_postgres):
+    """participant.js posts the consent with the instructions (`agreed=1`): both steps in one round trip."""
+    enter(client, study, "PID1")
+    with CaptureQueriesContext(connection) as queries:
+        response = client.post(step_url(study), {"step": "instructions", "agreed": "1"}, **JSON)
+    assert response.status_code == 200 and response.json()["item"]["number"] == 1
+    statements = [q["sql"] for q in queries.captured_queries]
+    assert len(statements) == 1 and "rating_consent_begin_in_place(" in statements[0], statements
+    participant = Participant.objects.get()
+    assert (participant.step, participant.status) == (Participant.Step.ITEMS, Participant.Status.ACTIVE)
+    assert participant.assignments.filter(shown_at__isnull=False).count() == 1
