@@ -11,9 +11,9 @@ Now each count has its own fixed order of the responses: a hash of the response 
 `responsetally_deal_order` after the condition, the eligibility and the count). A participant draws a starting
 point in that order (`studies_tie_break(0, draw, draw)`, from the same two draws the deal used before) and is
 dealt the responses of the lowest count from that point on, wrapping around at the end, then those of the next
-count in the same way, until they have as many as the study shows. Each count takes two index range scans (from
-the starting point on, then from the beginning) that stop after the rows they need: about twice as many index
-entries as items, not a group of 1,000.
+count in the same way, until they have as many as the study shows. Each count takes an index range scan from
+the starting point on, and a second from its beginning only if the first ran out; each stops after the rows it
+needs: about as many index entries as items, not a group of 1,000.
 
 What a participant gets is still the least assigned responses, so the balance is exactly as before; which of
 the tied ones is a run in a random order that changes with every count, starting at a random point, instead of
@@ -44,12 +44,6 @@ CREATE INDEX IF NOT EXISTS responsetally_deal_order ON studies_responsetally
 """
 INDEX_DROP = "DROP INDEX IF EXISTS responsetally_deal_order"
 
-_PICKED = """
-    ), picked AS (
-        SELECT t.response_id AS id FROM studies_responsetally t
-         WHERE t.condition_id = chosen AND t.eligible
-         ORDER BY t.live_assignments, studies_tie_break(t.response_id, p_draws[3], p_draws[4]), t.response_id
-         LIMIT st.items_per_participant"""
 _PICKED_DEALT = """
     ), picked AS (
         SELECT u.id FROM unnest(dealt) WITH ORDINALITY AS u(id, i) ORDER BY u.i"""
@@ -67,20 +61,20 @@ _DEAL_THEN_INSERT = f"""
     WHILE lvl IS NOT NULL LOOP
         need_n := st.items_per_participant - cardinality(dealt);
         dealt := dealt || ARRAY(
-            SELECT x.id FROM (
-                (SELECT t.response_id AS id, 0 AS lap,
-                        studies_tie_break(t.response_id, t.live_assignments, {SALT}) AS k
-                   FROM studies_responsetally t
-                  WHERE t.condition_id = chosen AND t.eligible AND t.live_assignments = lvl
-                    AND studies_tie_break(t.response_id, t.live_assignments, {SALT}) >= deal_start
-                  ORDER BY 3, 1 LIMIT need_n)
-                UNION ALL
-                (SELECT t.response_id, 1, studies_tie_break(t.response_id, t.live_assignments, {SALT})
-                   FROM studies_responsetally t
-                  WHERE t.condition_id = chosen AND t.eligible AND t.live_assignments = lvl
-                    AND studies_tie_break(t.response_id, t.live_assignments, {SALT}) < deal_start
-                  ORDER BY 3, 1 LIMIT need_n)
-            ) x ORDER BY x.lap, x.k, x.id LIMIT need_n);
+            SELECT t.response_id FROM studies_responsetally t
+             WHERE t.condition_id = chosen AND t.eligible AND t.live_assignments = lvl
+               AND studies_tie_break(t.response_id, t.live_assignments, {SALT}) >= deal_start
+             ORDER BY studies_tie_break(t.response_id, t.live_assignments, {SALT}), t.response_id
+             LIMIT need_n);
+        EXIT WHEN cardinality(dealt) >= st.items_per_participant;
+        -- The rest of this count, from the beginning of its order (wrapped around).
+        need_n := st.items_per_participant - cardinality(dealt);
+        dealt := dealt || ARRAY(
+            SELECT t.response_id FROM studies_responsetally t
+             WHERE t.condition_id = chosen AND t.eligible AND t.live_assignments = lvl
+               AND studies_tie_break(t.response_id, t.live_assignments, {SALT}) < deal_start
+             ORDER BY studies_tie_break(t.response_id, t.live_assignments, {SALT}), t.response_id
+             LIMIT need_n);
         EXIT WHEN cardinality(dealt) >= st.items_per_participant;
         -- The next count (at the end of a round, or past responses added since): the index's next entry.
         SELECT t.live_assignments INTO lvl FROM studies_responsetally t
@@ -124,7 +118,7 @@ _CHOICE_COUNTED_ONCE = """
 ENROL = rewritten(
     _previous.ENROL,
     (_CHOICE, _CHOICE_COUNTED_ONCE),
-    (_PICKED, _PICKED_DEALT),
+    (_previous._PICKED_FROM_TALLY, _PICKED_DEALT),
     (_INSERT, _DEAL_THEN_INSERT),
     (_DECLARE, _DECLARE_MORE),
 )
