@@ -172,20 +172,15 @@ def consent_in_place(request, *, participant_id: int, slug: str, now=None) -> Js
     `participant_id`, who is moved on to the instructions by one UPDATE (`_consent_sql`); the reply is the
     instructions page, as the view sends it (`views.page_in_place`). None, having written nothing, where the
     usual path must answer instead (another kind, a participant elsewhere or whose hold has lapsed)."""
-    row = _consent_take(participant_id=participant_id, slug=slug, now=now)
+    now = now or timezone.now()
+    row = rows.fetchone(
+        _consent_sql(), [Participant.Step.INSTRUCTIONS, now, participant_id, slug, now, consent_cutoff(now)]
+    )
     if row is None:
         return None
     participant, end = rows.instance(Participant, row)
     participant.study, _ = rows.instance(Study, row, end)
     return views.page_in_place(request, participant)
-
-
-def _consent_take(*, participant_id: int, slug: str, now=None):
-    """`_consent_sql` run: the participant's and their study's new row, or None (nothing written)."""
-    now = now or timezone.now()
-    return rows.fetchone(
-        _consent_sql(), [Participant.Step.INSTRUCTIONS, now, participant_id, slug, now, consent_cutoff(now)]
-    )
 
 
 @cache

@@ -7,7 +7,7 @@
 * An assignment is *live* (it counts towards its item's balance) when it is answered, or while its participant
   is completed or active-and-not-stale. Staff previews never count.
 * Ties are broken by a hash of each id with two numbers drawn from a random generator seeded with the
-  participant's stored seed (`tie_break_key` in Python, `tie_break_sql` where the database orders the items):
+  participant's stored seed (`tie_break_key` in Python, `studies_tie_break` in the enrolment statement):
   every tied condition is equally likely to come first. Tied responses are dealt from each count's own fixed
   order (`deal_order_sql`, a hash of the id and the count) from a starting point the participant draws
   (`deal_start`), so the database reads only the responses it deals (migration 0019). A participant's draws
@@ -214,14 +214,15 @@ _HASH_PRIME = 4294967291
 _HASH_ROUNDS = (2654435761, 1597334677)
 
 
-def tie_break_sql(id_sql: str) -> str:
-    """An SQL expression ordering rows that tie on a count in an order drawn by the participant's generator:
-    a hash of the id (`id_sql`) with two 31-bit numbers, its parameters `tie_break_params(rng)` (so the
-    order replays from the stored seed). Put the id after it in ORDER BY (a hash collision then falls back to
-    the id)."""
+def tie_break_sql(id_sql: str, draws_sql: tuple[str, str]) -> str:
+    """An SQL expression ordering rows that tie on a count: a hash of the id (`id_sql`) with two numbers, given as
+    SQL (`draws_sql`: literals or expressions of the row); `tie_break_key` computes the same in Python. Put the
+    id after it in ORDER BY (a hash collision then falls back to the id)."""
     expression = id_sql
-    for multiplier in _HASH_ROUNDS:
-        expression = f"(((({expression}) | %s) - (({expression}) & %s)) * {multiplier}) %% {_HASH_PRIME}"
+    for draw, multiplier in zip(draws_sql, _HASH_ROUNDS, strict=True):
+        expression = (
+            f"(((({expression}) | {draw}) - (({expression}) & {draw})) * {multiplier}) %% {_HASH_PRIME}"
+        )
     return expression
 
 
@@ -233,12 +234,7 @@ def deal_order_sql(id_sql: str, count_sql: str) -> str:
     """An SQL expression (no parameters) giving response `id_sql` its place among the responses with
     `count_sql` live pages: `tie_break_sql` with the count and `DEAL_ORDER_SALT` for the two numbers, so each
     count has its own fixed order, kept by an index on PostgreSQL (`responsetally_deal_order`)."""
-    expression = id_sql
-    for draw, multiplier in zip((count_sql, str(DEAL_ORDER_SALT)), _HASH_ROUNDS, strict=True):
-        expression = (
-            f"(((({expression}) | ({draw})) - (({expression}) & ({draw}))) * {multiplier}) %% {_HASH_PRIME}"
-        )
-    return expression
+    return tie_break_sql(id_sql, (f"({count_sql})", str(DEAL_ORDER_SALT)))
 
 
 def deal_start(draws: tuple[int, ...]) -> int:
@@ -249,14 +245,6 @@ def deal_start(draws: tuple[int, ...]) -> int:
 def tie_break_draws(rng: random.Random) -> tuple[int, ...]:
     """The two numbers one tie-break draws from `rng`."""
     return tuple(rng.getrandbits(31) for _ in _HASH_ROUNDS)
-
-
-def tie_break_params(rng: random.Random) -> list[int]:
-    """The parameters of `tie_break_sql`, in its text's order: two numbers drawn from `rng`."""
-    params: list[int] = []
-    for draw in tie_break_draws(rng):
-        params = [*params, draw, *params, draw]
-    return params
 
 
 def tie_break_key(value: int, draws: tuple[int, ...]) -> int:

@@ -20,7 +20,6 @@ from studies.balancing import (
     live_assignments,
     tie_break_draws,
     tie_break_key,
-    tie_break_params,
     tie_break_sql,
 )
 from studies.kinds.rating import _pages_params, _pages_sql, response_live_counts
@@ -126,8 +125,9 @@ def test_the_deal_takes_a_run_of_the_counts_order_from_a_drawn_start_and_replays
 
 def test_the_tie_break_hash_stays_within_64_bits_for_large_ids():
     for largest in (2**31 - 1, 2**31 - 2):
-        expression = tie_break_sql(str(largest))
-        (value,) = rows.fetchone(f"SELECT {expression}", tie_break_params(random.Random(3)))
-        assert 0 <= value < 2**32
+        draws = tie_break_draws(random.Random(3))
+        expression = tie_break_sql(str(largest), tuple(str(draw) for draw in draws))
+        (value,) = rows.fetchone(f"SELECT {expression}", [])
+        assert 0 <= value < 2**32 and value == tie_break_key(largest, draws)
         (value,) = rows.fetchone(f"SELECT {deal_order_sql(str(largest), str(2**31 - 1))}", [])
         assert 0 <= value < 2**32 and value == tie_break_key(largest, (2**31 - 1, DEAL_ORDER_SALT))
