@@ -1,6 +1,6 @@
 """The in-place answer's own path: one request, one round trip to Redis, one SQL statement.
 
-Ten of a participant's twelve requests are answers posted in the background by the item page's script
+Ten of a participant's eleven requests are answers posted in the background by the item page's script
 (static/ratings/participant.js). `InPlaceAnswerMiddleware` takes those POSTs ahead of the session,
 authentication, messages and login-throttling middleware, which an answer does not need, and does itself
 what the answer does need from them, with the same code:
@@ -30,6 +30,11 @@ ticket, that one statement is tried before the rate limiter and is not counted b
 from each step once, so it adds two requests to a participant's whole budget, and every other post of these
 forms (a repeat, a decline) is counted as before; the consent and the instructions then make no round trip to
 Redis.
+
+The first answer, where the consent page carried the first item (`begun=1`: the page showed it without a
+request, flow.steps_on_the_way), takes the consent and the instructions with it in the same one statement,
+`rating_answer_begun_in_place` (studies/migrations/0021): each moved only from its own step, the first item
+marked as shown when the page says it showed it, then the answer as below.
 
 The answer itself is one statement on PostgreSQL, `rating_answer_in_place` (studies/migrations/0008): the
 participant's row locked, the answer checked and stored exactly as `services.rating_submit` stores it, the
@@ -67,7 +72,7 @@ from studies.balancing import consent_cutoff
 from studies.models import Assignment, Participant, Study
 from studies.participants import TOUCH_INTERVAL, participant_touch
 
-from . import tickets, views
+from . import flow, tickets, views
 from .forms import ItemAnswerForm
 from .selectors import (
     CurrentItem,
@@ -83,6 +88,7 @@ logger = logging.getLogger(__name__)
 _SQL = "SELECT * FROM rating_answer_in_place(%s, %s, %s, %s, %s, %s, %s, %s)"
 _BEGIN_SQL = "SELECT * FROM rating_items_begin_in_place(%s, %s, %s)"
 _CONSENT_BEGIN_SQL = "SELECT * FROM rating_consent_begin_in_place(%s, %s, %s, %s)"
+_BEGUN_SQL = "SELECT * FROM rating_answer_begun_in_place(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 # In a request's environ: the answer front already tried this request and handed it to Django.
 _HANDED_OVER = "ratings.answer_path.handed_over"
 _MIDDLEWARE = "ratings.answer_path.InPlaceAnswerMiddleware"
@@ -110,9 +116,19 @@ def answer_in_place(
     participant's rate limit (`limit` requests a window) and refuses it beyond, as the limiter does (429)."""
     now = now or timezone.now()
     window, retry_after = current_window()
+    answer = [position, value, now, TOUCH_INTERVAL, window, limit]
+    post = request.POST
     try:
         with connection.cursor() as cursor:
-            cursor.execute(_SQL, [participant_id, slug, position, value, now, TOUCH_INTERVAL, window, limit])
+            if post.get("begun") == "1":
+                # The consent and the instructions the page took on the way, taken first in the same statement
+                # (studies/migrations/0021, flow.steps_on_the_way).
+                agreed, shown_ms = post.get("agreed") == "1", flow.shown_ms(post)
+                cursor.execute(
+                    _BEGUN_SQL, [participant_id, slug, agreed, shown_ms, consent_cutoff(now), *answer]
+                )
+            else:
+                cursor.execute(_SQL, [participant_id, slug, *answer])
             row = cursor.fetchone()
     except IntegrityError:
         return None  # the OneToOne key refused a second rating: the usual path finds the stored one
@@ -333,6 +349,8 @@ class InPlaceAnswerMiddleware:
     def step_moved(request, participant_id: int, slug: str, step: str):
         """One statement where it can: the consent agreed to, or the instructions on to the first item; None,
         having written nothing, where it cannot."""
+        if step == Participant.Step.INSTRUCTIONS and request.POST.get("begun") == "1":
+            return None  # with the time its first item was shown: the page's own code (flow.steps_on_the_way)
         if step == Participant.Step.INSTRUCTIONS:
             # The consent agreed to on the way (shared_pages.consent_page) is taken first, as its own post.
             agreed = request.POST.get("agreed") == "1"

@@ -18,11 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
 
-from studies.kinds import page_for
+from studies.kinds import page_for, step_after
 from studies.models import Participant
+from studies.participants import participant_advance
 
 from . import services
 
@@ -46,14 +49,55 @@ def page_of(participant: Participant) -> StepPage:
     return page_for(participant.study, participant.step)
 
 
-def consent_on_the_way(request: HttpRequest, participant: Participant) -> None:
-    """The instructions posted with `agreed=1` (participant.js showed them, without a request, when the
-    consent was agreed to: shared_pages.consent_page) by a participant still on the consent step: the consent
-    is taken first, as its own form takes it, and the instructions then as theirs."""
+# The longest time the page may say the first item was on screen before its answer (`shown_ms`).
+SHOWN_MS_MAX = 60 * 60 * 1000
+
+
+def shown_ms(post) -> int:
+    """How long the page says it showed the first item it carried ahead (`shown_ms`), from 0 to
+    `SHOWN_MS_MAX`; 0 when it says nothing."""
+    try:
+        shown = int(post.get("shown_ms", ""))
+    except ValueError:
+        return 0
+    return min(max(shown, 0), SHOWN_MS_MAX)
+
+
+def shown_before(post, participant: Participant, now: datetime) -> datetime:
+    """When the page showed the first item it carried ahead: `shown_ms` before `now`, no earlier than the
+    participant's enrolment (as studies/migrations/0021 bounds it)."""
+    return max(now - timedelta(milliseconds=shown_ms(post)), participant.started_at)
+
+
+def steps_on_the_way(request: HttpRequest, participant: Participant) -> None:
+    """The steps the page took without a request, taken first, as their own forms take them:
+
+    * `agreed=1`: participant.js showed the instructions when the consent was agreed to (the consent page
+      carries them: shared_pages.consent_page); the consent is taken when the instructions' form, or the
+      first answer, comes with it, for a participant still on the consent step;
+    * `begun=1` on an answer: the page showed the first item when the instructions were done (the consent page
+      carries it too); the instructions are left and the first item marked as shown when the page says it
+      showed it (`shown_before`), for a participant still on the instructions step. The instructions' own
+      form with `begun=1` (the page left before the first answer) takes them the same way, and nothing else.
+
+    Each is taken only from its own step, so a repeated post (a retry, another tab) takes nothing twice."""
+    post = request.POST
+    if participant.status != Participant.Status.ACTIVE:
+        return
+    step = post.get("step")
+    # With an answer; or with the instructions' own fields, sent as the page was left before that answer.
+    begun = step in (Participant.Step.INSTRUCTIONS, Participant.Step.ITEMS) and post.get("begun") == "1"
     if (
-        request.POST.get("agreed") == "1"
-        and request.POST.get("step") == Participant.Step.INSTRUCTIONS
-        and participant.status == Participant.Status.ACTIVE
+        post.get("agreed") == "1"
+        and (step == Participant.Step.INSTRUCTIONS or begun)
         and participant.step == Participant.Step.CONSENT
     ):
         services.consent_accept(participant=participant)
+    if (
+        begun
+        and participant.step == Participant.Step.INSTRUCTIONS
+        and step_after(participant.study, Participant.Step.INSTRUCTIONS) == Participant.Step.ITEMS
+    ):
+        now = timezone.now()
+        if participant_advance(participant=participant, from_step=Participant.Step.INSTRUCTIONS, now=now):
+            services.item_mark_shown(participant=participant, now=shown_before(post, participant, now))

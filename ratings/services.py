@@ -459,6 +459,13 @@ def assignment_mark_shown(*, assignment: Assignment, now: datetime | None = None
         assignment.shown_at = now
 
 
+def item_mark_shown(*, participant: Participant, now: datetime) -> None:
+    """The participant's current item marked as shown at `now`, where it was not shown before."""
+    current = assignment_current_for_participant(participant=participant)
+    if current is not None:
+        assignment_mark_shown(assignment=current.assignment, now=now)
+
+
 def item_show(*, participant: Participant) -> CurrentItem | None:
     """The participant's current item as their page shows it (an attention check disguised), marked as shown:
     its first showing starts the answer's response time. None when every item is answered."""

@@ -9,11 +9,12 @@ pages age out of the bounded cache (`CACHES["participant-pages"]`, in the proces
 into the cached page per request (`get_token`, which also sets the CSRF cookie as the template tag would).
 
 Rendering a page is ~2 ms of a worker's CPU (bench/request_costs.py); a served copy is a digest and a string
-replacement. The entry (the consent page of a newcomer) and the consent's reply in place (the instructions)
-are two of the three requests a participant makes before their first item.
+replacement. The entry (the consent page of a newcomer) is the one request a participant with JavaScript makes
+before their first answer.
 
-With JavaScript, the consent page also carries the instructions page (`consent_page`): agreeing shows them
-without a request, and the instructions' button then posts both (see static/ratings/participant.js).
+With JavaScript, the consent page also carries the instructions page and, where they lead to the items, the
+participant's first item (`consent_page`): agreeing shows the instructions and "continue" the item without a
+request, and the first answer then posts all three (see static/ratings/participant.js).
 
 The item page is shared the same way when it comes in a reply in place (the instructions', or the TEQ's):
 its shell — the page with the item's texts left out — is the same for every participant at the same item
@@ -41,7 +42,14 @@ from ratings.templatetags.participant_pages import step_progress
 from studies.kinds import step_after
 from studies.models import Participant
 
-from .selectors import CurrentItem, item_payload, scale_buttons, worked_examples
+from .selectors import (
+    CurrentItem,
+    assignment_current_for_participant,
+    item_disguise_attention_check,
+    item_payload,
+    scale_buttons,
+    worked_examples,
+)
 
 CACHE_ALIAS = "participant-pages"
 # What the page is rendered with in place of the token: alphanumeric, so no escaping changes it, and drawn per
@@ -69,10 +77,11 @@ def _page_key(template: str, participant, *, shows: tuple, **context) -> str:
                 study.title,
                 study.slug,
                 shows,
-                participant.status,
+                # As plain strings: a participant just enrolled holds the choices' members, one read back their values.
+                str(participant.status),
                 participant.is_preview,
                 step_progress(participant),
-                sorted({**context, "step": participant.step}.items()),
+                sorted({**context, "step": str(participant.step)}.items()),
             )
         ).encode()
     ).hexdigest()
@@ -104,6 +113,10 @@ def item_in_place(request: HttpRequest, participant, item: CurrentItem) -> JsonR
     their page shows it): `{"page": the item page's shell, "url": the step page, "item": the item}`, the
     item as an answer's reply carries it (`item_payload`). The shell is the item page with the texts left out
     (`shared_page`), the same for everyone at this item number; the script shows the page, then the item."""
+    return JsonResponse(_item_in_place_data(request, participant, item))
+
+
+def _item_in_place_data(request: HttpRequest, participant, item: CurrentItem) -> dict:
     study = participant.study
     # Plain values: the cache key is made of their repr (a model instance's shows its relations).
     blank = SimpleNamespace(number=item.number, total=item.total, answered=item.answered)
@@ -118,13 +131,11 @@ def item_in_place(request: HttpRequest, participant, item: CurrentItem) -> JsonR
         scale=scale_buttons(study),
     )
     honeypot_add(shell)
-    return JsonResponse(
-        {
-            "page": shell.content.decode(),
-            "url": reverse("ratings:step", kwargs={"slug": study.slug}),
-            "item": item_payload(item, title=study.title),
-        }
-    )
+    return {
+        "page": shell.content.decode(),
+        "url": reverse("ratings:step", kwargs={"slug": study.slug}),
+        "item": item_payload(item, title=study.title),
+    }
 
 
 def instructions_page(request: HttpRequest, participant) -> HttpResponse:
@@ -175,4 +186,23 @@ def consent_page(request: HttpRequest, participant) -> HttpResponse:
         page = _page_text(request, "consent.html", participant, **consent)
         carrying = page.replace("</body>", json_script(data, "next-step") + "</body>", 1)
         cache.set(key, carrying)
-    return HttpResponse(carrying.replace(_TOKEN_MARK, get_token(request)))
+    page = carrying.replace(_TOKEN_MARK, get_token(request))
+    if step_after(study, Participant.Step.INSTRUCTIONS) == Participant.Step.ITEMS:
+        first = _first_item_ahead(request, ahead)
+        if first is not None:
+            page = page.replace("</body>", json_script(first, "first-item") + "</body>", 1)
+    return HttpResponse(page)
+
+
+def _first_item_ahead(request: HttpRequest, at_instructions) -> dict | None:
+    """What the instructions' reply in place would carry (`item_in_place`): the item page's shell and the
+    participant's first item, for participant.js to show when the instructions are done, without a request;
+    the first answer then takes the consent and the instructions with it (`begun=1`, flow.steps_on_the_way).
+    Read, not marked as shown: the page says when it showed it (`shown_ms`)."""
+    current = assignment_current_for_participant(participant=at_instructions)
+    if current is None:
+        return None
+    at_items = copy.copy(at_instructions)
+    at_items.step = Participant.Step.ITEMS
+    item = item_disguise_attention_check(item=current, participant=at_items)
+    return _item_in_place_data(request, at_items, item)

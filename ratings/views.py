@@ -254,7 +254,7 @@ def study_start(request: HttpRequest, slug: str) -> HttpResponse:
 def study_step(request: HttpRequest, slug: str) -> HttpResponse:
     """Shows (GET) or answers (POST) the session's participant's current step."""
     in_place = _wants_json(request)
-    if in_place and request.POST.get("step") == Participant.Step.ITEMS:
+    if in_place and request.POST.get("step") == Participant.Step.ITEMS and request.POST.get("begun") != "1":
         # An in-place answer: the participant found and locked by one query, in the answer's transaction.
         form = ItemAnswerForm(request.POST)  # its fields: position and value
         answered = form.is_valid() and services.rating_submit_for(
@@ -273,7 +273,7 @@ def study_step(request: HttpRequest, slug: str) -> HttpResponse:
     if in_place:
         return step_in_place(request, participant)
     if request.method == "POST":
-        flow.consent_on_the_way(request, participant)
+        flow.steps_on_the_way(request, participant)
         if participant.status != Participant.Status.ACTIVE or request.POST.get("step") != participant.step:
             return _to_step(study)  # a page from an earlier step (back button, second tab): nothing stored
         return flow.page_of(participant).post(request, participant)
@@ -285,7 +285,7 @@ def step_in_place(request: HttpRequest, participant: Participant) -> JsonRespons
     step's page exactly as the plain post stores it, the reply in place (`_in_place`); from a page that is no
     longer current, nothing stored and `{"next": the step page}`. Also called by the background path of
     ratings/answer_path.py, which did the request's checks itself."""
-    flow.consent_on_the_way(request, participant)
+    flow.steps_on_the_way(request, participant)
     handler = flow.page_of(participant) if participant.status == Participant.Status.ACTIVE else None
     if handler is None or request.POST.get("step") != participant.step:
         return _go(_step_url(participant.study.slug))  # nothing stored: the step page says where they are

@@ -52,12 +52,14 @@ def _with_position(form: Form, position) -> Form:
 
 
 _NEXT_STEP = re.compile(r'<script id="next-step" type="application/json">(.*?)</script>', re.S)
+_FIRST_ITEM = re.compile(r'<script id="first-item" type="application/json">(.*?)</script>', re.S)
 
 
-def _next_step(body: str) -> dict | None:
+def _next_step(body: str, pattern: re.Pattern = _NEXT_STEP) -> dict | None:
     """The page of the step after this one that the page carries (the consent page carries the instructions:
-    ratings/shared_pages.py `consent_page`), as participant.js reads it; None when it carries none."""
-    found = _NEXT_STEP.search(body)
+    ratings/shared_pages.py `consent_page`), as participant.js reads it; None when it carries none. With
+    `_FIRST_ITEM`: the first item it also carries (the item page's shell and the item)."""
+    found = pattern.search(body)
     return json.loads(found.group(1)) if found else None
 
 
@@ -163,7 +165,9 @@ def run_participant(
     try:
         page = _get_following(browser, "entry", entry_path)
         page_forms = None  # the forms of `page`, when already parsed (each page is parsed once)
-        agreed = False  # the consent agreed to and not yet posted (it goes with the instructions' form)
+        agreed = False  # the consent agreed to and not yet posted (it goes with the next form posted)
+        first_item = None  # the first item the consent page carried, shown when the instructions are done
+        shown_at = None  # when that item was shown without a request: its answer says how long ago
         for _ in range(60):
             if completion_marker in page.body:
                 outcome.completed = True
@@ -180,12 +184,23 @@ def run_participant(
             # A person reads, thinks and clicks: longer on rating pages than on consent or instructions.
             time.sleep(think_seconds * rng.uniform(0.5, 1.5) * (1.0 if kind == "rating" else 0.5))
             action = Browser.path_of(form.action or page.path, page.path)
+            if in_place and form.in_place and kind == "instructions" and first_item is not None:
+                # participant.js shows the first item the consent page carried: no request; the first answer
+                # takes the consent and the instructions with it.
+                page = _Page(Browser.path_of(first_item["url"], action), 200, first_item["page"])
+                page_forms, first_item, shown_at = None, None, time.monotonic()
+                outcome.pages += 1
+                continue
+            if in_place and form.in_place and kind == "rating" and shown_at is not None:
+                data += [("begun", "1"), ("shown_ms", str(int((time.monotonic() - shown_at) * 1000)))]
+                shown_at = None
             if in_place and form.in_place and agreed:
                 data.append(("agreed", "1"))  # the consent agreed to without a request goes with this form
                 agreed = False
             if in_place and form.in_place and kind == "consent" and ("decision", "agree") in data:
                 ahead = _next_step(page.body)
                 if ahead is not None:  # participant.js shows the instructions it carries: no request
+                    first_item = _next_step(page.body, _FIRST_ITEM)
                     page = _Page(Browser.path_of(ahead["url"], action), 200, ahead["page"])
                     page_forms, agreed = None, True
                     outcome.pages += 1

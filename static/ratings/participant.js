@@ -10,6 +10,11 @@
      goes on its own, in the background, before the participant's place would stop being held (`hold`
      seconds after the page was loaded, less a margin) and when the page is hidden or left, so that a
      participant who reads slowly or switches apps keeps their place.
+   - Where the instructions lead to the items, the consent page also carries the first item (`#first-item`,
+     the item page's shell and the item): the instructions' button shows it without a request, and the first
+     answer posts the consent and the instructions with it (`agreed=1`, `begun=1`, and `shown_ms`, how long
+     the item was on screen, for its response time): one request for all three. Leaving the page before
+     that answer sends the instructions on their own, so a refresh shows the same item.
    - In-place answers: the item form is posted the same way and the server answers with the next item as
      JSON, which replaces the current one here: one small request per answer. Focus moves to the new item's
      heading and a polite live region says "Item N of M". The last answer's reply is the completion page,
@@ -30,6 +35,7 @@
   var BACK = "participant-back";
   var loaded = Date.now();
   var HOLD_MARGIN_MS = 120000;  // the consent is sent on its own this long before its hold would end
+  var firstItem = null;  // the first item the consent page carried, until the instructions' button shows it
 
   document.addEventListener("keydown", function (event) {
     var form = current.form;
@@ -190,8 +196,48 @@
 
   function nextStep() {
     // The page of the step after this one, sent with this page (shared_pages.consent_page), or null.
-    var data = document.getElementById("next-step");
+    return carried("next-step");
+  }
+
+  function carried(id) {
+    var data = document.getElementById(id);
     try { return data ? JSON.parse(data.textContent) : null; } catch (e) { return null; }
+  }
+
+  function beginAhead(instructions) {
+    // The instructions done: the first item the consent page carried is shown without a request, as the
+    // instructions' reply would show it. Its form takes what is still to be sent (the consent, if it has not
+    // gone on its own; the instructions) to the first answer, which says how long the item was on screen.
+    var item = firstItem;
+    var agreed = instructions.querySelector("input[name='agreed']");
+    firstItem = null;
+    showPage(item.page, item.url);
+    var form = current.form;
+    if (!current.sending || !form) { window.location.reload(); return; }
+    current.sending.show(item.item);
+    if (agreed) { form.appendChild(agreed); }  // still sent on its own at the hold's end or on leaving
+    [["begun", "1"], ["shown_ms", "0"]].forEach(function (pair) {
+      var field = document.createElement("input");
+      field.type = "hidden";
+      field.name = pair[0];
+      field.value = pair[1];
+      field.setAttribute("data-ahead", "");
+      form.appendChild(field);
+    });
+    var since = Date.now();
+    var begun = form.querySelector("input[name='begun']");
+    form.querySelector("input[name='shown_ms']").dataset.since = String(since);
+    // Left before the first answer (a refresh, another page): the instructions go on their own, with the
+    // consent if it is still to be sent, so that the step page shows this item again. The request outlives
+    // the page.
+    window.addEventListener("pagehide", function () {
+      if (!begun.isConnected || !navigator.sendBeacon) { return; }  // sent with the first answer
+      var body = new URLSearchParams(formBody(instructions));
+      if (agreed && agreed.isConnected) { body.append("agreed", "1"); }
+      body.append("begun", "1");
+      body.append("shown_ms", String(Date.now() - since));
+      navigator.sendBeacon(instructions.action, body);
+    }, { once: true });
   }
 
   function consentAhead(consent, hold) {
@@ -235,8 +281,13 @@
       var submitter = event.submitter;
       if (ahead && submitter && submitter.name === "decision" && submitter.value === "agree") {
         var consent = { action: form.action, body: formBody(form, submitter) };
+        firstItem = carried("first-item");
         showPage(ahead.page, ahead.url);
         consentAhead(consent, ahead.hold);
+        return;
+      }
+      if (firstItem && form.querySelector("input[name='step'][value='instructions']")) {
+        beginAhead(form);
         return;
       }
       form.dataset.sent = "1";
@@ -311,6 +362,12 @@
       live.textContent = "";
       window.setTimeout(function () { live.textContent = "Item " + item.number + " of " + item.total; }, 50);
     }
+    function sentAhead() {
+      // The consent and the instructions went with the first answer: later answers do not carry them.
+      form.querySelectorAll("input[data-ahead], input[name='agreed']").forEach(function (field) {
+        field.remove();
+      });
+    }
     function failed() {
       setBusy(false);
       retry.hidden = false;
@@ -320,6 +377,7 @@
       setBusy(true);
       mark(pending.button);
       post(form, pending.body).then(function (reply) {
+        if (reply.data) { sentAhead(); }
         if (reply.data && reply.data.item) { show(reply.data.item); return; }
         if (reply.data && reply.data.page) { showPage(reply.data.page, reply.data.url); return; }
         if (reply.data && reply.data.next) { window.location.assign(reply.data.next); return; }
@@ -333,6 +391,8 @@
       if (!button || !button.name) { return; }  // not one of the answers: let the form go the plain way
       event.preventDefault();
       if (busy) { return; }
+      var shown = form.querySelector("input[name='shown_ms']");
+      if (shown) { shown.value = String(Date.now() - Number(shown.dataset.since)); }
       pending = { body: formBody(form, button), button: button };
       retry.hidden = true;
       send();

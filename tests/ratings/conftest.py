@@ -26,6 +26,16 @@ def pages_uncached():
     caches[shared_pages.CACHE_ALIAS].clear()
 
 
+@pytest.fixture(params=["statement", "view"])
+def path(request, settings):
+    """Both ways a background post is answered: the answer path's statements (PostgreSQL), and the view."""
+    if request.param == "statement":
+        request.getfixturevalue("requires_postgres")
+    else:
+        settings.PARTICIPANT_ANSWER_PATH = False
+    return request.param
+
+
 @pytest.fixture
 def answers_taken(monkeypatch):
     """A list that gets, for every in-place answer the one-statement path (ratings/answer_path.py) runs,

@@ -32,16 +32,6 @@ def study():
     return rating_study_build(conditions=1, prompts=6, items_per_participant=3)
 
 
-@pytest.fixture(params=["statement", "view"])
-def path(request, settings):
-    """Both ways a background post is answered: the answer path's statements (PostgreSQL), and the view."""
-    if request.param == "statement":
-        request.getfixturevalue("requires_postgres")
-    else:
-        settings.PARTICIPANT_ANSWER_PATH = False
-    return request.param
-
-
 def carried(response) -> dict | None:
     found = NEXT_STEP.search(response.content.decode())
     return json.loads(found.group(1)) if found else None

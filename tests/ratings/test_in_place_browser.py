@@ -41,9 +41,13 @@ TEXTS = ("emotion", "situation", "utterance", "response")
 
 
 def test_the_first_item_comes_in_place_after_the_instructions_with_its_texts(live_server, page_at, study):
-    """The instructions' reply is the item page's shell and the first item beside it: no page load, the
-    texts filled in by the script, focus, progress and the announcement as after an answer."""
+    """The consent page carries the instructions and the first item (the item page's shell and the item):
+    no request and no page load until the first answer, the texts filled in by the script, focus, progress
+    and the announcement as after an answer. Leaving the page before answering sends the instructions on
+    their own, so the step page then shows the same item."""
     page = page_at("phone")
+    posts = []
+    page.on("request", lambda request: posts.append(request.url) if request.method == "POST" else None)
     page.goto(f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID=PIDFIRST&STUDY_ID=S1&SESSION_ID=X1")
     page.get_by_role("button", name="I agree, start the study").click()
     page.evaluate("window.__kept = true")
@@ -58,6 +62,9 @@ def test_the_first_item_comes_in_place_after_the_instructions_with_its_texts(liv
     assert page.evaluate("document.querySelector('[data-item-progress]').value") == 0
     page.screenshot(path="/tmp/inplace-phone-item1.png")
     assert axe_violations(page) == []
+    assert posts == []  # consent, instructions and the first item shown without a request
+    with page.expect_response(lambda response: response.request.method == "POST"):
+        page.evaluate("window.dispatchEvent(new PageTransitionEvent('pagehide'))")  # as a refresh starts
     page.reload()  # the step page shows the same item, in full
     expect(page.locator("h1")).to_have_text("Item 1 of 5")
     assert {text: page.locator(f"[data-{text}]").inner_text() for text in TEXTS} == shown
@@ -148,11 +155,12 @@ def step_of(pid: str) -> str:
     return Participant.objects.get(external_id=pid).step
 
 
-def test_agreeing_shows_the_instructions_without_a_request_and_their_button_posts_both(
+def test_agreeing_and_continuing_send_nothing_and_the_first_answer_posts_all_three(
     live_server, page_at, study
 ):
-    """The consent page carries the instructions: "I agree" shows them here (focus on their heading, the
-    address the step page), and "continue" posts the consent with them: one request for the two steps."""
+    """The consent page carries the instructions and the first item: "I agree" shows the instructions here
+    (focus on their heading, the address the step page), "continue" the first item, and the first answer
+    posts the consent and the instructions with it: one request for the three steps."""
     page = page_at("phone")
     page.goto(f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID=PIDAHEAD&STUDY_ID=S1&SESSION_ID=X1")
     requests = []
@@ -166,25 +174,34 @@ def test_agreeing_shows_the_instructions_without_a_request_and_their_button_post
     assert axe_violations(page) == []
     page.get_by_role("button", name="I have read the instructions, continue").click()
     expect(page.locator("h1")).to_have_text("Item 1 of 5")
+    assert requests == [] and step_of("PIDAHEAD") == Participant.Step.CONSENT
+    page.get_by_role("button", name="Good").tap()
+    expect(page.locator("h1")).to_have_text("Item 2 of 5")
     assert [method for method, _ in requests] == ["POST"]
     assert step_of("PIDAHEAD") == Participant.Step.ITEMS
+    participant = Participant.objects.get(external_id="PIDAHEAD")
+    assert Rating.objects.filter(assignment__participant=participant).count() == 1
 
 
-@pytest.mark.parametrize("how", ["hidden", "hold"])
+@pytest.mark.parametrize("how", ["hidden", "hold", "hidden on the item"])
 def test_the_consent_goes_on_its_own_when_the_page_is_hidden_or_the_hold_nears_its_end(
     live_server, page_at, study, settings, how
 ):
-    """A participant who switches apps, or reads the instructions until near the end of the consent's hold,
-    keeps their place: the consent is sent on its own (a beacon as the page is hidden; a background post
-    two minutes before the hold would end), and "continue" then takes them to their first item."""
+    """A participant who switches apps (on the instructions or on the first item), or reads until near the
+    end of the consent's hold, keeps their place: the consent is sent on its own (a beacon as the page is
+    hidden; a background post two minutes before the hold would end), and the first answer then takes the
+    instructions with it."""
     if how == "hold":
         settings.PARTICIPANT_CONSENT_HOLD_MINUTES = 2  # the script's margin is two minutes: it sends at once
-    pid = f"PID{how.upper()}"
+    pid = f"PID{how.upper().replace(' ', '')}"
     page = page_at("phone")
     page.goto(f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID={pid}&STUDY_ID=S1&SESSION_ID=X1")
     page.get_by_role("button", name="I agree, start the study").click()
     expect(page.locator("h1")).to_have_text("Instructions")
-    if how == "hidden":
+    if how == "hidden on the item":
+        page.get_by_role("button", name="I have read the instructions, continue").click()
+        expect(page.locator("h1")).to_have_text("Item 1 of 5")
+    if how.startswith("hidden"):
         page.wait_for_timeout(300)
         assert step_of(pid) == Participant.Step.CONSENT
         page.evaluate(
@@ -196,6 +213,9 @@ def test_the_consent_goes_on_its_own_when_the_page_is_hidden_or_the_hold_nears_i
             break
         page.wait_for_timeout(100)
     assert step_of(pid) == Participant.Step.INSTRUCTIONS
-    page.get_by_role("button", name="I have read the instructions, continue").click()
-    expect(page.locator("h1")).to_have_text("Item 1 of 5")
+    if how != "hidden on the item":
+        page.get_by_role("button", name="I have read the instructions, continue").click()
+        expect(page.locator("h1")).to_have_text("Item 1 of 5")
+    page.get_by_role("button", name="Good").tap()
+    expect(page.locator("h1")).to_have_text("Item 2 of 5")
     assert step_of(pid) == Participant.Step.ITEMS
