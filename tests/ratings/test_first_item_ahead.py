@@ -15,8 +15,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from studies.models import Assignment, Participant, Rating
-from tests.factories import rating_study_build
+from studies.models import Assignment, Emotion, Participant, Rating
+from tests.factories import AttentionCheckFactory, rating_study_build
 from tests.ratings.helpers import another_tab, enter, step_url
 from tests.studies.test_assignment_races import race
 
@@ -83,6 +83,22 @@ def test_the_first_answer_takes_the_consent_and_the_instructions_with_it(client,
     assert 4000 <= rating.response_time_ms < 4000 + 5000
     if path == "statement":
         assert len(queries) == 1, [q["sql"] for q in queries]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_attention_check_first_is_carried_disguised_and_its_answer_counted_as_a_check(client, study, path):
+    """The statement takes the consent and the instructions and leaves an attention check's answer to the view
+    (which counts a failed check), as it leaves every check's."""
+    AttentionCheckFactory(study=study, after_item=0, expected_value=2, emotion_label="attention check")
+    item = first_item(enter(client, study, "PID1"))
+    assert item["item"]["position"] == 0 and (item["item"]["number"], item["item"]["total"]) == (1, 4)
+    emotions = set(Emotion.objects.filter(prompts__study=study).values_list("name", flat=True))
+    assert item["item"]["emotion"] in emotions and "Okay" in item["item"]["response"]
+    data = client.post(step_url(study), first_answer(item, value=3), **JSON).json()  # not the asked "Okay"
+    assert data["saved"] is True and data["item"]["number"] == 2
+    participant = Participant.objects.get()
+    assert participant.step == Participant.Step.ITEMS and participant.attention_failures == 1
+    assert Rating.objects.get().assignment.kind == Assignment.Kind.ATTENTION
 
 
 @pytest.mark.django_db(transaction=True)
