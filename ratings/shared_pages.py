@@ -35,6 +35,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import get_token
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.crypto import salted_hmac
 from django.utils.html import json_script
 
 from config.ratelimit import honeypot_add
@@ -205,4 +206,6 @@ def _first_item_ahead(request: HttpRequest, at_instructions) -> dict | None:
     at_items = copy.copy(at_instructions)
     at_items.step = Participant.Step.ITEMS
     item = item_disguise_attention_check(item=current, participant=at_items)
-    return _item_in_place_data(request, at_items, item)
+    # Whose item this is, for the tab that shows it to know it again after a refresh (participant.js).
+    key = salted_hmac("ratings.first-item", f"{at_items.pk}:{current.assignment.pk}").hexdigest()[:20]
+    return {**_item_in_place_data(request, at_items, item), "key": key}

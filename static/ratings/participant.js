@@ -13,8 +13,9 @@
    - Where the instructions lead to the items, the consent page also carries the first item (`#first-item`,
      the item page's shell and the item): the instructions' button shows it without a request, and the first
      answer posts the consent and the instructions with it (`agreed=1`, `begun=1`, and `shown_ms`, how long
-     the item was on screen, for its response time): one request for all three. Leaving the page before
-     that answer sends the instructions on their own, so a refresh shows the same item.
+     the item was on screen, for its response time): one request for all three. A refresh before that
+     answer shows the same item again (the tab remembers it: sessionStorage); leaving the page sends the
+     instructions on their own, so the study link later shows that item too.
    - In-place answers: the item form is posted the same way and the server answers with the next item as
      JSON, which replaces the current one here: one small request per answer. Focus moves to the new item's
      heading and a polite live region says "Item N of M". The last answer's reply is the completion page,
@@ -36,6 +37,7 @@
   var loaded = Date.now();
   var HOLD_MARGIN_MS = 120000;  // the consent is sent on its own this long before its hold would end
   var firstItem = null;  // the first item the consent page carried, until the instructions' button shows it
+  var AHEAD = "participant-first-item";  // this tab shows its first item ahead: {key, since}, until answered
 
   document.addEventListener("keydown", function (event) {
     var form = current.form;
@@ -60,6 +62,7 @@
     window.location.reload();
   });
   enhance(false);
+  if (canSend) { restoreAhead(); }
 
   function enhance(replaced) {
     var form = document.querySelector("[data-answer-form]");
@@ -204,7 +207,25 @@
     try { return data ? JSON.parse(data.textContent) : null; } catch (e) { return null; }
   }
 
-  function beginAhead(instructions) {
+  function restoreAhead() {
+    // A refresh (or Back) while the first item was shown ahead: the server still has the participant on the
+    // consent step and sends its page. This tab agreed and read the instructions already, so the item is
+    // shown again at once, as it was (the same participant's item, its time on screen still counting).
+    var kept = null;
+    try { kept = JSON.parse(window.sessionStorage.getItem(AHEAD) || "null"); } catch (e) { return; }
+    var ahead = nextStep();
+    var item = carried("first-item");
+    var form = document.querySelector("form[data-step-form]");
+    var agree = form && form.querySelector("button[name='decision'][value='agree']");
+    if (!kept || !ahead || !item || !agree || kept.key !== item.key) { return; }
+    firstItem = item;
+    var consent = { action: form.action, body: formBody(form, agree) };
+    showPage(ahead.page, ahead.url);
+    consentAhead(consent, ahead.hold);
+    beginAhead(document.querySelector("form[data-step-form]"), kept.since);
+  }
+
+  function beginAhead(instructions, shownSince) {
     // The instructions done: the first item the consent page carried is shown without a request, as the
     // instructions' reply would show it. Its form takes what is still to be sent (the consent, if it has not
     // gone on its own; the instructions) to the first answer, which says how long the item was on screen.
@@ -224,12 +245,16 @@
       field.setAttribute("data-ahead", "");
       form.appendChild(field);
     });
-    var since = Date.now();
+    var since = shownSince || Date.now();
+    try {
+      window.sessionStorage.setItem(AHEAD, JSON.stringify({ key: item.key, since: since }));
+    } catch (e) { /* no storage: a refresh shows the consent page again */ }
     var begun = form.querySelector("input[name='begun']");
     form.querySelector("input[name='shown_ms']").dataset.since = String(since);
-    // Left before the first answer (a refresh, another page): the instructions go on their own, with the
-    // consent if it is still to be sent, so that the step page shows this item again. The request outlives
-    // the page.
+    // Left before the first answer (another address, a closed tab): the instructions go on their own, with
+    // the consent if it is still to be sent, so that the study link shows this item again later. The request
+    // outlives the page (it reaches the server after a refresh's own request: the tab's memory above covers
+    // that).
     window.addEventListener("pagehide", function () {
       if (!begun.isConnected || !navigator.sendBeacon) { return; }  // sent with the first answer
       var body = new URLSearchParams(formBody(instructions));
@@ -367,6 +392,7 @@
       form.querySelectorAll("input[data-ahead], input[name='agreed']").forEach(function (field) {
         field.remove();
       });
+      try { window.sessionStorage.removeItem(AHEAD); } catch (e) { /* nothing kept */ }
     }
     function failed() {
       setBusy(false);

@@ -43,8 +43,8 @@ TEXTS = ("emotion", "situation", "utterance", "response")
 def test_the_first_item_comes_in_place_after_the_instructions_with_its_texts(live_server, page_at, study):
     """The consent page carries the instructions and the first item (the item page's shell and the item):
     no request and no page load until the first answer, the texts filled in by the script, focus, progress
-    and the announcement as after an answer. Leaving the page before answering sends the instructions on
-    their own, so the step page then shows the same item."""
+    and the announcement as after an answer. A refresh before the first answer shows the same item again
+    (the tab remembers it), and the answer's response time counts its time on screen across the refresh."""
     page = page_at("phone")
     posts = []
     page.on("request", lambda request: posts.append(request.url) if request.method == "POST" else None)
@@ -63,11 +63,37 @@ def test_the_first_item_comes_in_place_after_the_instructions_with_its_texts(liv
     page.screenshot(path="/tmp/inplace-phone-item1.png")
     assert axe_violations(page) == []
     assert posts == []  # consent, instructions and the first item shown without a request
-    with page.expect_response(lambda response: response.request.method == "POST"):
-        page.evaluate("window.dispatchEvent(new PageTransitionEvent('pagehide'))")  # as a refresh starts
-    page.reload()  # the step page shows the same item, in full
+    page.wait_for_timeout(1500)
+    page.reload()  # the tab remembers the item it showed ahead: the same item again, at once
     expect(page.locator("h1")).to_have_text("Item 1 of 5")
     assert {text: page.locator(f"[data-{text}]").inner_text() for text in TEXTS} == shown
+    page.get_by_role("button", name="Good").tap()
+    expect(page.locator("h1")).to_have_text("Item 2 of 5")
+    rating = Rating.objects.get(assignment__participant__external_id="PIDFIRST")
+    assert rating.response_time_ms >= 1500  # its time on screen counted across the refresh
+    assert step_of("PIDFIRST") == Participant.Step.ITEMS
+
+
+def test_leaving_the_first_item_shown_ahead_sends_the_instructions_so_the_link_shows_it_later(
+    live_server, page_at, study
+):
+    page = page_at("phone")
+    link = f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID=PIDLEAVE&STUDY_ID=S1&SESSION_ID=X1"
+    page.goto(link)
+    page.get_by_role("button", name="I agree, start the study").click()
+    page.get_by_role("button", name="I have read the instructions, continue").click()
+    expect(page.locator("h1")).to_have_text("Item 1 of 5")
+    shown = page.locator("[data-response]").inner_text()
+    assert step_of("PIDLEAVE") == Participant.Step.CONSENT
+    page.goto("about:blank")  # another address: the page is hidden and left
+    for _ in range(50):
+        if step_of("PIDLEAVE") == Participant.Step.ITEMS:
+            break
+        page.wait_for_timeout(100)
+    assert step_of("PIDLEAVE") == Participant.Step.ITEMS
+    page.goto(link)  # back later: the study link shows the same item
+    expect(page.locator("h1")).to_have_text("Item 1 of 5")
+    assert page.locator("[data-response]").inner_text() == shown
 
 
 def test_items_are_replaced_in_place_with_focus_progress_and_an_announcement(live_server, page_at, study):
