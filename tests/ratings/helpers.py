@@ -1,5 +1,6 @@
 """Driving the participant flow through Django's test client, as a browser would."""
 
+import json
 import re
 
 from django.test import Client
@@ -7,6 +8,15 @@ from django.test import Client
 POSITION = re.compile(r'name="position" value="(\d+)"')
 STEP = re.compile(r'name="step" value="([a-z_]+)"')
 CSRF_TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+
+
+def carried(response, element_id: str) -> dict | None:
+    """The JSON a participant page carries for its script in `<script id=element_id>` (the consent page's
+    `next-step` and `first-item`: ratings/shared_pages.py `consent_page`), or None when it carries none."""
+    found = re.search(
+        rf'<script id="{element_id}" type="application/json">(.*?)</script>', response.content.decode(), re.S
+    )
+    return json.loads(found.group(1)) if found else None
 
 
 def entry_url(study, pid=None, **params):

@@ -5,7 +5,6 @@ steps on both paths (the statement on PostgreSQL, the view everywhere), that it 
 posts keep (the consent's hold, a participant who declined, one move under a race), and that the consent
 posted on its own (participant.js sends it before the hold ends or when the page is hidden) still works."""
 
-import json
 import re
 from datetime import timedelta
 
@@ -17,24 +16,18 @@ from config.ratelimit import HONEYPOT_FIELD
 from ratings import shared_pages
 from studies.models import Assignment, Participant
 from tests.factories import ParticipantFactory, questionnaire_study_create, rating_study_build
-from tests.ratings.helpers import another_tab, enter, step_url
+from tests.ratings.helpers import another_tab, carried, enter, step_url
 from tests.studies.test_assignment_races import race
 
 pytestmark = pytest.mark.usefixtures("pages_uncached")
 JSON = {"HTTP_ACCEPT": "application/json"}
 BOTH = {"step": "instructions", "agreed": "1"}
 TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="[^"]+"')
-NEXT_STEP = re.compile(r'<script id="next-step" type="application/json">(.*?)</script>', re.S)
 
 
 @pytest.fixture
 def study():
     return rating_study_build(conditions=1, prompts=6, items_per_participant=3)
-
-
-def carried(response) -> dict | None:
-    found = NEXT_STEP.search(response.content.decode())
-    return json.loads(found.group(1)) if found else None
 
 
 def main(page: str) -> str:
@@ -54,7 +47,7 @@ def shown(participant: Participant) -> list[int]:
 def test_the_consent_page_carries_the_instructions_page_for_the_script(client, study, settings):
     settings.PARTICIPANT_CONSENT_HOLD_MINUTES = 7
     page = enter(client, study, "PID1")
-    ahead = carried(page)
+    ahead = carried(page, "next-step")
     assert ahead is not None and ahead["url"] == step_url(study) and ahead["hold"] == 7 * 60
     assert "<h1>Instructions</h1>" in ahead["page"] and 'name="step" value="instructions"' in ahead["page"]
     assert f'name="{HONEYPOT_FIELD}"' in ahead["page"]
@@ -65,7 +58,7 @@ def test_the_consent_page_carries_the_instructions_page_for_the_script(client, s
     client.post(step_url(study), {"step": "consent", "decision": "agree"})
     instructions = client.get(step_url(study)).content.decode()
     assert main(ahead["page"]) == main(instructions)
-    assert carried(client.get(step_url(study))) is None  # the instructions page carries nothing
+    assert carried(client.get(step_url(study)), "next-step") is None  # the instructions page carries nothing
 
 
 @pytest.mark.django_db
@@ -74,10 +67,10 @@ def test_a_consent_that_leads_elsewhere_carries_nothing(study):
     elsewhere = ParticipantFactory(study=other, step=Participant.Step.CONSENT, last_seen_at=timezone.now())
     page = shared_pages.consent_page(RequestFactory().get("/s/q/step/"), elsewhere)
     assert page.status_code == 200 and "<h1>Information and consent</h1>" in page.content.decode()
-    assert carried(page) is None
+    assert carried(page, "next-step") is None
     # Nor does the page of a participant no longer on the consent step (a staff preview of an old page).
     rating = ParticipantFactory(study=study, step=Participant.Step.INSTRUCTIONS, last_seen_at=timezone.now())
-    assert carried(shared_pages.consent_page(RequestFactory().get("/"), rating)) is None
+    assert carried(shared_pages.consent_page(RequestFactory().get("/"), rating), "next-step") is None
 
 
 @pytest.mark.django_db(transaction=True)

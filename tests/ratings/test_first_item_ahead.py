@@ -6,8 +6,6 @@ what the page carries, that the answer takes the three steps on both paths, each
 time the page measured, and that every rule of the three posts still holds (the consent's hold, a decline in
 another tab, a retry, many tabs at once)."""
 
-import json
-import re
 from datetime import timedelta
 
 import pytest
@@ -17,22 +15,16 @@ from django.utils import timezone
 
 from studies.models import Assignment, Emotion, Participant, Rating
 from tests.factories import AttentionCheckFactory, rating_study_build
-from tests.ratings.helpers import another_tab, enter, step_url
+from tests.ratings.helpers import another_tab, carried, enter, step_url
 from tests.studies.test_assignment_races import race
 
 pytestmark = pytest.mark.usefixtures("pages_uncached")
 JSON = {"HTTP_ACCEPT": "application/json"}
-FIRST_ITEM = re.compile(r'<script id="first-item" type="application/json">(.*?)</script>', re.S)
 
 
 @pytest.fixture
 def study():
     return rating_study_build(conditions=1, prompts=6, items_per_participant=3)
-
-
-def first_item(page) -> dict | None:
-    found = FIRST_ITEM.search(page.content.decode())
-    return json.loads(found.group(1)) if found else None
 
 
 def first_answer(item: dict, *, agreed: bool = True, shown_ms: int = 4000, value: int = 3) -> dict:
@@ -46,7 +38,7 @@ def first_answer(item: dict, *, agreed: bool = True, shown_ms: int = 4000, value
 @pytest.mark.django_db
 def test_the_consent_page_carries_the_first_item_without_showing_it(client, study):
     page = enter(client, study, "PID1")
-    item = first_item(page)
+    item = carried(page, "first-item")
     assert item is not None and item["url"] == step_url(study)
     assert item["item"]["number"] == 1 and item["item"]["total"] == 3
     assert 'name="step" value="items"' in item["page"] and "<form" in item["page"]
@@ -63,12 +55,12 @@ def test_the_consent_page_carries_the_first_item_without_showing_it(client, stud
 @pytest.mark.django_db
 def test_a_study_that_asks_the_teq_first_carries_no_item(client):
     teq_study = rating_study_build(conditions=1, prompts=6, items_per_participant=3, ask_teq=True)
-    assert first_item(enter(client, teq_study, "PID1")) is None
+    assert carried(enter(client, teq_study, "PID1"), "first-item") is None
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_first_answer_takes_the_consent_and_the_instructions_with_it(client, study, path):
-    item = first_item(enter(client, study, "PID1"))
+    item = carried(enter(client, study, "PID1"), "first-item")
     Participant.objects.update(started_at=timezone.now() - timedelta(seconds=30))  # entered 30 s ago
     with CaptureQueriesContext(connection) as queries:
         reply = client.post(step_url(study), first_answer(item, shown_ms=4000), **JSON)
@@ -90,7 +82,7 @@ def test_an_attention_check_first_is_carried_disguised_and_its_answer_counted_as
     """The statement takes the consent and the instructions and leaves an attention check's answer to the view
     (which counts a failed check), as it leaves every check's."""
     AttentionCheckFactory(study=study, after_item=0, expected_value=2, emotion_label="attention check")
-    item = first_item(enter(client, study, "PID1"))
+    item = carried(enter(client, study, "PID1"), "first-item")
     assert item["item"]["position"] == 0 and (item["item"]["number"], item["item"]["total"]) == (1, 4)
     emotions = set(Emotion.objects.filter(prompts__study=study).values_list("name", flat=True))
     assert item["item"]["emotion"] in emotions and "Okay" in item["item"]["response"]
@@ -103,7 +95,7 @@ def test_an_attention_check_first_is_carried_disguised_and_its_answer_counted_as
 
 @pytest.mark.django_db(transaction=True)
 def test_the_time_the_page_claims_is_bounded_by_the_enrolment(client, study, path):
-    item = first_item(enter(client, study, "PID1"))
+    item = carried(enter(client, study, "PID1"), "first-item")
     reply = client.post(step_url(study), first_answer(item, shown_ms=10 * 60 * 60 * 1000), **JSON)
     assert reply.json()["item"]["number"] == 2
     participant = Participant.objects.get()
@@ -114,7 +106,7 @@ def test_the_time_the_page_claims_is_bounded_by_the_enrolment(client, study, pat
 
 @pytest.mark.django_db(transaction=True)
 def test_a_retried_first_answer_is_stored_once_and_gets_the_same_next_item(client, study, path):
-    item = first_item(enter(client, study, "PID1"))
+    item = carried(enter(client, study, "PID1"), "first-item")
     fields = first_answer(item)
     first = client.post(step_url(study), fields, **JSON).json()
     again = client.post(step_url(study), fields, **JSON).json()
@@ -128,7 +120,7 @@ def test_the_consent_sent_on_its_own_leaves_the_instructions_to_the_first_answer
     """participant.js sent the consent before its hold ended (or as the page was hidden), while the first
     item was on screen: the answer then comes from a participant on the instructions, with or without
     `agreed=1`."""
-    item = first_item(enter(client, study, "PID1"))
+    item = carried(enter(client, study, "PID1"), "first-item")
     client.post(step_url(study), {"step": "consent", "decision": "agree"})  # sendBeacon: a plain post
     assert Participant.objects.get().step == Participant.Step.INSTRUCTIONS
     data = client.post(step_url(study), first_answer(item, agreed=False), **JSON).json()
@@ -137,7 +129,7 @@ def test_the_consent_sent_on_its_own_leaves_the_instructions_to_the_first_answer
 
 @pytest.mark.django_db(transaction=True)
 def test_after_the_consents_hold_the_first_answer_stores_nothing(client, study, path):
-    item = first_item(enter(client, study, "PID1"))
+    item = carried(enter(client, study, "PID1"), "first-item")
     Participant.objects.update(last_seen_at=timezone.now() - timedelta(minutes=11))  # the hold is 10 minutes
     reply = client.post(step_url(study), first_answer(item), **JSON)
     assert reply.json() == {"next": step_url(study)}
@@ -147,7 +139,7 @@ def test_after_the_consents_hold_the_first_answer_stores_nothing(client, study, 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_participant_who_declined_in_another_tab_stores_no_first_answer(client, study, path):
-    item = first_item(enter(client, study, "PID1"))
+    item = carried(enter(client, study, "PID1"), "first-item")
     client.post(step_url(study), {"step": "consent", "decision": "decline"})
     assert client.post(step_url(study), first_answer(item), **JSON).json() == {"next": step_url(study)}
     assert Participant.objects.get().status == Participant.Status.SCREENED_OUT
@@ -157,7 +149,7 @@ def test_a_participant_who_declined_in_another_tab_stores_no_first_answer(client
 @pytest.mark.django_db(transaction=True)
 def test_without_javascript_the_same_fields_posted_plainly_take_all_three_steps(client, study):
     """participant.js posts a form the plain way when it cannot read the reply: the fields are the same."""
-    item = first_item(enter(client, study, "PID1"))
+    item = carried(enter(client, study, "PID1"), "first-item")
     reply = client.post(step_url(study), first_answer(item))
     assert reply.status_code == 302 and reply["Location"] == step_url(study)
     assert Participant.objects.get().step == Participant.Step.ITEMS and Rating.objects.count() == 1
@@ -167,7 +159,7 @@ def test_without_javascript_the_same_fields_posted_plainly_take_all_three_steps(
 def test_the_first_answer_from_many_tabs_at_once_is_stored_once(client, study, requires_postgres):
     """Twelve tabs at once: a third send the consent on its own, the rest the first answer with everything.
     The participant passes each step once and the first item is rated once, with no error."""
-    item = first_item(enter(client, study, "PID1"))
+    item = carried(enter(client, study, "PID1"), "first-item")
     cookies = client.cookies
 
     def post(i):
