@@ -10,7 +10,7 @@ process: Django's work, not PostgreSQL's or Redis's, nor gunicorn's HTTP parsing
 test client itself adds a little (building the request); forms are posted urlencoded, as browsers and
 bench/participants.py post them. The in-place half posts consent and the instructions in the background too, as
 participant.js does (each reply carrying the next step's page). Those background POSTs go through the WSGI
-application gunicorn serves (config/wsgi.py: the answer front of ratings/answer_path.py, then Django), the
+application gunicorn serves (config/wsgi.py), the
 other requests through the test client's handler. The same run measures, alongside each participant, the benchmark floor
 (`floor POST`: /bench/floor/, one row written through the full middleware stack) and the page ceiling
 (`page ceiling GET`: /bench/page/, an item page without a query), so each request kind can be read against

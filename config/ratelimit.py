@@ -84,8 +84,7 @@ def _now() -> float:
 
 def current_window(window_seconds: int = WINDOW_SECONDS) -> tuple[int, int]:
     """The fixed window the limits count in now (its number since the epoch) and the seconds until it ends,
-    for a refusal's Retry-After. The in-place answer counts in the same windows in PostgreSQL
-    (ratings/answer_path.py)."""
+    for a refusal's Retry-After."""
     now = _now()
     return int(now // window_seconds), int(window_seconds - now % window_seconds) + 1
 
@@ -177,8 +176,7 @@ def rate_limit(scope: str) -> Callable:
 
 def rate_limit_refusal(request, *, scope: str):
     """Counts the request against `scope`'s limits (see `rate_limit`) once: the 429 page when it is over one,
-    else None. A request already counted (the in-place answer's own path counted it before handing it on:
-    ratings/answer_path.py) is not counted again."""
+    else None. A request already counted is not counted again."""
     if not settings.RATELIMIT_ENABLED or request.META.get(_COUNTED):
         return None
     request.META[_COUNTED] = True  # in the WSGI environ: kept when the request is handed on

@@ -65,9 +65,8 @@ MIDDLEWARE = [
     # /healthz answers before host validation and the SSL redirect (the container's own check calls it by IP).
     "config.middleware.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    # The item page's background answers, on PostgreSQL: what they need of the middleware below, done by
-    # hand, and the answer in one statement (ratings/answer_path.py); everything else passes through.
-    "ratings.answer_path.InPlaceAnswerMiddleware",
+    # A participant's ticket (ratings/tickets.py), set on the response that enrolled or resumed them.
+    "ratings.tickets.TicketMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -268,14 +267,8 @@ SPECTACULAR_SETTINGS = {
 # A participant who has not yet agreed to the consent form holds their place for this long only (then the
 # study's full time limit): an id that opens the link and goes no further frees its place quickly.
 PARTICIPANT_CONSENT_HOLD_MINUTES = env_int("PARTICIPANT_CONSENT_HOLD_MINUTES", 10)
-# In-place answers on PostgreSQL take their own path: one statement, without the session, auth and messages
-# middleware (ratings/answer_path.py). Off: every answer goes through the view (the same rules, more work).
-PARTICIPANT_ANSWER_PATH = env_bool("PARTICIPANT_ANSWER_PATH", True)
-# The cookie naming a browser's participant to the in-place answer, session unread (ratings/tickets.py).
+# The cookie naming a browser's participant, so that their pages need no session (ratings/tickets.py).
 PARTICIPANT_TICKET_COOKIE_NAME = "participant_ticket"
-# A newcomer to a live rating study on PostgreSQL is enrolled by one statement (studies/enrol_statement.py).
-# Off: every enrolment takes the Python path (the same choices, six statements in a transaction).
-PARTICIPANT_ENROL_STATEMENT = env_bool("PARTICIPANT_ENROL_STATEMENT", True)
 
 # --- Security -----------------------------------------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True

@@ -49,6 +49,12 @@ def page_of(participant: Participant) -> StepPage:
     return page_for(participant.study, participant.step)
 
 
+def items_follow_instructions(study) -> bool:
+    """Whether the study's instructions lead straight to its items: then the consent page carries the first item
+    too (shared_pages.consent_page) and the first answer takes the instructions with it (`steps_on_the_way`)."""
+    return step_after(study, Participant.Step.INSTRUCTIONS) == Participant.Step.ITEMS
+
+
 # The longest time the page may say the first item was on screen before its answer (`shown_ms`).
 SHOWN_MS_MAX = 60 * 60 * 1000
 
@@ -65,7 +71,7 @@ def shown_ms(post) -> int:
 
 def shown_before(post, participant: Participant, now: datetime) -> datetime:
     """When the page showed the first item it carried ahead: `shown_ms` before `now`, no earlier than the
-    participant's enrolment (as studies/migrations/0021 bounds it)."""
+    participant's enrolment."""
     return max(now - timedelta(milliseconds=shown_ms(post)), participant.started_at)
 
 
@@ -96,7 +102,7 @@ def steps_on_the_way(request: HttpRequest, participant: Participant) -> None:
     if (
         begun
         and participant.step == Participant.Step.INSTRUCTIONS
-        and step_after(participant.study, Participant.Step.INSTRUCTIONS) == Participant.Step.ITEMS
+        and items_follow_instructions(participant.study)
     ):
         now = timezone.now()
         if participant_advance(participant=participant, from_step=Participant.Step.INSTRUCTIONS, now=now):

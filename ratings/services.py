@@ -17,11 +17,9 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from studies import rows
-from studies.models import Assignment, AttentionCheck, Participant, Rating, Study
+from studies.models import Assignment, AttentionCheck, Participant, Rating
 from studies.participants import (
     TOUCH_INTERVAL,
-    hold_cutoff,
-    is_on_step,
     participant_advance,
     participant_lock,
     participant_mark_completed,
@@ -35,7 +33,6 @@ from .selectors import (
     assignment_current_for_participant,
     item_disguise_attention_check,
     item_texts_sql,
-    participant_for_session_sql,
 )
 
 ATTENTION_REASON_PREFIX = "attention checks failed"
@@ -372,66 +369,6 @@ def _answer_store(
         if following
         else None,
     )
-
-
-@dataclass(frozen=True)
-class Answered:
-    """An in-place answer taken by `rating_submit_for`."""
-
-    participant: Participant  # the participant, as the answer left them (with their study)
-    submitted: RatingSubmitted | None  # None: nothing stored, `error` says why
-    error: AnswerRejected | None = None
-
-
-def rating_submit_for(
-    *, participant_id: int | None, slug: str, position: int, value: int, now: datetime | None = None
-) -> Answered | None:
-    """An in-place answer (`rating_submit(..., show_next=True)`) for participant `participant_id` (the one the
-    request names: `selectors.participant_id_for_request`), found and locked by one query in the answer's own
-    transaction: the participant and their study read with the participant's row locked (`FOR UPDATE OF`
-    that row only), instead of read once to find them (`participant_get_for_request`) and again, locked, to
-    answer — one statement fewer.
-
-    Returns None, having stored nothing, where the usual path (look-up, `participant_touch`, then
-    `rating_submit`) must run instead: no participant (`participant_id` None, or not of `slug`); one not
-    active on the items step of a rating study; one not seen within the study's time limit (the touch times
-    them out); or the rare duplicate the OneToOne key refuses. Otherwise the answer is checked and stored
-    exactly as `rating_submit` does (its `last_seen_at` rule writes what the touch would), and an answer it
-    refuses comes back as `error`, with nothing stored."""
-    if participant_id is None:
-        return None
-    now = now or timezone.now()
-    try:
-        with transaction.atomic():
-            row = rows.fetchone(_session_lock_sql(connection.vendor), [participant_id, slug])
-            if row is None:
-                return None
-            locked, end = rows.instance(Participant, row)
-            locked.study, _ = rows.instance(Study, row, end)
-            seen = locked.last_seen_at
-            if (
-                locked.study.kind != Study.Kind.RATING
-                or not is_on_step(locked, Participant.Step.ITEMS)
-                or seen is None
-                or seen < hold_cutoff(locked, now)
-            ):
-                return None
-            try:
-                submitted = _answer_store(
-                    locked, position=position, value=value, response_time_ms=None, now=now, show_next=True
-                )
-            except AnswerRejected as error:
-                return Answered(participant=locked, submitted=None, error=error)
-    except IntegrityError:
-        return None  # the usual path finds the stored answer (see rating_submit)
-    return Answered(participant=locked, submitted=submitted)
-
-
-@cache
-def _session_lock_sql(vendor: str) -> str:
-    # The participant's row only (OF p): locking the study's row too would serialise the whole study.
-    lock = " FOR UPDATE OF p" if connection.features.has_select_for_update_of else rows.for_update()
-    return participant_for_session_sql(vendor) + lock
 
 
 def _shown(item: _Item, *, total: int, answered: int, now: datetime) -> CurrentItem:

@@ -43,6 +43,7 @@ from ratings.templatetags.participant_pages import step_progress
 from studies.kinds import step_after
 from studies.models import Participant
 
+from .flow import items_follow_instructions
 from .selectors import (
     CurrentItem,
     assignment_current_for_participant,
@@ -188,7 +189,7 @@ def consent_page(request: HttpRequest, participant) -> HttpResponse:
         carrying = page.replace("</body>", json_script(data, "next-step") + "</body>", 1)
         cache.set(key, carrying)
     page = carrying.replace(_TOKEN_MARK, get_token(request))
-    if step_after(study, Participant.Step.INSTRUCTIONS) == Participant.Step.ITEMS:
+    if items_follow_instructions(study):
         first = _first_item_ahead(request, ahead)
         if first is not None:
             page = page.replace("</body>", json_script(first, "first-item") + "</body>", 1)

@@ -12,8 +12,7 @@ site's key, so it names only the participant it was given to, as the session's u
 `selectors.participant_id_for_request` reads it first; without a valid one (another study's, tampered with,
 expired, or a browser that enrolled before tickets) the session is read as before. The session is still
 written where it alone keeps something (MTurk's submit address) or already names a participant
-(`views._remember`). The in-place answer with a ticket has nothing to ask Redis at all: its rate limit is
-counted by its own statement (studies/migrations/0014, ratings/answer_path.py).
+(`views._remember`). `TicketMiddleware` sets the ticket on the response that enrolled or resumed them.
 """
 
 from __future__ import annotations
@@ -59,8 +58,7 @@ def attach(request, response) -> None:
 
 def participant_id(request, *, slug: str) -> int | None:
     """The participant of study `slug` the request's ticket names, or None (no ticket, or not a valid one for
-    this study). Checked once a request: a view that asks again (the in-place answer's fallback, then the
-    look-up) gets the first answer."""
+    this study). Checked once a request: asking again gets the first answer."""
     read = getattr(request, _READ, None)
     if read is not None and read[0] == slug:
         return read[1]
@@ -76,3 +74,15 @@ def _verified(value: str | None, slug: str) -> int | None:
         return int(_signer(slug).unsign(value, max_age=settings.SESSION_COOKIE_AGE))
     except (signing.BadSignature, ValueError):
         return None
+
+
+class TicketMiddleware:
+    """Sets the ticket a view asked for (`remember`) on its response, with `Vary: Cookie` where one was read."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        attach(request, response)
+        return response

@@ -52,7 +52,6 @@ from .selectors import (
     item_disguise_attention_check,
     item_payload,
     participant_get_for_request,
-    participant_id_for_request,
     scale_buttons,
     session_key,
     study_get_by_slug,
@@ -252,16 +251,10 @@ def study_start(request: HttpRequest, slug: str) -> HttpResponse:
 @rate_limit("participant")
 @honeypot
 def study_step(request: HttpRequest, slug: str) -> HttpResponse:
-    """Shows (GET) or answers (POST) the session's participant's current step."""
+    """Shows (GET) or answers (POST) the participant's current step. A form posted in the background
+    (`Accept: application/json`, static/ratings/participant.js) is stored exactly as the plain post is; only the
+    reply differs (`step_in_place`)."""
     in_place = _wants_json(request)
-    if in_place and request.POST.get("step") == Participant.Step.ITEMS and request.POST.get("begun") != "1":
-        # An in-place answer: the participant found and locked by one query, in the answer's transaction.
-        form = ItemAnswerForm(request.POST)  # its fields: position and value
-        answered = form.is_valid() and services.rating_submit_for(
-            participant_id=participant_id_for_request(request, slug), slug=slug, **form.cleaned_data
-        )
-        if answered:
-            return _item_reply(request, answered.participant, answered.submitted, answered.error)
     participant = participant_get_for_request(request, slug)
     if participant is None:
         study = get_object_or_404(Study, slug=slug)
@@ -283,8 +276,7 @@ def study_step(request: HttpRequest, slug: str) -> HttpResponse:
 def step_in_place(request: HttpRequest, participant: Participant) -> JsonResponse:
     """A step's form posted in the background by the session's participant (already touched): stored by the
     step's page exactly as the plain post stores it, the reply in place (`_in_place`); from a page that is no
-    longer current, nothing stored and `{"next": the step page}`. Also called by the background path of
-    ratings/answer_path.py, which did the request's checks itself."""
+    longer current, nothing stored and `{"next": the step page}`."""
     flow.steps_on_the_way(request, participant)
     handler = flow.page_of(participant) if participant.status == Participant.Status.ACTIVE else None
     if handler is None or request.POST.get("step") != participant.step:

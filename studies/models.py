@@ -261,6 +261,10 @@ class Prompt(models.Model):
         return f"{self.dialogue_id} ({self.emotion.name})"
 
 
+# The responses a participant may be shown: the first sample, not flagged in review.
+RESPONSE_ELIGIBLE = Q(sample_index=0) & ~Q(review="flagged")
+
+
 class Response(models.Model):
     """The text a condition shows for a prompt. Exactly one per (prompt, condition, sample)."""
 
@@ -296,7 +300,7 @@ class Response(models.Model):
         indexes = [
             models.Index(
                 fields=["condition", "id"],
-                condition=Q(sample_index=0) & ~Q(review="flagged"),
+                condition=RESPONSE_ELIGIBLE,
                 name="response_eligible_by_cond",
             )
         ]
@@ -370,9 +374,6 @@ class Participant(models.Model):
     started_at = models.DateTimeField(auto_now_add=True)
     last_seen_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # The in-place answers' rate limit, counted by their statement (migrations 0014, 0017): window, count.
-    requests_window = models.IntegerField(default=0, db_default=0, editable=False)
-    requests_in_window = models.IntegerField(default=0, db_default=0, editable=False)
 
     class Meta:
         ordering = ["study", "started_at"]
@@ -461,8 +462,7 @@ class Rating(models.Model):
         return f"{self.assignment} = {self.value}"
 
 
-# The questionnaire kind's, the frozen design's and the balance's models, imported so Django registers them.
-from .balance_models import ResponseTally  # noqa: E402  (and ConditionTally, registered with it)
+# The questionnaire kind's and the frozen design's models, imported so Django registers them.
 from .design_models import StudyAmendment, StudyDesign  # noqa: E402
 from .questionnaire_models import (  # noqa: E402
     Instrument,
@@ -490,7 +490,6 @@ __all__ = [
     "QuestionnaireSettings",
     "Rating",
     "Response",
-    "ResponseTally",
     "Situation",
     "Study",
     "StudyAmendment",

@@ -37,8 +37,8 @@ from functools import cache
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from . import enrol_statement, rows
-from .balancing import condition_choose, consent_cutoff, lapsed_sql, rules_params, stale_cutoff
+from . import rows
+from .balancing import condition_choose, hold_cutoff, lapsed
 from .enrolment_errors import (  # noqa: F401 (the enrolment's errors are raised, and imported, from here)
     AlreadyInFamily,
     EnrollmentError,
@@ -166,6 +166,8 @@ def participant_advance(*, participant: Participant, from_step: str, now: dateti
     if moved:
         participant.step = next_step
         participant.last_seen_at = now
+    else:  # moved elsewhere meanwhile (another tab): the caller's instance shows where they are now
+        participant.refresh_from_db(fields=STATE_FIELDS)
     return bool(moved)
 
 
@@ -261,9 +263,7 @@ def participant_enroll(
     rolls its transaction back and it resumes the winner's participant.
 
     Cost (hand-written SQL, studies/rows.py), in one transaction: the lock, one counting query, the
-    participant's INSERT and the kind's queries (a rating study: two, whatever the study's size). A newcomer
-    to a live rating study on PostgreSQL is first offered to one statement that makes the same choices
-    (studies/enrol_statement.py); what it does not take runs here.
+    participant's INSERT and the kind's queries.
     """
     external_id = _validate_external_id(external_id)
     now = now or timezone.now()
@@ -277,16 +277,6 @@ def participant_enroll(
 
     ids = (platform_study_id, platform_session_id, mturk_assignment_id, mturk_hit_id)
     fields = dict(zip(_PLATFORM_IDS, (value[:128] for value in ids), strict=True))
-    if enrol_statement.applies(study, is_preview=is_preview):
-        outcome, found = enrol_statement.enrol(
-            study, external_id, seed=_participant_seed(study), now=now, platform=platform, **fields
-        )
-        if outcome == enrol_statement.ENROLLED:
-            return found
-        if outcome == enrol_statement.FULL:
-            raise StudyFull(study)
-        if outcome == enrol_statement.EXISTING and (existing := participant_find(study, external_id)):
-            return _resume(existing)
     stale: list[bool] = []
     try:
         with transaction.atomic():
@@ -311,17 +301,18 @@ def _enroll_locked(
     study: Study, external_id: str, stale: list[bool], *, now: datetime, is_preview: bool, **fields
 ) -> Participant:
     """The count-choose-insert sequence, inside the enrolment's transaction (the Study row locked, unless a
-    preview). Stale participants are released before the deal, or after the transaction (`stale`)."""
+    preview). Stale participants the count finds are released after the transaction (`stale`): they no
+    longer count, so the deal need not wait for them."""
     if is_preview:
         locked = study  # a preview takes no slot: nothing to serialise against
     else:
         locked = rows.select(Study, ("id",), [study.pk], lock=True)  # what serialises enrolments
     seed = _participant_seed(locked)
     rng = random.Random(seed)
-    condition, existing_id, lapsed = condition_choose(
+    condition, existing_id, any_stale = condition_choose(
         locked, kind_of(locked), external_id, rng=rng, is_preview=is_preview, now=now
     )
-    if lapsed:
+    if any_stale:
         stale.append(True)
     # Re-checked under the lock: a concurrent arrival of the same id may have committed meanwhile.
     if existing_id is not None:
@@ -333,9 +324,6 @@ def _enroll_locked(
             raise AlreadyInFamily(locked)
     if condition is None:
         raise StudyFull(locked)
-    if stale:  # their unanswered pages count in `ResponseTally` until they are released
-        participants_release_stale(now=now, study=locked)
-        stale.clear()  # released: nothing left for after the transaction
     stamp = timezone.now()
     participant = Participant(
         status=Participant.Status.ACTIVE,
@@ -385,8 +373,8 @@ def participants_release_stale(*, now: datetime | None = None, study: Study | No
     for each in studies:
         with transaction.atomic():
             # Locked in id order, so two overlapping runs (the beat task and a lazy release) cannot deadlock.
-            found = rows.fetchall(_stale_sql(connection.vendor), [each.pk, *rules_params(each, now)])
-            ids = [pk for (pk,) in found]
+            found = Participant.objects.filter(study=each).filter(lapsed(each, now)).order_by("pk")
+            ids = list(found.select_for_update().values_list("pk", flat=True))
             if not ids:
                 continue
             Participant.objects.filter(id__in=ids).update(
@@ -395,16 +383,6 @@ def participants_release_stale(*, now: datetime | None = None, study: Study | No
             _release(ids)
             released += len(ids)
     return released
-
-
-@cache
-def _stale_sql(vendor: str) -> str:
-    p_id = rows.column(Participant, "id", "p")
-    return (
-        f"SELECT {p_id} FROM {rows.table(Participant)} p"
-        f" WHERE {rows.column(Participant, 'study', 'p')} = %s AND {lapsed_sql(vendor)}"
-        f" ORDER BY {p_id}{rows.for_update()}"
-    )
 
 
 def _leave(participant: Participant, status: str, now: datetime | None) -> bool:
@@ -436,13 +414,6 @@ def participant_time_out(*, participant: Participant, now: datetime | None = Non
     return _leave(participant, Participant.Status.TIMED_OUT, now)
 
 
-def hold_cutoff(participant: Participant, now: datetime) -> datetime:
-    """The oldest `last_seen_at` at which an active participant still holds their place (studies/balancing.py)."""
-    if participant.step == Participant.Step.CONSENT:
-        return max(stale_cutoff(participant.study, now), consent_cutoff(now))
-    return stale_cutoff(participant.study, now)
-
-
 def participant_touch(*, participant: Participant, now: datetime | None = None) -> Participant:
     """Records that an active participant is still here (`last_seen_at`); called on every request, it
     writes at most once per TOUCH_INTERVAL (a conditional UPDATE).
@@ -453,7 +424,7 @@ def participant_touch(*, participant: Participant, now: datetime | None = None) 
     now = now or timezone.now()
     if participant.status != Participant.Status.ACTIVE:
         return participant
-    cutoff = hold_cutoff(participant, now)
+    cutoff = hold_cutoff(participant.study, participant.step, now)
     seen = participant.last_seen_at
     if seen is not None and seen >= cutoff and now - seen < TOUCH_INTERVAL:
         return participant

@@ -7,7 +7,7 @@ entry and consent pages, recruiting-platform handling and exactly-once answers. 
 * **participant steps** — `steps(study)`: the kind's steps between consent and done, in order, and `pages`:
   for each step, the dotted path of the page that shows and answers it (a `ratings.flow.StepPage`, resolved
   when first needed, so studies/ never imports the app that serves pages);
-* **assignment policy** — `enrollable_sql` (which conditions can take a newcomer at all) and
+* **assignment policy** — `enrollable` (which conditions can take a newcomer at all) and
   `assignments_create` (the pages a new participant gets, balanced by live counts, see studies/balancing.py);
 * **launch checks** — `launch_problems`, and `launch_panel`: the dotted path of a callable (study) → HTML shown
   on the launch page (the rating kind's: power before launch, from analysis);
@@ -28,6 +28,8 @@ import random
 from abc import ABC, abstractmethod
 from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar
+
+from django.db.models import Q
 
 if TYPE_CHECKING:
     from studies.models import Assignment, Condition, Participant, Study
@@ -69,11 +71,11 @@ class StudyKind(ABC):
 
     # --- assignment policy ---------------------------------------------------------------------------
 
-    def enrollable_sql(self, vendor: str) -> str:
-        """Whether a condition (among the enrolling ones) has something to show a newcomer: an SQL condition,
-        without parameters, on the condition's row aliased `c`, evaluated by enrolment's counting query
-        (studies/balancing.py `condition_choose`). Every condition, by default."""
-        return "1 = 1"
+    def enrollable(self) -> Q:
+        """Whether a condition (among the enrolling ones) has something to show a newcomer: a filter on
+        Condition, asked by enrolment's choice (studies/balancing.py `condition_choose`). Every condition, by
+        default."""
+        return Q()
 
     @abstractmethod
     def assignments_create(

@@ -12,9 +12,8 @@ from __future__ import annotations
 import random
 from datetime import datetime
 
-from django.db.models import Count
+from django.db.models import Count, Exists, OuterRef, Q
 
-from studies import rows
 from studies.balancing import fewest_first, live_assignments
 from studies.models import Assignment, Condition, Participant, QuestionnaireRun, Study, StudySituation
 
@@ -74,12 +73,9 @@ class QuestionnaireKind(StudyKind):
         ask = self.settings(study).ask_demographics
         return [*([DEMOGRAPHICS] if ask else []), DEFAULT, SITUATION, EVOKED]
 
-    def enrollable_sql(self, vendor: str) -> str:
-        """Nothing to imagine, nobody to take: an EXISTS on the study's situations."""
-        return (
-            f"EXISTS (SELECT 1 FROM {rows.table(StudySituation)} s"
-            f" WHERE {rows.column(StudySituation, 'study', 's')} = {rows.column(Condition, 'study', 'c')})"
-        )
+    def enrollable(self) -> Q:
+        """Nothing to imagine, nobody to take: the study has a situation."""
+        return Q(Exists(StudySituation.objects.filter(study=OuterRef("study"))))
 
     def assignments_create(
         self, participant: Participant, *, rng: random.Random, now: datetime

@@ -12,30 +12,21 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 from datetime import datetime
-from functools import cache
 
-from django.db import connection
-from django.db.models import Avg, Count, IntegerField, Max, Min, OuterRef, Subquery
+from django.db.models import Avg, Count, Exists, IntegerField, Max, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from studies import rows
-from studies.balancing import (
-    deal_order_sql,
-    deal_start,
-    live_sql,
-    rules_params,
-    tie_break_draws,
-    tie_break_key,
-)
+from studies.balancing import live_assignments, tie_break_draws, tie_break_key
 from studies.models import (
+    RESPONSE_ELIGIBLE,
     Assignment,
     AttentionCheck,
     Condition,
     Participant,
     Rating,
     Response,
-    ResponseTally,
     Study,
 )
 
@@ -49,79 +40,20 @@ ITEMS = Participant.Step.ITEMS
 PAGE_FIELDS = ("participant", "position", "kind", "response", "attention_check")
 
 
-def eligible_responses(condition: Condition):
-    return Response.objects.filter(condition=condition, sample_index=0).exclude(
-        review=Response.Review.FLAGGED
-    )
-
-
-@cache
-def _eligible_sql(vendor: str, r: str = "r") -> str:
-    """`eligible_responses` over the response row aliased `r` (its condition compared by the caller): the
-    condition of the partial index `response_eligible_by_cond`, so that enrolment reads their ids from it alone."""
-    col = lambda name: rows.column(Response, name, r)  # noqa: E731
-    return f"{col('sample_index')} = 0 AND {col('review')} <> '{Response.Review.FLAGGED}'"
-
-
-@cache
-def _response_counts_sql(vendor: str) -> str:
-    """`SELECT id, n`: the eligible responses of a condition with their live assignments (zeros included).
-    Parameters: `_response_counts_params`.
-
-    The responses and their live assignments are one UNION ALL grouped by response id (a response with
-    no row of the first part, flagged since it was assigned, is left out by HAVING), not a join: the
-    database adds them up in one pass whatever it believes about the tables' sizes. The assignments are
-    found through the participants of the condition (an index on participant_id finds their few pages
-    each), not through the responses' condition (which joins every assignment of the study to its
-    response): the same rows, as a condition's responses are only ever assigned to its participants."""
-    a = lambda name: rows.column(Assignment, name, "a")  # noqa: E731
-    return (
-        f"SELECT x.id AS id, SUM(x.w) AS n FROM ("
-        f"SELECT {rows.column(Response, 'id', 'r')} AS id, 0 AS w FROM {rows.table(Response)} r"
-        f" WHERE {rows.column(Response, 'condition', 'r')} = %s AND {_eligible_sql(vendor)}"
-        f" UNION ALL SELECT {a('response')}, 1 FROM {rows.table(Assignment)} a"
-        f" JOIN {rows.table(Participant)} p ON {rows.column(Participant, 'id', 'p')} = {a('participant')}"
-        f" WHERE {rows.column(Participant, 'condition', 'p')} = %s"
-        f" AND {a('kind')} = '{Assignment.Kind.RESPONSE}' AND {live_sql(vendor)}"
-        f") x GROUP BY x.id HAVING MIN(x.w) = 0"
-    )
-
-
-def _response_counts_params(condition: Condition, now: datetime) -> list:
-    return [condition.pk, condition.pk, *rules_params(condition.study, now)]
+def eligible_responses(condition):
+    """The responses of `condition` (a Condition, or an OuterRef to one) a participant may be shown
+    (`RESPONSE_ELIGIBLE`)."""
+    return Response.objects.filter(RESPONSE_ELIGIBLE, condition=condition)
 
 
 def response_live_counts(*, condition: Condition, now: datetime | None = None) -> dict[int, int]:
-    """Live assignments per eligible response id of the condition (zeros included), counted from the pages by
-    the balance rule: the figure `ResponseTally` keeps for enrolment. One query."""
-    params = _response_counts_params(condition, now or timezone.now())
-    return dict(rows.fetchall(_response_counts_sql(connection.vendor), params))
-
-
-@cache
-def _pages_sql(vendor: str) -> str:
-    """The study's attention checks (0, id, after_item) and the responses to show (1, id, 0): the
-    condition's eligible responses with the fewest live assignments first (their `ResponseTally`, kept by the
-    database: see migration 0010), ties in their count's order from the participant's drawn starting point
-    (`deal_order_sql`, `deal_start`: the order the enrolment statement reads from its index, migration 0019),
-    as many as the study shows. One query, one pass over the condition's responses whatever the study's
-    size: the database orders them and returns only the ones chosen. Parameters: `_pages_params`."""
-    check = lambda name: rows.column(AttentionCheck, name, "c")  # noqa: E731
-    r = lambda name: rows.column(Response, name, "r")  # noqa: E731
-    live = rows.column(ResponseTally, "live_assignments", "t")
-    order = deal_order_sql(r("id"), f"COALESCE({live}, 0)")
-    return (
-        f"SELECT 0, {check('id')}, {check('after_item')} FROM {rows.table(AttentionCheck)} c"
-        f" WHERE {check('study')} = %s"
-        f" UNION ALL SELECT 1, picked.id, 0 FROM (SELECT {r('id')} AS id FROM {rows.table(Response)} r"
-        f" LEFT JOIN {rows.table(ResponseTally)} t ON {rows.column(ResponseTally, 'response', 't')} = {r('id')}"
-        f" WHERE {r('condition')} = %s AND {_eligible_sql(vendor)}"
-        f" ORDER BY COALESCE({live}, 0), ({order}) < %s, {order}, {r('id')} LIMIT %s) picked"
+    """Live assignments per eligible response id of the condition (zeros included), by the balance rule
+    (studies/balancing.py `live_assignments`). One query."""
+    live = Q(assignments__kind=Assignment.Kind.RESPONSE) & live_assignments(
+        condition.study, now or timezone.now(), prefix="assignments__"
     )
-
-
-def _pages_params(study: Study, condition: Condition, rng: random.Random) -> list:
-    return [study.pk, condition.pk, deal_start(tie_break_draws(rng)), study.items_per_participant]
+    counted = eligible_responses(condition).order_by().annotate(n=Count("assignments", filter=live))
+    return dict(counted.values_list("pk", "n"))
 
 
 def _ratings_per_response(study: Study):
@@ -135,16 +67,6 @@ def _ratings_per_response(study: Study):
     )
     return Response.objects.filter(condition__study=study).annotate(
         n=Coalesce(Subquery(counted, output_field=IntegerField()), 0)
-    )
-
-
-@cache
-def _enrollable_sql(vendor: str) -> str:
-    """A condition with nothing to rate cannot take anyone: an indexed EXISTS on the condition row `c`."""
-    return (
-        f"EXISTS (SELECT 1 FROM {rows.table(Response)} r"
-        f" WHERE {rows.column(Response, 'condition', 'r')} = {rows.column(Condition, 'id', 'c')}"
-        f" AND {_eligible_sql(vendor)})"
     )
 
 
@@ -177,21 +99,23 @@ class RatingKind(StudyKind):
     def steps(self, study: Study) -> list[str]:
         return [INSTRUCTIONS, *([TEQ] if study.ask_teq else []), ITEMS]
 
-    def enrollable_sql(self, vendor: str) -> str:
-        return _enrollable_sql(vendor)
+    def enrollable(self) -> Q:
+        """A condition with nothing to rate cannot take anyone."""
+        return Q(Exists(eligible_responses(OuterRef("pk"))))
 
     def assignments_create(
         self, participant: Participant, *, rng: random.Random, now: datetime
     ) -> list[Assignment]:
-        """Two queries: the attention checks and the chosen responses in one, the pages in one INSERT."""
+        """The condition's eligible responses with the fewest live assignments (ties by the participant's
+        second tie-break), as many as the study shows, in the order of their third; the study's attention checks
+        after their `after_item` regular items. Three queries: the counts, the checks, the pages' INSERT."""
         study = participant.study
-        found = rows.fetchall(_pages_sql(connection.vendor), _pages_params(study, participant.condition, rng))
-        # The page order: the participant's third tie-break (studies/balancing.py).
+        counts = response_live_counts(condition=participant.condition, now=now)
         draws = tie_break_draws(rng)
-        chosen = sorted(
-            (key for source, key, _ in found if source == 1), key=lambda k: (tie_break_key(k, draws), k)
-        )
-        checks = sorted((after, key) for source, key, after in found if source == 0)
+        dealt = sorted(counts, key=lambda k: (counts[k], tie_break_key(k, draws), k))
+        draws = tie_break_draws(rng)
+        chosen = sorted(dealt[: study.items_per_participant], key=lambda k: (tie_break_key(k, draws), k))
+        checks = sorted(AttentionCheck.objects.filter(study=study).values_list("after_item", "pk"))
         pages: list[Assignment] = []
 
         def add_checks(selected: Iterable[int]) -> None:

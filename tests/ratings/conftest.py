@@ -24,31 +24,3 @@ def pages_uncached():
     from ratings import shared_pages
 
     caches[shared_pages.CACHE_ALIAS].clear()
-
-
-@pytest.fixture(params=["statement", "view"])
-def path(request, settings):
-    """Both ways a background post is answered: the answer path's statements (PostgreSQL), and the view."""
-    if request.param == "statement":
-        request.getfixturevalue("requires_postgres")
-    else:
-        settings.PARTICIPANT_ANSWER_PATH = False
-    return request.param
-
-
-@pytest.fixture
-def answers_taken(monkeypatch):
-    """A list that gets, for every in-place answer the one-statement path (ratings/answer_path.py) runs,
-    whether it answered it (True) or left it to the view (False)."""
-    from ratings import answer_path
-
-    taken = []
-    answer_in_place = answer_path.answer_in_place
-
-    def counted(request, **kwargs):
-        reply = answer_in_place(request, **kwargs)
-        taken.append(reply is not None)
-        return reply
-
-    monkeypatch.setattr(answer_path, "answer_in_place", counted)
-    return taken

@@ -1,8 +1,8 @@
 """What one participant request costs in round trips: one to Redis (the rate limiter's pipeline; for a browser
 that enrolled before tickets it also fetches the session, config/ratelimit.py and config/sessions.py) and, for
-an in-place answer, at most four SQL statements (the participant, the participant's row locked — one statement
-where the view finds and locks them together, `rating_submit_for` — their items, the rating written with its
-item's times) — with the same answers stored as before."""
+an in-place answer, four SQL statements (the participant, the participant's row locked, their items, the rating
+written with its item's times and the next item marked as shown) — with the answer stored as the plain post
+stores it."""
 
 import pytest
 from django.conf import settings
@@ -91,17 +91,12 @@ def test_a_session_cache_on_another_redis_is_read_by_the_store_itself(client, st
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(
-    ("answer_path", "ticket"), [(True, True), (True, False), (False, True)], ids=["ticket", "session", "view"]
-)
-def test_an_in_place_answer_is_one_statement_or_at_most_four_and_with_its_ticket_no_redis_round_trip(
-    client, study, redis_trips, requires_postgres, settings, answer_path, ticket
+@pytest.mark.parametrize("ticket", [True, False], ids=["ticket", "session"])
+def test_an_in_place_answer_is_four_statements_and_one_round_trip_to_redis(
+    client, study, redis_trips, requires_postgres, ticket
 ):
-    """On its own path (ratings/answer_path.py) the answer is one statement, `rating_answer_in_place`;
-    through the view (PARTICIPANT_ANSWER_PATH off), at most four. The same rows either way. With the
-    participant's ticket (ratings/tickets.py), the answer's own path makes no round trip to Redis: the
-    statement counts its rate limit. Without it, or through the view, one (the limiter's, with the session)."""
-    settings.PARTICIPANT_ANSWER_PATH = answer_path
+    """The participant, their row locked, their items, then the rating with its item's times in one statement;
+    one round trip to Redis (the limiter's, which fetches the session too for a browser without a ticket)."""
     position = _ready(client, study, ticket=ticket)
     assert (settings.PARTICIPANT_TICKET_COOKIE_NAME in client.cookies) is ticket  # set at the entry
     redis_trips.clear()
@@ -110,15 +105,11 @@ def test_an_in_place_answer_is_one_statement_or_at_most_four_and_with_its_ticket
     assert response.status_code == 200 and response.json()["saved"] is True
     # The test's own transaction turns the answer's into a savepoint: not a statement of the answer's.
     statements = [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
-    if answer_path:
-        assert len(statements) == 1 and "rating_answer_in_place(" in statements[0], statements
-    else:
-        found_and_locked = "FOR UPDATE" in statements[0]  # one query, or a look-up and then the lock
-        assert len(statements) == (3 if found_and_locked else 4), statements
-        assert "FOR UPDATE" in statements[0 if found_and_locked else 1]
-        assert statements[-1].startswith("WITH") and "UPDATE" in statements[-1] and "INSERT" in statements[-1]
-    assert len(redis_trips) == (0 if answer_path and ticket else 1)
-    # What the one statement wrote: the rating, its item's times, and the next item marked as shown.
+    assert len(statements) == 4, statements
+    assert "FOR UPDATE" in statements[1]
+    assert statements[-1].startswith("WITH") and "UPDATE" in statements[-1] and "INSERT" in statements[-1]
+    assert len(redis_trips) == 1
+    # What the answer wrote: the rating, its item's times, and the next item marked as shown.
     participant = Participant.objects.get(external_id="PID1")
     answered = Assignment.objects.get(participant=participant, position=position)
     rating = Rating.objects.get(assignment=answered)
@@ -185,30 +176,3 @@ def test_a_session_is_written_by_one_statement_outside_a_transaction_and_a_taken
     caches["default"].clear()  # both read back from the database
     assert SessionStore(taken.session_key).load() == {"who": "first"}
     assert SessionStore("k" * 32).load() == {"who": "second, changed"}
-
-
-@pytest.mark.django_db
-def test_consent_and_instructions_with_the_ticket_are_one_statement_each_and_no_round_trip_to_redis(
-    client, study, redis_trips, requires_postgres
-):
-    """Each is a step left once per participant: moved on by its one statement and not counted by the limiter.
-    A repeat (a second tab, a double click) is counted and answered by the usual path, nothing stored again."""
-    enter(client, study, "PID1")
-    redis_trips.clear()
-    for fields, statement in (
-        ({"step": "consent", "decision": "agree"}, "UPDATE"),
-        ({"step": "instructions"}, "rating_items_begin_in_place("),
-    ):
-        with CaptureQueriesContext(connection) as queries:
-            reply = client.post(step_url(study), fields, **JSON)
-        assert reply.status_code == 200, reply.content
-        statements = [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
-        assert len(statements) == 1 and statement in statements[0], statements
-    assert redis_trips == []
-    participant = Participant.objects.get()
-    assert participant.step == Participant.Step.ITEMS
-    again = client.post(step_url(study), {"step": "consent", "decision": "agree"}, **JSON)
-    assert again.json() == {"next": step_url(study)}  # nothing stored: the step page says where they are
-    assert len(redis_trips) == 1  # counted by the limiter
-    participant.refresh_from_db()
-    assert participant.step == Participant.Step.ITEMS

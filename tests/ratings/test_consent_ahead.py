@@ -1,7 +1,7 @@
 """The consent page carries the instructions page (ratings/shared_pages.py `consent_page`): with JavaScript,
 "I agree" shows them without a request, and the instructions' button posts the consent with them
 (`agreed=1`), one request for both steps. These tests check what the page carries, that the post takes both
-steps on both paths (the statement on PostgreSQL, the view everywhere), that it keeps every rule the two
+steps, that it keeps every rule the two
 posts keep (the consent's hold, a participant who declined, one move under a race), and that the consent
 posted on its own (participant.js sends it before the hold ends or when the page is hidden) still works."""
 
@@ -75,7 +75,7 @@ def test_a_consent_that_leads_elsewhere_carries_nothing(study):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_instructions_posted_with_the_consent_take_both_steps_and_reply_with_the_first_item(
-    client, study, path
+    client, study
 ):
     enter(client, study, "PID1")
     reply = client.post(step_url(study), BOTH, **JSON)
@@ -97,7 +97,7 @@ def test_without_javascript_the_same_fields_posted_plainly_take_both_steps(clien
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_consent_sent_on_its_own_first_leaves_the_instructions_to_their_post(client, study, path):
+def test_the_consent_sent_on_its_own_first_leaves_the_instructions_to_their_post(client, study):
     """The script sent the consent before the hold ended (or as the page was hidden): the instructions then
     arrive with `agreed=1` from a participant already past the consent, and take them to their first item."""
     enter(client, study, "PID1")
@@ -109,9 +109,7 @@ def test_the_consent_sent_on_its_own_first_leaves_the_instructions_to_their_post
 
 
 @pytest.mark.django_db(transaction=True)
-def test_after_the_consents_hold_the_post_takes_nothing_and_the_participant_sees_their_outcome(
-    client, study, path
-):
+def test_after_the_consents_hold_the_post_takes_nothing_and_the_participant_sees_their_outcome(client, study):
     enter(client, study, "PID1")
     Participant.objects.update(last_seen_at=timezone.now() - timedelta(minutes=11))  # the hold is 10 minutes
     reply = client.post(step_url(study), BOTH, **JSON)
@@ -121,7 +119,7 @@ def test_after_the_consents_hold_the_post_takes_nothing_and_the_participant_sees
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_participant_who_declined_in_another_tab_is_not_taken_on(client, study, path):
+def test_a_participant_who_declined_in_another_tab_is_not_taken_on(client, study):
     enter(client, study, "PID1")
     client.post(step_url(study), {"step": "consent", "decision": "decline"})
     assert client.post(step_url(study), BOTH, **JSON).json() == {"next": step_url(study)}

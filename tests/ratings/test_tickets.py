@@ -1,7 +1,7 @@
 """The participant's ticket (ratings/tickets.py): set where a browser becomes the participant, valid for one
-study only, the participant's only name (no session); an in-place answer that carries it makes no round trip
-to Redis and its rate limit is counted by its own statement (studies/migrations/0014, 0017: a request that
-stores a rating is not counted), exactly, however many of the participant's requests arrive at once. A browser that enrolled before tickets is still its session's."""
+study only, the participant's only name (no session); every request that carries it is counted once by the
+rate limiter, however many of the participant's requests arrive at once. A browser that enrolled before
+tickets is still its session's."""
 
 import pytest
 from django.core import signing
@@ -64,39 +64,26 @@ def test_the_entry_sets_a_ticket_valid_for_its_study_only(client, study, setting
 
 
 @pytest.mark.django_db
-def test_an_answer_with_its_ticket_is_counted_and_limited_by_its_statement_not_by_redis(
-    client, study, limited, settings, requires_postgres, monkeypatch
+def test_an_answer_with_its_ticket_is_counted_once_by_the_limiter_and_refused_past_the_limit(
+    client, study, limited, settings, monkeypatch
 ):
-    """The requests that store nothing are counted on the participant's row; one that stores a rating is not
-    (a rating is stored once per item), but is refused with the rest once the window has reached the limit."""
+    """Every answer counts, stored or not; past the limit nothing is stored until the next window."""
     first_item(client, study, "PID1")
     settings.RATELIMIT_PARTICIPANT = 3
     participant = Participant.objects.get()
     first, second, third, _fourth = item_positions(participant)
     limited.clear()
-
-    def counted():
-        participant.refresh_from_db()
-        return participant.requests_window, participant.requests_in_window
+    monkeypatch.setattr(ratelimit, "_now", lambda: NOW + 60)  # a window of its own: the set-up counted too
 
     assert post(client, study, first).json()["saved"] is True
-    assert counted() == (0, 0)  # stored: not counted, the row not written for it
-    assert post(client, study, first).status_code == 200  # a repeat: nothing stored, counted
+    assert post(client, study, first).status_code == 200  # a repeat: nothing stored
     assert post(client, study, second).json()["saved"] is True
-    assert post(client, study, second).status_code == 200
-    assert post(client, study, first).status_code == 200
-    assert counted() == (NOW // 60, 3)  # the limit reached by the three repeats
-    refused = post(client, study, third)  # would store, but the window is full
+    refused = post(client, study, third)  # the fourth request of the window
     assert refused.status_code == 429 and refused["Retry-After"] == "31"
-    assert limited == []  # none counted in Redis
-    assert counted() == (NOW // 60, 4)
+    assert limited == [["participant"]] * 4  # each request counted once
     assert sorted(r.assignment.position for r in Rating.objects.all()) == [first, second]
-    # The next window: allowed again; the stored answer leaves the count alone, the next repeat counts from one.
-    monkeypatch.setattr(ratelimit, "_now", lambda: NOW + 60)
+    monkeypatch.setattr(ratelimit, "_now", lambda: NOW + 120)  # the next window: allowed again
     assert post(client, study, third).json()["saved"] is True
-    assert counted() == (NOW // 60, 4)
-    assert post(client, study, third).status_code == 200
-    assert counted() == (NOW // 60 + 1, 1)
 
 
 @pytest.mark.django_db
@@ -132,8 +119,6 @@ def test_an_answer_without_a_valid_ticket_is_the_sessions_and_counted_by_the_lim
     assert post(client, study, first).json()["saved"] is True
     assert limited == [["participant"]]  # counted once, by the limiter
     assert Rating.objects.get().assignment.participant_id == participant.pk
-    participant.refresh_from_db()
-    assert participant.requests_in_window == 0  # not counted by the statement
 
 
 class _Request:
@@ -145,16 +130,16 @@ class _Request:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_participants_requests_at_once_are_each_counted_and_the_limit_holds(
-    limited, settings, requires_postgres, answers_taken
+    limited, settings, requires_postgres, monkeypatch
 ):
-    """12 tabs post the current item at once, with a limit of 5: the participant's row, locked by each
-    statement in turn, counts the 11 that store nothing; the first stores the rating, 5 repeats are answered
-    and 6 refused, none counted in Redis."""
+    """12 tabs post the current item at once, with a limit of 5: each request is counted once by the limiter;
+    5 are answered (one stores the rating, the others find it stored) and 7 refused."""
     study = rating_study_build(conditions=1, prompts=6, items_per_participant=4)
     browser = Client()
     current = int(POSITION.search(first_item(browser, study, "PID1"))[1])
     settings.RATELIMIT_PARTICIPANT = 5
     limited.clear()
+    monkeypatch.setattr(ratelimit, "_now", lambda: NOW + 60)  # a window of its own: the set-up counted too
 
     def tab(i):
         other = Client()
@@ -164,17 +149,14 @@ def test_a_participants_requests_at_once_are_each_counted_and_the_limit_holds(
     statuses, errors = race(tab, 12)
 
     assert not errors
-    assert sorted(statuses.values()) == [200] * 6 + [429] * 6
-    assert answers_taken == [True] * 12 and limited == []
-    assert Participant.objects.get().requests_in_window == 11
+    assert sorted(statuses.values()) == [200] * 5 + [429] * 7
+    assert limited == [["participant"]] * 12
     assert Rating.objects.filter(assignment__position=current).count() == 1 == Rating.objects.count()
 
 
 @pytest.mark.django_db
-def test_a_request_checks_its_ticket_once_however_often_it_is_asked(client, study, settings, monkeypatch):
-    """Through the view (the answer's own path off), an answer the in-place statement does not take (here from a
-    participant still on the consent step) is looked up again: the ticket's signature is checked once for both."""
-    settings.PARTICIPANT_ANSWER_PATH = False
+def test_a_request_checks_its_ticket_once_however_often_it_is_asked(client, study, limited, monkeypatch):
+    """The limiter and the view both ask who the participant is: the ticket's signature is checked once."""
     enter(client, study, "PID1")
     checked = []
     unsign = signing.TimestampSigner.unsign

@@ -1,4 +1,4 @@
-"""Enrolment's cost and housekeeping: a new participant is a handful of hand-written statements, and stale
+"""Enrolment's cost and housekeeping: a new participant is a fixed number of statements, and stale
 participants are released when (and only when) the enrolment's count sees any."""
 
 from datetime import timedelta
@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from studies.models import Participant
-from studies.participants import StudyFull, _stale_sql, participant_enroll, participant_find
+from studies.participants import StudyFull, participant_enroll, participant_find
 from tests.factories import AttentionCheckFactory, rating_study_build
 
 pytestmark = pytest.mark.django_db
@@ -22,9 +22,9 @@ def test_a_new_participant_costs_a_handful_of_statements():
     with CaptureQueriesContext(connection) as queries:
         participant = participant_enroll(study=study, external_id="counted")
     statements = [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
-    # lock, count (the enrollable conditions among its columns), participant, pages (checks + responses),
-    # their INSERT
-    assert len(statements) <= 5, statements
+    # the study's lock, the id looked up, whether anyone is stale, the conditions with their counts, the
+    # participant, the responses with their counts, the attention checks, the pages' INSERT
+    assert len(statements) == 8, statements
     assert [a.kind for a in participant.assignments.order_by("position")] == [
         "response",
         "attention",
@@ -47,10 +47,16 @@ def test_the_release_runs_only_when_the_count_saw_someone_stale():
         participant_enroll(study=study, external_id="third")
     gone.refresh_from_db()
     assert gone.status == Participant.Status.TIMED_OUT and not gone.assignments.exists()
-    # Looked for (the stale participants' rows locked) once, before the deal; not again after the transaction.
-    search = _stale_sql(connection.vendor).split("%s")[0]  # up to its first parameter
-    searches = [q["sql"] for q in queries.captured_queries if q["sql"].startswith(search)]
-    assert len(searches) == 1, searches
+    # Looked for with their rows locked, and timed out, once: after the enrolment's transaction.
+    locked = [
+        q["sql"]
+        for q in queries.captured_queries
+        if "FOR UPDATE" in q["sql"] and "studies_study" not in q["sql"]
+    ]
+    timed_out = [
+        q["sql"] for q in queries.captured_queries if "timed_out" in q["sql"] and "UPDATE" in q["sql"]
+    ]
+    assert len(locked) == 1 and len(timed_out) == 1, (locked, timed_out)
 
 
 def test_an_enrolment_refused_as_full_still_releases_the_stale():

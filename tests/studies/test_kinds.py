@@ -14,7 +14,7 @@ BEFORE = [("studies", "0002_seed_emotions")]
 AFTER = [("studies", "0003_kinds_questionnaire_settings")]
 
 
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.django_db(transaction=True)
 def test_the_migration_moves_every_questionnaire_setting_off_the_study_and_back():
     executor = MigrationExecutor(connection)
     executor.migrate(BEFORE)

@@ -1,5 +1,5 @@
 """How a participant's row is stored: the updates of their way through the flow (steps, touches) are written
-in place on PostgreSQL (HOT), without a new entry in each of the table's indexes (migration 0011)."""
+in place on PostgreSQL (HOT), without a new entry in each of the table's indexes (`last_seen_at` has no index)."""
 
 from datetime import timedelta
 
@@ -30,7 +30,8 @@ def _updates() -> tuple[int, int]:
 @pytest.mark.django_db(transaction=True)
 def test_a_participants_steps_and_touches_are_written_in_place():
     study = rating_study_build(conditions=2, prompts=12, items_per_participant=3)
-    participants = [participant_enroll(study=study, external_id=f"P{i}") for i in range(20)]
+    # Few enough that each new row version finds room on its page (an update that does not is not HOT either).
+    participants = [participant_enroll(study=study, external_id=f"P{i}") for i in range(8)]
     before = _updates()
     for participant in participants:  # each update its own transaction, as in the flow
         assert participant_advance(participant=participant, from_step=Participant.Step.CONSENT)
@@ -38,7 +39,7 @@ def test_a_participants_steps_and_touches_are_written_in_place():
         assert participant_touch(participant=participant, now=later).last_seen_at == later
         assert participant_advance(participant=participant, from_step=Participant.Step.INSTRUCTIONS)
     updated, in_place = (after - first for after, first in zip(_updates(), before, strict=True))
-    assert updated == 60
+    assert updated == 24
     assert in_place == updated, f"{updated - in_place} of {updated} updates wrote new index entries"
 
 
