@@ -28,7 +28,7 @@ import pandas as pd
 from scipy import special
 
 from studies.emotionbench.data import EMOTIONS
-from studies.kinds.questionnaire import QUESTIONNAIRE
+from studies.kinds import questionnaire_with_instrument
 from studies.models import Condition, Instrument, QuestionnaireAnswer, QuestionnaireRun, Study
 
 UP, DOWN, SAME = "↑", "↓", "−"
@@ -63,9 +63,7 @@ def questionnaire_scores(*, study: Study) -> pd.DataFrame:
     run_index, source, situation_id, situation_code, emotion, factor_index, factor_name, then one column per
     category of the study's instrument.
     """
-    instrument = QUESTIONNAIRE.settings(study).instrument
-    if instrument is None:
-        raise ValueError(f"study {study.slug!r} has no instrument")
+    instrument = questionnaire_with_instrument(study).instrument
     runs = pd.DataFrame.from_records(
         QuestionnaireRun.objects.filter(study=study).values_list(
             "id",
@@ -302,7 +300,7 @@ def emotionbench_analyse(
 ) -> EmotionBenchAnalysis:
     """Default and evoked mean ± SD of every category, overall, per emotion, per factor and per situation, for
     every condition, with the change tests (module docstring). α defaults to the study's significance level."""
-    settings = QUESTIONNAIRE.settings(study)
+    settings = questionnaire_with_instrument(study)
     alpha = settings.significance_level if alpha is None else alpha
     scores = questionnaire_scores(study=study) if scores is None else scores
     categories = list(settings.instrument.categories.values_list("name", flat=True))

@@ -15,20 +15,20 @@ from analysis.emotionbench_report import (
     emotionbench_situation_agreement,
 )
 from analysis.permissions import analyst_required
-from studies.kinds.questionnaire import QUESTIONNAIRE
+from studies.kinds import NoQuestionnaire, questionnaire_with_instrument
 from studies.models import Study
 
 TABLES = ("table", "groups", "situation_agreement")
 
 
 def _study(slug: str) -> Study:
-    study = (
-        Study.objects.filter(slug=slug, kind=QUESTIONNAIRE.name)
-        .select_related("questionnaire_settings__instrument")
-        .first()
-    )
-    if study is None or QUESTIONNAIRE.settings(study).instrument is None:
-        raise Http404("No questionnaire study with an instrument here.")
+    study = Study.objects.filter(slug=slug).first()
+    if study is None:
+        raise Http404("No such study.")
+    try:
+        questionnaire_with_instrument(study)
+    except NoQuestionnaire as exc:
+        raise Http404(str(exc)) from None
     return study
 
 

@@ -1,15 +1,15 @@
 """Each study kind's analysis entry point, named by the kind (`StudyKind.analysis`, studies/kinds/).
 
-An entry has `url_name` (the analysts' page of a study of that kind, taking the slug), `analyze(study, options)`
-(the analysis behind the dashboard, the API and the cache) and `report_write(study, options, out_dir)` (what
-`manage.py analyze --out DIR` writes; returns the lines the command prints).
+An entry has `analyze(study, options)` (the analysis behind the dashboard, the API and the cache) and
+`report_write(study, options, out_dir)` (what `manage.py analyze --out DIR` writes; returns the lines the
+command prints). The analysts' page of a study is its kind's `analysis_page`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from studies.kinds import kind_of
+from studies.kinds import NoQuestionnaire, questionnaire_with_instrument
 from studies.models import Study
 
 from . import reports
@@ -22,8 +22,6 @@ from .waves import wave_analyze
 
 class RatingAnalysisEntry:
     """Bad/Okay/Good per condition, the tests against the baseline, the ordinal model (analysis.services)."""
-
-    url_name = "analysis:dashboard"
 
     def analyze(self, study: Study, options: AnalysisOptions):
         if study.parent_id is not None:  # a follow-up wave: its whole family, and the drift test
@@ -48,8 +46,6 @@ class RatingAnalysisEntry:
 class QuestionnaireAnalysisEntry:
     """The EmotionBench paper's table: default PA/NA and their change per emotion (analysis.emotionbench)."""
 
-    url_name = "analysis:emotionbench"
-
     def analyze(self, study: Study, options: AnalysisOptions):
         # The rating dashboard, API and cache speak of ratings; this kind has its own page and command output.
         raise AnalysisError(
@@ -57,8 +53,10 @@ class QuestionnaireAnalysisEntry:
         )
 
     def report_write(self, study: Study, options: AnalysisOptions, out_dir: Path) -> list[str]:
-        if kind_of(study).settings(study).instrument is None:
-            raise AnalysisError(f"study {study.slug!r} has no instrument")
+        try:
+            questionnaire_with_instrument(study)
+        except NoQuestionnaire as exc:
+            raise AnalysisError(str(exc)) from None
         analysis = emotionbench_analyse(study=study)
         written = emotionbench_report_write(analysis=analysis, out_dir=out_dir)
         design = design_of(study)

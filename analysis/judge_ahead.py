@@ -28,6 +28,7 @@ from analysis.judge_report import JudgeReport, judge_report_of
 from analysis.services import study_data_fingerprint
 from analysis.snapshots import CacheUnavailable, _cache, _local_executor
 from generation.selectors import judge_run_summary, judges_of
+from studies.kinds import kinds_with
 from studies.models import Study
 
 logger = logging.getLogger(__name__)
@@ -114,11 +115,11 @@ def judge_report_state(*, study: Study, judge) -> JudgeReportState:
 
 
 def judge_reports_refresh() -> int:
-    """Ask for a new report of every judge of a rating study whose data changed since its stored report (beat runs
+    """Ask for a new report of every judge of a study of a judged kind whose data changed since its stored report (beat runs
     this: a judge run that finishes, or new human ratings, are reported before the next view). Returns how many
     computes were asked for (a compute already claimed is not asked twice)."""
     asked = 0
-    for study in Study.objects.filter(kind=Study.Kind.RATING).order_by("id"):
+    for study in Study.objects.filter(kind__in=kinds_with(lambda kind: kind.judged)).order_by("id"):
         for judge in judges_of(study=study):
             state = judge_report_state(study=study, judge=judge)
             asked += int(not state.current)

@@ -38,6 +38,7 @@ from analysis.judge_screening import judge_per_response, screening_table
 from analysis.ppi import ppi_share_table
 from analysis.services import _jsonable, baseline_choose, study_alpha
 from generation.selectors import judge_ratings_frame, judge_run_summary, judges_of
+from studies.kinds import kind_of
 from studies.models import Study
 
 CALIBRATION_BOOTSTRAP = 1000
@@ -268,9 +269,10 @@ def judges_list(*, study: Study) -> list:
 
 
 def judge_report_of(*, study: Study, judge, b: int = CALIBRATION_BOOTSTRAP) -> JudgeReport:
-    """The report of one judge of a rating study, from the database (only reads)."""
-    if study.kind != Study.Kind.RATING:
-        raise JudgeReportError(f"study {study.slug!r} is a {study.kind} study: judges rate rating studies")
+    """The report of one judge of a study of a judged kind (`StudyKind.judged`), from the database (only
+    reads)."""
+    if not kind_of(study).judged:
+        raise JudgeReportError(f"study {study.slug!r} is a {study.kind} study: judges do not rate its kind")
     if judge.study_id != study.pk:
         raise JudgeReportError(f"judge {judge.name!r} belongs to another study")
     infos = selectors.condition_list(study=study)

@@ -14,17 +14,18 @@ from analysis.judge_pages import judge_report_context
 from analysis.judge_report import JudgeReport, JudgeReportError, judge_of
 from analysis.permissions import analyst_required
 from analysis.snapshots import CacheUnavailable
+from studies.kinds import kind_of
 from studies.models import Study
 
 
 def study_and_judge(slug: str, name: str):
-    """(study, judge); 404 when either does not exist or the study is not a rating study."""
+    """(study, judge); 404 when either does not exist or the study's kind is not judged."""
     try:
         study = selectors.study_get_by_slug(slug=slug)
     except Study.DoesNotExist:
         raise Http404("No such study.") from None
-    if study.kind != Study.Kind.RATING:
-        raise Http404("Judges rate rating studies.")
+    if not kind_of(study).judged:
+        raise Http404(f"Judges do not rate {study.kind} studies.")
     try:
         return study, judge_of(study=study, name=name)
     except JudgeReportError as exc:

@@ -34,6 +34,7 @@ from django.utils.safestring import SafeString, mark_safe
 from analysis import figures, reports
 from analysis.exclusions import ExclusionRules
 from analysis.services import AnalysisOptions, RatingAnalysis, study_analyze, study_data_fingerprint
+from studies.kinds import kinds_with
 from studies.models import Study
 
 logger = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ SNAPSHOT_SECONDS = (
 )  # the latest result is kept until replaced (a month without a view: recomputed)
 SNAPSHOT_TASK = "analysis.tasks.analysis_snapshot_task"
 RUNNING_SECONDS = 600  # the compute task's hard time limit: a claim outlives no worker that died holding it
+DASHBOARD_PAGE = "analysis:dashboard"  # the page these snapshots serve (a kind's `StudyKind.analysis_page`)
 
 
 class CacheUnavailable(Exception):
@@ -179,10 +181,12 @@ def dashboard_state(*, study: Study, baseline: str | None, no_exclusions: bool) 
 
 
 def snapshots_refresh_live() -> int:
-    """Ask for a new default snapshot of each live rating study whose data changed (beat runs this every minute:
-    new ratings are analysed ahead of the next view). Returns how many computes were asked for."""
+    """Ask for a new default snapshot of each live study whose analysts' page is the dashboard
+    (`StudyKind.analysis_page`) and whose data changed (beat runs this every minute: new ratings are analysed
+    ahead of the next view). Returns how many computes were asked for."""
     asked = 0
-    for study in Study.objects.filter(kind=Study.Kind.RATING, state=Study.State.LIVE):
+    dashboard_kinds = kinds_with(lambda kind: kind.analysis_page == DASHBOARD_PAGE)
+    for study in Study.objects.filter(kind__in=dashboard_kinds, state=Study.State.LIVE):
         found = snapshot_get(study=study, baseline=None, no_exclusions=False)
         if found is None or found.fingerprint != study_data_fingerprint(study=study):
             snapshot_request(study=study, baseline=None, no_exclusions=False)

@@ -1,4 +1,5 @@
-"""Power before launch for a stored study: its conditions, items per participant and expected shares, fed to
+"""Power before launch for a stored study, by its kind's planner (`StudyKind.power_planner`); the rating kind's,
+`rating_power_plan`, takes its conditions, items per participant and expected shares, fed to
 `analysis.power.power_plan`. Only reads.
 
 Expected shares, per condition (each overridable):
@@ -15,8 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
+from django.utils.module_loading import import_string
+
 from analysis import exclusions, power, selectors, stats
 from analysis.services import AnalysisError, baseline_choose, study_alpha
+from studies.kinds import kind_of
 from studies.models import Study
 
 MIN_OBSERVED_RATINGS = 30
@@ -65,7 +69,16 @@ def _observed_shares(study: Study, scale: stats.Scale) -> dict[str, tuple[list[f
     }
 
 
-def study_power_plan(
+def study_power_plan(*, study: Study, **options) -> StudyPower:
+    """The power plan of `study` by its kind's planner (`StudyKind.power_planner`, e.g. `rating_power_plan`),
+    with the planner's options; StudyPowerError for a kind that plans no power."""
+    path = kind_of(study).power_planner
+    if path is None:
+        raise StudyPowerError(f"study {study.slug!r} is a {study.kind} study: its kind plans no power")
+    return import_string(path)(study=study, **options)
+
+
+def rating_power_plan(
     *,
     study: Study,
     alpha: float | None = None,
@@ -77,14 +90,10 @@ def study_power_plan(
     judge_correlation: float | None = None,
     judge_ratio: float | None = None,
 ) -> StudyPower:
-    """Participants per condition for the planned tests of `study` (module doc for the defaults).
+    """Participants per condition for the planned tests of rating study `study` (module doc for the defaults).
 
     shares: explicit expected shares by condition name (ascending scale), taking precedence over everything;
     alternative_shares: the expected shares of every non-baseline condition without explicit ones."""
-    if study.kind != Study.Kind.RATING:
-        raise StudyPowerError(
-            f"study {study.slug!r} is a {study.kind} study: power is planned for rating studies"
-        )
     infos = selectors.condition_list(study=study)
     try:
         baseline = baseline_choose(conditions=infos, requested=None)

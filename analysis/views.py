@@ -14,7 +14,8 @@ from analysis.design import design_headers, design_of
 from analysis.exclusions import ExclusionRules
 from analysis.judge_report import judges_list
 from analysis.permissions import analyst_required
-from analysis.services import AnalysisError, AnalysisOptions, analysis_entry, study_analyze_cached
+from analysis.services import AnalysisError, AnalysisOptions, study_analyze_cached
+from studies.kinds import kind_of
 from studies.models import Study
 
 
@@ -75,20 +76,21 @@ def _query_suffix(request: HttpRequest) -> str:
 @require_GET
 @analyst_required
 def index(request: HttpRequest) -> HttpResponse:
-    return render(request, "analysis/index.html", {"studies": selectors.study_list()})
+    """Every study whose kind has an analysts' page (`StudyKind.analysis_page`), linked to it."""
+    studies = [(study, kind_of(study).analysis_url(study)) for study in selectors.study_list()]
+    return render(request, "analysis/index.html", {"studies": [(s, url) for s, url in studies if url]})
 
 
 @require_GET
 @analyst_required
 def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(slug)
-    try:
-        entry = analysis_entry(study=study)
-    except AnalysisError as exc:
-        raise Http404(str(exc)) from None
-    if entry.url_name != "analysis:dashboard":
+    page = kind_of(study).analysis_page
+    if page is None:
+        raise Http404(f"No analysts' page for {study.kind} studies.")
+    if page != snapshots.DASHBOARD_PAGE:
         # A kind with its own analysts' page (the questionnaire kind); the study list links every study here.
-        return redirect(entry.url_name, slug=study.slug)
+        return redirect(page, slug=study.slug)
     state = _dashboard_state(study, request)
     snapshot = state.snapshot
     context = {
@@ -116,7 +118,7 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
 def dashboard_status(request: HttpRequest, slug: str) -> JsonResponse:
     """Whether the dashboard's result is current (the page polls this while a new one is computed)."""
     study = _study(slug)
-    if analysis_entry(study=study).url_name != "analysis:dashboard":
+    if kind_of(study).analysis_page != snapshots.DASHBOARD_PAGE:
         raise Http404("No dashboard status for this kind of study.")
     state = _dashboard_state(study, request)
     snapshot = state.snapshot

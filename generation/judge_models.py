@@ -15,6 +15,7 @@ from django.db import models
 
 from generation.batch_records import BatchRecord
 from generation.placeholders import placeholders_validate
+from studies.kinds import kind_of
 from studies.models import Response, Study
 
 #: The fields of a response a rubric may use.
@@ -89,7 +90,9 @@ class Judge(models.Model):
             rubric_validate(self.rubric or "")
         except ValidationError as exc:
             errors["rubric"] = exc.messages
-        if self.study_id and (problem := scale_labels_problem(self.study.scale)):
+        if self.study_id and not kind_of(self.study).judged:
+            errors["study"] = [f"Judges do not rate {self.study.kind} studies."]
+        elif self.study_id and (problem := scale_labels_problem(self.study.scale)):
             errors["study"] = [problem[0].upper() + problem[1:] + "."]
         if errors:
             raise ValidationError(errors)

@@ -33,7 +33,7 @@ from generation.questionnaire_replies import ReplyParseError, reply_parse
 from generation.services.dispatch import tasks_dispatch
 from generation.services.prompts import config_params
 from generation.services.running import RunOutcome, retry_decision, run_until_settled
-from studies.kinds.questionnaire import QUESTIONNAIRE
+from studies.kinds import NoQuestionnaire, questionnaire_with_instrument
 from studies.models import (
     Condition,
     Instrument,
@@ -130,10 +130,10 @@ def questionnaire_conditions(*, study: Study, condition_name: str | None = None)
     refuses what cannot run, naming it."""
     if closed := study_closed_problem(study=study):
         raise QuestionnaireGenerationError(closed)
-    if study.kind != QUESTIONNAIRE.name or QUESTIONNAIRE.settings(study).instrument is None:
-        raise QuestionnaireGenerationError(
-            f"study {study.slug!r} is not a questionnaire study with an instrument"
-        )
+    try:
+        questionnaire_with_instrument(study)
+    except NoQuestionnaire as exc:
+        raise QuestionnaireGenerationError(str(exc)) from None
     conditions = list(
         study.conditions.filter(kind=Condition.Kind.LLM)
         .select_related("llm_config__provider")
@@ -165,7 +165,7 @@ def questionnaire_slots(*, study: Study) -> list[Slot]:
     )
     if not situations:
         situations = list(Situation.objects.order_by("emotion", "factor_index", "index"))
-    own = QUESTIONNAIRE.settings(study)
+    own = questionnaire_with_instrument(study)
     slots = [Slot(QuestionnaireRun.Phase.DEFAULT, None, i) for i in range(own.llm_default_runs)]
     for situation in situations:
         slots += [Slot(QuestionnaireRun.Phase.EVOKED, situation, i) for i in range(own.llm_evoked_runs)]

@@ -7,6 +7,8 @@ commands do; every changelist selects its related rows up front (no query per ro
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
@@ -46,6 +48,13 @@ MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 
 def preview_url(study: Study) -> str:
     return f"/s/{study.slug}/?preview=1"
+
+
+def import_url(study: Study) -> str | None:
+    """The corpus import for the study, when its kind takes a corpus (`StudyKind.corpus_import`)."""
+    if not kind_of(study).corpus_import:
+        return None
+    return reverse("admin:studies_study_import") + "?" + urlencode({"study": study.slug})
 
 
 # --- Study --------------------------------------------------------------------------------------------------
@@ -217,23 +226,15 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="pages")
     def links(self, study: Study) -> str:
-        # One link a line: side by side they were clipped off a 1280 px wide list.
-        import_link = (
-            format_html(
-                '<a href="{}">import</a>', reverse("admin:studies_study_import") + f"?study={study.slug}"
-            )
-            if study.kind == Study.Kind.RATING
-            else ""
-        )
+        # One link a line: side by side they were clipped off a 1280 px wide list. The kind decides which of
+        # import and analysis a study has.
+        imports, analysis = import_url(study), kind_of(study).analysis_url(study)
         return format_html(
-            '<span class="study-links"><a href="{}">status</a>{}<a href="{}">analysis</a>'
+            '<span class="study-links"><a href="{}">status</a>{}{}'
             '<a href="{}" target="_blank" rel="noopener">preview</a></span>',
             reverse("admin:studies_study_status", args=[study.pk]),
-            import_link,
-            reverse(
-                "analysis:emotionbench" if study.kind == Study.Kind.QUESTIONNAIRE else "analysis:dashboard",
-                args=[study.slug],
-            ),
+            format_html('<a href="{}">import</a>', imports) if imports else "",
+            format_html('<a href="{}">analysis</a>', analysis) if analysis else "",
             preview_url(study),
         )
 
@@ -391,7 +392,14 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, admin.ModelAdmin):
             extra_context["preview_url"] = preview_url(study)
             extra_context["participant_link"] = admin_extras.participant_link(request, study)
             extra_context["state_changes"] = admin_extras.state_changes_for(study)
-            extra_context["has_llm_conditions"] = study.conditions.filter(kind=Condition.Kind.LLM).exists()
+            extra_context["analysis_url"] = kind_of(study).analysis_url(study)
+            extra_context["import_url"] = import_url(study)
+            # Generation's page: for the LLM conditions' responses, or for a kind whose models answer in their
+            # own way (`StudyKind.generation_admin_view`).
+            extra_context["generation_page"] = (
+                kind_of(study).generation_admin_view is not None
+                or study.conditions.filter(kind=Condition.Kind.LLM).exists()
+            )
         return super().change_view(request, object_id, form_url, extra_context)
 
 

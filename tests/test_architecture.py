@@ -10,7 +10,9 @@ It fails on
 (a) an import cycle between modules (a strongly connected component of the module graph, reported as one
     concrete cycle with the line of each import);
 (b) an arrow the architecture forbids (FORBIDDEN, less the DECLARED_EXCEPTIONS, each with its reason);
-(c) an app module over MAX_MODULE_LINES lines.
+(c) an app module over MAX_MODULE_LINES lines;
+(d) a branch on a study's kind outside studies/kinds/ (KIND_BRANCH_PATTERNS says what counts: code and
+    templates), and an import of one kind's module by a module that does not belong to that kind (KIND_MODULES).
 
 KNOWN_VIOLATIONS lists the violations the code had when this test was written, so it passes while they are
 being fixed; every entry must still be a violation (test_every_known_violation_still_exists), so the list can
@@ -20,6 +22,7 @@ only shrink. It is meant to be empty.
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 from collections import deque
 from dataclasses import dataclass
@@ -59,6 +62,25 @@ DECLARED_EXCEPTIONS = {
 
 # Today's violations, key -> what fixes it. Emptied when the fixes land.
 KNOWN_VIOLATIONS: dict[str, str] = {}
+
+# --- study kinds (docs/architecture.md, "A new study kind") --------------------------------------------------
+# Generic code asks a study's kind what it offers (`kind_of(study).judged`, `.analysis_page`, ...); only the
+# kinds' own package compares kinds. What counts as a branch on the kind, anywhere else (code and templates):
+KIND_BRANCH_PATTERNS = """\
+a comparison (==, !=, is, in) with a kind value, or of a study's `.kind` (`study.kind`, `x.study.kind`);
+a dictionary keyed by kind values (every key one); isinstance/issubclass with a StudyKind subclass; a `match` case on a kind
+value; a query filter (filter, exclude, get, Q) on `kind`/`…__kind` with a kind value; a template tag
+`{% if/elif %}` comparing `kind` with a kind's name. A kind value: `Study.Kind.*`, a kind's name as a string,
+a registered kind object (`QUESTIONNAIRE`) or its `.name`, `kind_of(...)`/`kind_named(...)` in a comparison."""
+KINDS_PACKAGE = "studies.kinds"
+TEMPLATE_DIRS = ("templates",)
+# Modules that belong to one kind, -> the kind's module they may import (its objects, its own helpers). Every
+# other module reaches a kind through `studies.kinds` (kind_of and the StudyKind interface). Each entry must be
+# in use (an unused one is a violation).
+KIND_MODULES = {
+    "ratings.questionnaire": "studies.kinds.questionnaire",  # the questionnaire kind's participant pages
+    "studies.emotionbench.results": "studies.kinds.questionnaire",  # writes published answers as such a study
+}
 
 
 # --- the graph ---------------------------------------------------------------------------------------------
@@ -254,6 +276,164 @@ def modules_too_long(graph: Graph, limit: int) -> list[Violation]:
     return violations
 
 
+@dataclass(frozen=True)
+class Kinds:
+    """What names a kind in code, read from the kinds' package: the registered kinds' names, their objects
+    (`RATING = register(RatingKind())`), their StudyKind subclasses, and the modules that define them."""
+
+    names: frozenset[str]
+    objects: frozenset[str]
+    classes: frozenset[str]
+    modules: frozenset[str]
+
+
+def kinds_read(graph: Graph, package: str) -> Kinds:
+    names, objects, classes, modules = set(), set(), set(), set()
+    for module, path in graph.modules.items():
+        if _owner(module, [package]) is None:
+            continue
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and any(
+                ast.unparse(b).endswith("StudyKind") for b in node.bases
+            ):
+                classes.add(node.name)
+                modules.add(module)
+                names.update(
+                    item.value.value
+                    for item in node.body
+                    if isinstance(item, ast.Assign)
+                    and [ast.unparse(t) for t in item.targets] == ["name"]
+                    and isinstance(item.value, ast.Constant)
+                )
+            elif (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Call)
+                and ast.unparse(node.value.func) == "register"
+            ):
+                objects.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return Kinds(frozenset(names), frozenset(objects), frozenset(classes), frozenset(modules))
+
+
+def _is_kind_value(node: ast.AST, kinds: Kinds, *, in_comparison: bool = False) -> bool:
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return any(_is_kind_value(e, kinds, in_comparison=in_comparison) for e in node.elts)
+    text = ast.unparse(node)
+    if text == "Study.Kind" or text.startswith("Study.Kind."):
+        return True
+    if isinstance(node, ast.Constant) and node.value in kinds.names:
+        return True
+    if isinstance(node, ast.Name) and node.id in kinds.objects | kinds.classes:
+        return True
+    if isinstance(node, ast.Attribute) and node.attr == "name" and ast.unparse(node.value) in kinds.objects:
+        return True
+    return (
+        in_comparison
+        and isinstance(node, ast.Call)
+        and ast.unparse(node.func).split(".")[-1] in ("kind_of", "kind_named")
+    )
+
+
+def _is_study_kind(node: ast.AST) -> bool:
+    """`study.kind`, `self.study.kind`, `original.kind`: the kind of a study (a condition's or a page's kind is
+    another field)."""
+    if not (isinstance(node, ast.Attribute) and node.attr == "kind"):
+        return False
+    owner = node.value
+    name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+    return "study" in name.lower() or name == "original"
+
+
+FILTERS = ("filter", "exclude", "get", "Q")
+
+
+def _kind_branches_in_code(tree: ast.AST, kinds: Kinds) -> list[ast.AST]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any(_is_kind_value(o, kinds, in_comparison=True) or _is_study_kind(o) for o in operands):
+                found.append(node)
+        elif isinstance(node, ast.Dict):
+            # Keyed by kind: every key a kind value (a record with a "rating" field is not).
+            if node.keys and all(key is not None and _is_kind_value(key, kinds) for key in node.keys):
+                found.append(node)
+        elif isinstance(node, ast.DictComp) and _is_kind_value(node.key, kinds):
+            found.append(node)
+        elif isinstance(node, ast.match_case) and any(
+            isinstance(p, ast.MatchValue) and _is_kind_value(p.value, kinds) for p in ast.walk(node.pattern)
+        ):
+            found.append(node.pattern)
+        elif isinstance(node, ast.Call):
+            called = ast.unparse(node.func).split(".")[-1]
+            if called in ("isinstance", "issubclass") and len(node.args) == 2:
+                if _is_kind_value(node.args[1], kinds):
+                    found.append(node)
+            elif called in FILTERS and any(
+                keyword.arg
+                and (keyword.arg.split("__")[-1] == "kind" or keyword.arg.split("__")[-2:] == ["kind", "in"])
+                and _is_kind_value(keyword.value, kinds)
+                for keyword in node.keywords
+            ):
+                found.append(node)
+    return found
+
+
+TEMPLATE_TAG = re.compile(r"\{%\s*(?:if|elif)\b[^%]*\bkind\b[^%]*%\}")
+
+
+def kind_branches_find(
+    graph: Graph, package: str, root: Path, template_dirs: tuple[str, ...] = ()
+) -> list[Violation]:
+    """Every branch on a study's kind (KIND_BRANCH_PATTERNS) outside the kinds' package."""
+    kinds = kinds_read(graph, package)
+    violations = []
+    for module, path in sorted(graph.modules.items()):
+        if _owner(module, [package]) is not None:
+            continue
+        for node in _kind_branches_in_code(ast.parse(path.read_text(), filename=str(path)), kinds):
+            violations.append(
+                Violation(f"kind branch in {module}: {ast.unparse(node)}", f"{path}:{node.lineno}")
+            )
+    for directory in template_dirs:
+        for path in sorted((root / directory).rglob("*.html")):
+            text = path.read_text()
+            for match in TEMPLATE_TAG.finditer(text):
+                tag = match.group(0)
+                if any(re.search(rf"([\"']){re.escape(name)}\1", tag) for name in kinds.names):
+                    line = text.count("\n", 0, match.start()) + 1
+                    violations.append(
+                        Violation(f"kind branch in {path.relative_to(root)}: {tag}", f"{path}:{line}")
+                    )
+    return violations
+
+
+def kind_modules_imported(graph: Graph, package: str, owned: dict[str, str]) -> list[Violation]:
+    """Imports of one kind's module from outside the kinds' package by a module that does not belong to that
+    kind (`owned`: module -> the kind's module), then the `owned` entries nothing uses."""
+    kind_modules = kinds_read(graph, package).modules
+    violations, used = [], set()
+    for found in graph.imports:
+        if found.imported not in kind_modules or _owner(found.importer, [package]) is not None:
+            continue
+        if owned.get(found.importer) == found.imported:
+            used.add(found.importer)
+            continue
+        violations.append(
+            Violation(
+                f"kind module {found.imported} imported by {found.importer}",
+                f"{graph.modules[found.importer]}:{found.line}: ask the kind through {package} instead, or "
+                "declare the module as the kind's own in KIND_MODULES",
+            )
+        )
+    violations += [
+        Violation(f"unused kind module entry {module}", "declared in KIND_MODULES but imports no kind module")
+        for module in owned
+        if module not in used
+    ]
+    return violations
+
+
 def unexpected(violations: list[Violation], known: dict[str, str]) -> list[str]:
     return [f"{v.key}: {v.detail}" for v in violations if v.key not in known]
 
@@ -286,12 +466,32 @@ def test_no_app_module_is_over_the_line_limit():
     assert not found, f"modules over {MAX_MODULE_LINES} lines:\n" + "\n".join(found)
 
 
+def test_no_branch_on_a_study_kind_outside_the_kinds_package():
+    found = unexpected(kind_branches_find(_GRAPH, KINDS_PACKAGE, ROOT, TEMPLATE_DIRS), KNOWN_VIOLATIONS)
+    assert not found, "branches on the study kind (ask the kind instead):\n" + "\n".join(found)
+
+
+def test_a_kind_module_is_imported_only_by_the_modules_of_its_kind():
+    found = unexpected(kind_modules_imported(_GRAPH, KINDS_PACKAGE, KIND_MODULES), KNOWN_VIOLATIONS)
+    assert not found, "kind modules imported from outside their kind:\n" + "\n".join(found)
+
+
+def test_the_kinds_are_read_from_their_package():
+    kinds = kinds_read(_GRAPH, KINDS_PACKAGE)
+    assert {"rating", "questionnaire"} <= kinds.names
+    assert {"RATING", "QUESTIONNAIRE"} <= kinds.objects
+    assert {"RatingKind", "QuestionnaireKind"} <= kinds.classes
+    assert {"studies.kinds.rating", "studies.kinds.questionnaire"} <= kinds.modules
+
+
 def test_every_known_violation_still_exists():
     current = {
         v.key
         for v in cycles_find(_GRAPH)
         + arrows_forbidden(_GRAPH, FORBIDDEN, DECLARED_EXCEPTIONS)
         + modules_too_long(_GRAPH, MAX_MODULE_LINES)
+        + kind_branches_find(_GRAPH, KINDS_PACKAGE, ROOT, TEMPLATE_DIRS)
+        + kind_modules_imported(_GRAPH, KINDS_PACKAGE, KIND_MODULES)
     }
     fixed = sorted(set(KNOWN_VIOLATIONS) - current)
     assert not fixed, "fixed (or renamed): remove from KNOWN_VIOLATIONS:\n" + "\n".join(fixed)
@@ -413,3 +613,88 @@ def test_a_long_module_is_found(tmp_path):
 def test_known_violations_hide_only_themselves():
     violations = [Violation("long a", "600 lines"), Violation("long b", "700 lines")]
     assert unexpected(violations, {"long a": "being split"}) == ["long b: 700 lines"]
+
+
+# --- the kind rules on a small package with a third kind -----------------------------------------------------
+KIND_SYNTHETIC = {
+    "spine/__init__.py": "",
+    "spine/kinds/__init__.py": "",
+    "spine/kinds/base.py": "class StudyKind:\n    name = ''\n",
+    "spine/kinds/pair.py": """\
+        from .base import StudyKind
+
+
+        class PairKind(StudyKind):
+            name = "pairwise"
+
+
+        PAIR = register(PairKind())
+        if study.kind == "pairwise":  # the kinds' own package may compare
+            pass
+        """,
+    "spine/clean.py": """\
+        from spine.kinds import kind_of
+
+        if kind_of(study).judged and condition.kind == Condition.Kind.LLM and page.kind != "attention":
+            Study.objects.create(kind=PAIR.name)  # naming a kind to create a study is no branch
+            Study.objects.filter(kind__in=kinds_with(lambda kind: kind.judged))
+        """,
+    "spine/branchy.py": """\
+        from spine.kinds.pair import PAIR, PairKind
+
+        if study.kind == "pairwise":
+            pass
+        if self.study.kind != Study.Kind.RATING:
+            pass
+        if kind_of(study) is PAIR:
+            pass
+        if kind in (PAIR.name, "other"):
+            pass
+        PAGES = {"pairwise": 1}
+        ROW = {"pairwise": 1, "id": 2}  # a record with a field of that name is not keyed by kind
+        if isinstance(kind, PairKind):
+            pass
+        Study.objects.filter(kind=PAIR.name)
+        Q(study__kind__in=["pairwise"])
+        match name:
+            case "pairwise":
+                pass
+        """,
+    "spine/owned.py": "from spine.kinds import pair\n",
+    "pages/yes.html": '{% if original.kind == "pairwise" %}x{% endif %}{% if c.kind == "llm" %}y{% endif %}\n',
+}
+
+
+def test_each_kind_branch_is_found_and_the_kinds_own_package_and_creation_are_not(tmp_path):
+    _write(tmp_path, KIND_SYNTHETIC)
+    graph = graph_build(tmp_path, ("spine",))
+    kinds = kinds_read(graph, "spine.kinds")
+    assert (kinds.names, kinds.objects, kinds.classes) == ({"pairwise"}, {"PAIR"}, {"PairKind"})
+    keys = [v.key for v in kind_branches_find(graph, "spine.kinds", tmp_path, ("pages",))]
+    assert keys == [
+        "kind branch in spine.branchy: study.kind == 'pairwise'",
+        "kind branch in spine.branchy: self.study.kind != Study.Kind.RATING",
+        "kind branch in spine.branchy: kind_of(study) is PAIR",
+        "kind branch in spine.branchy: kind in (PAIR.name, 'other')",
+        "kind branch in spine.branchy: {'pairwise': 1}",
+        "kind branch in spine.branchy: isinstance(kind, PairKind)",
+        "kind branch in spine.branchy: Study.objects.filter(kind=PAIR.name)",
+        "kind branch in spine.branchy: Q(study__kind__in=['pairwise'])",
+        "kind branch in spine.branchy: 'pairwise'",
+        'kind branch in pages/yes.html: {% if original.kind == "pairwise" %}',
+    ]
+
+
+def test_a_kind_module_imported_outside_its_kind_is_found_and_an_owner_is_excused(tmp_path):
+    _write(tmp_path, KIND_SYNTHETIC)
+    graph = graph_build(tmp_path, ("spine",))
+    keys = [v.key for v in kind_modules_imported(graph, "spine.kinds", {})]
+    assert keys == [
+        "kind module spine.kinds.pair imported by spine.branchy",
+        "kind module spine.kinds.pair imported by spine.owned",
+    ]
+    owned = {"spine.owned": "spine.kinds.pair", "spine.clean": "spine.kinds.pair"}
+    assert [v.key for v in kind_modules_imported(graph, "spine.kinds", owned)] == [
+        "kind module spine.kinds.pair imported by spine.branchy",
+        "unused kind module entry spine.clean",
+    ]

@@ -10,6 +10,7 @@ from pathlib import Path
 from django.db import connection, transaction
 from django.utils import timezone
 
+from studies.kinds import kind_of
 from studies.kinds.questionnaire import QUESTIONNAIRE
 from studies.models import (
     Condition,
@@ -285,9 +286,9 @@ def _study_for_results(*, slug: str, title: str, instrument: Instrument) -> Stud
         )
         QuestionnaireSettings.objects.create(study=study, instrument=instrument)
         return study
-    if study.kind != QUESTIONNAIRE.name:
+    settings = kind_of(study).questionnaire(study)
+    if settings is None:
         raise EmotionBenchImportError(f"study {slug!r} is a {study.kind} study, not a questionnaire study")
-    settings = QUESTIONNAIRE.settings(study)
     if settings.instrument_id is None:
         settings.instrument = instrument
         settings.save(update_fields=["instrument"])

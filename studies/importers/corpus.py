@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from ..kinds import kind_of
 from ..models import Condition, Emotion, Prompt, Response, Study
 from .parse import (
     BULK_BATCH,
@@ -20,6 +21,14 @@ from .parse import (
 
 def emotions_by_name() -> dict[str, Emotion]:
     return {e.name.lower(): e for e in Emotion.objects.all()}
+
+
+def _refuse_kind_without_corpus(study: Study) -> None:
+    """Prompts and responses are what a kind with `corpus_import` shows; another kind's study has no use for them."""
+    if not kind_of(study).corpus_import:
+        raise CorpusImportError(
+            [ImportProblem(f"study '{study.slug}' is a {study.kind} study: its kind takes no corpus")]
+        )
 
 
 def _refuse_non_draft(study: Study) -> None:
@@ -79,6 +88,7 @@ def corpus_import(
     existing_study = Study.objects.filter(slug=study_slug).first()
     if existing_study is not None:
         _refuse_non_draft(existing_study)
+        _refuse_kind_without_corpus(existing_study)
     emotions = emotions_by_name()
     corpus = corpus_parse(data=data, conditions=conditions, known_emotions=set(emotions))
     prompts = (
@@ -91,6 +101,7 @@ def corpus_import(
         )
         study = Study.objects.select_for_update().get(pk=study.pk)
         _refuse_non_draft(study)  # again, under the lock: a launch may have happened meanwhile
+        _refuse_kind_without_corpus(study)
         replaced = 0
         if replace:
             study.participants.filter(is_preview=True).delete()

@@ -2,12 +2,15 @@
 
 from .base import CONSENT, DONE, StudyKind
 from .registry import (
+    NoQuestionnaire,
     UnknownStudyKind,
     kind_choices,
     kind_named,
     kind_of,
+    kinds_with,
     page_for,
     participant_steps,
+    questionnaire_with_instrument,
     register,
     registered_kinds,
     step_after,
@@ -18,13 +21,16 @@ from .registry import (
 __all__ = [
     "CONSENT",
     "DONE",
+    "NoQuestionnaire",
     "StudyKind",
     "UnknownStudyKind",
     "kind_choices",
     "kind_named",
     "kind_of",
+    "kinds_with",
     "page_for",
     "participant_steps",
+    "questionnaire_with_instrument",
     "register",
     "registered_kinds",
     "step_after",

@@ -13,13 +13,20 @@ entry and consent pages, recruiting-platform handling and exactly-once answers. 
   on the launch page (the rating kind's: power before launch, from analysis);
 * **status counts** — `status_columns`, `status_counts`, `status_totals` and `status_summary` (per-condition
   numbers and a design summary for the live status page and the `study_status` command);
-* **analysis entry** — `analysis`: the dotted path of an object with `url_name`, `analyze(study, options)`
-  and `report_write(study, options, out_dir)` (see analysis/entries.py);
+* **analysis entry** — `analysis`: the dotted path of an object with `analyze(study, options)` and
+  `report_write(study, options, out_dir)` (see analysis/entries.py), and `analysis_page`: the URL name of the
+  analysts' page of a study of this kind (the dashboard's studies are analysed ahead, analysis/snapshots.py);
 * **admin pieces** — `settings_model` (the kind's own settings, one-to-one with Study), `admin_fieldsets` (the
   Study fields only this kind reads) and `admin_inlines` (shown on the study's admin page) and `generation_admin_view` (the kind's page under Generation, when its models
-  answer in their own way), as dotted paths resolved by the admin.
+  answer in their own way), as dotted paths resolved by the admin;
+* **capabilities** — what the kind's studies offer beyond the spine, each left out by a kind that does not
+  offer it: `corpus_import` (prompts and responses from a corpus file), `judged` (LLM judges rate its
+  responses), `power_planner` (power before launch), `questionnaire(study)` (questionnaire runs: an
+  instrument answered before and after a situation, by people and models).
 
-A new kind is one subclass and one `registry.register(...)` call; nothing else branches on `study.kind`.
+A new kind is one subclass and one `registry.register(...)` call; nothing else branches on `study.kind`: code
+outside studies/kinds/ asks the kind (`kind_of(study).judged`), and tests/test_architecture.py fails on a
+comparison with a kind.
 """
 
 from __future__ import annotations
@@ -30,9 +37,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar
 
 from django.db.models import Q
+from django.urls import reverse
 
 if TYPE_CHECKING:
-    from studies.models import Assignment, Condition, Participant, Study
+    from studies.models import Assignment, Condition, Participant, QuestionnaireSettings, Study
 
 CONSENT = "consent"
 DONE = "done"
@@ -62,6 +70,16 @@ class StudyKind(ABC):
     launch_panel: ClassVar[str | None] = (
         None  # (study) -> safe HTML for the launch page, e.g. power before launch
     )
+
+    # --- capabilities (generic code asks them; a kind that lacks one leaves the default) ----------------
+    # The URL name (taking the study's slug) of the analysts' page; the admin links it. None: no page.
+    analysis_page: ClassVar[str | None] = None
+    # Prompts and responses come from a corpus file (studies/importers/corpus.py, the admin's "Import corpus").
+    corpus_import: ClassVar[bool] = False
+    # LLM judges rate the study's responses on its scale (generation's Judge, analysis/judge_report.py).
+    judged: ClassVar[bool] = False
+    # Dotted path of (*, study, **options) -> the power plan before launch (analysis/study_power.py).
+    power_planner: ClassVar[str | None] = None
 
     # --- participant steps ---------------------------------------------------------------------------
 
@@ -101,6 +119,18 @@ class StudyKind(ABC):
     def status_summary(self, study: Study, status: dict) -> list[str]:
         """Short phrases describing the study's design, shown above the status table."""
         return []
+
+    # --- capabilities ----------------------------------------------------------------------------------
+
+    def analysis_url(self, study: Study) -> str | None:
+        """The address of the study's analysts' page (`analysis_page`); None for a kind without one."""
+        return reverse(self.analysis_page, args=[study.slug]) if self.analysis_page else None
+
+    def questionnaire(self, study: Study) -> QuestionnaireSettings | None:
+        """The study's questionnaire settings (instrument, item order, model runs, significance level) when its
+        kind records questionnaire runs: an instrument answered before and after imagining a situation, by
+        participants and by models (the EmotionBench design). None for a kind that records none."""
+        return None
 
     # --- settings ------------------------------------------------------------------------------------
 

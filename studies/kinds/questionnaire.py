@@ -15,7 +15,15 @@ from datetime import datetime
 from django.db.models import Count, Exists, OuterRef, Q
 
 from studies.balancing import fewest_first, live_assignments
-from studies.models import Assignment, Condition, Participant, QuestionnaireRun, Study, StudySituation
+from studies.models import (
+    Assignment,
+    Condition,
+    Participant,
+    QuestionnaireRun,
+    QuestionnaireSettings,
+    Study,
+    StudySituation,
+)
 
 from .base import StudyKind
 from .registry import register
@@ -63,11 +71,15 @@ class QuestionnaireKind(StudyKind):
     settings_model = "studies.QuestionnaireSettings"
     status_columns = [("questionnaire_runs", "runs")]
     analysis = "analysis.entries.QUESTIONNAIRE_ANALYSIS"
+    analysis_page = "analysis:emotionbench"
     admin_inlines = [
         "studies.admin_kinds.QuestionnaireSettingsInline",
         "studies.admin_kinds.StudySituationInline",
     ]
     generation_admin_view = "generation.admin.questionnaire_generation_view"
+
+    def questionnaire(self, study: Study) -> QuestionnaireSettings:
+        return self.settings(study)
 
     def steps(self, study: Study) -> list[str]:
         ask = self.settings(study).ask_demographics

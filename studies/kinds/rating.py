@@ -91,7 +91,11 @@ class RatingKind(StudyKind):
         ("ratings_per_response.mean", "mean/resp"),
     ]
     analysis = "analysis.entries.RATING_ANALYSIS"
+    analysis_page = "analysis:dashboard"
     launch_panel = "analysis.launch_power.launch_power_html"
+    corpus_import = True
+    judged = True
+    power_planner = "analysis.study_power.rating_power_plan"
     admin_fieldsets = [
         ("Rating study", {"fields": ["worked_examples", "ask_teq", "scale_question", "scale"]}),
     ]

@@ -4,6 +4,7 @@ StudiesConfig.ready)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -12,13 +13,17 @@ from django.utils.module_loading import import_string
 from .base import CONSENT, DONE, SPINE_PAGES, SPINE_STEP_LABELS, StudyKind
 
 if TYPE_CHECKING:
-    from studies.models import Study
+    from studies.models import QuestionnaireSettings, Study
 
 KINDS: dict[str, StudyKind] = {}
 
 
 class UnknownStudyKind(LookupError):
     pass
+
+
+class NoQuestionnaire(LookupError):
+    """The study records no questionnaire runs, or has no instrument yet."""
 
 
 def register(kind: StudyKind) -> StudyKind:
@@ -48,8 +53,23 @@ def kind_of(study: Study) -> StudyKind:
     return kind_named(study.kind)
 
 
+def questionnaire_with_instrument(study: Study) -> QuestionnaireSettings:
+    """The study's questionnaire settings when its kind records questionnaire runs and its instrument is chosen:
+    what models' questionnaire runs and the EmotionBench analysis need. NoQuestionnaire, naming the study,
+    otherwise."""
+    settings = kind_of(study).questionnaire(study)
+    if settings is None or settings.instrument_id is None:
+        raise NoQuestionnaire(f"study {study.slug!r} is not a questionnaire study with an instrument")
+    return settings
+
+
 def registered_kinds() -> list[StudyKind]:
     return list(KINDS.values())
+
+
+def kinds_with(capability: Callable[[StudyKind], bool]) -> list[str]:
+    """The names of the registered kinds that have `capability`, for a query over studies (`kind__in=`)."""
+    return [kind.name for kind in KINDS.values() if capability(kind)]
 
 
 def kind_choices() -> list[tuple[str, str]]:

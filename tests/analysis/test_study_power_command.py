@@ -125,7 +125,7 @@ def test_bad_requests_are_refused_with_a_reason(fresh_study, args, message):
 
 def test_questionnaire_studies_and_other_scales_are_refused(db):
     Study.objects.create(slug="eb", title="EB", kind=Study.Kind.QUESTIONNAIRE)
-    with pytest.raises(CommandError, match="rating studies"):
+    with pytest.raises(CommandError, match="questionnaire study: its kind plans no power"):
         call_command("study_power", "eb")
     five = Study.objects.create(
         slug="five", title="Five", scale=[{"value": v, "label": str(v)} for v in range(1, 6)]

@@ -3,19 +3,36 @@
 It proves the spine needs nothing from a kind beyond studies/kinds/base.py: a participant enrols over HTTP, goes
 through the shared consent page and the toy's own step, gets the completion code; the study launches with the
 spine's checks, and its numbers show in the status counts (selector, command and admin page).
+
+The toy declares none of the capabilities (`StudyKind.analysis_page`, `corpus_import`, `judged`,
+`power_planner`, `questionnaire`): every page and service that offers one leaves the toy out, with a clear
+answer, and a toy that declares them gets them with no other code touched.
 """
 
 import io
 import json
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 
+from analysis import judge_ahead, snapshots
+from analysis.study_power import StudyPowerError, study_power_plan
+from generation.judge_models import Judge
 from ratings.flow import StepPage
-from studies.kinds import StudyKind, kind_named, register, step_choices, unregister
+from studies.importers import CorpusImportError, corpus_import
+from studies.kinds import (
+    NoQuestionnaire,
+    StudyKind,
+    kind_named,
+    questionnaire_with_instrument,
+    register,
+    step_choices,
+    unregister,
+)
 from studies.models import Participant, Study
 from studies.participants import participant_advance
 from studies.selectors import study_status
@@ -132,3 +149,66 @@ def test_the_toy_study_shows_its_own_numbers_in_the_status_counts(client, toy_st
     assert json.loads(out.getvalue())["conditions"][0]["waved"] == 2
     page = admin_client.get(reverse("admin:studies_study_status", args=[toy_study.pk])).content.decode()
     assert "Waved" in page
+
+
+class ToyWithCapabilities(ToyKind):
+    """The toy again, declaring the capabilities it takes from the rating kind's implementations."""
+
+    name = "toy_capable"
+    label = "Toy study with an analysis, a corpus and judges"
+    analysis_page = "analysis:dashboard"
+    corpus_import = True
+    judged = True
+
+
+def _admin_pages(admin_client, study) -> tuple[str, str]:
+    change = admin_client.get(reverse("admin:studies_study_change", args=[study.pk])).content.decode()
+    listing = admin_client.get(reverse("admin:studies_study_changelist")).content.decode()
+    return change, listing
+
+
+def test_a_kind_without_capabilities_is_offered_none_of_them(admin_client, toy_study):
+    study_launch(study=toy_study)
+    change, listing = _admin_pages(admin_client, toy_study)
+    analysis_url = reverse("analysis:dashboard", args=[toy_study.slug])
+    assert "Live status" in change  # the spine's pages stay
+    for absent in (">Analysis<", "Import corpus", "Generate LLM responses", analysis_url):
+        assert absent not in change
+    assert analysis_url not in listing and "?study=toy" not in listing
+    assert reverse("analysis:emotionbench", args=[toy_study.slug]) not in listing
+    # The analysts' list leaves it out; its dashboard and a judge's page answer 404.
+    assert toy_study.title not in admin_client.get(reverse("analysis:index")).content.decode()
+    assert admin_client.get(analysis_url).status_code == 404
+    assert admin_client.get(reverse("analysis:judge_report", args=[toy_study.slug, "j"])).status_code == 404
+    # Nothing computes ahead for it, and the services refuse it by name.
+    assert snapshots.snapshots_refresh_live() == 0 and judge_ahead.judge_reports_refresh() == 0
+    with pytest.raises(StudyPowerError, match="toy study: its kind plans no power"):
+        study_power_plan(study=toy_study)
+    with pytest.raises(NoQuestionnaire, match="'toy' is not a questionnaire study"):
+        questionnaire_with_instrument(toy_study)
+    with pytest.raises(ValidationError) as refused:
+        Judge(study=toy_study, name="j", model="m", rubric="{response}").clean()
+    assert refused.value.message_dict["study"] == ["Judges do not rate toy studies."]
+
+
+def test_a_corpus_is_refused_by_a_kind_without_one(toy_kind):
+    StudyFactory(slug="toy-draft", kind="toy")
+    with pytest.raises(CorpusImportError, match="toy study: its kind takes no corpus"):
+        corpus_import(study_slug="toy-draft", data=b"irrelevant")
+
+
+def test_a_kind_that_declares_capabilities_gets_them(admin_client):
+    kind = register(ToyWithCapabilities())
+    try:
+        study = StudyFactory(slug="toy-capable", kind=kind.name)
+        ConditionFactory(study=study, name="only")
+        change, listing = _admin_pages(admin_client, study)
+        analysis_url = reverse("analysis:dashboard", args=[study.slug])
+        import_url = reverse("admin:studies_study_import") + "?study=toy-capable"
+        assert f'href="{analysis_url}"' in change and f'href="{import_url}"' in change
+        assert f'href="{analysis_url}"' in listing and f'href="{import_url}"' in listing
+        index = admin_client.get(reverse("analysis:index")).content.decode()
+        assert f'<a href="{analysis_url}">{study.title}</a>' in index
+        Judge(study=study, name="j", model="m", rubric="").clean()  # a judge of it is valid
+    finally:
+        unregister(kind.name)

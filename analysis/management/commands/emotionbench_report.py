@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from analysis.emotionbench import emotionbench_analyse
 from analysis.emotionbench_report import emotionbench_report_text
-from studies.kinds.questionnaire import QUESTIONNAIRE
+from studies.kinds import NoQuestionnaire, questionnaire_with_instrument
 from studies.models import Study
 
 
@@ -27,8 +27,10 @@ class Command(BaseCommand):
         study = Study.objects.filter(slug=study_slug).first()
         if study is None:
             raise CommandError(f"no study {study_slug!r}")
-        if study.kind != QUESTIONNAIRE.name or QUESTIONNAIRE.settings(study).instrument is None:
-            raise CommandError(f"study {study_slug!r} is not a questionnaire study with an instrument")
+        try:
+            questionnaire_with_instrument(study)
+        except NoQuestionnaire as exc:
+            raise CommandError(str(exc)) from None
         if alpha is not None and not 0 < alpha < 1:
             raise CommandError("--alpha must be between 0 and 1")
         analysis = emotionbench_analyse(study=study, alpha=alpha)
