@@ -90,9 +90,10 @@ def condition_choose(
     `tie_break_key` with the first two draws of `rng` (drawn whatever the outcome, so the kind's draws that
     follow are always the same ones)."""
     draws = tie_break_draws(rng)
-    existing_id = (
-        Participant.objects.filter(study=study, external_id=external_id).values_list("pk", flat=True).first()
+    existing = (
+        Participant.objects.filter(study=study, external_id=external_id).order_by().values_list("pk")[:1]
     )
+    existing_id = next((pk for (pk,) in existing), None)
     stale = Participant.objects.filter(study=study).filter(lapsed(study, now)).exists()
     if existing_id is not None:
         return None, existing_id, stale

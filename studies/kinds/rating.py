@@ -48,12 +48,21 @@ def eligible_responses(condition):
 
 def response_live_counts(*, condition: Condition, now: datetime | None = None) -> dict[int, int]:
     """Live assignments per eligible response id of the condition (zeros included), by the balance rule
-    (studies/balancing.py `live_assignments`). One query."""
-    live = Q(assignments__kind=Assignment.Kind.RESPONSE) & live_assignments(
-        condition.study, now or timezone.now(), prefix="assignments__"
+    (studies/balancing.py `live_assignments`). Two queries: the eligible responses (from their index alone),
+    and the live pages of the condition's participants counted by response, which reads those participants'
+    pages through their own index rather than looking up every response's pages one by one."""
+    counts = dict.fromkeys(eligible_responses(condition).order_by().values_list("pk", flat=True), 0)
+    pages = (
+        Assignment.objects.filter(participant__condition=condition, kind=Assignment.Kind.RESPONSE)
+        .filter(live_assignments(condition.study, now or timezone.now()))
+        .order_by()
+        .values_list("response")
+        .annotate(n=Count("pk"))
     )
-    counted = eligible_responses(condition).order_by().annotate(n=Count("assignments", filter=live))
-    return dict(counted.values_list("pk", "n"))
+    for response_id, n in pages:
+        if response_id in counts:
+            counts[response_id] = n
+    return counts
 
 
 def _ratings_per_response(study: Study):
@@ -119,7 +128,7 @@ class RatingKind(StudyKind):
         dealt = sorted(counts, key=lambda k: (counts[k], tie_break_key(k, draws), k))
         draws = tie_break_draws(rng)
         chosen = sorted(dealt[: study.items_per_participant], key=lambda k: (tie_break_key(k, draws), k))
-        checks = sorted(AttentionCheck.objects.filter(study=study).values_list("after_item", "pk"))
+        checks = sorted(AttentionCheck.objects.filter(study=study).order_by().values_list("after_item", "pk"))
         pages: list[Assignment] = []
 
         def add_checks(selected: Iterable[int]) -> None:

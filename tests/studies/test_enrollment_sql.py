@@ -23,8 +23,8 @@ def test_a_new_participant_costs_a_handful_of_statements():
         participant = participant_enroll(study=study, external_id="counted")
     statements = [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
     # the study's lock, the id looked up, whether anyone is stale, the conditions with their counts, the
-    # participant, the responses with their counts, the attention checks, the pages' INSERT
-    assert len(statements) == 8, statements
+    # participant, the eligible responses, their live pages counted, the attention checks, the pages' INSERT
+    assert len(statements) == 9, statements
     assert [a.kind for a in participant.assignments.order_by("position")] == [
         "response",
         "attention",
