@@ -190,22 +190,21 @@ def rate_limit_refusal(request, *, scope: str):
     return too_many_requests(request, retry_after=retry_after)
 
 
-def enrollment_allowed(request, *, study_id: int) -> tuple[bool, int]:
-    """Counts one new enrollment (a participant id the study has not seen) against the per-address and
-    per-study limits: RATELIMIT_ENROLL_PER_IP per address and RATELIMIT_ENROLL_PER_STUDY per study, in
-    windows of RATELIMIT_ENROLL_WINDOW seconds. Made-up ids from one address then hold a few places at
-    most. Returns (allowed, retry_after). Fails open like every limit here."""
+def enrollment_refused(request, *, study_id: int, per_address: int | None) -> tuple[str | None, int]:
+    """Counts one new enrollment (a participant id the study has not seen) against the study's limits:
+    `per_address` new participants per client address (None: no such limit, the default: a lab, a campus or a
+    mobile carrier puts many people behind one address) and RATELIMIT_ENROLL_PER_STUDY in all, in windows of
+    RATELIMIT_ENROLL_WINDOW seconds. Returns the bucket that refused it ("enroll-ip" or "enroll-study"; None:
+    allowed) and the seconds until its window ends. Fails open like every limit here."""
     if not settings.RATELIMIT_ENABLED:
-        return True, 0
-    checks = [
-        ("enroll-ip", f"{study_id}:{client_ip(request)}", settings.RATELIMIT_ENROLL_PER_IP),
-        ("enroll-study", str(study_id), settings.RATELIMIT_ENROLL_PER_STUDY),
-    ]
+        return None, 0
+    checks = [("enroll-study", str(study_id), settings.RATELIMIT_ENROLL_PER_STUDY)]
+    if per_address:
+        checks.insert(0, ("enroll-ip", f"{study_id}:{client_ip(request)}", per_address))
     bucket, retry_after = _hits(checks, window_seconds=settings.RATELIMIT_ENROLL_WINDOW)
     if bucket is not None:
         logger.warning("enrollment limited", extra={"bucket": bucket, "path": request.path})
-        return False, retry_after
-    return True, retry_after
+    return bucket, retry_after
 
 
 def too_many_requests(request, *, retry_after: int):

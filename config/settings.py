@@ -338,10 +338,9 @@ RATELIMIT_ENTRY_PER_IP = env_int("RATELIMIT_ENTRY_PER_IP", 30)
 RATELIMIT_PARTICIPANT = env_int("RATELIMIT_PARTICIPANT", 60)
 RATELIMIT_TRUSTED_PROXIES = env_int("RATELIMIT_TRUSTED_PROXIES", 0)
 # New enrollments (ids the study has not seen; resuming is not counted), per RATELIMIT_ENROLL_WINDOW
-# seconds: per client address and study, and per study in all. One address thus holds at most
-# RATELIMIT_ENROLL_PER_IP places per window, however many ids it makes up.
+# seconds: per study in all, and per client address where the study sets a limit of its own
+# (`Study.enrollments_per_address`, blank by default).
 RATELIMIT_ENROLL_WINDOW = env_int("RATELIMIT_ENROLL_WINDOW", 3600)
-RATELIMIT_ENROLL_PER_IP = env_int("RATELIMIT_ENROLL_PER_IP", 3)
 RATELIMIT_ENROLL_PER_STUDY = env_int("RATELIMIT_ENROLL_PER_STUDY", 10000)
 # Request bodies (without uploaded files) above this are refused with 400: participant forms are a few
 # hundred bytes and admin forms a few KB, so a multi-megabyte body is a mistake or an attack.

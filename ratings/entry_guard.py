@@ -6,8 +6,8 @@
   the participant in its session may resume only with the same Prolific SESSION_ID or MTurk assignmentId
   the participant started with; otherwise (including when the platform sent none) it gets the "already
   started in another browser" page and nothing of theirs.
-* New enrollments are counted per address and per study (`config.ratelimit.enrollment_allowed`), so made-up
-  ids from one address take a few places at most.
+* New enrollments are counted per study, and per address where the study sets a limit
+  (`Study.enrollments_per_address`, `config.ratelimit.enrollment_refused`).
 
 The entry view calls `entry_refusal` after it has seen that the session does not already hold this id.
 """
@@ -19,7 +19,7 @@ import math
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from config.ratelimit import enrollment_allowed
+from config.ratelimit import enrollment_refused
 from studies.models import Participant, Study
 from studies.participants import participant_find
 
@@ -58,12 +58,18 @@ def resume_allowed(participant: Participant, fields: dict) -> bool:
 
 
 def limited_enrollment(request: HttpRequest, study: Study) -> HttpResponse | None:
-    """Counts a new enrollment; the "too many new sessions" page (429) when over a limit."""
-    allowed, retry_after = enrollment_allowed(request, study_id=study.pk)
-    if allowed:
+    """Counts a new enrollment; the "too many new sessions" page (429) when over a limit, saying which."""
+    per_address = study.enrollments_per_address
+    bucket, retry_after = enrollment_refused(request, study_id=study.pk, per_address=per_address)
+    if bucket is None:
         return None
     response = _page(
-        request, study, "too_many_starts.html", status=429, retry_minutes=math.ceil(retry_after / 60)
+        request,
+        study,
+        "too_many_starts.html",
+        status=429,
+        retry_minutes=math.ceil(retry_after / 60),
+        per_address=per_address if bucket == "enroll-ip" else None,
     )
     response["Retry-After"] = str(retry_after)
     return response

@@ -150,6 +150,7 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, admin.ModelAdmin):
                     "quota_per_condition",
                     "attention_check_max_failures",
                     "time_limit_minutes",
+                    "enrollments_per_address",
                     "seed",
                     "parent",
                     "rerate_share",

@@ -161,6 +161,14 @@ class Study(models.Model):
     time_limit_minutes = models.PositiveIntegerField(
         default=60, help_text="An active participant silent this long times out and gives back their items."
     )
+    enrollments_per_address = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="At most this many new participants from one network address an hour. Blank: no limit, "
+        "the right choice for most studies: the people of a lab, a campus or a mobile network share one "
+        "address, and Prolific and MTurk already stop a worker from taking part twice.",
+    )
 
     # Follow-up waves (studies/waves.py): a wave re-runs its parent's design on new conditions.
     parent = models.ForeignKey(

@@ -53,9 +53,8 @@ def pytest_runtest_teardown(item, nextitem):
 
 @pytest.fixture(autouse=True)
 def _enrollment_limits_out_of_the_way(settings):
-    """Most tests enroll many participants from 127.0.0.1; the per-address and per-study enrollment limits
-    are tested on their own (tests/ops/test_hardening.py), which set them low again."""
-    settings.RATELIMIT_ENROLL_PER_IP = 100_000
+    """Most tests enroll many participants at once; the enrollment limits are tested on their own
+    (tests/ops/test_participant_entry_guard.py), which sets them low again."""
     settings.RATELIMIT_ENROLL_PER_STUDY = 100_000
 
 

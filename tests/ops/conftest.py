@@ -13,7 +13,6 @@ def limits_on(settings, redis_url, monkeypatch):
     settings.RATELIMIT_ENTRY_PER_IP = 1000
     settings.RATELIMIT_PARTICIPANT = 1000
     settings.RATELIMIT_TRUSTED_PROXIES = 0
-    settings.RATELIMIT_ENROLL_PER_IP = 1000
     settings.RATELIMIT_ENROLL_PER_STUDY = 1000
     caches["default"].clear()
     return settings

@@ -20,12 +20,15 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(autouse=True)
 def _limits(limits_on):
-    limits_on.RATELIMIT_ENROLL_PER_IP = 3
+    pass
 
 
 @pytest.fixture
 def study():
-    return live_study(prompts=30)
+    study = live_study(prompts=30)
+    study.enrollments_per_address = 3  # the study's own choice: no limit unless it sets one
+    study.save(update_fields=["enrollments_per_address"])
+    return study
 
 
 def _enter(client, study, pid, *, session_id="se", study_id="st", **extra):
@@ -43,11 +46,19 @@ def test_one_address_cannot_hold_more_than_the_configured_number_of_places(study
     assert set(statuses[3:]) == {429}
     assert Participant.objects.filter(study=study).count() == 3
     refused = _enter(Client(), study, "fake-more")
-    assert "Too many new sessions" in refused.content.decode()
+    assert "at most 3 new sessions an hour from one network" in refused.content.decode()
     assert int(refused["Retry-After"]) > 0
     # Another address still gets in.
     assert _enter(Client(REMOTE_ADDR="203.0.113.9"), study, "real-person").status_code == 200
     assert Participant.objects.filter(study=study).count() == 4
+
+
+def test_without_a_limit_of_its_own_a_study_takes_everyone_behind_one_address(study):
+    study.enrollments_per_address = None
+    study.save(update_fields=["enrollments_per_address"])
+    statuses = [_enter(Client(), study, f"lab{i:02d}").status_code for i in range(8)]
+    assert statuses == [200] * 8  # a lab or a campus behind one address
+    assert Participant.objects.filter(study=study).count() == 8
 
 
 def test_resuming_an_existing_participant_is_not_counted_as_a_new_enrollment(study):
@@ -63,6 +74,9 @@ def test_the_per_study_limit_applies_across_addresses(study, settings):
     settings.RATELIMIT_ENROLL_PER_STUDY = 4
     codes = [_enter(Client(REMOTE_ADDR=f"198.51.100.{i}"), study, f"p{i}").status_code for i in range(6)]
     assert codes == [200] * 4 + [429] * 2
+    assert (
+        "More people started this study in the last hour" in _enter(Client(), study, "late").content.decode()
+    )
     assert Participant.objects.filter(study=study).count() == 4
 
 
