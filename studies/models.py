@@ -20,28 +20,9 @@ from django.db.models import Q
 
 from studies.exclusion_rules import default_exclusion_rules, exclusion_rules_normalise
 from studies.fields import PlainTextField
-from studies.planned_analysis import planned_analysis_normalise
+from studies.planned_analysis import default_planned_analysis, default_scale, planned_analysis_normalise
 
 from .kinds.registry import kind_choices, step_choices
-
-
-def default_scale() -> list[dict]:
-    """The seed study's scale: Good / Okay / Bad, stored as 3 / 2 / 1, shown best first."""
-    return [{"value": 3, "label": "Good"}, {"value": 2, "label": "Okay"}, {"value": 1, "label": "Bad"}]
-
-
-def default_planned_analysis() -> dict:
-    """What `analyze` runs on a rating study (analysis/stats.py): written into the frozen design."""
-    return {
-        "tests": [
-            "omnibus chi-square (condition x rating)",
-            "chi-square vs baseline (2 x scale)",
-            "chi-square vs baseline (2 x 2 top vs rest, Yates)",
-            "bootstrap CI of the top-share change (participants resampled)",
-        ],
-        "alpha": 0.05,
-        "correction": "holm",
-    }
 
 
 class Valence(models.TextChoices):

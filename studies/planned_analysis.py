@@ -58,3 +58,22 @@ def planned_analysis_normalise(value: Any) -> dict:
 def correction_name(correction: str) -> str:
     """The correction in words (reports)."""
     return CORRECTIONS.get(correction, correction)
+
+
+def default_scale() -> list[dict]:
+    """The seed study's scale: Good / Okay / Bad, stored as 3 / 2 / 1, shown best first."""
+    return [{"value": 3, "label": "Good"}, {"value": 2, "label": "Okay"}, {"value": 1, "label": "Bad"}]
+
+
+def default_planned_analysis() -> dict:
+    """What `analyze` runs on a rating study (analysis/stats.py): written into the frozen design."""
+    return {
+        "tests": [
+            "omnibus chi-square (condition x rating)",
+            "chi-square vs baseline (2 x scale)",
+            "chi-square vs baseline (2 x 2 top vs rest, Yates)",
+            "bootstrap CI of the top-share change (participants resampled)",
+        ],
+        "alpha": 0.05,
+        "correction": "holm",
+    }
