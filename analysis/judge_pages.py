@@ -143,7 +143,9 @@ def condition_bias_html(report: JudgeReport) -> SafeString:
             "p (Holm)": frame["p_holm"].map(lambda x: "" if pd.isna(x) else f"{x:.3g}"),
         }
     )
-    return _table(shown, "Conditions: does the judge favour one condition's text?")
+    return _table(
+        shown, "Conditions: does the judge rate one condition differently at the same human rating?"
+    )
 
 
 def ppi_shares_html(report: JudgeReport) -> SafeString:

@@ -122,8 +122,9 @@ class RatingAnalysis:
         baseline, then the seed study's omnibus test and 2×2 Yates test, overall, by valence and per emotion."""
         if self.tests.empty:
             return self.tests
-        keep = self.tests["test"].isin([stats.TEST_CLUSTERED, stats.TEST_OMNIBUS, stats.TEST_2X2])
-        return self.tests.loc[keep].reset_index(drop=True)
+        primary = self.tests[self.tests["test"] == stats.TEST_CLUSTERED]
+        papers = self.tests[self.tests["test"].isin([stats.TEST_OMNIBUS, stats.TEST_2X2])]
+        return pd.concat([primary, papers]).reset_index(drop=True)
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready summary (the API's aggregates)."""

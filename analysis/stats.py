@@ -42,7 +42,7 @@ BY_EMOTION = "emotion"
 TEST_OMNIBUS = "omnibus chi-square (condition × rating)"
 TEST_2XK = "chi-square vs baseline (2 × scale)"
 TEST_2X2 = "chi-square vs baseline (2 × 2 top vs rest, Yates)"
-TEST_CLUSTERED = "top share vs baseline, participant-clustered Wald (primary)"
+TEST_CLUSTERED = "top share vs baseline: participant-clustered Wald (primary)"
 # The one line the dashboard and the report print about which test decides, and why.
 PRIMARY_LINE = (
     "Primary test: each condition's top share against the baseline's with participant-clustered (GEE-robust) "
