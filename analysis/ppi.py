@@ -33,7 +33,7 @@ Clustered intervals use Student's t: raters − 1 degrees of freedom for the hum
 between the human term (raters − 1) and the judge's (N − 1) for PPI, and between the two sides for a difference.
 Without `clusters` the functions are ppi-python's, to the digit. `ppi_share_table` passes the raters whenever the
 human frame has a `rater` column. With whole participants labelled and a within-rater ICC of 0.1, the unclustered
-intervals cover 0.89–0.90 instead of 0.95 (bench/inference.py measures both).
+intervals cover 0.82–0.86 instead of 0.95 in bench/inference.py's design (it measures both).
 
 Shares of one condition. The share table tunes ONE λ per condition, for all its scale values together (the λ
 minimising the sum of the values' variances: Σ_v cov(Y_v, f_v) / ((1 + n/N) · Σ_v var(f_v)), ppi-python's

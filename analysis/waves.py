@@ -12,7 +12,7 @@ fewer raters on a side minus one degrees of freedom. The interval at 1 − α an
 re-rated response is matched with its original by its prompt's dialogue id and its sample index (the wave's
 responses are copies of the parent's). Comparing the re-ratings with all the baseline's ratings by a χ² that
 treats ratings as independent, or warning when either that χ² or a bootstrap interval said so, raised false alarms
-at 8–18 % instead of 5 % (bench/inference.py measures both).
+at 8–18 % instead of 5 % (bench/inference.py measures that χ² beside the paired test).
 
 Conditions are labelled `<condition> · <study> (<launch date>)`, so tables and figures say where each came
 from. The re-rating condition is left out of the comparisons (it is the drift test's)."""
