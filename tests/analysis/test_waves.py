@@ -27,8 +27,10 @@ ANSWERS = {"human_rerate": "3", "llama": "3", "qwen": "1"}
 
 
 def seed_study() -> Study:
-    people = participants_from_counts("human", {1: 15, 2: 25, 3: 10}, emotion="sad")
-    people += participants_from_counts("human", {1: 15, 2: 25, 3: 10}, emotion="joyful")
+    # Few Good ratings originally (6 %): the 8 re-ratings, all Good, then differ from the original ratings of the
+    # same responses whichever responses the two re-raters are dealt.
+    people = participants_from_counts("human", {1: 17, 2: 30, 3: 3}, emotion="sad")
+    people += participants_from_counts("human", {1: 17, 2: 30, 3: 3}, emotion="joyful")
     people += participants_from_counts("gpt4", {1: 10, 2: 20, 3: 20}, emotion="sad")
     study = build_rating_study(
         slug="seed", conditions=["human", "gpt4"], baseline="human", participants=people
@@ -86,7 +88,7 @@ def test_a_wave_is_analysed_against_the_stored_baseline_with_the_drift_test(
     assert (overall["p_holm"] >= overall["p"]).all()
     drift = analysis.drift.iloc[0]
     assert (drift["n_original"], drift["n_rerated"]) == (100, 8)
-    assert drift["Good_share_rerated"] == 1.0 and drift["change"] > 0
+    assert drift["Good_share_rerated"] == 1.0 and drift["difference"] > 0 and drift["responses"] == 8
     assert "Rater drift" in analysis.drift_warning
 
     # By default the wave applies the exclusion rules it declared (copied from its parent, frozen at launch),
