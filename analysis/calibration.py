@@ -25,8 +25,17 @@ Bias checks
 -----------
 * Length: Spearman correlation of (judge − mean human rating) with the response's length in words, with a Fisher-z
   95% CI (SE 1.06/√(n−3), Fieller et al. 1957), beside the judge's and the people's own correlations with length.
-* Condition: per condition, the mean of (judge − mean human rating) over its responses with a t CI; each
-  non-baseline condition's mean against the baseline's by Welch's t-test, Holm over conditions.
+* Condition (`condition_check`): does the judge rate one condition's responses differently from the baseline's
+  AT THE SAME HUMAN RATING? It tests P(judge | human value, condition): for each human value v, the 2 × K table
+  (this condition, the baseline) × judge value of the pairs where people said v, Pearson χ² (no correction); the
+  strata's statistics and degrees of freedom are added (a stratified test of conditional independence, in the
+  spirit of Cochran–Mantel–Haenszel for R × C tables), Holm over conditions. When a response has several human
+  ratings its judge value enters several pairs, so the statistic is divided by Σ m_u² / Σ m_u (m_u: pairs of
+  response u; 1 with one rating per response), a conservative design-effect correction. The size and direction:
+  per human value, the judge's mean rating on this condition minus on the baseline (`shift_<value>`), and their
+  average weighted by this condition's pairs (`shift`, scale points; positive = more lenient on this condition).
+  Comparing mean (judge − human) gaps instead, as this check once did, mistakes a difference in base rates for
+  bias: a judge that errs identically in every condition shows different gaps wherever people's ratings differ.
 
 Verdict: the judge may screen models for this study when ALL of these hold (any unmet one is named):
 1. at least `MIN_RESPONSES` (50) responses rated by both;
@@ -34,8 +43,9 @@ Verdict: the judge may screen models for this study when ALL of these hold (any 
    as well as people agree with each other); otherwise judge–human α's lower CI bound ≥ `ALPHA_FLOOR` (0.4);
 3. the alternative annotator test passes (ω ≥ 0.5) where it applies;
 4. no length bias: |r| < 0.1 or its CI includes 0;
-5. no condition favoured: no condition's judge-minus-human mean differs from the baseline's at Holm p < 0.05 by
-   ≥ 0.1 scale points.
+5. no condition favoured: no condition's stratified test is significant at Holm p < 0.05 with a shift of
+   ≥ 0.1 scale points at some human value (`shift_<value>`, strata with at least `MIN_STRATUM_PAIRS` pairs on
+   both sides).
 """
 
 from __future__ import annotations
@@ -49,11 +59,13 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 from analysis.alt_test import AltTest, alternative_annotator_test
+from analysis.stats import chi_square
 
 MIN_RESPONSES = 50
 ALPHA_FLOOR = 0.4
 LENGTH_R_TOLERANCE = 0.1
 CONDITION_GAP_TOLERANCE = 0.1
+MIN_STRATUM_PAIRS = 10
 BOOTSTRAP_BLOCK = 250
 
 
@@ -241,36 +253,40 @@ def length_bias(per_response: pd.DataFrame) -> dict[str, Correlation]:
     }
 
 
-def condition_bias(per_response: pd.DataFrame, baseline: str | None) -> pd.DataFrame:
-    """Per condition: mean judge − mean human rating over its responses (t CI); against the baseline by Welch's
-    t-test with Holm over conditions (against all other responses when there is no baseline)."""
-    per_response = per_response.assign(gap=per_response["judge"] - per_response["human_mean"])
+def condition_check(pairs: pd.DataFrame, scale: list[int], baseline: str | None) -> pd.DataFrame:
+    """Per condition against the baseline (against every other condition when there is none): the stratified
+    χ² of P(judge | human value, condition) and the judge's shift at the same human value (module doc)."""
+    sizes = pairs.groupby("response_id")["human"].transform("size").to_numpy(float)
+    pairs = pairs.assign(_m=sizes)
     lines = []
-    for condition, sub in per_response.groupby("condition", sort=True):
-        gap = sub["gap"].to_numpy()
-        mean = float(gap.mean())
-        half = (
-            float(sps.t.ppf(0.975, gap.size - 1) * gap.std(ddof=1) / np.sqrt(gap.size))
-            if gap.size > 1
-            else np.nan
-        )
-        line = {
-            "condition": condition,
-            "responses": gap.size,
-            "gap": mean,
-            "ci_low": mean - half,
-            "ci_high": mean + half,
-            "vs": None,
-            "difference": np.nan,
-            "p": np.nan,
-        }
-        other = (
-            per_response[per_response["condition"] == baseline] if baseline else per_response.drop(sub.index)
-        )
-        if condition != baseline and len(other) > 1 and gap.size > 1:
-            line["vs"] = baseline or "other conditions"
-            line["difference"] = mean - float(other["gap"].mean())
-            line["p"] = float(sps.ttest_ind(gap, other["gap"], equal_var=False).pvalue)
+    for condition, mine in pairs.groupby("condition", sort=True):
+        other = pairs[pairs["condition"] == baseline] if baseline else pairs.drop(mine.index)
+        line: dict = {"condition": condition, "responses": mine["response_id"].nunique(), "pairs": len(mine)}
+        line.update(vs=None, chi2=np.nan, dof=0, p=np.nan, shift=np.nan, max_shift=np.nan)
+        if condition == baseline or other.empty:
+            lines.append(line)
+            continue
+        line["vs"] = baseline or "other conditions"
+        statistic, dof, shifts, weights = 0.0, 0, {}, {}
+        for v in scale:
+            a, b = mine[mine["human"] == v], other[other["human"] == v]
+            if len(a) and len(b):
+                table = np.array([[(x["judge"] == u).sum() for u in scale] for x in (a, b)])
+                test = chi_square(table, yates=False)
+                if np.isfinite(test.statistic):
+                    statistic, dof = statistic + test.statistic, dof + test.dof
+            if len(a) >= MIN_STRATUM_PAIRS and len(b) >= MIN_STRATUM_PAIRS:
+                shifts[v] = float(a["judge"].mean() - b["judge"].mean())
+                weights[v] = len(a)
+            line[f"shift_{v}"] = shifts.get(v, np.nan)
+        both = pd.concat([mine, other])
+        deff = float((both["_m"] ** 2).sum() / both["_m"].sum()) if len(both) else 1.0
+        if dof:
+            line.update(chi2=statistic / deff, dof=dof, p=float(sps.chi2.sf(statistic / deff, dof)))
+        if shifts:
+            total = sum(weights.values())
+            line["shift"] = sum(shifts[v] * weights[v] for v in shifts) / total
+            line["max_shift"] = max(shifts.values(), key=abs)
         lines.append(line)
     table = pd.DataFrame(lines)
     table["p_holm"] = np.nan
@@ -376,7 +392,7 @@ def calibrate(
     length = None
     if words is not None:
         length = length_bias(per_response.assign(words=words.reindex(per_response.index)))
-    conditions = condition_bias(per_response, baseline)
+    conditions = condition_check(pairs, scale, baseline)
     alt = alternative_annotator_test(
         judged_human, judge.set_index("response_id")["value"], epsilon=epsilon, seed=seed
     )
@@ -433,11 +449,13 @@ def _verdict(c: Calibration) -> None:
         side = "longer" if gap.r > 0 else "shorter"
         reasons.append(f"favours {side} responses (r = {gap.r:.2f} of judge − human with length)")
     favoured = c.conditions[
-        (c.conditions["p_holm"] < 0.05) & (c.conditions["difference"].abs() >= CONDITION_GAP_TOLERANCE)
+        (c.conditions["p_holm"] < 0.05) & (c.conditions["max_shift"].abs() >= CONDITION_GAP_TOLERANCE)
     ]
     for _, line in favoured.iterrows():
+        side = "more leniently" if line["max_shift"] > 0 else "more harshly"
         reasons.append(
-            f"rates {line['condition']} {line['difference']:+.2f} points differently from people than {line['vs']}"
+            f"rates {line['condition']} {side} than {line['vs']} at the same human rating (up to "
+            f"{line['max_shift']:+.2f} points; stratified χ² Holm p = {line['p_holm']:.2g})"
         )
     c.reasons, c.may_screen = reasons, not reasons
     alpha_text = f"judge–human α {jh.value:.2f}" if jh else "judge–human α n/a"

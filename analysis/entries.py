@@ -12,7 +12,7 @@ from pathlib import Path
 from studies.kinds import NoQuestionnaire, questionnaire_with_instrument
 from studies.models import Study
 
-from . import reports
+from . import reports, stats
 from .design import design_json_write, design_lines, design_of
 from .emotionbench import emotionbench_analyse
 from .emotionbench_report import emotionbench_report_text, emotionbench_report_write
@@ -36,6 +36,7 @@ class RatingAnalysisEntry:
             *([f"WARNING: {drift}"] if drift else []),
             *reports.exclusion_lines(analysis),
             reports.planned_line(analysis),
+            stats.PRIMARY_LINE,
             f"{study.slug}: {analysis.n_rows} of {analysis.n_rows_before} ratings analysed; "
             f"{len(written)} files in {out_dir}",
             f"report: {out_dir / 'report.html'}",

@@ -134,15 +134,18 @@ def condition_bias_html(report: JudgeReport) -> SafeString:
         {
             "Condition": frame["condition"],
             "Responses": frame["responses"],
-            "Judge − people, mean (95 % CI)": [
-                with_ci(r.gap, r.ci_low, r.ci_high) for r in frame.itertuples()
-            ],
             "Compared with": frame["vs"].fillna(""),
-            "Difference": frame["difference"].map(lambda x: _num(x)),
+            "Judge's shift at the same human rating (points)": frame["shift"].map(lambda x: _num(x)),
+            "Largest shift": frame["max_shift"].map(lambda x: _num(x)),
+            "Stratified χ² (df)": [
+                "" if pd.isna(r.chi2) else f"{r.chi2:.1f} ({int(r.dof)})" for r in frame.itertuples()
+            ],
             "p (Holm)": frame["p_holm"].map(lambda x: "" if pd.isna(x) else f"{x:.3g}"),
         }
     )
-    return _table(shown, "Conditions: does the judge favour one condition's text?")
+    return _table(
+        shown, "Conditions: does the judge rate one condition differently at the same human rating?"
+    )
 
 
 def ppi_shares_html(report: JudgeReport) -> SafeString:

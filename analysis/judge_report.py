@@ -12,12 +12,12 @@ Conventions
 * Screened conditions: conditions the judge rated with fewer than `SCREEN_MAX_HUMAN` counted human ratings.
   Ranked by the judge's top-value share (a CLT interval over the judged responses, each response weighing its
   samples' share).
-* Bias-corrected ("PPI-ready") shares: the judge's distribution in the condition pushed through what the
-  calibration measured, P(person says v | judge says u) on the calibrated pairs:
-  corrected_v = Σ_u q_u · P(v | u). This assumes the judge errs on the new condition's text as it erred on the
-  calibrated conditions (the calibration's condition check says whether it did there). 95 % percentile
-  bootstrap: the condition's judged responses and each judge value's row of the confusion resampled
-  (multinomially) together, `SCREEN_BOOTSTRAP` replicates, seeded by the study's seed.
+* Bias-corrected ("PPI-ready") shares: the judge's distribution q in the condition, with the calibration's
+  misclassification matrix M[v, u] = P(judge says u | person says v) inverted: corrected = q · M⁻¹
+  (analysis.judge_screening.corrected_shares). This assumes the judge errs on the new condition's text as it
+  erred on the calibrated conditions, at the same human rating (the calibration's condition check tests exactly
+  that there). 95 % percentile bootstrap: the condition's judged responses and each human value's row of the
+  confusion resampled (multinomially) together, `SCREEN_BOOTSTRAP` replicates, seeded by the study's seed.
 * Human ratings PPI would need: analysis.power.power_plan with the baseline's observed shares (the seed study's
   published human shares when it has fewer than 30 counted ratings), the condition's corrected shares, the
   calibration's per-value indicator correlations, and N/n judge-only per human rating = (responses judged − n)/n

@@ -12,6 +12,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from analysis import power, stats
+from analysis.clustered import design_effect
 
 SCREEN_MAX_HUMAN = 30  # fewer counted human ratings than this: a condition people have "barely" rated
 SCREEN_BOOTSTRAP = 2000
@@ -32,9 +33,16 @@ def judge_per_response(judge: pd.DataFrame) -> pd.DataFrame:
 def corrected_shares(
     judge_counts: np.ndarray, confusion: np.ndarray, *, b: int, seed: int, level: float = 0.95
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(estimate, ci_low, ci_high) of the human shares implied by the judge's counts in a condition (length K,
-    judge values) and the calibration's human × judge confusion (K × K): Σ_u q_u P(human = v | judge = u).
-    A judge value never seen in calibration passes through unchanged (no evidence to correct it)."""
+    """(estimate, ci_low, ci_high) of the human shares p implied by the judge's counts in a condition (length K,
+    judge values) and the calibration's human × judge confusion (K × K).
+
+    The judge's shares are q = p · M with M[v, u] = P(judge = u | human = v), the misclassification matrix measured
+    on the calibrated pairs; so p = q · M⁻¹ (the Moore–Penrose inverse when M is singular), clipped at 0 and
+    renormalised when sampling noise makes a share negative. M is a property of the judge alone, so this holds
+    wherever the judge errs as it did in calibration, whatever the condition's own shares. (Weighting q by
+    P(human | judge) instead, as this once did, carries the calibration set's shares into the answer: an 80 %-correct
+    judge then puts a condition whose true Good share is 0.80 at 0.69.) A human value never seen in calibration
+    is assumed rated correctly (its row of M is the identity's)."""
     judge_counts = np.asarray(judge_counts, float)
     confusion = np.asarray(confusion, float)
     k = judge_counts.size
@@ -43,20 +51,22 @@ def corrected_shares(
         nan = np.full(k, np.nan)
         return nan, nan, nan
 
-    def transfer(q: np.ndarray, conf: np.ndarray) -> np.ndarray:
-        col = conf.sum(axis=-2, keepdims=True)  # … × 1 × K: pairs per judge value
-        given = np.where(col > 0, conf / np.where(col > 0, col, 1), np.eye(k))  # P(v | u), columns u
-        return np.einsum("...vu,...u->...v", given, q)
+    def invert(q: np.ndarray, conf: np.ndarray) -> np.ndarray:
+        rows = conf.sum(axis=-1, keepdims=True)  # … × K × 1: pairs per human value
+        given = np.where(rows > 0, conf / np.where(rows > 0, rows, 1), np.eye(k))  # P(judge = u | human = v)
+        p = np.einsum("...u,...uv->...v", q, np.linalg.pinv(given))
+        p = np.clip(p, 0.0, None)
+        return p / p.sum(axis=-1, keepdims=True)
 
-    estimate = transfer(judge_counts / m, confusion)
+    estimate = invert(judge_counts / m, confusion)
     rng = np.random.default_rng(seed)
     q_star = rng.multinomial(int(m), judge_counts / m, size=b) / m
-    col = confusion.sum(axis=0)
+    row = confusion.sum(axis=1)
     conf_star = np.zeros((b, k, k))
-    for u in range(k):
-        if col[u] > 0:
-            conf_star[:, :, u] = rng.multinomial(int(col[u]), confusion[:, u] / col[u], size=b)
-    reps = transfer(q_star, conf_star)
+    for v in range(k):
+        if row[v] > 0:
+            conf_star[:, v, :] = rng.multinomial(int(row[v]), confusion[v] / row[v], size=b)
+    reps = invert(q_star, conf_star)
     low, high = np.quantile(reps, [(1 - level) / 2, 1 - (1 - level) / 2], axis=0)
     return estimate, low, high
 
@@ -139,12 +149,13 @@ def screening_table(
         items_per_participant,
         alpha,
         confusion is not None,
+        _baseline_icc(human, baseline, scale),
     )
     return table.reset_index(drop=True), notes + power_notes
 
 
 def _screening_power(
-    table, human_shares, scale, baseline, correlations, items, alpha, corrected
+    table, human_shares, scale, baseline, correlations, items, alpha, corrected, icc
 ) -> list[str]:
     """Adds the 80 %-power human ratings (without / with the judge) to `table` in place; returns notes."""
     labels = list(scale.labels)
@@ -163,8 +174,11 @@ def _screening_power(
     for _, line in table.iterrows():
         shares[line["condition"]] = [line[f"corrected_{label}"] for label in labels]
     rho = {i: (r if np.isfinite(r) else 0.0) for i, r in enumerate((correlations or {}).values())}
+    deff = design_effect(icc, items) if icc is not None else 1.0
     try:
-        plain = power.power_plan(baseline=baseline, shares=shares, alpha=alpha, powers=(SCREEN_POWER,))
+        plain = power.power_plan(
+            baseline=baseline, shares=shares, alpha=alpha, powers=(SCREEN_POWER,), design_effect=deff
+        )
     except power.PowerError as exc:
         return [f"power not computed: {exc}"]
     needed = {ln.condition: ln.ratings_per_condition for ln in plain if ln.test == power.TEST_2X2_YATES}
@@ -179,6 +193,7 @@ def _screening_power(
             alpha=alpha,
             powers=(SCREEN_POWER,),
             items_per_participant=items,
+            design_effect=deff,
             judge_correlation=rho,
             judge_ratio=ratio,
         )
@@ -196,5 +211,19 @@ def _screening_power(
     return [
         f"ratings needed: the 2×2 {scale.top_label}-vs-rest test (Yates) against {baseline} at "
         f"{int(SCREEN_POWER * 100)} % power, α {alpha:g} with Holm's first step; expected shares: {source} and "
-        "each screened condition's corrected shares"
+        f"each screened condition's corrected shares; design effect {deff:.2f} "
+        + (
+            f"(the baseline's within-rater ICC {icc:.3f})"
+            if icc is not None
+            else "(no ICC: ratings independent)"
+        )
     ]
+
+
+def _baseline_icc(human: pd.DataFrame, baseline: str, scale: stats.Scale) -> float | None:
+    """The baseline's within-rater ICC of the top value (analysis.power.baseline_icc), None when not estimable."""
+    if "rater" not in human.columns:
+        return None
+    mine = human[human["condition"] == baseline]
+    icc = power.baseline_icc(mine["value"], mine["rater"], scale.top)
+    return icc if np.isfinite(icc) else None

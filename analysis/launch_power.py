@@ -23,6 +23,7 @@ from analysis import power, stats
 from analysis.calibration import MIN_RESPONSES, indicator_correlations, pairs_frame
 from analysis.judge_report import human_ratings_frame
 from analysis.judge_screening import judge_per_response
+from analysis.power import baseline_icc
 from analysis.study_power import MIN_OBSERVED_RATINGS, StudyPower, StudyPowerError, study_power_plan
 from generation.selectors import judge_ratings_frame, judges_of
 from studies.models import Response, Study
@@ -74,9 +75,10 @@ def _judge_ratio(study: Study, plan: StudyPower) -> float:
     return max(int(counts.min()) - needed, 0) / needed
 
 
-def stored_baseline_shares(*, study: Study) -> tuple[list[float], str] | None:
+def stored_baseline_shares(*, study: Study) -> tuple[list[float], str, float] | None:
     """For a wave: the family root's baseline, as its people rated it (counted ratings after its declared
-    exclusion rules), when it has at least MIN_OBSERVED_RATINGS of them: (shares, where they came from)."""
+    exclusion rules), when it has at least MIN_OBSERVED_RATINGS of them: (shares, where they came from, the
+    within-rater ICC of its top value)."""
     if study.parent_id is None:
         return None
     root = family_root(study)
@@ -90,18 +92,20 @@ def stored_baseline_shares(*, study: Study) -> tuple[list[float], str] | None:
         return None
     scale = stats.Scale.from_study_scale(root.scale)
     counts = mine["value"].value_counts().reindex(list(scale.values), fill_value=0)
-    return (
-        counts / counts.sum()
-    ).tolist(), f"stored baseline: {baseline.name} of {root.slug} ({len(mine)} ratings)"
+    source = f"stored baseline: {baseline.name} of {root.slug} ({len(mine)} ratings)"
+    return (counts / counts.sum()).tolist(), source, baseline_icc(mine["value"], mine["rater"], scale.top)
 
 
 def launch_power_context(*, study: Study) -> dict:
     stored = stored_baseline_shares(study=study)
+    icc = {}
+    if stored and np.isfinite(stored[2]):
+        icc = {"icc": stored[2], "icc_source": f"estimated from the {stored[1]}"}
     try:
-        plan = study_power_plan(study=study)
+        plan = study_power_plan(study=study, **icc)
         given = {plan.baseline: stored[0]} if stored else None
         if given:
-            plan = study_power_plan(study=study, shares=given)
+            plan = study_power_plan(study=study, shares=given, **icc)
     except (StudyPowerError, power.PowerError) as exc:
         return {"error": str(exc), "study": study}
     judge = calibrated_judge(study=study)
@@ -109,12 +113,12 @@ def launch_power_context(*, study: Study) -> dict:
     if judge is not None:
         ratio = _judge_ratio(study, plan)
         plan = study_power_plan(
-            study=study, shares=given, judge_correlation=judge["correlations"], judge_ratio=ratio
+            study=study, shares=given, judge_correlation=judge["correlations"], judge_ratio=ratio, **icc
         )
-    if stored:
-        plan.share_sources[plan.baseline] = stored[1]
         judge["ratio"] = ratio
         judge["top_correlation"] = judge["correlations"][len(plan.scale) - 1]
+    if stored:
+        plan.share_sources[plan.baseline] = stored[1]
     rows: dict[tuple[str, str], dict] = {}
     for line in plan.lines:
         row = rows.setdefault(

@@ -28,12 +28,14 @@ How the figures are computed
 Ratings, participants and clustering
 ------------------------------------
 ratings per condition = participants × items per participant. Ratings of one participant are not independent;
-a design effect `design_effect` (1 + (items − 1)·ICC, default 1 = independent ratings, as the seed study's power
-analysis assumed) multiplies the ratings needed before dividing by items per participant.
+a design effect `design_effect` (1 + (items − 1)·ICC, analysis.clustered) multiplies the ratings needed before
+dividing by items per participant. `power_plan` takes it as given (1 = independent ratings, as the seed study's
+power analysis assumed); analysis.study_power chooses it for a stored study (from the baseline's ICC by default).
 
 With a calibrated judge (analysis.ppi), PPI++ at the optimal λ has the variance of the human-only estimate times
 1 − ρ² · N/(N + n) (ρ: the correlation of the human indicator with the judge's, N/n judge ratings per human
-rating). The human ratings needed shrink by that factor; for the 2×3 test the least-helped category decides.
+rating). The human ratings needed are the UNCORRECTED test's (a PPI comparison is a Wald test, with no continuity
+correction) times the design effect times that factor; for the 2×3 test the least-helped category decides.
 This is a planning approximation (a Wald test on PPI shares), not a PPI chi-square test.
 """
 
@@ -49,6 +51,7 @@ from statsmodels.stats.gof import chisquare_effectsize
 from statsmodels.stats.power import GofChisquarePower, NormalIndPower
 from statsmodels.stats.proportion import proportion_effectsize
 
+from analysis.clustered import icc_anova
 from analysis.ppi import variance_factor
 
 DEFAULT_ALPHA = 0.05  # the seed study's α for its chi-square tests
@@ -65,8 +68,23 @@ SEED_SHARES: dict[str, tuple[float, float, float]] = {
     "chatgpt": (0.078, 0.288, 0.634),
     "chatgpt_empathy": (0.071, 0.2815, 0.6475),
 }
+# Their within-rater ICC of Good (analysis.clustered.icc_anova over each condition's 200 raters; a test recomputes
+# them from the file). People rating LLM responses agree with themselves more: design effects 1.16 to 2.04 for ten.
+SEED_ICC: dict[str, float] = {"human": 0.018, "chatgpt": 0.116, "chatgpt_empathy": 0.101}
 SEED_BASELINE = "human"
 SEED_ALTERNATIVE = "chatgpt_empathy"
+
+
+MIN_ICC_RATINGS = 30  # fewer ratings than this: a baseline's ICC is not estimated
+
+
+def baseline_icc(values, raters, top: int) -> float:
+    """The within-rater ICC of the top value among a baseline's ratings (analysis.clustered.icc_anova); NaN when it
+    cannot be estimated: fewer than MIN_ICC_RATINGS ratings, or fewer than two raters."""
+    values = np.asarray(values)
+    if values.size < MIN_ICC_RATINGS:
+        return float("nan")
+    return icc_anova((values == top).astype(float), np.asarray(raters).astype(str))
 
 
 class PowerError(ValueError):
@@ -264,7 +282,7 @@ def _correlations(judge_correlation, k: int) -> list[float] | None:
 
 def _line(name, test, power, alpha, first_step, base, cond, ratings, plain, factor, items, deff) -> PowerLine:
     needed = ratings * deff
-    ppi = None if factor is None else needed * factor
+    ppi = None if factor is None else plain * deff * factor
     return PowerLine(
         condition=name,
         test=test,

@@ -25,9 +25,20 @@ labelled covariance over n and the judge's variance over all n + N with ddof 1; 
 and tests/analysis/ppi_reference.json pins figures produced by ppi_py 0.2.3 (`ppi_mean_ci`,
 `ppi_mean_pointestimate`, `classical_mean_ci`) on fixed arrays, which the tests hold these functions to.
 
-Caveat: PPI assumes the labelled ratings are a random sample of the responses and independent; ratings of one
-participant are clustered (the bootstrap in analysis.stats resamples participants for that reason). With one
-rating per response and ten responses per participant the design effect is small for shares, but not zero.
+Clustering. The labelled ratings come from participants who each rate several responses, and their ratings are
+not independent. Given `clusters` (the rater of each labelled rating), the labelled term's variance is
+cluster-robust (analysis.clustered.cluster_variance_of_mean: the sandwich over raters, with G/(G − 1)); the judge's
+term is not clustered (the judge rates each response on its own). The human-only interval is cluster-robust too.
+Clustered intervals use Student's t: raters − 1 degrees of freedom for the human-only one, Welch–Satterthwaite
+between the human term (raters − 1) and the judge's (N − 1) for PPI, and between the two sides for a difference.
+Without `clusters` the functions are ppi-python's, to the digit. `ppi_share_table` passes the raters whenever the
+human frame has a `rater` column. With whole participants labelled and a within-rater ICC of 0.1, the unclustered
+intervals cover 0.82–0.86 instead of 0.95 in bench/inference.py's design (it measures both).
+
+Shares of one condition. The share table tunes ONE λ per condition, for all its scale values together (the λ
+minimising the sum of the values' variances: Σ_v cov(Y_v, f_v) / ((1 + n/N) · Σ_v var(f_v)), ppi-python's
+multivariate choice); because Σ_v Y_v = Σ_v f_v = 1 for every response, the PPI shares of a condition then sum to
+exactly 1. (A λ per value, as `ppi_mean` alone tunes it, makes them sum to 0.99–1.01.)
 """
 
 from __future__ import annotations
@@ -37,6 +48,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy.stats import norm
+from scipy.stats import t as student_t
+
+from analysis.clustered import cluster_variance_of_mean
 
 
 @dataclass(frozen=True)
@@ -46,16 +60,25 @@ class MeanEstimate:
     ci_low: float
     ci_high: float
     lam: float  # 0 for the human-only estimate
+    df: float = np.inf  # the interval's reference: normal (inf) or Student's t with the raters' df
 
     @property
     def width(self) -> float:
         return self.ci_high - self.ci_low
 
 
-def _z(level: float) -> float:
+def _z(level: float, df: float = np.inf) -> float:
+    """The two-sided quantile: normal, or Student's t with `df` degrees of freedom when finite."""
     if not 0 < level < 1:
         raise ValueError(f"confidence level must be in (0, 1), got {level}")
+    if np.isfinite(df):
+        return float(student_t.ppf(1 - (1 - level) / 2, df))
     return float(norm.ppf(1 - (1 - level) / 2))
+
+
+def _raters_df(clusters) -> float:
+    """Degrees of freedom of a cluster-robust interval: raters − 1 (inf without clusters)."""
+    return np.inf if clusters is None else float(np.unique(np.asarray(clusters)).size - 1)
 
 
 def _arrays(y, f, f_unlabelled) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -78,33 +101,75 @@ def power_tuned_lambda(y, f, f_unlabelled) -> float:
     return float(np.clip(cov / ((1 + n / big_n) * var), 0.0, 1.0))
 
 
-def ppi_mean(y, f, f_unlabelled, *, level: float = 0.95, lam: float | None = None) -> MeanEstimate:
-    """Prediction-powered estimate and CI of E[Y]; λ power-tuned unless given."""
+def shared_lambda(ys, fs, fus) -> float:
+    """One PPI++ λ for several means estimated together (the scale values of one condition): the λ minimising the
+    sum of their variances, Σ cov(Y_v, f_v) / ((1 + n/N) · Σ var(f_v)), clipped to [0, 1] (module doc)."""
+    covariance = variance = 0.0
+    n = big_n = 0
+    for y, f, fu in zip(ys, fs, fus, strict=True):
+        y, f, fu = _arrays(y, f, fu)
+        n, big_n = y.size, fu.size
+        covariance += float(np.mean((y - y.mean()) * (f - f.mean())))
+        variance += float(np.var(np.concatenate([f, fu]), ddof=1))
+    if variance == 0:
+        return 0.0
+    return float(np.clip(covariance / ((1 + n / big_n) * variance), 0.0, 1.0))
+
+
+def _labelled_variance(z: np.ndarray, clusters) -> float:
+    """Variance of the mean of the labelled term: ppi-python's (ddof 0) or cluster-robust over raters."""
+    if clusters is None:
+        return float(np.var(z) / z.size)
+    clusters = np.asarray(clusters).ravel()
+    if clusters.size != z.size:
+        raise ValueError(f"{z.size} labelled ratings but {clusters.size} rater labels")
+    variance = cluster_variance_of_mean(z, clusters)
+    if not np.isfinite(variance):
+        raise ValueError("a cluster-robust variance needs ratings from at least two raters")
+    return variance
+
+
+def ppi_mean(
+    y, f, f_unlabelled, *, level: float = 0.95, lam: float | None = None, clusters=None
+) -> MeanEstimate:
+    """Prediction-powered estimate and CI of E[Y]; λ power-tuned unless given; `clusters`: the rater of each
+    labelled rating (module doc)."""
     y, f, fu = _arrays(y, f, f_unlabelled)
     if lam is None:
         lam = power_tuned_lambda(y, f, fu)
     estimate = float(lam * fu.mean() + np.mean(y - lam * f))
-    se = float(np.sqrt(np.var(lam * fu) / fu.size + np.var(y - lam * f) / y.size))
-    z = _z(level)
-    return MeanEstimate(estimate, se, estimate - z * se, estimate + z * se, float(lam))
+    judge_part = float(np.var(lam * fu) / fu.size)
+    human_part = _labelled_variance(y - lam * f, clusters)
+    se = float(np.sqrt(judge_part + human_part))
+    # With clusters: Welch–Satterthwaite between the human term (raters − 1) and the judge's (many responses).
+    df = _raters_df(clusters)
+    if np.isfinite(df) and se > 0:
+        df = (judge_part + human_part) ** 2 / (human_part**2 / df + judge_part**2 / max(fu.size - 1, 1))
+    z = _z(level, df)
+    return MeanEstimate(estimate, se, estimate - z * se, estimate + z * se, float(lam), df)
 
 
-def classical_mean(y, *, level: float = 0.95) -> MeanEstimate:
+def classical_mean(y, *, level: float = 0.95, clusters=None) -> MeanEstimate:
     """Human-only estimate and CLT interval of E[Y] (the same conventions as `ppi_mean`, λ = 0)."""
     y = np.asarray(y, dtype=float).ravel()
     if y.size < 2:
         raise ValueError("needs at least two labelled responses")
-    estimate, se = float(y.mean()), float(y.std() / np.sqrt(y.size))
-    z = _z(level)
-    return MeanEstimate(estimate, se, estimate - z * se, estimate + z * se, 0.0)
+    estimate, se = float(y.mean()), float(np.sqrt(_labelled_variance(y, clusters)))
+    df = _raters_df(clusters)
+    z = _z(level, df)
+    return MeanEstimate(estimate, se, estimate - z * se, estimate + z * se, 0.0, df)
 
 
 def difference(a: MeanEstimate, b: MeanEstimate, *, level: float = 0.95) -> MeanEstimate:
-    """a − b for independent samples; `lam` is NaN (each side has its own)."""
+    """a − b for independent samples; `lam` is NaN (each side has its own). Normal when both sides are; otherwise
+    Student's t with Welch–Satterthwaite degrees of freedom."""
     estimate = a.estimate - b.estimate
     se = float(np.hypot(a.se, b.se))
-    z = _z(level)
-    return MeanEstimate(estimate, se, estimate - z * se, estimate + z * se, float("nan"))
+    df = np.inf
+    if (np.isfinite(a.df) or np.isfinite(b.df)) and se > 0:
+        df = se**4 / (a.se**4 / a.df + b.se**4 / b.df)
+    z = _z(level, df)
+    return MeanEstimate(estimate, se, estimate - z * se, estimate + z * se, float("nan"), df)
 
 
 def variance_factor(rho: float, n: float, big_n: float | None) -> float:
@@ -154,6 +219,8 @@ def ppi_share_table(
     responses the judge rated; unlabelled = responses the judge rated that no person rated. Human ratings of
     responses the judge did not rate count in the human-only estimate only.
 
+    With a `rater` column in `human`, every interval is cluster-robust over raters (module doc).
+
     Returns (shares, differences). Judge ratings never enter the human-only columns.
     """
     labels = labels or [str(v) for v in values]
@@ -168,15 +235,35 @@ def ppi_share_table(
         labelled = rated[rated["response_id"].isin(judged.index)]
         unlabelled = judged[~judged.index.isin(rated["response_id"])]
         f_labelled = judged.reindex(labelled["response_id"])
+        clustered = "rater" in human.columns
+        raters, labelled_raters = (
+            (rated["rater"].to_numpy(), labelled["rater"].to_numpy()) if clustered else (None, None)
+        )
+        can_cluster = not clustered or labelled["rater"].nunique() >= 2
+        usable_ppi = len(labelled) >= 2 and len(unlabelled) >= 1 and can_cluster
+        lam = None
+        if usable_ppi:
+            lam = shared_lambda(
+                [(labelled["value"] == v).to_numpy() for v in values],
+                [f_labelled[v].to_numpy() for v in values],
+                [unlabelled[v].to_numpy() for v in values],
+            )
         for value, label in zip(values, labels, strict=True):
             line = {"condition": condition, "value": label, "n_human": len(rated), "n": len(labelled)}
             line["N"] = len(unlabelled)
             classical = ppi = None
-            if len(rated) >= 2:
-                classical = classical_mean((rated["value"] == value).to_numpy())
-            if len(labelled) >= 2 and len(unlabelled) >= 1:
+            if len(rated) >= 2 and (not clustered or rated["rater"].nunique() >= 2):
+                classical = classical_mean((rated["value"] == value).to_numpy(), clusters=raters)
+            if usable_ppi:
                 y = (labelled["value"] == value).to_numpy()
-                ppi = ppi_mean(y, f_labelled[value].to_numpy(), unlabelled[value].to_numpy(), level=level)
+                ppi = ppi_mean(
+                    y,
+                    f_labelled[value].to_numpy(),
+                    unlabelled[value].to_numpy(),
+                    level=level,
+                    lam=lam,
+                    clusters=labelled_raters,
+                )
             estimates[(condition, label)] = (classical, ppi)
             share_lines.append({**line, **_columns("human", classical), **_columns("ppi", ppi)})
             usable = ppi and classical and classical.width > 0

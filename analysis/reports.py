@@ -19,11 +19,12 @@ TEST_SHORT = {
     stats.TEST_OMNIBUS: "omnibus χ²",
     stats.TEST_2XK: "χ² 2×k vs baseline",
     stats.TEST_2X2: "χ² 2×2 top vs rest (Yates)",
+    stats.TEST_CLUSTERED: "top share, clustered Wald (primary)",
 }
 MAIN_COLUMNS = [
-    "scope", "group", "test", "comparison", "n", "small_sample", "chi2", "dof", "p", "p_adjusted", "significant",
-    "cramers_v",
-    "top_share", "top_share_baseline", "change", "min_expected", "p_exact",
+    "scope", "group", "test", "procedure", "comparison", "n", "small_sample", "chi2", "dof", "z", "p", "p_adjusted",
+    "significant", "cramers_v", "top_share", "top_share_baseline", "change", "difference", "ci_low", "ci_high",
+    "design_effect", "min_expected", "p_exact",
 ]  # fmt: skip
 # What people read above the columns of the tests' HTML tables (the CSV files keep the short names scripts use).
 COLUMN_LABELS = {
@@ -32,6 +33,8 @@ COLUMN_LABELS = {
     "significant": "Significant", "cramers_v": "Cramér's V",
     "top_share": "Top share", "top_share_baseline": "Top share, baseline", "change": "Relative change",
     "min_expected": "Smallest expected count", "small_sample": "Sample size", "p_exact": "Fisher's exact p",
+    "procedure": "Procedure", "z": "z", "difference": "Difference (points)", "ci_low": "95 % CI low",
+    "ci_high": "95 % CI high", "design_effect": "Design effect",
 }  # fmt: skip
 SMALL_SAMPLE_MARK = "too few: χ² unreliable"
 
@@ -139,6 +142,7 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
             analysis.bootstrap_change_by_valence, label="Change against the baseline by valence"
         ),
         "main_html": html_table(main, label="Main tests", readable=True, labels=adjusted_labels(analysis)),
+        "primary_line": stats.PRIMARY_LINE,
         "small_sample_min": stats.SMALL_SAMPLE_MIN_EXPECTED,
         "small_sample_tests": int(main["small_sample"].sum()) if "small_sample" in main.columns else 0,
         "pairwise_2xk_html": html_table(
@@ -210,7 +214,7 @@ def report_markdown(analysis) -> str:
         f"Conditions: {', '.join(analysis.conditions)}; baseline **{analysis.baseline}**; ratings analysed: "
         f"{analysis.n_rows} of {analysis.n_rows_before}."
     )
-    out += ["", f"Planned analysis applied: {planned_line(analysis)}"]
+    out += ["", f"Planned analysis applied: {planned_line(analysis)}", "", stats.PRIMARY_LINE]
     if getattr(analysis, "drift_warning", ""):
         out += ["", f"> **Warning.** {analysis.drift_warning}" + "\n"]
     out += ["", *[f"> **Warning.** {w}" + "\n" for w in analysis.warnings]]

@@ -118,12 +118,13 @@ class RatingAnalysis:
         return out
 
     def main_tests(self) -> pd.DataFrame:
-        """The report's main table: the omnibus test and the 2×2 Yates test of each condition against the
-        baseline, overall, by valence and per emotion."""
+        """The report's main table: the primary (participant-clustered) comparison of each condition with the
+        baseline, then the seed study's omnibus test and 2×2 Yates test, overall, by valence and per emotion."""
         if self.tests.empty:
             return self.tests
-        keep = self.tests["test"].isin([stats.TEST_OMNIBUS, stats.TEST_2X2])
-        return self.tests.loc[keep].reset_index(drop=True)
+        primary = self.tests[self.tests["test"] == stats.TEST_CLUSTERED]
+        papers = self.tests[self.tests["test"].isin([stats.TEST_OMNIBUS, stats.TEST_2X2])]
+        return pd.concat([primary, papers]).reset_index(drop=True)
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready summary (the API's aggregates)."""

@@ -11,6 +11,12 @@ Conventions
   are all zero are dropped first (a value nobody chose carries no information); a table left with fewer than two
   rows or columns gets no test (p = NaN and a note).
 * Cramér's V is computed from the UNCORRECTED chi-square statistic: sqrt(chi2 / (n · (min(r, c) − 1))).
+* The PRIMARY comparison of a condition with the baseline is `TEST_CLUSTERED`: the difference of the top shares
+  with a participant-cluster-robust standard error (analysis.clustered: GEE with an independence working
+  correlation, Wald z), because a participant gives several ratings and those are not independent (the published
+  study's within-rater ICC of Good is 0.02–0.12, a design effect up to 2 for ten ratings). The chi-square and
+  Yates tests are the seed study's own procedure: they stay in the tables, labelled so, and the published
+  reproductions check them; they treat ratings as independent.
 * Holm's correction (statsmodels `multipletests(method="holm")`) is applied within a family = one kind of test at one
   level of breakdown: e.g. all 2×2 Yates tests of the per-emotion breakdown (every emotion × every condition against
   the baseline) are corrected together; the overall omnibus test is its own family of one.
@@ -27,6 +33,8 @@ import pandas as pd
 from scipy.stats import chi2_contingency, fisher_exact
 from statsmodels.stats.multitest import multipletests
 
+from analysis.clustered import clustered_difference, design_effect, icc_anova
+
 OVERALL = "overall"
 BY_VALENCE = "valence"
 BY_EMOTION = "emotion"
@@ -34,6 +42,13 @@ BY_EMOTION = "emotion"
 TEST_OMNIBUS = "omnibus chi-square (condition × rating)"
 TEST_2XK = "chi-square vs baseline (2 × scale)"
 TEST_2X2 = "chi-square vs baseline (2 × 2 top vs rest, Yates)"
+TEST_CLUSTERED = "top share vs baseline: participant-clustered Wald (primary)"
+# The one line the dashboard and the report print about which test decides, and why.
+PRIMARY_LINE = (
+    "Primary test: each condition's top share against the baseline's with participant-clustered (GEE-robust) "
+    "standard errors, because each participant gives several ratings and they are not independent; the chi-square "
+    "and Yates tests are the seed study's own procedure, kept for comparison with the paper."
+)
 
 
 # --- Distributions --------------------------------------------------------------------------------------
@@ -135,6 +150,8 @@ class ChiSquare:
 # Below this smallest expected cell count a chi-square's p-value is not trusted (the usual rule of thumb): the test
 # is marked small-sample, and a 2 × 2 table also gets Fisher's exact p.
 SMALL_SAMPLE_MIN_EXPECTED = 5.0
+# The primary (participant-clustered) test also needs enough participants: its standard error is estimated from them.
+SMALL_SAMPLE_MIN_PARTICIPANTS = 10
 SMALL_SAMPLE_NOTE = (
     f"small sample: an expected count below {SMALL_SAMPLE_MIN_EXPECTED:g}, the chi-square is unreliable"
 )
@@ -220,6 +237,11 @@ def tests_table(
                         base_share,
                     )
                 )
+                lines.append(
+                    _clustered_line(
+                        scope, group, label, sub, condition, baseline, scale.top, share, base_share
+                    )
+                )
     table = pd.DataFrame(lines)
     table["p_holm"] = np.nan
     table["p_adjusted"] = np.nan
@@ -232,6 +254,59 @@ def tests_table(
     table["significant"] = table["p_adjusted"] < alpha  # NaN (not testable) compares False
     table["holm_family"] = table["scope"] + ": " + table["test"]
     return table
+
+
+def top_share_clustered(rows: pd.DataFrame, condition: str, top: int):
+    """(top indicator, participant ids) of one condition's ratings."""
+    mine = rows[rows["condition"] == condition]
+    return (mine["value"] == top).to_numpy(float), mine["participant_id"].to_numpy()
+
+
+def _clustered_line(scope, group, label, rows, condition, baseline, top_value, share, base_share) -> dict:
+    """The primary test's line (module doc): difference of top shares, participant-cluster-robust Wald z."""
+    y, c = top_share_clustered(rows, condition, top_value)
+    y0, c0 = top_share_clustered(rows, baseline, top_value)
+    line = {
+        "scope": scope,
+        "group": str(group),
+        "test": TEST_CLUSTERED,
+        "comparison": label,
+        "n": int(y.size + y0.size),
+        "top_share": share,
+        "top_share_baseline": base_share,
+        "change": top_change(share, base_share),
+        "small_sample": False,
+        "note": "",
+        "procedure": "primary (participant-clustered)",
+    }
+    if min(len(set(c)), len(set(c0))) < 2:
+        line.update(
+            p=np.nan, small_sample=True, note="not testable: fewer than two participants in a condition"
+        )
+        return line
+    d = clustered_difference(y, c, y0, c0)
+    top = np.array([[y.sum(), y.size - y.sum()], [y0.sum(), y0.size - y0.sum()]])
+    expected = top.sum(axis=1, keepdims=True) * top.sum(axis=0, keepdims=True) / top.sum()
+    few = min(len(set(c)), len(set(c0))) < SMALL_SAMPLE_MIN_PARTICIPANTS
+    if few or expected.min() < SMALL_SAMPLE_MIN_EXPECTED:
+        line.update(
+            small_sample=True,
+            note=f"small sample: fewer than {SMALL_SAMPLE_MIN_PARTICIPANTS} participants in a condition or an "
+            f"expected count below {SMALL_SAMPLE_MIN_EXPECTED:g}, the clustered test is unreliable",
+        )
+    iccs = [icc_anova(v, k) for v, k in ((y, c), (y0, c0))]
+    items = (y.size + y0.size) / (len(set(c)) + len(set(c0)))
+    line.update(
+        difference=d.estimate,
+        se=d.se,
+        ci_low=d.ci_low,
+        ci_high=d.ci_high,
+        z=d.z,
+        p=d.p,
+        icc=float(np.nanmax(iccs)) if not all(np.isnan(iccs)) else np.nan,
+        design_effect=max(design_effect(i, items) for i in iccs),
+    )
+    return line
 
 
 def holm(p_values: np.ndarray) -> np.ndarray:
@@ -272,6 +347,7 @@ def _line(scope, group, test, comparison, result: ChiSquare, share, base_share) 
         "small_sample": not result.min_expected >= SMALL_SAMPLE_MIN_EXPECTED,  # NaN (not testable) too
         "p_exact": result.p_exact,
         "note": result.note,
+        "procedure": "seed study's (ratings treated as independent)",
     }
 
 
@@ -379,11 +455,12 @@ class Agreement:
     units: int
     pairable_ratings: int
     note: str
+    alpha_nominal: float | None = None  # the same α with every disagreement counting alike
 
 
 def agreement(rows: pd.DataFrame, scale: Scale) -> Agreement:
-    """Krippendorff's alpha (ordinal) over responses rated more than once. Computed from the units × values count
-    matrix, so it costs the same whoever rated what."""
+    """Krippendorff's alpha, ordinal and nominal, over responses rated more than once. Computed from the units ×
+    values count matrix, so it costs the same whoever rated what."""
     per_unit = rows.groupby("response_id")["value"].size()
     multi = per_unit[per_unit >= 2].index
     if len(multi) == 0:
@@ -395,9 +472,15 @@ def agreement(rows: pd.DataFrame, scale: Scale) -> Agreement:
         )
     import krippendorff
 
-    alpha = krippendorff.alpha(
-        value_counts=counts, value_domain=list(scale.values), level_of_measurement="ordinal"
+    alpha, nominal = (
+        krippendorff.alpha(value_counts=counts, value_domain=list(scale.values), level_of_measurement=level)
+        for level in ("ordinal", "nominal")
     )
     return Agreement(
-        True, float(alpha), len(multi), int(counts.sum()), "ordinal; responses rated at least twice"
+        True,
+        float(alpha),
+        len(multi),
+        int(counts.sum()),
+        "ordinal (and nominal); responses rated at least twice",
+        float(nominal),
     )

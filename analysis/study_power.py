@@ -9,16 +9,31 @@ Expected shares, per condition (each overridable):
   as the seed study found". A study of another scale has no published shares: give them explicitly.
 α: the rating analysis's default, 0.05 (the seed study's); `Study.significance_level` belongs to the
 questionnaire kind and is not used here.
+
+Design effect (participants give several ratings, analysis.clustered), applied by default, first that applies:
+* `design_effect` given (the `--design-effect` flag): as given;
+* `icc` given (`--icc`, or the launch page's stored baseline for a wave): 1 + (items − 1)·ICC;
+* the baseline's counted ratings, when there are at least `MIN_OBSERVED_RATINGS` of them from two or more
+  participants: the within-rater ICC of the top value estimated on them (`icc_anova`);
+* otherwise the seed study's largest within-rater ICC (`power.SEED_ICC`, 0.116 for chatgpt): conservative, since
+  people rating LLM responses agreed with themselves more than those rating people's.
+The plan says which (`design_effect_source`). One design effect serves both sides of each comparison: when the
+other conditions are expected to cluster more than the baseline (as the seed study's LLM conditions did), give
+`--icc`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
+import pandas as pd
 from django.utils.module_loading import import_string
 
 from analysis import exclusions, power, selectors, stats
+from analysis.clustered import design_effect as design_effect_of
+from analysis.power import baseline_icc
 from analysis.services import AnalysisError, baseline_choose, study_alpha
 from studies.kinds import kind_of
 from studies.models import Study
@@ -39,28 +54,47 @@ class StudyPower:
     comparisons: int
     items_per_participant: int
     design_effect: float
+    icc: float | None
+    design_effect_source: str
     shares: dict[str, list[float]]
     share_sources: dict[str, str]
     judge_correlation: float | None
     judge_ratio: float | None
     lines: list[power.PowerLine] = field(default_factory=list)
 
+    @property
+    def design_effect_text(self) -> str:
+        """What the command and the launch page say about the design effect they applied."""
+        why = (
+            self.design_effect_source
+            if self.icc is None
+            else f"ICC {self.icc:.3f}, {self.design_effect_source}"
+        )
+        return f"design effect {self.design_effect:.2f} ({why})"
+
     def as_dict(self) -> dict:
         out = asdict(self)
+        out["design_effect_text"] = self.design_effect_text
         out["lines"] = power.plan_as_dicts(self.lines)
         return out
 
 
-def _observed_shares(study: Study, scale: stats.Scale) -> dict[str, tuple[list[float], int]]:
+def _counted_ratings(study: Study) -> pd.DataFrame:
+    """The study's counted ratings after its declared exclusion rules, as its analysis will apply them."""
     rows = selectors.rating_rows_frame(study=study)
     if rows.empty:
-        return {}
-    # The study's declared exclusion rules, as its analysis will apply them.
+        return rows
     rules = exclusions.ExclusionRules.from_declared(study.exclusion_rules)
     conditions = [str(c) for c in rows["condition"].unique()]
     kept, _, _ = exclusions.exclusions_apply(
         rows, rules, conditions=conditions, alpha=study_alpha(study=study)
     )
+    return kept
+
+
+def _observed_shares(kept: pd.DataFrame, scale: stats.Scale) -> dict[str, tuple[list[float], int]]:
+    if kept.empty:
+        return {}
     counts = stats.counts_table(kept, scale, ["condition"])
     return {
         str(name): ((row / row.sum()).tolist(), int(row.sum()))
@@ -78,13 +112,31 @@ def study_power_plan(*, study: Study, **options) -> StudyPower:
     return import_string(path)(study=study, **options)
 
 
+def design_effect_choose(
+    *, design_effect: float | None, icc: float | None, icc_source: str, observed_icc: float, items: int
+) -> tuple[float, float | None, str]:
+    """(design effect, ICC, source) by the rules in the module doc. Items below 1 are left for
+    power.power_plan to refuse."""
+    if design_effect is not None or items < 1:
+        return (design_effect or 1.0), None, "given"
+    if icc is not None:
+        return design_effect_of(icc, items), icc, icc_source
+    if math.isfinite(observed_icc):
+        return design_effect_of(observed_icc, items), observed_icc, "estimated from the baseline's ratings"
+    name = max(power.SEED_ICC, key=power.SEED_ICC.get)
+    seed_icc = power.SEED_ICC[name]
+    return design_effect_of(seed_icc, items), seed_icc, f"seed study's largest within-rater ICC ({name})"
+
+
 def rating_power_plan(
     *,
     study: Study,
     alpha: float | None = None,
     powers: Sequence[float] = power.DEFAULT_POWERS,
     items_per_participant: int | None = None,
-    design_effect: float = 1.0,
+    design_effect: float | None = None,
+    icc: float | None = None,
+    icc_source: str = "given",
     shares: Mapping[str, Sequence[float]] | None = None,
     alternative_shares: Sequence[float] | None = None,
     judge_correlation: float | None = None,
@@ -93,7 +145,8 @@ def rating_power_plan(
     """Participants per condition for the planned tests of rating study `study` (module doc for the defaults).
 
     shares: explicit expected shares by condition name (ascending scale), taking precedence over everything;
-    alternative_shares: the expected shares of every non-baseline condition without explicit ones."""
+    alternative_shares: the expected shares of every non-baseline condition without explicit ones;
+    design_effect / icc: as the module doc says (None: chosen)."""
     infos = selectors.condition_list(study=study)
     try:
         baseline = baseline_choose(conditions=infos, requested=None)
@@ -106,7 +159,9 @@ def rating_power_plan(
         raise StudyPowerError(f"shares given for {unknown}, which are not conditions of this study ({names})")
     scale = stats.Scale.from_study_scale(study.scale)
     seeded = len(scale.values) == len(power.SEED_SHARES[power.SEED_BASELINE])
-    observed = _observed_shares(study, scale) if baseline not in explicit else {}
+    needs_ratings = baseline not in explicit or (design_effect is None and icc is None)
+    kept = _counted_ratings(study) if needs_ratings else pd.DataFrame()
+    observed = _observed_shares(kept, scale) if baseline not in explicit else {}
     chosen: dict[str, list[float]] = {}
     sources: dict[str, str] = {}
     for name in names:
@@ -128,6 +183,13 @@ def rating_power_plan(
             )
     items = study.items_per_participant if items_per_participant is None else items_per_participant
     alpha = power.DEFAULT_ALPHA if alpha is None else alpha
+    mine = kept[kept["condition"] == baseline] if not kept.empty else kept
+    observed_icc = (
+        baseline_icc(mine["value"], mine["participant_id"], scale.top) if not mine.empty else float("nan")
+    )
+    design_effect, icc, icc_source = design_effect_choose(
+        design_effect=design_effect, icc=icc, icc_source=icc_source, observed_icc=observed_icc, items=items
+    )
     lines = power.power_plan(
         baseline=baseline,
         shares=chosen,
@@ -146,6 +208,8 @@ def rating_power_plan(
         comparisons=len(names) - 1,
         items_per_participant=items,
         design_effect=design_effect,
+        icc=icc,
+        design_effect_source=icc_source,
         shares=chosen,
         share_sources=sources,
         judge_correlation=judge_correlation,

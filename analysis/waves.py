@@ -1,9 +1,18 @@
 """The analysis of a follow-up wave (studies/waves.py): every condition of the family (the parent's stored
 baseline and conditions, each wave's new conditions) in one analysis, so the tests against the stored baseline
 are corrected across the whole family (by the wave's planned correction, Holm by default); and the drift test:
-the wave's re-rating of the parent's baseline against the original ratings (χ² and the top-share difference
-with a participant bootstrap CI), with a plain warning when raters seem to have drifted (`drift_warning`, shown once: on its own line of the report, the
+the wave's re-rating of the parent's baseline against the original ratings OF THE SAME RESPONSES, with a plain
+warning when raters seem to have drifted (`drift_warning`, shown once: on its own line of the report, the
 dashboard and `analyze`'s output, not among the notes).
+
+The drift test is ONE test at the planned α: the difference of the top share between the re-ratings and the
+original ratings of the same responses (each response weighing its re-ratings), with a standard error clustered
+two ways, by rater and by response (analysis.clustered.twoway_clustered_difference), and Student's t with the
+fewer raters on a side minus one degrees of freedom. The interval at 1 − α and the test agree by construction. A
+re-rated response is matched with its original by its prompt's dialogue id and its sample index (the wave's
+responses are copies of the parent's). Comparing the re-ratings with all the baseline's ratings by a χ² that
+treats ratings as independent, or warning when either that χ² or a bootstrap interval said so, raised false alarms
+at 8–18 % instead of 5 % (bench/inference.py measures that χ² beside the paired test).
 
 Conditions are labelled `<condition> · <study> (<launch date>)`, so tables and figures say where each came
 from. The re-rating condition is left out of the comparisons (it is the drift test's)."""
@@ -12,13 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-import numpy as np
 import pandas as pd
 
 from analysis import selectors, stats
+from analysis.clustered import twoway_clustered_difference
 from analysis.exclusions import ExclusionRules, participant_exclusion_flags
 from analysis.services import AnalysisOptions, RatingAnalysis, rating_frame_analyze
-from studies.models import Study
+from studies.models import Response, Study
 from studies.waves import RERATE_SUFFIX, family_members, parent_baseline
 
 
@@ -53,50 +62,75 @@ def _kept(rows: pd.DataFrame, rules: ExclusionRules) -> pd.DataFrame:
 
 
 def drift_test(
-    original: pd.DataFrame, rerated: pd.DataFrame, scale: stats.Scale, *, b: int, seed: int, alpha: float
+    original: pd.DataFrame, rerated: pd.DataFrame, scale: stats.Scale, *, alpha: float
 ) -> tuple[pd.DataFrame, str]:
-    """The re-rated baseline against its original ratings: a 2 × scale χ² (no correction) and the change of
-    the top share with a percentile bootstrap CI at 1 − alpha (participants resampled). Returns the one-row
-    table and a warning ("" when neither the test nor the interval shows drift)."""
+    """The re-rated baseline against its original ratings of the same responses (module doc). Both frames have
+    participant_id, value and `response_key` (what matches a re-rated response with its original). Returns the
+    one-row table and a warning ("" when the test does not reject at `alpha`)."""
     if original.empty or rerated.empty:
         note = "no re-ratings yet" if rerated.empty else "the parent's baseline has no ratings"
         return pd.DataFrame([{"note": note}]), ""
-    joined = pd.concat([original.assign(condition="original"), rerated.assign(condition="rerated")])
-    counts = stats.counts_table(joined, scale, ["condition"]).reindex(["original", "rerated"]).fillna(0)
-    test = stats.chi_square(counts.to_numpy(dtype=float), yates=False)
-    level = 1 - alpha  # the interval and the test decide at the same, planned, α
-    _, change = stats.bootstrap_shares(
-        joined, scale, ["original", "rerated"], "original", b=b, seed=seed, level=level
-    )
-    row = change.iloc[0] if not change.empty else None
+    paired = original[original["response_key"].isin(set(rerated["response_key"]))]
     top = scale.top_label
     line = {
         "n_original": int(len(original)),
         "n_rerated": int(len(rerated)),
-        "chi2": test.statistic,
-        "dof": test.dof,
-        "p": test.p,
-        f"{top}_share_original": float((original["value"] == scale.top).mean()),
-        f"{top}_share_rerated": float((rerated["value"] == scale.top).mean()),
-        "change": float(row["change"]) if row is not None else np.nan,
-        "ci_low": float(row["ci_low"]) if row is not None else np.nan,
-        "ci_high": float(row["ci_high"]) if row is not None else np.nan,
-        "ci_level": level,
+        "responses": int(paired["response_key"].nunique()),
+        "n_original_paired": int(len(paired)),
         "alpha": alpha,
+        "ci_level": 1 - alpha,
     }
-    significant = (not np.isnan(line["p"]) and line["p"] < alpha) or (
-        row is not None and (line["ci_low"] > 0 or line["ci_high"] < 0)
+    if paired.empty:
+        line["note"] = "none of the re-rated responses has an original rating"
+        return pd.DataFrame([line]), ""
+    joined = pd.concat([paired.assign(side=0), rerated.assign(side=1)], ignore_index=True)
+    joined = joined[joined["response_key"].isin(set(paired["response_key"]))]
+    rater = joined["side"].astype(str) + ":" + joined["participant_id"].astype(str)
+    y = (joined["value"] == scale.top).to_numpy(float)
+    try:
+        d = twoway_clustered_difference(
+            y, joined["side"].to_numpy(), joined["response_key"].to_numpy(), rater.to_numpy(), level=1 - alpha
+        )
+    except ValueError as exc:
+        line["note"] = str(exc)
+        return pd.DataFrame([line]), ""
+    share_original = float(y[joined["side"].to_numpy() == 0].mean())
+    share_rerated = float(y[joined["side"].to_numpy() == 1].mean())
+    line.update(
+        {
+            f"{top}_share_original": share_original,
+            f"{top}_share_rerated": share_rerated,
+            "difference": d.estimate,
+            "change": stats.top_change(share_original + d.estimate, share_original),
+            "se": d.se,
+            "t": d.z,
+            "df": d.clusters - 1,
+            "p": d.p,
+            "ci_low": d.ci_low,
+            "ci_high": d.ci_high,
+        }
     )
     warning = ""
-    if significant:
+    if d.p < alpha:
         warning = (
             f"Rater drift: today's raters judge the parent's baseline responses differently from the original "
-            f"raters. Re-rating them, they chose {top} {line[f'{top}_share_rerated']:.0%} of the time, against "
-            f"{line[f'{top}_share_original']:.0%} originally (relative change {line['change']:+.0%}, {level:.0%} CI "
-            f"{line['ci_low']:+.0%} to {line['ci_high']:+.0%}; χ² p = {line['p']:.3g}). Part of any difference "
+            f"raters. Re-rating {line['responses']} of them, they chose {top} {share_rerated:.0%} of the time, "
+            f"against {share_original:.0%} originally on the same responses (difference {d.estimate:+.1%} points, "
+            f"{1 - alpha:.0%} CI {d.ci_low:+.1%} to {d.ci_high:+.1%}; p = {d.p:.3g}). Part of any difference "
             "between the new conditions and the stored baseline may come from the raters, not the models."
         )
     return pd.DataFrame([line]), warning
+
+
+def response_keys(rows: pd.DataFrame) -> pd.Series:
+    """What matches a wave's re-rated response with its original: (prompt's dialogue id, sample index)."""
+    keys = {
+        pk: f"{dialogue}#{sample}"
+        for pk, dialogue, sample in Response.objects.filter(pk__in=set(rows["response_id"])).values_list(
+            "pk", "prompt__dialogue_id", "sample_index"
+        )
+    }
+    return rows["response_id"].map(keys)
 
 
 def wave_analyze(*, study: Study, options: AnalysisOptions) -> WaveAnalysis:
@@ -142,7 +176,7 @@ def wave_analyze(*, study: Study, options: AnalysisOptions) -> WaveAnalysis:
         original, result.rules
     )  # the rules the wave's analysis applied (by default its declared)
     rerate = _kept(rerate, result.rules)
-    result.drift, result.drift_warning = drift_test(
-        original, rerate, scale, b=options.bootstrap_samples, seed=options.seed + 2, alpha=result.alpha
-    )
+    original = original.assign(response_key=response_keys(original))
+    rerate = rerate.assign(response_key=response_keys(rerate))
+    result.drift, result.drift_warning = drift_test(original, rerate, scale, alpha=result.alpha)
     return result

@@ -157,8 +157,8 @@ def test_a_judge_that_favours_one_condition_may_not_screen():
     judge.loc[gpt4, "value"] = np.minimum(judge.loc[gpt4, "value"] + 1, 3)
     result = calibration.calibrate(human=human, judge=judge, scale=SCALE, baseline="human", b=200)
     line = result.conditions.set_index("condition").loc["gpt4"]
-    assert line["difference"] > 0.3 and line["p_holm"] < 0.05
-    assert any("rates gpt4" in reason for reason in result.reasons)
+    assert line["shift"] > 0.3 and line["p_holm"] < 0.05
+    assert any("rates gpt4 more leniently" in reason for reason in result.reasons)
 
 
 def test_too_few_responses_may_not_screen():
@@ -195,5 +195,5 @@ def test_the_judges_indicator_correlations_feed_the_ppi_power_figures():
     )
     yates = next(line for line in lines if line.test == power.TEST_2X2_YATES)
     assert yates.ppi_ratings_per_condition == pytest.approx(
-        yates.ratings_per_condition * (1 - rho[2] ** 2), abs=1
+        yates.ratings_uncorrected * (1 - rho[2] ** 2), abs=1
     )

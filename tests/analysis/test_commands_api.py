@@ -30,7 +30,13 @@ def test_analyze_writes_tables_figures_and_a_self_contained_report(rated_study, 
     main = (tmp_path / "main_tests.csv").read_text().splitlines()
     scopes = {line.split(",")[0] for line in main[1:]}
     assert scopes == {"overall", "valence", "emotion"}
-    assert "report.html" in capsys.readouterr().out
+    # Which test is primary, and why: one line in the report, its Markdown and the command's output, and the
+    # primary test's lines first in the main table.
+    out = capsys.readouterr().out
+    assert "report.html" in out and stats.PRIMARY_LINE in out
+    assert html.count(stats.PRIMARY_LINE.replace("'", "&#x27;")) == 1
+    assert stats.PRIMARY_LINE in (tmp_path / "report.md").read_text()
+    assert main[1].split(",")[2] == stats.TEST_CLUSTERED
 
 
 def test_analyze_refuses_an_unknown_study_or_baseline(rated_study, tmp_path):

@@ -92,16 +92,30 @@ def test_corrected_shares_invert_a_known_confusion():
     # The judge says Good for every truly Good response and for half of the truly Okay ones.
     confusion = np.array([[50, 0, 0], [0, 50, 50], [0, 0, 100]])  # human × judge
     est, low, high = judge_screening.corrected_shares(np.array([0, 10, 90]), confusion, b=500, seed=0)
-    # judge Good: P(human Good | judge Good) = 100/150
-    assert est == pytest.approx([0, 0.1 + 0.9 * 50 / 150, 0.9 * 100 / 150])
+    # q = p · M: Okay → judge Okay/Good half and half, so q_Okay = p_Okay / 2 and q_Good = p_Good + p_Okay / 2
+    assert est == pytest.approx([0, 0.2, 0.8])
     assert (low <= est + 1e-12).all() and (est <= high + 1e-12).all()
     assert est.sum() == pytest.approx(1.0)
 
 
-def test_a_judge_value_never_seen_in_calibration_passes_through():
+def test_a_human_value_never_seen_in_calibration_is_taken_as_rated_correctly():
     confusion = np.array([[10, 0, 0], [0, 10, 0], [0, 0, 0]])
     est, _, _ = judge_screening.corrected_shares(np.array([0, 0, 5]), confusion, b=50, seed=0)
     assert est == pytest.approx([0, 0, 1])
+
+
+@pytest.mark.parametrize("truth_good", [0.80, 0.493, 0.30])
+def test_the_corrected_share_recovers_the_truth_under_expected_counts(truth_good):
+    # A judge identical in every condition, 80 % correct, otherwise one of the other two values at random;
+    # calibrated on the published human shares, applied to a condition with another share of Good.
+    M = np.full((3, 3), 0.1) + np.eye(3) * 0.7  # P(judge = u | human = v)
+    calibration_shares = np.array([0.171, 0.336, 0.493])
+    confusion = 6000 * calibration_shares[:, None] * M  # expected counts
+    truth = np.array([(1 - truth_good) / 3, 2 * (1 - truth_good) / 3, truth_good])
+    judge_counts = 2000 * truth @ M
+    est, low, high = judge_screening.corrected_shares(judge_counts, confusion, b=400, seed=1)
+    assert est == pytest.approx(truth, abs=1e-9)
+    assert low[-1] <= truth_good <= high[-1]
 
 
 @pytest.fixture

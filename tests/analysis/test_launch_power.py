@@ -96,6 +96,7 @@ def test_a_wave_uses_the_judge_calibrated_on_its_root(staff_client):
         shares={"human": [0.2, 0.4, 0.4]},
         judge_correlation=found["correlations"],
         judge_ratio=context["judge"]["ratio"],
+        icc=context["plan"].icc,
     )
     expected = {(ln.condition, ln.test, ln.power): ln.ppi_participants_per_condition for ln in plan.lines}
     short = {"2×3 χ²": power.TEST_2X3, "2×2 top vs rest (Yates)": power.TEST_2X2_YATES}

@@ -11,6 +11,7 @@ from statsmodels.stats.power import GofChisquarePower, NormalIndPower
 from statsmodels.stats.proportion import proportion_effectsize
 
 from analysis import power
+from analysis.clustered import icc_anova
 from tests.analysis.published import DATASET
 
 HUMAN = power.SEED_SHARES["human"]
@@ -117,17 +118,22 @@ def test_more_power_more_participants_and_clustering_multiplies_them():
 
 
 def test_a_calibrated_judge_cuts_the_human_ratings_by_the_ppi_variance_factor():
+    # PPI compares shares by a Wald test: the uncorrected test's ratings (no Yates), times the design effect and
+    # the variance factor.
     shares = {"human": HUMAN, "gpt4": GPT4}
-    lines = power.power_plan(baseline="human", shares=shares, judge_correlation=0.6, judge_ratio=4)
-    for line in lines:
-        expected = line.ratings_per_condition * (1 - 0.36 * 4 / 5)
-        assert line.ppi_ratings_per_condition == pytest.approx(expected, abs=1.5)
+    for deff in (1.0, 1.8):
+        lines = power.power_plan(
+            baseline="human", shares=shares, judge_correlation=0.6, judge_ratio=4, design_effect=deff
+        )
+        for line in lines:
+            expected = line.ratings_uncorrected * (1 - 0.36 * 4 / 5)
+            assert line.ppi_ratings_per_condition == pytest.approx(expected, abs=1.5)
     per_value = power.power_plan(
         baseline="human", shares=shares, judge_correlation={0: 0.2, 1: 0.5, 2: 0.9}, judge_ratio=None
     )
     yates = next(line for line in per_value if line.test == power.TEST_2X2_YATES)
     chi = next(line for line in per_value if line.test == power.TEST_2X3)
-    assert yates.ppi_ratings_per_condition == pytest.approx(yates.ratings_per_condition * (1 - 0.81), abs=1.5)
+    assert yates.ppi_ratings_per_condition == pytest.approx(yates.ratings_uncorrected * (1 - 0.81), abs=1.5)
     assert chi.ppi_ratings_per_condition == pytest.approx(chi.ratings_per_condition * (1 - 0.04), abs=1.5)
     assert power.power_plan(baseline="human", shares=shares)[0].ppi_ratings_per_condition is None
 
@@ -163,3 +169,10 @@ def test_the_seed_shares_are_the_published_datasets():
     for name, shares in power.SEED_SHARES.items():
         observed = data[f"rating_{name}"].value_counts(normalize=True).sort_index().to_numpy()
         assert observed == pytest.approx(shares, abs=5e-4)
+
+
+def test_the_seed_iccs_are_the_published_datasets():
+    data = pd.read_csv(DATASET)
+    for name, icc in power.SEED_ICC.items():
+        top = (data[f"rating_{name}"] == 3).to_numpy(float)
+        assert icc_anova(top, data[f"annotator_{name}"]) == pytest.approx(icc, abs=5e-4)

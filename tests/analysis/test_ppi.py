@@ -117,10 +117,10 @@ def test_the_share_table_puts_human_only_and_ppi_side_by_side():
     assert (good["n"], good["N"], good["n_human"]) == (100, 200, 100)
     assert 0 <= good["ppi_lambda"] <= 1
     assert good["width_ratio"] < 1  # an 80%-agreeing judge narrows the interval
-    # Human-only shares of a condition sum to one; so do the PPI ones (λ differs per value, so approximately).
+    # Human-only shares of a condition sum to one; so do the PPI ones (one λ per condition, for all its values).
     by_condition = shares.groupby("condition")
     assert by_condition["human_estimate"].sum().to_numpy() == pytest.approx([1, 1])
-    assert by_condition["ppi_estimate"].sum().to_numpy() == pytest.approx([1, 1], abs=0.05)
+    assert by_condition["ppi_estimate"].sum().to_numpy() == pytest.approx([1, 1], abs=1e-12)
     d = diffs[diffs["value"] == "Good"].iloc[0]
     base = shares[(shares["condition"] == "human") & (shares["value"] == "Good")].iloc[0]
     assert d["ppi_estimate"] == pytest.approx(good["ppi_estimate"] - base["ppi_estimate"])

@@ -247,6 +247,10 @@ def test_krippendorff_alpha_matches_the_package_on_a_reliability_matrix():
     got = stats.agreement(rows, stats.Scale(values=(1, 2, 3), labels=("Bad", "Okay", "Good")))
     assert got.applicable and got.units == 6 and got.pairable_ratings == 18
     assert got.alpha == pytest.approx(expected)
+    nominal = krippendorff.alpha(
+        reliability_data=matrix, level_of_measurement="nominal", value_domain=[1, 2, 3]
+    )
+    assert got.alpha_nominal == pytest.approx(nominal) and got.alpha_nominal != pytest.approx(expected)
     perfect = rows.assign(value=rows["response_id"] % 3 + 1)
     assert stats.agreement(perfect, stats.Scale((1, 2, 3), ("Bad", "Okay", "Good"))).alpha == pytest.approx(
         1.0

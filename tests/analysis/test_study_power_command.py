@@ -51,7 +51,10 @@ def test_without_ratings_it_plans_from_the_seed_studys_published_shares(fresh_st
         power.SEED_SHARES["human"], power.SEED_SHARES["chatgpt_empathy"], alpha=0.025, power=0.8
     )
     assert line["alpha_first_step"] == pytest.approx(0.025)
-    assert line["ratings_per_condition"] == math.ceil(expected)
+    # No ratings yet: the seed study's largest within-rater ICC sets the design effect, and the plan says so.
+    assert data["icc"] == max(power.SEED_ICC.values()) and "seed study" in data["design_effect_source"]
+    assert data["design_effect"] == pytest.approx(1 + 7 * data["icc"])
+    assert line["ratings_per_condition"] == math.ceil(expected * data["design_effect"] - 1e-9)
     assert line["participants_per_condition"] == math.ceil(line["ratings_per_condition"] / 8)
 
 
@@ -64,6 +67,7 @@ def test_the_stored_baselines_observed_shares_are_the_default(db):
     data = run("rated-power")
     assert data["shares"]["human"] == pytest.approx([0.25, 0.5, 0.25])
     assert data["share_sources"]["human"] == "observed (40 ratings)"
+    assert data["design_effect_source"] == "estimated from the baseline's ratings" and data["icc"] is not None
     # the other condition keeps the seed study's effect unless told otherwise
     assert data["shares"]["gpt4"] == list(power.SEED_SHARES["chatgpt_empathy"])
     assert data["comparisons"] == 1 and data["lines"][0]["alpha_first_step"] == 0.05

@@ -27,8 +27,10 @@ ANSWERS = {"human_rerate": "3", "llama": "3", "qwen": "1"}
 
 
 def seed_study() -> Study:
-    people = participants_from_counts("human", {1: 15, 2: 25, 3: 10}, emotion="sad")
-    people += participants_from_counts("human", {1: 15, 2: 25, 3: 10}, emotion="joyful")
+    # Few Good ratings originally (6 %): the 8 re-ratings, all Good, then differ from the original ratings of the
+    # same responses whichever responses the two re-raters are dealt.
+    people = participants_from_counts("human", {1: 17, 2: 30, 3: 3}, emotion="sad")
+    people += participants_from_counts("human", {1: 17, 2: 30, 3: 3}, emotion="joyful")
     people += participants_from_counts("gpt4", {1: 10, 2: 20, 3: 20}, emotion="sad")
     study = build_rating_study(
         slug="seed", conditions=["human", "gpt4"], baseline="human", participants=people
@@ -86,7 +88,7 @@ def test_a_wave_is_analysed_against_the_stored_baseline_with_the_drift_test(
     assert (overall["p_holm"] >= overall["p"]).all()
     drift = analysis.drift.iloc[0]
     assert (drift["n_original"], drift["n_rerated"]) == (100, 8)
-    assert drift["Good_share_rerated"] == 1.0 and drift["change"] > 0
+    assert drift["Good_share_rerated"] == 1.0 and drift["difference"] > 0 and drift["responses"] == 8
     assert "Rater drift" in analysis.drift_warning
 
     # By default the wave applies the exclusion rules it declared (copied from its parent, frozen at launch),
@@ -115,25 +117,40 @@ def test_the_drift_test_is_quiet_when_raters_agree():
 
     def frame(values, offset):
         return pd.DataFrame(
-            {"participant_id": [offset + i // 5 for i in range(len(values))], "value": values}
+            {
+                "participant_id": [offset + i // 5 for i in range(len(values))],
+                "value": values,
+                "response_key": [f"r{i % 40}" for i in range(len(values))],
+            }
         )
 
     original = frame([1, 2, 3, 2, 2] * 8, 0)
     same = frame([1, 2, 3, 2, 2] * 4, 100)
-    table, warning = drift_test(original, same, scale, b=200, seed=1, alpha=0.05)
-    assert warning == "" and table.iloc[0]["p"] > 0.05 and table.iloc[0]["change"] == 0
-    table, warning = drift_test(original, frame([], 0), scale, b=200, seed=1, alpha=0.05)
+    table, warning = drift_test(original, same, scale, alpha=0.05)
+    assert warning == "" and table.iloc[0]["p"] > 0.05 and table.iloc[0]["difference"] == 0
+    assert table.iloc[0]["responses"] == 20 and table.iloc[0]["n_original_paired"] == 20
+    table, warning = drift_test(original, frame([], 0), scale, alpha=0.05)
     assert table.iloc[0]["note"] == "no re-ratings yet" and warning == ""
 
 
 def test_the_drift_tests_interval_is_at_the_planned_alpha():
     scale = stats.Scale.from_study_scale([{"value": 1, "label": "Bad"}, {"value": 3, "label": "Good"}])
-    original = pd.DataFrame({"participant_id": [i // 5 for i in range(40)], "value": [1, 3, 3, 1, 1] * 8})
-    rerated = pd.DataFrame(
-        {"participant_id": [100 + i // 5 for i in range(20)], "value": [3, 3, 3, 1, 3] * 4}
+    original = pd.DataFrame(
+        {
+            "participant_id": [i // 5 for i in range(40)],
+            "value": [1, 3, 3, 1, 1] * 8,
+            "response_key": [f"r{i}" for i in range(40)],
+        }
     )
-    wide, _ = drift_test(original, rerated, scale, b=400, seed=1, alpha=0.01)
-    narrow, _ = drift_test(original, rerated, scale, b=400, seed=1, alpha=0.10)
+    rerated = pd.DataFrame(
+        {
+            "participant_id": [100 + i // 5 for i in range(20)],
+            "value": [3, 3, 3, 1, 3] * 4,
+            "response_key": [f"r{2 * i}" for i in range(20)],
+        }
+    )
+    wide, _ = drift_test(original, rerated, scale, alpha=0.01)
+    narrow, _ = drift_test(original, rerated, scale, alpha=0.10)
     assert (wide.iloc[0]["ci_level"], narrow.iloc[0]["ci_level"]) == (0.99, 0.9)
     assert (
         wide.iloc[0]["ci_low"] <= narrow.iloc[0]["ci_low"]

@@ -37,8 +37,16 @@ class Command(BaseCommand):
         parser.add_argument(
             "--design-effect",
             type=float,
-            default=1.0,
-            help="Variance inflation for ratings clustered in participants, 1 + (items − 1)·ICC (default 1).",
+            default=None,
+            help="Variance inflation for ratings clustered in participants, 1 + (items − 1)·ICC (default: from "
+            "the ICC).",
+        )
+        parser.add_argument(
+            "--icc",
+            type=float,
+            default=None,
+            help="Within-participant ICC of the top rating (default: estimated from the baseline's ratings, "
+            "else the seed study's largest).",
         )
         parser.add_argument(
             "--shares",
@@ -75,6 +83,7 @@ class Command(BaseCommand):
                 powers=_shares(opts["power"]),
                 items_per_participant=opts["items"],
                 design_effect=opts["design_effect"],
+                icc=opts["icc"],
                 shares=shares,
                 alternative_shares=_shares(opts["alternative_shares"])
                 if opts["alternative_shares"]
@@ -94,7 +103,7 @@ class Command(BaseCommand):
         out.write(
             f"Study {plan.study}: baseline {plan.baseline}, α {plan.alpha:g} over {plan.comparisons} "
             f"comparison(s), first Holm step at α {plan.alpha / max(plan.comparisons, 1):.4g}; "
-            f"{plan.items_per_participant} items per participant, design effect {plan.design_effect:g}"
+            f"{plan.items_per_participant} items per participant, {plan.design_effect_text}"
         )
         for name, shares in plan.shares.items():
             listed = ", ".join(f"{label} {s:.3f}" for label, s in zip(plan.scale, shares, strict=True))
