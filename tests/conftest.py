@@ -28,6 +28,22 @@ def pytest_sessionstart(session):
         raise pytest.UsageError("CI=true: the suite must run with Redis (set REDIS_URL; `make test` does).")
     if _postgres_in_use():
         _flush_postgres_by_deleting_rows()
+    _hash_passwords_cheaply()
+
+
+def _hash_passwords_cheaply():
+    """Passwords the tests set and sign in with are hashed with Django's fast test hasher (MD5) first.
+
+    Production's PBKDF2 takes 0.45 s a hash on the development machine, by design, and the suite hashes a
+    password each time it creates a user with one (`staff_user`, the browser tests' researchers) and each time
+    someone signs in, or fails to. No test checks the hashing algorithm; production's settings are untouched
+    (tests/test_settings.py checks them in a process of their own). PBKDF2 stays listed, so its hashes still
+    verify."""
+    from django.test.utils import override_settings
+
+    override_settings(
+        PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher", *settings.PASSWORD_HASHERS]
+    ).enable()
 
 
 def _flush_postgres_by_deleting_rows():
