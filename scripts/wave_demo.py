@@ -15,7 +15,8 @@ database):
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/empathy REDIS_URL=redis://127.0.0.1:6379/0 \
         .venv/bin/python scripts/wave_demo.py [--participants 30] [--out DIR] [--dataset FILE]
 
-The test suite runs the same steps (tests/analysis/test_wave_published.py) through `wave_demo_run`.
+The test suite runs the same steps (tests/analysis/test_wave_published.py) through `wave_demo_run`, on the
+published file's first 20 raters per condition (200 prompts: a tenth of the generation, the same design).
 """
 
 from __future__ import annotations

@@ -26,6 +26,47 @@ def pytest_sessionstart(session):
         )
     if IN_CI and not settings.REDIS_URL:
         raise pytest.UsageError("CI=true: the suite must run with Redis (set REDIS_URL; `make test` does).")
+    if _postgres_in_use():
+        _flush_postgres_by_deleting_rows()
+    _hash_passwords_cheaply()
+
+
+def _hash_passwords_cheaply():
+    """Passwords the tests set and sign in with are hashed with Django's fast test hasher (MD5) first.
+
+    Production's PBKDF2 takes 0.45 s a hash on the development machine, by design, and the suite hashes a
+    password each time it creates a user with one (`staff_user`, the browser tests' researchers) and each time
+    someone signs in, or fails to. No test checks the hashing algorithm; production's settings are untouched
+    (tests/test_settings.py checks them in a process of their own). PBKDF2 stays listed, so its hashes still
+    verify."""
+    from django.test.utils import override_settings
+
+    override_settings(
+        PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher", *settings.PASSWORD_HASHERS]
+    ).enable()
+
+
+def _flush_postgres_by_deleting_rows():
+    """Make the flush that ends each transactional test delete rows instead of running Django's one TRUNCATE.
+
+    TRUNCATE gives each of the ~50 tables new files, empty or not: 1.5–2 s a test on the development machine,
+    over 150 transactional tests. A test leaves a few rows in a few tables, and deleting them costs
+    milliseconds; the tables end just as empty (Django flushes SQLite the same way). The foreign keys Django
+    creates are deferrable: deferred, the deletes run in any order and are checked at the flush's commit, when
+    every row is gone. A flush that resets sequences or cascades keeps Django's TRUNCATE."""
+    from django.db.backends.postgresql.operations import DatabaseOperations
+
+    truncate = DatabaseOperations.sql_flush
+
+    def sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
+        if reset_sequences or allow_cascade or not tables:
+            return truncate(self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade)
+        deletes = [
+            f"{style.SQL_KEYWORD('DELETE FROM')} {style.SQL_FIELD(self.quote_name(t))};" for t in tables
+        ]
+        return ["SET CONSTRAINTS ALL DEFERRED;", *deletes]
+
+    DatabaseOperations.sql_flush = sql_flush
 
 
 @pytest.hookimpl(wrapper=True)

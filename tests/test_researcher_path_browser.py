@@ -2,17 +2,15 @@
 add an LLM condition with a provider on a loopback server, test the connection, generate, review, preview as a
 participant, launch, watch the live status while a participant (on a phone, in a browser of their own) rates,
 close, analyse and export the ratings CSV. Every admin and analysis page visited passes axe-core (no serious or
-critical violation); each step leaves a screenshot (desktop, and the main pages on a phone too) under
-$RESEARCHER_PATH_SCREENSHOTS, or the test's tmp directory."""
+critical violation); with SCREENSHOTS=DIR each step leaves a screenshot there (desktop, and the main pages on a
+phone too; see tests/screenshots.py)."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-import os
 import time
-from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -23,6 +21,7 @@ from studies.models import Participant, Rating, Response, Study
 from tests.a11y import axe_violations
 from tests.generation.conftest import TEST_KEY, json_response, openai_body
 from tests.ratings.test_participant_pages import walk
+from tests.screenshots import screenshot
 from tests.studies.helpers import public_csv, public_rows
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -50,8 +49,8 @@ def in_process_generation(settings, monkeypatch):
 class Path_:
     """The researcher's browser: screenshots and axe on every page it looks at."""
 
-    def __init__(self, page, base: str, shots: Path):
-        self.page, self.base, self.shots = page, base, shots
+    def __init__(self, page, base: str):
+        self.page, self.base = page, base
         self.violations: list[str] = []
         self.wide: list[str] = []  # pages that scroll sideways
         self.n = 0
@@ -59,11 +58,11 @@ class Path_:
     def look(self, name: str, *, phone: bool = False) -> None:
         self.violations += axe_violations(self.page)
         self.n += 1
-        self.page.screenshot(path=str(self.shots / f"{self.n:02d}-{name}-desktop.png"), full_page=True)
+        screenshot(self.page, f"researcher-{self.n:02d}-{name}-desktop")
         self.wide += self._wider_than_the_screen(name)
         if phone:
             self.page.set_viewport_size(PHONE)
-            self.page.screenshot(path=str(self.shots / f"{self.n:02d}-{name}-phone.png"), full_page=True)
+            screenshot(self.page, f"researcher-{self.n:02d}-{name}-phone")
             self.wide += self._wider_than_the_screen(name)
             self.page.set_viewport_size(DESKTOP)
 
@@ -80,8 +79,6 @@ class Path_:
 def test_a_researcher_runs_a_study_through_the_admin_alone(
     live_server, browser, page_at, httpserver, in_process_generation, tmp_path
 ):
-    shots = Path(os.environ.get("RESEARCHER_PATH_SCREENSHOTS") or tmp_path)
-    shots.mkdir(parents=True, exist_ok=True)
     get_user_model().objects.create_superuser(username="researcher", email="", password=PASSWORD)
 
     # The loopback provider: one answer needs a review, the rest are fine.
@@ -100,7 +97,7 @@ def test_a_researcher_runs_a_study_through_the_admin_alone(
 
     page = page_at("desktop")
     page.set_default_timeout(30_000)  # the first admin pages compile their templates on a busy machine
-    r = Path_(page, live_server.url, shots)
+    r = Path_(page, live_server.url)
 
     # 1. Log in.
     r.go("/admin/login/")
@@ -206,7 +203,7 @@ def test_a_researcher_runs_a_study_through_the_admin_alone(
     # 8. Preview as a participant (never counted).
     r.go(f"/s/{SLUG}/?preview=1")
     expect(page.get_by_role("button", name="I agree, start the study")).to_be_visible()
-    page.screenshot(path=str(shots / f"{r.n:02d}b-preview-desktop.png"), full_page=True)
+    screenshot(page, f"researcher-{r.n:02d}b-preview-desktop")
 
     # 9. Launch.
     r.go(f"/admin/studies/study/{study.pk}/change/")
@@ -226,7 +223,7 @@ def test_a_researcher_runs_a_study_through_the_admin_alone(
     expect(participant.get_by_role("button", name="I agree, start the study")).to_be_visible()
     steps = walk(participant, participant.url)
     assert steps[-1] == "done" and steps.count("items") == 4
-    participant.screenshot(path=str(shots / f"{r.n:02d}b-participant-done-phone.png"), full_page=True)
+    screenshot(participant, f"researcher-{r.n:02d}b-participant-done-phone")
     page.get_by_role("link", name="Refresh now").click()
     expect(page.locator("#participants-table")).to_contain_text("1")
     r.look("status-after", phone=True)

@@ -14,6 +14,7 @@ from analysis.services import AnalysisOptions
 from studies.demo.seed import QUESTIONNAIRE_SLUG, demo_seed
 from studies.models import Study
 from tests.a11y import axe_violations
+from tests.screenshots import screenshot
 
 from .builders import build_rating_study, participants_from_counts
 
@@ -62,7 +63,7 @@ def test_the_analysis_pages_pass_axe_on_a_desktop_and_a_phone(
             assert response.status == 200, path
             violations += axe_violations(page)
             name = path.strip("/").replace("/", "-").replace("?", "-")
-            page.screenshot(path=str(tmp_path / f"{viewport}-{name}.png"), full_page=True)
+            screenshot(page, f"analysis-{viewport}-{name}")
         page.goto(f"file://{tmp_path / 'report' / 'report.html'}")
         violations += axe_violations(page)
     assert violations == [], "\n".join(violations)

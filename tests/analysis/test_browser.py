@@ -2,12 +2,12 @@
 
 import csv
 import io
-import os
 
 import pytest
 from django.contrib.auth.models import Group
 
 from analysis.permissions import ANALYSTS_GROUP
+from tests.screenshots import screenshot
 
 from .builders import build_rating_study, participants_from_counts
 
@@ -54,7 +54,7 @@ def test_a_waves_dashboard_and_family_show_the_drift_warning_once_and_pass_axe(
     live_server, page_at, django_user_model
 ):
     """A wave whose re-raters drifted: the dashboard says so once, in plain words, on a phone and a desktop, and
-    the dashboard and the admin's family view pass axe. SCREENSHOTS=DIR keeps the screenshots."""
+    the dashboard and the admin's family view pass axe. SCREENSHOTS=DIR keeps the screenshots (tests/screenshots.py)."""
     from django.test import Client
     from django.urls import reverse
 
@@ -78,7 +78,6 @@ def test_a_waves_dashboard_and_family_show_the_drift_warning_once_and_pass_axe(
         walk(Client(), wave, f"wavepid{i:03d}")
     snapshots.snapshot_compute(study_id=wave.pk, baseline=None, no_exclusions=True)  # what the worker does
     django_user_model.objects.create_superuser(username="analyst", email="", password="analyst-pass-123")
-    shots = os.environ.get("SCREENSHOTS")
     violations = []
     for viewport in ("phone", "desktop"):
         page = page_at(viewport)
@@ -92,11 +91,9 @@ def test_a_waves_dashboard_and_family_show_the_drift_warning_once_and_pass_axe(
         assert warning.count() == 1 and warning.is_visible()
         assert page.content().count("today's raters judge") == 1  # once, not again among the notes
         violations += axe_violations(page)
-        if shots:
-            page.screenshot(path=f"{shots}/wave-dashboard-{viewport}.png", full_page=True)
+        screenshot(page, f"wave-dashboard-{viewport}")
         page.goto(live_server.url + reverse("admin:studies_study_family", args=[wave.pk]))
         assert page.locator("#family tbody tr").count() == 2
         violations += axe_violations(page)
-        if shots:
-            page.screenshot(path=f"{shots}/wave-family-{viewport}.png", full_page=True)
+        screenshot(page, f"wave-family-{viewport}")
     assert violations == []

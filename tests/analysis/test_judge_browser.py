@@ -1,17 +1,14 @@
 """An analyst reads a judge report on a phone and on a desktop: verdict first, tables that scroll inside their own
 region, no axe-core violation."""
 
-import os
-
 import pytest
 
 from analysis import judge_ahead
 from tests.a11y import axe_violations
+from tests.screenshots import screenshot
 
 from .builders import build_rating_study, participants_from_counts
 from .judge_builders import judge_create, judge_ratings_create
-
-SHOTS = os.environ.get("JUDGE_SCREENSHOTS")  # a directory: keep the screenshots to look at
 
 
 @pytest.mark.browser
@@ -61,6 +58,5 @@ def test_judge_report_on_a_phone_and_a_desktop(live_server, page_at, django_user
         )  # a PPI interval is shown
         # Wide tables scroll inside their region: the page itself never scrolls sideways.
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-        if SHOTS:
-            page.screenshot(path=os.path.join(SHOTS, f"judge-{viewport}.png"), full_page=True)
+        screenshot(page, f"judge-report-{viewport}")
         assert axe_violations(page) == []

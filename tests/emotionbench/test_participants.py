@@ -16,6 +16,7 @@ from studies.models import (
     StudySituation,
 )
 from tests.factories import questionnaire_study_create
+from tests.screenshots import screenshot
 
 from .conftest import panas_definition, situations_definition
 
@@ -147,10 +148,10 @@ def test_a_participant_completes_panas_situation_panas_on_a_phone(live_server, p
         page.get_by_role("button", name="Continue").tap()
 
     expect(page.locator("fieldset.q-item")).to_have_count(21)
-    page.screenshot(path="/tmp/panas-phone.png", full_page=False)
+    screenshot(page, "panas-phone", full_page=False)
     fill_instrument(1)
     expect(page.locator("h1")).to_have_text("Imagine this situation")
-    page.screenshot(path="/tmp/situation-phone.png", full_page=False)
+    screenshot(page, "situation-phone", full_page=False)
     page.get_by_role("button", name="I have imagined it, continue").tap()
     expect(page.locator("h1")).to_contain_text("Imagining the situation")
     fill_instrument(3)

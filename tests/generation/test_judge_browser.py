@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 from generation.judge_models import JudgeRating
 from generation.services import judging
 from tests.a11y import axe_violations
+from tests.screenshots import screenshot
 
 from .conftest import make_provider, make_study
 from .judge_helpers import make_judge
@@ -29,7 +30,7 @@ def _login(page, live_server):
     page.wait_for_url(f"{live_server.url}/admin/")
 
 
-def test_the_judge_pages_on_a_phone_and_a_desktop(live_server, page_at, httpserver, api_key, tmp_path):
+def test_the_judge_pages_on_a_phone_and_a_desktop(live_server, page_at, httpserver, api_key):
     get_user_model().objects.create_superuser(username="researcher", email="", password=PASSWORD)
     provider = make_provider(httpserver)
     study = make_study(provider=provider, n_prompts=6)
@@ -64,6 +65,5 @@ def test_the_judge_pages_on_a_phone_and_a_desktop(live_server, page_at, httpserv
                 expect(page.locator("#judge-errors")).to_contain_text("Failed ×1: unparseable")
             violations += axe_violations(page)
             assert page.evaluate("document.documentElement.scrollWidth <= innerWidth + 1"), (viewport, name)
-            page.screenshot(path=str(tmp_path / f"judge-{name}-{viewport}.png"), full_page=True)
-            page.screenshot(path=f"/tmp/judge-{name}-{viewport}.png", full_page=True)
+            screenshot(page, f"judge-admin-{name}-{viewport}")
     assert violations == []

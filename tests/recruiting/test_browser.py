@@ -1,12 +1,10 @@
 """The create → publish → approve path in the admin, in Chromium, on a desktop and a phone viewport."""
 
-import os
-from pathlib import Path
-
 import pytest
 
 from recruiting.submissions import submission_status_apply
 from tests.factories import AttentionCheckFactory
+from tests.screenshots import screenshot
 
 from .conftest import enroll, finish, link_build
 
@@ -36,9 +34,8 @@ def sign_in(page, live_server, django_user_model, next_url):
 
 @pytest.mark.parametrize("viewport", ["desktop", "phone"])
 def test_a_researcher_creates_publishes_and_approves_from_the_admin(
-    live_server, browser, prolific, django_user_model, tmp_path, viewport
+    live_server, browser, prolific, django_user_model, viewport
 ):
-    shots = Path(os.environ.get("SCREENSHOT_DIR") or tmp_path)
     size = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}[viewport]
     context = browser.new_context(viewport=size, is_mobile=viewport == "phone")
     page = context.new_page()
@@ -53,7 +50,7 @@ def test_a_researcher_creates_publishes_and_approves_from_the_admin(
     assert "Created on Prolific as a draft" in page.locator(".messagelist").inner_text()
     link.refresh_from_db()
     assert prolific.studies[link.prolific_study_id]["status"] == "UNPUBLISHED"
-    page.screenshot(path=shots / f"prolific-created-{viewport}.png", full_page=True)
+    screenshot(page, f"prolific-created-{viewport}")
 
     page.get_by_role("button", name="Publish").click()
     page.wait_for_url(f"**{change}")
@@ -70,7 +67,7 @@ def test_a_researcher_creates_publishes_and_approves_from_the_admin(
     prolific.set_status(sub["id"], "RETURNED")
     page.reload()
     assert page.locator("#decisions").get_by_text("PBAD").is_visible()
-    page.screenshot(path=shots / f"prolific-review-{viewport}.png", full_page=True)
+    screenshot(page, f"prolific-review-{viewport}")
 
     page.get_by_role("button", name="Approve 2 passed").click()
     page.wait_for_url(f"**{change}")
@@ -83,5 +80,5 @@ def test_a_researcher_creates_publishes_and_approves_from_the_admin(
     assert rows.count() == 4
     assert page.locator("#participants-beside tr.mismatch").count() == 0  # PGONE freed by the sync
     assert "APPROVED" in page.locator("#participants-beside tr", has_text="PGOOD1").inner_text()
-    page.screenshot(path=shots / f"prolific-approved-{viewport}.png", full_page=True)
+    screenshot(page, f"prolific-approved-{viewport}")
     context.close()

@@ -5,6 +5,7 @@ import io
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 from django.apps import apps
@@ -21,6 +22,8 @@ DATASET = os.environ.get("PUBLISHED_RATINGS_CSV") or str(
     / "llm-empathy-evaluation"
     / "dataset_and_ratings.csv"
 )
+# The published file lists its ratings part by part: ten dialogues, each part rated by one rater per condition.
+PUBLISHED_PART_SIZE = 10
 PUBLIC_HEADER = [
     "dialog_id",
     "emotion",
@@ -30,6 +33,28 @@ PUBLIC_HEADER = [
     "response_human",
     "response_gpt4",
 ]
+
+
+def published_cut(directory: Path, *, raters: int) -> str:
+    """The published file cut to its first `raters` parts, written into `directory`; returns the file's path.
+
+    Every part is complete (ten dialogues, one rater per condition, each rating all ten), so the cut is a smaller
+    study of the published design: `raters` raters per condition, ten ratings each, and 10 × `raters` prompts.
+    For end-to-end runs whose cost grows with the prompts; the paper's figures are checked on the whole file."""
+    with open(DATASET, newline="", encoding="utf-8") as f:
+        reader = csv.reader(f)
+        header = next(reader)
+        rows = [row for _, row in zip(range(raters * PUBLISHED_PART_SIZE), reader, strict=False)]
+    part = header.index("part_no")
+    sizes = Counter(row[part] for row in rows)
+    if len(sizes) != raters or set(sizes.values()) != {PUBLISHED_PART_SIZE}:
+        raise ValueError(f"{DATASET}: its first {len(rows)} rows are not {raters} whole parts of ten")
+    path = Path(directory) / f"published_first_{raters}_raters.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+    return str(path)
 
 
 def row_counts() -> dict[str, int]:

@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 from studies.demo.seed import DEMO_SLUG, QUESTIONNAIRE_SLUG, demo_seed
 from studies.models import Study
 from tests.a11y import axe_violations
+from tests.screenshots import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -75,7 +76,7 @@ def test_the_study_lists_page_links_are_not_clipped_at_1280_px(admin_page, live_
             [box["x"] + 2, box["y"] + box["height"] / 2],
         )
         assert hit == link.inner_text()
-    admin_page.screenshot(path="/tmp/admin-study-list.png", full_page=True)
+    screenshot(admin_page, "admin-study-list")
 
 
 def test_the_live_status_refreshes_in_place_and_can_be_paused(admin_page, live_server):

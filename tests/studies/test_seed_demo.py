@@ -99,14 +99,14 @@ def test_the_printed_port_follows_the_environment(settings, tmp_path, monkeypatc
     assert ADMIN.search(out).group(1) == "8765"
 
 
-def test_make_runs_setup_migrates_and_seeds_a_fresh_sqlite_file(tmp_path):
-    manage = sqlite_manage(tmp_path)
-    manage("migrate", "--noinput")
+def test_make_runs_setup_migrates_and_seeds_a_fresh_sqlite_file(sqlite_var):
+    """`make run`'s migrate is the `sqlite_migrated` fixture's (it fails the test if it fails)."""
+    manage = sqlite_manage(sqlite_var)
     first = manage("seed_demo")
     second = manage("seed_demo")
     assert LINK.search(first) and LINK.search(second)
     assert ADMIN.search(first).group(2) == ADMIN.search(second).group(2)
-    with sqlite3.connect(tmp_path / "db.sqlite3") as db:
+    with sqlite3.connect(sqlite_var / "db.sqlite3") as db:
         assert db.execute("select state from studies_study where slug = 'demo'").fetchall() == [("live",)]
         demo = "(select id from studies_study where slug = 'demo')"
         assert db.execute(f"select count(*) from studies_prompt where study_id = {demo}").fetchone() == (64,)
@@ -137,9 +137,9 @@ def test_the_questionnaire_demo_keeps_an_imported_emotionbench_pool_as_it_is(set
     assert not Study.objects.get(slug="feelings-demo").study_situations.filter(situation=pool).exists()
 
 
-def test_make_run_prints_the_links_only_once_the_server_answers_and_each_log_line_once(tmp_path):
-    """scripts/run_local.py (what `make run` starts after migrating): the links come after the server
-    answers, and a warning is logged once (one JSON line, not a plain-text copy too)."""
+def test_make_run_prints_the_links_only_once_the_server_answers_and_each_log_line_once(sqlite_var):
+    """scripts/run_local.py (what `make run` starts after migrating; here on a copy of the migrated file): the
+    links come after the server answers, and a warning is logged once (one JSON line, not a plain-text copy)."""
     import json
     import signal
     import socket
@@ -147,18 +147,11 @@ def test_make_run_prints_the_links_only_once_the_server_answers_and_each_log_lin
     import urllib.request
 
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "PORT"}}
-    env.update({"DJANGO_ENV": "local", "VAR_DIR": str(tmp_path), "PYTHONUNBUFFERED": "1"})
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+    env.update({"DJANGO_ENV": "local", "VAR_DIR": str(sqlite_var), "PYTHONUNBUFFERED": "1"})
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    log = tmp_path / "stderr.log"
+    log = sqlite_var / "stderr.log"
     with open(log, "w") as stderr:
         server = subprocess.Popen(
             [sys.executable, "scripts/run_local.py", "127.0.0.1", str(port)],
