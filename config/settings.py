@@ -181,6 +181,9 @@ CELERY_BEAT_SCHEDULE = {
 PROLIFIC_API_URL = env_str("PROLIFIC_API_URL", "https://api.prolific.com/api/v1/")
 if not PROLIFIC_API_URL.startswith(("https://", "http://")):
     raise ImproperlyConfigured("PROLIFIC_API_URL must be an http(s) address.")
+# The recruiting token's and webhook secret's variables start with this (recruiting/models.py); a provider's
+# key variable never does (generation/keys.py), so the credential that approves and pays cannot reach an LLM host.
+RECRUITING_SECRET_PREFIX = "PROLIFIC_"
 # Calls per request before a transient error (timeout, 429, 5xx) is given up; backoff in seconds.
 PROLIFIC_MAX_ATTEMPTS = env_int("PROLIFIC_MAX_ATTEMPTS", 5)
 PROLIFIC_BACKOFF_BASE = env_int("PROLIFIC_BACKOFF_BASE_MS", 1000) / 1000
@@ -208,6 +211,23 @@ PROVIDER_KEY_ENV_DENYLIST = [
     "SECRET_KEY", "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "SENTRY_DSN",
     *env_list("PROVIDER_KEY_ENV_DENYLIST", ""),
 ]  # fmt: skip
+# Where a provider's key may be sent (generation/keys.py): NAME=host entries, comma-separated, one per host (a
+# name may appear more than once). These vendors are bound by default; PROVIDER_KEY_HOSTS adds to them. A key
+# variable not listed here may be sent only to a host of PROVIDER_URL_ALLOWLIST (the operator's own servers).
+PROVIDER_KEY_HOSTS = [
+    "OPENAI_API_KEY=api.openai.com", "ANTHROPIC_API_KEY=api.anthropic.com",
+    "TOGETHER_API_KEY=api.together.xyz", "GEMINI_API_KEY=generativelanguage.googleapis.com",
+    "MISTRAL_API_KEY=api.mistral.ai", "GROQ_API_KEY=api.groq.com", "OPENROUTER_API_KEY=openrouter.ai",
+    "DEEPSEEK_API_KEY=api.deepseek.com", "FIREWORKS_API_KEY=api.fireworks.ai",
+    *env_list("PROVIDER_KEY_HOSTS", ""),
+]  # fmt: skip
+# The outbound policy for provider URLs (generation/outbound.py): only public addresses are dialled, unless the
+# host is listed here by name (vllm, ollama.internal) or falls in a listed network (10.0.0.0/8). Production
+# lists nothing by default; the test suite and `make run` allow loopback (their endpoints run on this machine).
+# Cloud metadata addresses are refused even when listed.
+PROVIDER_URL_ALLOWLIST = env_list(
+    "PROVIDER_URL_ALLOWLIST", "" if PRODUCTION else "localhost,127.0.0.0/8,::1/128"
+)
 
 CACHES = {
     "default": (

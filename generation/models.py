@@ -21,7 +21,8 @@ from django.db import models
 from django.db.models import Q
 
 from generation.batch_records import BatchRecord
-from generation.keys import key_env_problem
+from generation.keys import key_env_problem, key_host_problem, provider_host
+from generation.outbound import url_problem
 from generation.placeholders import placeholders_validate
 from generation.providers.registry import adapter_choices
 from studies.fields import PlainTextField
@@ -55,7 +56,8 @@ def system_prompt_validate(text: str) -> None:
 
 
 def env_var_name_validate(value: str) -> None:
-    """A provider's key variable: an API-key-like name, never one of the site's secrets (generation.keys)."""
+    """A provider's key variable: an API-key-like name, never one of the site's secrets nor another service's
+    credential (generation.keys)."""
     problem = key_env_problem(value)
     if problem:
         raise ValidationError(problem)
@@ -73,6 +75,9 @@ def endpoint_url_validate(value: str) -> None:
         netloc = parts.netloc.replace(host, "localhost", 1) if "@" not in parts.netloc else parts.netloc
         value = urlunsplit(parts._replace(netloc=netloc))
     URLValidator(schemes=["http", "https"])(value)
+    problem = url_problem(value)
+    if problem:
+        raise ValidationError(problem)
 
 
 class EndpointFormField(forms.URLField):
@@ -128,6 +133,15 @@ class Provider(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self):
+        """The key goes only to a host it is bound to (generation.keys)."""
+        super().clean()
+        if not self.api_key_env or key_env_problem(self.api_key_env):
+            return  # the field's own validator says why
+        problem = key_host_problem(self.api_key_env, provider_host(kind=self.kind, base_url=self.base_url))
+        if problem:
+            raise ValidationError({"api_key_env": problem})
 
 
 class LLMConditionConfig(models.Model):

@@ -7,6 +7,7 @@ Prolific says and remember which of our calls to Prolific already happened, so n
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
@@ -17,11 +18,17 @@ from studies.models import Participant, Study
 
 def env_var_name_validate(value: str) -> None:
     """The NAME of an environment variable, never a token: letters, digits and underscores, not starting
-    with a digit (the same rule as providers' API key variables)."""
+    with a digit, and starting with settings.RECRUITING_SECRET_PREFIX (PROLIFIC_): a provider's key may never
+    have that prefix (generation.keys), so the recruiting credential can never be sent to an LLM endpoint."""
     if not value or not value.replace("_", "a").isalnum() or value[0].isdigit() or not value.isascii():
         raise ValidationError(
             "Give the NAME of an environment variable (letters, digits, underscores), e.g. PROLIFIC_TOKEN — "
             "never the token itself."
+        )
+    if not value.upper().startswith(settings.RECRUITING_SECRET_PREFIX):
+        raise ValidationError(
+            f"The recruiting credentials' variables start with {settings.RECRUITING_SECRET_PREFIX} (e.g. "
+            "PROLIFIC_TOKEN), so that no provider can ever name them as its API key."
         )
 
 
