@@ -151,9 +151,12 @@ class ProlificSubmission(models.Model):
 
 
 class WebhookEvent(models.Model):
-    """Every webhook delivery we accepted, once per event id: a redelivery finds the row and adds nothing."""
+    """Every webhook delivery we accepted, once per event id and once per signature: a redelivery or a replay
+    finds the row and adds nothing."""
 
     event_id = models.CharField(max_length=100, unique=True)
+    # SHA-256 of Prolific's signature (which covers the request's timestamp and body): a replay carries the same.
+    signature_hash = models.CharField(max_length=64, unique=True, null=True, blank=True)
     link = models.ForeignKey(ProlificStudy, on_delete=models.CASCADE, related_name="events")
     event_type = models.CharField(max_length=64)
     resource_id = models.CharField(max_length=64)
