@@ -189,6 +189,8 @@ PROLIFIC_MAX_ATTEMPTS = env_int("PROLIFIC_MAX_ATTEMPTS", 5)
 PROLIFIC_BACKOFF_BASE = env_int("PROLIFIC_BACKOFF_BASE_MS", 1000) / 1000
 PROLIFIC_BACKOFF_CAP = env_int("PROLIFIC_BACKOFF_CAP_MS", 30000) / 1000
 PROLIFIC_TIMEOUT_SECONDS = env_int("PROLIFIC_TIMEOUT_MS", 15000) / 1000
+# A Retry-After from Prolific is waited exactly; one longer than this fails the call (as transient) instead.
+PROLIFIC_RETRY_AFTER_MAX = env_int("PROLIFIC_RETRY_AFTER_MAX_SECONDS", 120)
 
 # --- Generation (generation/) ---------------------------------------------------------------------------
 # The queue generation tasks go to (workers consume the default "celery" queue unless told otherwise).

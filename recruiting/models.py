@@ -90,6 +90,18 @@ class ProlificStudy(models.Model):
         help_text="Approve, in bulk, submissions awaiting review whose participant completed here with "
         "their attention checks passed. Failed checks are always left to you.",
     )
+    bonus_flagged = models.BooleanField(
+        default=False,
+        verbose_name="Bonus flagged participants",
+        help_text="Grant the per-rating bonus to participants flagged for exclusion (failed attention checks) "
+        "too. Off: they get none unless you add them by CSV.",
+    )
+    workspace_id = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="Your Prolific workspace's id (in the app's address when the workspace is open): needed to "
+        "subscribe this site to Prolific's webhooks from here.",
+    )
     state = models.CharField(max_length=20, choices=State.choices, default=State.NOT_CREATED)
     state_at = models.DateTimeField(null=True, blank=True)
     places = models.PositiveIntegerField(default=0, help_text="Places last sent to Prolific.")
@@ -186,16 +198,21 @@ class BonusBatch(models.Model):
     Prolific's pay call is not idempotent, so `state` moves forward by conditional UPDATEs only:
     NEW → SET_UP (id stored) → PAYING (one worker claimed the pay call) → PAID. A batch left in PAYING (the
     call failed or timed out, maybe after it succeeded) is never paid again blindly: reconciliation reads
-    the bulk bonus's status on Prolific first."""
+    the bulk bonus's status on Prolific first, and when Prolific does not say (CHECK) the researcher decides.
+    A batch Prolific refused to set up is REFUSED; the researcher can release a batch that was never paid
+    (RELEASED: its bonuses go back to be paid in a new batch). See recruiting.bonuses."""
 
     class State(models.TextChoices):
         NEW = "new", "New"
         SET_UP = "set_up", "Set up on Prolific"
         PAYING = "paying", "Pay call made, outcome unknown"
+        CHECK = "check", "Paid? Check on Prolific and decide"
+        REFUSED = "refused", "Refused by Prolific"
+        RELEASED = "released", "Released (bonuses back to pay)"
         PAID = "paid", "Paid"
 
     link = models.ForeignKey(ProlificStudy, on_delete=models.CASCADE, related_name="bonus_batches")
-    state = models.CharField(max_length=8, choices=State.choices, default=State.NEW, db_index=True)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.NEW, db_index=True)
     prolific_bulk_id = models.CharField(max_length=64, blank=True)
     csv = models.TextField(help_text="participant_id,amount lines as sent to Prolific.")
     pay_claimed_at = models.DateTimeField(null=True, blank=True)
