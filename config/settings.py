@@ -259,9 +259,11 @@ SESSION_ENGINE = "config.sessions" if REDIS_URL else "django.contrib.sessions.ba
 MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 
 # --- REST API -----------------------------------------------------------------------------------------
+# Analysts' tokens are hashed, expire after ANALYST_TOKEN_DAYS and may be limited to one study (analysis/tokens.py).
+ANALYST_TOKEN_DAYS = env_int("ANALYST_TOKEN_DAYS", 90)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "analysis.tokens.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
@@ -277,7 +279,7 @@ SPECTACULAR_SETTINGS = {
     # The schema and its docs: staff, Analysts and analyst-token holders only (analysis/permissions.py).
     "SERVE_PERMISSIONS": ["analysis.permissions.IsAnalyst"],
     "SERVE_AUTHENTICATION": [
-        "rest_framework.authentication.TokenAuthentication",
+        "analysis.tokens.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     # Swagger UI from drf-spectacular-sidecar's pinned copy in our static files (no CDN, CSP 'self').

@@ -12,9 +12,9 @@ from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from django.test import Client
 from hypothesis import HealthCheck, given, settings
-from rest_framework.authtoken.models import Token
 
 from analysis.permissions import ANALYSTS_GROUP
+from analysis.tokens import analyst_token_issue
 from generation.models import Judge, Provider
 from studies.models import Participant, Rating, Response, Study
 
@@ -54,7 +54,7 @@ def _token_for(username: str, *, staff: bool) -> str:
     user = get_user_model().objects.create_user(username=username, is_staff=staff)
     if not staff:
         user.groups.add(Group.objects.get_or_create(name=ANALYSTS_GROUP)[0])
-    return Token.objects.create(user=user).key
+    return analyst_token_issue(user=user)
 
 
 def _api_paths(slug: str) -> list[str]:
