@@ -148,7 +148,10 @@ class StudyExport(APIView):
         rules = options_from_query(request.query_params).rules
         response = StreamingHttpResponse(
             exports.export_lines(
-                study=study, what=what, rules=rules, reveal_participant_ids=request.user.is_staff
+                study=study,
+                what=what,
+                rules=rules,
+                reveal_participant_ids=exports.reveals_participant_ids(request.user),
             ),
             content_type="text/csv; charset=utf-8",
         )

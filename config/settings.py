@@ -288,6 +288,14 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
+# --- Exports -----------------------------------------------------------------------------------------
+# Analysts' exports carry a stable pseudonym instead of each participant's platform id (analysis/pseudonyms.py),
+# an HMAC keyed by EXPORT_PSEUDONYM_KEY (default: derived from SECRET_KEY). Staff see raw platform ids only when
+# EXPORT_RAW_IDS_FOR_STAFF is on (the default: paying and reviewing on Prolific needs them); off, everyone
+# gets pseudonyms.
+EXPORT_PSEUDONYM_KEY = env_str("EXPORT_PSEUDONYM_KEY", "")
+EXPORT_RAW_IDS_FOR_STAFF = env_bool("EXPORT_RAW_IDS_FOR_STAFF", True)
+
 # --- Participants -------------------------------------------------------------------------------------
 # A participant who has not yet agreed to the consent form holds their place for this long only (then the
 # study's full time limit): an id that opens the link and goes no further frees its place quickly.
