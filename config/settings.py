@@ -73,6 +73,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Signs staff and analysts out after ACCOUNT_IDLE_TIMEOUT_SECONDS without a request (config/middleware.py).
+    "config.middleware.AccountIdleTimeoutMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Login throttling (django-axes): last, as its documentation asks.
@@ -111,7 +113,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    # ASVS level 2 asks for at least 12 characters.
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": env_int("PASSWORD_MIN_LENGTH", 12)},
+    },
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
@@ -321,8 +327,25 @@ if PRODUCTION:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
-    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
-    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
+    # Off by default: both bind every subdomain of the site's domain to HTTPS, and a preload list entry takes
+    # months to undo (Django's deployment checklist warns of it). Turn them on once every subdomain serves HTTPS.
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+    # `check --deploy` warns about both; off is the deliberate default above.
+    SILENCED_SYSTEM_CHECKS = [
+        *([] if SECURE_HSTS_INCLUDE_SUBDOMAINS else ["security.W005"]),
+        *([] if SECURE_HSTS_PRELOAD else ["security.W021"]),
+    ]
+
+# Signed-in accounts (staff, analysts) are signed out after this long without a request, and this long after
+# signing in whatever they do (config/middleware.py). Participants have no account and are not affected.
+ACCOUNT_IDLE_TIMEOUT_SECONDS = env_int("ACCOUNT_IDLE_TIMEOUT_SECONDS", 30 * 60)
+ACCOUNT_SESSION_MAX_SECONDS = env_int("ACCOUNT_SESSION_MAX_SECONDS", 12 * 3600)
+# Browser features no page of the site uses, switched off for every page (config/middleware.py).
+PERMISSIONS_POLICY = (
+    "accelerometer=(), camera=(), geolocation=(), gyroscope=(), magnetometer=(), microphone=(), "
+    "payment=(), usb=(), interest-cohort=()"
+)
 
 # A Content-Security-Policy on every response (django-csp): scripts only from our own static files (no
 # inline script anywhere: templates load static/*.js), no framing, forms post to us or to MTurk's
@@ -344,13 +367,15 @@ CONTENT_SECURITY_POLICY = {
 }
 
 # Login throttling (django-axes) on every login form (the admin's and /analysis/login/): after
-# AXES_FAILURE_LIMIT failures from one address, or for one username, further attempts are refused (429,
-# no password hashed) until AXES_COOLOFF_MINUTES after the last failure; `manage.py axes_reset` (or
-# deleting the access attempts in the admin) ends a lock-out at once. Addresses as the rate limiter sees
-# them (behind RATELIMIT_TRUSTED_PROXIES proxies).
+# AXES_FAILURE_LIMIT failures for one username from one address, or from one address whatever the
+# usernames, further attempts from that address are refused (429, no password hashed) until
+# AXES_COOLOFF_MINUTES after the last failure; `manage.py axes_reset` (or deleting the access attempts in
+# the admin) ends a lock-out at once. Never per username alone: that would let anyone lock `admin` out from
+# anywhere. Guessing one password from many addresses is left to the 12-character minimum and Django's
+# common-password list. Addresses as the rate limiter sees them (behind RATELIMIT_TRUSTED_PROXIES proxies).
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 10)
 AXES_COOLOFF_TIME = env_int("AXES_COOLOFF_MINUTES", 15) / 60  # hours
-AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
 AXES_CLIENT_IP_CALLABLE = "config.ratelimit.client_ip"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "errors/login_locked.html"
