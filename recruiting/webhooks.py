@@ -12,7 +12,7 @@ What the signature does not cover is not trusted:
 
 * `X-Event-ID` is not signed, so a captured request re-sent with a new event id would look new. Each stored
   event also keeps the SHA-256 of its signature, which is unique: the signature covers the timestamp and the
-  body, so a replay carries the same one and is answered as a duplicate, with nothing processed. An event id
+  body, so a replay carries the same one and is refused (409), with nothing stored or processed. An event id
   longer than its column is refused (400), never stored cut.
 * `X-Timestamp` (when the event happened) is not signed either. Events are ordered by the signed request
   timestamp: X-Timestamp may only place an event earlier than it (a redelivery of an old event keeps its
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from studies.models import Participant
@@ -163,10 +163,14 @@ def webhook_event_ingest(*, link: ProlificStudy, headers, body: bytes) -> Ingest
             )
         return Ingested(event=event, new=True)
     except IntegrityError:
-        # The same event id (a redelivery) or the same signature (a replay, whatever id it carries).
-        known = WebhookEvent.objects.filter(Q(event_id=event_id) | Q(signature_hash=signature_hash))
-        known.update(deliveries=F("deliveries") + 1)
-        return Ingested(event=known.order_by("pk").first(), new=False)
+        if not WebhookEvent.objects.filter(event_id=event_id).exists():
+            # The signature of a stored event under another event id: a captured request replayed. Prolific's
+            # own redeliveries carry the same event id (and are signed afresh).
+            raise WebhookRejected(
+                "Replayed request: this signature was already received with another event id.", status=409
+            ) from None
+        WebhookEvent.objects.filter(event_id=event_id).update(deliveries=F("deliveries") + 1)
+        return Ingested(event=WebhookEvent.objects.get(event_id=event_id), new=False)
 
 
 def _claim(event_id: int) -> WebhookEvent | None:

@@ -201,11 +201,13 @@ def test_a_replay_with_a_new_event_id_or_a_future_time_changes_nothing(
     assert participant.status == Participant.Status.RETURNED
     state = (ProlificSubmission.objects.get(submission_id=sub["id"]).status, participant.status)
 
-    # The same request with a new event id: answered as a duplicate, nothing stored, nothing enqueued.
+    # The same request with a new event id: refused, nothing stored, nothing enqueued.
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         replay = _post_raw(client, link, body, {**headers, "X-Event-ID": "replayed-with-a-new-id"})
-    assert replay.status_code == 200 and replay.json()["duplicate"] is True and not callbacks
-    assert WebhookEvent.objects.count() == 1 and WebhookEvent.objects.get().deliveries == 2
+    assert replay.status_code == 409 and "Replayed request" in replay.json()["error"] and not callbacks
+    assert WebhookEvent.objects.count() == 1 and WebhookEvent.objects.get().deliveries == 1
+    # The same request with its own event id (a duplicate delivery) is acknowledged as before.
+    assert _post_raw(client, link, body, headers).json()["duplicate"] is True
 
     # Signed ten million seconds ahead: refused, nothing stored.
     active = {**prolific.submission_event(sub["id"]), "status": "ACTIVE"}
