@@ -127,9 +127,11 @@ class Participant:
         entry = self.browser.request(
             "entry", "GET", f"/s/{slug}/?PROLIFIC_PID={pid}&STUDY_ID=abuse&SESSION_ID={pid}s"
         )
-        if entry.status != 302:
+        # The entry answers with the consent page itself (and sets the CSRF cookie); an older entry redirected.
+        if entry.status not in (200, 302):
             raise RuntimeError(f"entry answered {entry.status}: {entry.body[:300]}")
-        self.browser.request("consent", "GET", f"/s/{slug}/step/")  # the consent page sets the CSRF cookie
+        if entry.status == 302:
+            self.browser.request("consent", "GET", f"/s/{slug}/step/")
         self._post({"step": "consent", "decision": "agree"})
         self._post({"step": "instructions"})
         body = self.rating_page()
