@@ -69,13 +69,13 @@ _LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?", re.IGNORECASE)
 def endpoint_url_validate(value: str) -> None:
     """An http(s) URL, as URLValidator checks it, except that a host of one label is allowed too: a Docker
     Compose service (http://vllm:8000/v1) or a machine on the local network is named that way."""
-    parts = urlsplit(value)
+    parts, checked = urlsplit(value), value
     host = parts.hostname or ""
     if host and "." not in host and ":" not in host and _LABEL.fullmatch(host):
         netloc = parts.netloc.replace(host, "localhost", 1) if "@" not in parts.netloc else parts.netloc
-        value = urlunsplit(parts._replace(netloc=netloc))
-    URLValidator(schemes=["http", "https"])(value)
-    problem = url_problem(value)
+        checked = urlunsplit(parts._replace(netloc=netloc))
+    URLValidator(schemes=["http", "https"])(checked)
+    problem = url_problem(value)  # the host as typed (a decimal address is one label too)
     if problem:
         raise ValidationError(problem)
 
@@ -134,11 +134,12 @@ class Provider(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    def clean(self):
-        """The key goes only to a host it is bound to (generation.keys)."""
-        super().clean()
-        if not self.api_key_env or key_env_problem(self.api_key_env):
-            return  # the field's own validator says why
+    def clean_fields(self, exclude=None):
+        """The fields, then: the key goes only to a host it is bound to (generation.keys) — checked once the key
+        variable, the kind and the URL are each valid (a form leaves out the fields it already refused)."""
+        super().clean_fields(exclude=exclude)
+        if set(exclude or ()) & {"api_key_env", "kind", "base_url"}:
+            return
         problem = key_host_problem(self.api_key_env, provider_host(kind=self.kind, base_url=self.base_url))
         if problem:
             raise ValidationError({"api_key_env": problem})
