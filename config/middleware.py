@@ -188,17 +188,23 @@ class ContentSecurityPolicyMiddleware(CSPMiddleware):
 class AccountIdleTimeoutMiddleware:
     """Signs a signed-in account (staff, analysts) out after settings.ACCOUNT_IDLE_TIMEOUT_SECONDS without a
     request, or settings.ACCOUNT_SESSION_MAX_SECONDS after it signed in. The next page then asks for the
-    password again. Sessions without an account (participants') are not touched; the last-seen time is
-    written at most once a minute."""
+    password again. Only the accounts' pages are looked at (ACCOUNT_PATHS): a participant page never loads
+    its session here (the rate limiter fetches it in its own round trip, config/ratelimit.py); the last-seen
+    time is written at most once a minute."""
 
     SEEN, SINCE = "_account_seen", "_account_since"
+    ACCOUNT_PATHS = ("/admin/", "/analysis/", "/api/")
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
         session = getattr(request, "session", None)
-        if session is not None and SESSION_KEY in session:
+        if (
+            session is not None
+            and request.path_info.startswith(self.ACCOUNT_PATHS)
+            and SESSION_KEY in session
+        ):
             now = int(time.time())
             seen, since = session.get(self.SEEN), session.get(self.SINCE)
             if (seen and now - seen > settings.ACCOUNT_IDLE_TIMEOUT_SECONDS) or (
