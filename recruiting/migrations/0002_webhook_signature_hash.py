@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('recruiting', '0001_prolific_recruiting'),
+        ("recruiting", "0001_prolific_recruiting"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='webhookevent',
-            name='signature_hash',
+            model_name="webhookevent",
+            name="signature_hash",
             field=models.CharField(blank=True, max_length=64, null=True, unique=True),
         ),
     ]

@@ -4,25 +4,45 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('recruiting', '0002_webhook_signature_hash'),
+        ("recruiting", "0002_webhook_signature_hash"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='prolificstudy',
-            name='bonus_flagged',
-            field=models.BooleanField(default=False, help_text='Grant the per-rating bonus to participants flagged for exclusion (failed attention checks) too. Off: they get none unless you add them by CSV.', verbose_name='Bonus flagged participants'),
+            model_name="prolificstudy",
+            name="bonus_flagged",
+            field=models.BooleanField(
+                default=False,
+                help_text="Grant the per-rating bonus to participants flagged for exclusion (failed attention checks) too. Off: they get none unless you add them by CSV.",
+                verbose_name="Bonus flagged participants",
+            ),
         ),
         migrations.AddField(
-            model_name='prolificstudy',
-            name='workspace_id',
-            field=models.CharField(blank=True, help_text="Your Prolific workspace's id (in the app's address when the workspace is open): needed to subscribe this site to Prolific's webhooks from here.", max_length=64),
+            model_name="prolificstudy",
+            name="workspace_id",
+            field=models.CharField(
+                blank=True,
+                help_text="Your Prolific workspace's id (in the app's address when the workspace is open): needed to subscribe this site to Prolific's webhooks from here.",
+                max_length=64,
+            ),
         ),
         migrations.AlterField(
-            model_name='bonusbatch',
-            name='state',
-            field=models.CharField(choices=[('new', 'New'), ('set_up', 'Set up on Prolific'), ('paying', 'Pay call made, outcome unknown'), ('check', 'Paid? Check on Prolific and decide'), ('refused', 'Refused by Prolific'), ('released', 'Released (bonuses back to pay)'), ('paid', 'Paid')], db_index=True, default='new', max_length=16),
+            model_name="bonusbatch",
+            name="state",
+            field=models.CharField(
+                choices=[
+                    ("new", "New"),
+                    ("set_up", "Set up on Prolific"),
+                    ("paying", "Pay call made, outcome unknown"),
+                    ("check", "Paid? Check on Prolific and decide"),
+                    ("refused", "Refused by Prolific"),
+                    ("released", "Released (bonuses back to pay)"),
+                    ("paid", "Paid"),
+                ],
+                db_index=True,
+                default="new",
+                max_length=16,
+            ),
         ),
     ]
