@@ -1,8 +1,9 @@
 """The read-only REST API for analysts: studies, their aggregates (the analysis summary) and streamed CSV exports.
 
 Only GET (and HEAD/OPTIONS) exist, so a token can read and never write: read-only by construction. Authentication:
-a token (`Authorization: Token <key>`, created with `manage.py analyst_token`) or the admin session; permission:
-staff or the Analysts group, as on the dashboard.
+a token (`Authorization: Token <key>`, created with `manage.py analyst_token`: hashed, expiring, optionally limited
+to one study, never reading drafts — analysis.tokens) or the admin session; permission: staff or the Analysts
+group, as on the dashboard.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from analysis.design import design_headers, design_of
 from analysis.judge_views import report_for
 from analysis.permissions import IsAnalyst
 from analysis.services import AnalysisError, study_analyze_cached
+from analysis.tokens import token_studies
 from analysis.views import options_from_query
 from studies.models import Study
 
@@ -78,7 +80,7 @@ class StudyList(generics.ListAPIView):
     serializer_class = StudyListSerializer
 
     def get_queryset(self):
-        return selectors.study_list()
+        return token_studies(self.request, selectors.study_list())
 
 
 class StudyDetail(generics.RetrieveAPIView):
@@ -146,7 +148,10 @@ class StudyExport(APIView):
         rules = options_from_query(request.query_params).rules
         response = StreamingHttpResponse(
             exports.export_lines(
-                study=study, what=what, rules=rules, reveal_participant_ids=request.user.is_staff
+                study=study,
+                what=what,
+                rules=rules,
+                reveal_participant_ids=exports.reveals_participant_ids(request.user),
             ),
             content_type="text/csv; charset=utf-8",
         )

@@ -28,6 +28,7 @@ from django.db.models import F
 
 from analysis import selectors
 from analysis.exclusions import INCOMPLETE_STATUSES, ExclusionRules
+from analysis.pseudonyms import pseudonym_sql
 from studies.models import Study
 
 PIECE_BYTES = 256 * 1024  # the CSV text is written and handed on in pieces of about this size
@@ -160,7 +161,9 @@ def _export_sql(
     for name in fields:
         col = f"r.x_{name}"
         if name == "participant" and pseudonymise:
-            out.append("'P' || r.x_participant_id")
+            expression, expression_params = pseudonym_sql(study_id=study.pk, column=col)
+            out.append(expression)
+            params += expression_params
         elif name in TEXT_FIELDS:
             out.append(_text(col))
         elif name in BOOL_FIELDS:

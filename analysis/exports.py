@@ -16,8 +16,11 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 
+from django.conf import settings
+
 from analysis import export_sql, selectors
 from analysis.exclusions import RULE_NAMES, ExclusionRules, participant_exclusion_flags_one
+from analysis.pseudonyms import pseudonym
 from generation.selectors import provenance_rows
 from studies.models import Study
 
@@ -182,19 +185,18 @@ def response_export_records(*, study: Study) -> Iterator[list]:
 # --- One entry point ------------------------------------------------------------------------------------
 
 
-def participant_pseudonym(participant_id: int) -> str:
-    """What analysts who are not study staff see instead of a participant's platform id (PROLIFIC_PID,
-    workerId): stable within the study's exports, and joinable across them, but not the recruiting
-    platform's identifier."""
-    return f"P{participant_id}"
-
-
-def _pseudonymised(records: Iterable, *, header: list[str]) -> Iterator[list]:
-    i_external, i_pid = header.index("participant"), header.index("participant_id")
+def _pseudonymised(records: Iterable, *, header: list[str], study: Study) -> Iterator[list]:
+    i_external = header.index("participant")
     for record in records:
         record = list(record)
-        record[i_external] = participant_pseudonym(record[i_pid])
+        record[i_external] = pseudonym(study_id=study.pk, platform_id=record[i_external])
         yield record
+
+
+def reveals_participant_ids(user) -> bool:
+    """Raw platform ids in exports: staff only, and only where settings.EXPORT_RAW_IDS_FOR_STAFF allows
+    (everyone else gets analysis.pseudonyms' stable pseudonyms)."""
+    return bool(user.is_staff and settings.EXPORT_RAW_IDS_FOR_STAFF)
 
 
 def export_lines(
@@ -206,8 +208,8 @@ def export_lines(
 ) -> Iterator[str]:
     """The CSV lines of one export of a study (`what` in EXPORT_KINDS), streamed.
 
-    Participants' platform ids are study staff's only: with `reveal_participant_ids=False` (analysts who are
-    not staff) the `participant` column holds a pseudonym instead. The exclusion flags follow `rules`, by
+    Participants' platform ids are study staff's only (`reveals_participant_ids`): with
+    `reveal_participant_ids=False` the `participant` column holds a pseudonym instead (analysis.pseudonyms). The exclusion flags follow `rules`, by
     default the study's declared rules."""
     rules = rules or ExclusionRules.from_declared(study.exclusion_rules)
     if what == "ratings" and export_sql.sql_export_supported(rules=rules, flag_columns=RATING_FLAG_COLUMNS):
@@ -215,12 +217,12 @@ def export_lines(
     if what == "ratings":
         header, records = rating_export_header(), rating_export_records(study=study, rules=rules)
         if not reveal_participant_ids:
-            records = _pseudonymised(records, header=header)
+            records = _pseudonymised(records, header=header, study=study)
         return csv_lines(header, records)
     if what == "participants":
         header, records = participant_export_header(), participant_export_records(study=study)
         if not reveal_participant_ids:
-            records = _pseudonymised(records, header=header)
+            records = _pseudonymised(records, header=header, study=study)
         return csv_lines(header, records)
     if what == "responses":
         return csv_lines(response_export_header(), response_export_records(study=study))

@@ -11,7 +11,10 @@ from functools import wraps
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.urls import reverse
+from rest_framework.exceptions import NotFound
 from rest_framework.permissions import BasePermission
+
+from analysis.tokens import token_allows_slug
 
 ANALYSTS_GROUP = "Analysts"
 
@@ -38,7 +41,15 @@ def analyst_required(view):
 
 
 class IsAnalyst(BasePermission):
+    """Staff or an analyst; through a token, only the studies the token may read (analysis.tokens): another
+    study answers 404, as an unknown one does."""
+
     message = "Analyses are open to staff and members of the Analysts group."
 
     def has_permission(self, request, view) -> bool:
-        return user_is_analyst(request.user)
+        if not user_is_analyst(request.user):
+            return False
+        slug = getattr(view, "kwargs", {}).get("slug")
+        if slug is not None and not token_allows_slug(request, slug):
+            raise NotFound()
+        return True

@@ -163,7 +163,10 @@ def export(request: HttpRequest, slug: str, what: str) -> StreamingHttpResponse:
     rules = options_from_query(request.GET).rules
     response = _csv_response(
         exports.export_lines(
-            study=study, what=what, rules=rules, reveal_participant_ids=request.user.is_staff
+            study=study,
+            what=what,
+            rules=rules,
+            reveal_participant_ids=exports.reveals_participant_ids(request.user),
         ),
         f"{study.slug}-{what}.csv",
     )

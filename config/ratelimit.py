@@ -1,7 +1,10 @@
 """Abuse protection for participant pages: rate limits and a honeypot field.
 
-Rate limits are fixed one-minute windows counted in Redis (one pipelined round trip per request), or in
-Django's local-memory cache without Redis (`make run`). They fail open: when the store cannot be reached,
+Rate limits are sliding windows counted in Redis (one pipelined round trip per request), or in Django's
+local-memory cache without Redis (`make run`). Each window's requests are counted under one key, and a
+request is measured against the current window's count plus the previous window's weighted by how much of it
+still lies within the last window's length (the sliding-window counter): a client can no longer make twice the
+limit across a window's boundary, at the cost of one more GET in the same round trip. They fail open: when the store cannot be reached,
 requests pass and a warning is logged — a participant must never lose a rating because it is down. The
 same round trip fetches the participant's session from Redis (config/sessions.py), which the page reads
 next: one round trip per participant request instead of two.
@@ -105,16 +108,21 @@ def _redis():
     return client
 
 
-def _counts(keys: list[str], *, ttl: int = WINDOW_SECONDS * 2, session=None) -> list[int]:
-    """Adds one to each window counter and returns the new counts: one round trip to Redis (INCR and
-    EXPIRE of every key in one pipeline), or Django's cache when there is no Redis (`make run`). Given
-    the request's `session`, the same round trip fetches its cached copy for it, when it can use one."""
+def _counts(
+    keys: list[str], previous: list[str], *, ttl: int = WINDOW_SECONDS * 2, session=None
+) -> tuple[list[int], list[int]]:
+    """Adds one to each window counter and returns the new counts, with the counts of the `previous`
+    windows' keys: one round trip to Redis (INCR and EXPIRE of every key, GET of every previous key, in one
+    pipeline), or Django's cache when there is no Redis (`make run`). Given the request's `session`, the
+    same round trip fetches its cached copy for it, when it can use one."""
     client = _redis()
     if client is not None:
         pipeline = client.pipeline(transaction=False)
         for key in keys:
             pipeline.incr(key)
             pipeline.expire(key, ttl)
+        for key in previous:
+            pipeline.get(key)
         session_key = None
         if session is not None and hasattr(session, "cached_copy_key"):
             session_key = session.cached_copy_key(settings.REDIS_URL)
@@ -123,33 +131,40 @@ def _counts(keys: list[str], *, ttl: int = WINDOW_SECONDS * 2, session=None) -> 
         replies = pipeline.execute()
         if session_key is not None:
             session.cached_copy_take(replies.pop())
-        return replies[::2]
+        counted = 2 * len(keys)
+        return replies[:counted:2], [int(value or 0) for value in replies[counted:]]
     counts = []
     for key in keys:
         cache.add(key, 0, timeout=ttl)
         counts.append(cache.incr(key))
-    return counts
+    return counts, [int(cache.get(key) or 0) for key in previous]
 
 
 def _hits(
     checks: list[tuple[str, str, int]], *, window_seconds: int = WINDOW_SECONDS, session=None
 ) -> tuple[str | None, int]:
-    """Counts one request against each (bucket, identity, limit) in fixed windows of `window_seconds`;
-    returns (the first bucket over its limit or None, seconds until the window ends). Fails open (and
-    the `session`, see `_counts`, then reads itself as usual)."""
+    """Counts one request against each (bucket, identity, limit) in sliding windows of `window_seconds`
+    (see the module's docstring); returns (the first bucket over its limit or None, seconds until the
+    current window ends). Fails open (and the `session`, see `_counts`, then reads itself as usual)."""
     window, retry_after = current_window(window_seconds)
-    keys = [
-        # hashed: no participant ids in the store's keys
-        f"rl:{bucket}:{hashlib.sha256(identity.encode()).hexdigest()[:32]}:{window}"
-        for bucket, identity, _limit in checks
+    # hashed: no participant ids in the store's keys
+    stems = [
+        f"rl:{bucket}:{hashlib.sha256(identity.encode()).hexdigest()[:32]}" for bucket, identity, _ in checks
     ]
     try:
-        counts = _counts(keys, ttl=window_seconds * 2, session=session)
+        counts, before = _counts(
+            [f"{stem}:{window}" for stem in stems],
+            [f"{stem}:{window - 1}" for stem in stems],
+            ttl=window_seconds * 2,
+            session=session,
+        )
     except Exception as exc:  # the store is down or timed out: let the request through
         logger.warning("rate limit store unavailable, allowing request", extra={"error": type(exc).__name__})
         return None, 0
-    for (bucket, _identity, limit), count in zip(checks, counts, strict=True):
-        if count > limit:
+    # The share of the previous window still inside the last `window_seconds`.
+    overlap = min(retry_after, window_seconds) / window_seconds
+    for (bucket, _identity, limit), count, previous in zip(checks, counts, before, strict=True):
+        if count > limit or count + previous * overlap > limit:
             return bucket, retry_after
     return None, retry_after
 

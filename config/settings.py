@@ -72,6 +72,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Signs staff and analysts out after ACCOUNT_IDLE_TIMEOUT_SECONDS without a request (config/middleware.py).
+    "config.middleware.AccountIdleTimeoutMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Login throttling (django-axes): last, as its documentation asks.
@@ -110,7 +112,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    # ASVS level 2 asks for at least 12 characters.
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": env_int("PASSWORD_MIN_LENGTH", 12)},
+    },
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
@@ -180,11 +186,16 @@ CELERY_BEAT_SCHEDULE = {
 PROLIFIC_API_URL = env_str("PROLIFIC_API_URL", "https://api.prolific.com/api/v1/")
 if not PROLIFIC_API_URL.startswith(("https://", "http://")):
     raise ImproperlyConfigured("PROLIFIC_API_URL must be an http(s) address.")
+# The recruiting token's and webhook secret's variables start with this (recruiting/models.py); a provider's
+# key variable never does (generation/keys.py), so the credential that approves and pays cannot reach an LLM host.
+RECRUITING_SECRET_PREFIX = "PROLIFIC_"
 # Calls per request before a transient error (timeout, 429, 5xx) is given up; backoff in seconds.
 PROLIFIC_MAX_ATTEMPTS = env_int("PROLIFIC_MAX_ATTEMPTS", 5)
 PROLIFIC_BACKOFF_BASE = env_int("PROLIFIC_BACKOFF_BASE_MS", 1000) / 1000
 PROLIFIC_BACKOFF_CAP = env_int("PROLIFIC_BACKOFF_CAP_MS", 30000) / 1000
 PROLIFIC_TIMEOUT_SECONDS = env_int("PROLIFIC_TIMEOUT_MS", 15000) / 1000
+# A Retry-After from Prolific is waited exactly; one longer than this fails the call (as transient) instead.
+PROLIFIC_RETRY_AFTER_MAX = env_int("PROLIFIC_RETRY_AFTER_MAX_SECONDS", 120)
 
 # --- Generation (generation/) ---------------------------------------------------------------------------
 # The queue generation tasks go to (workers consume the default "celery" queue unless told otherwise).
@@ -207,6 +218,23 @@ PROVIDER_KEY_ENV_DENYLIST = [
     "SECRET_KEY", "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "SENTRY_DSN",
     *env_list("PROVIDER_KEY_ENV_DENYLIST", ""),
 ]  # fmt: skip
+# Where a provider's key may be sent (generation/keys.py): NAME=host entries, comma-separated, one per host (a
+# name may appear more than once). These vendors are bound by default; PROVIDER_KEY_HOSTS adds to them. A key
+# variable not listed here may be sent only to a host of PROVIDER_URL_ALLOWLIST (the operator's own servers).
+PROVIDER_KEY_HOSTS = [
+    "OPENAI_API_KEY=api.openai.com", "ANTHROPIC_API_KEY=api.anthropic.com",
+    "TOGETHER_API_KEY=api.together.xyz", "GEMINI_API_KEY=generativelanguage.googleapis.com",
+    "MISTRAL_API_KEY=api.mistral.ai", "GROQ_API_KEY=api.groq.com", "OPENROUTER_API_KEY=openrouter.ai",
+    "DEEPSEEK_API_KEY=api.deepseek.com", "FIREWORKS_API_KEY=api.fireworks.ai",
+    *env_list("PROVIDER_KEY_HOSTS", ""),
+]  # fmt: skip
+# The outbound policy for provider URLs (generation/outbound.py): only public addresses are dialled, unless the
+# host is listed here by name (vllm, ollama.internal) or falls in a listed network (10.0.0.0/8). Production
+# lists nothing by default; the test suite and `make run` allow loopback (their endpoints run on this machine).
+# Cloud metadata addresses are refused even when listed.
+PROVIDER_URL_ALLOWLIST = env_list(
+    "PROVIDER_URL_ALLOWLIST", "" if PRODUCTION else "localhost,127.0.0.0/8,::1/128"
+)
 
 CACHES = {
     "default": (
@@ -236,9 +264,11 @@ SESSION_ENGINE = "config.sessions" if REDIS_URL else "django.contrib.sessions.ba
 MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 
 # --- REST API -----------------------------------------------------------------------------------------
+# Analysts' tokens are hashed, expire after ANALYST_TOKEN_DAYS and may be limited to one study (analysis/tokens.py).
+ANALYST_TOKEN_DAYS = env_int("ANALYST_TOKEN_DAYS", 90)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "analysis.tokens.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
@@ -254,7 +284,7 @@ SPECTACULAR_SETTINGS = {
     # The schema and its docs: staff, Analysts and analyst-token holders only (analysis/permissions.py).
     "SERVE_PERMISSIONS": ["analysis.permissions.IsAnalyst"],
     "SERVE_AUTHENTICATION": [
-        "rest_framework.authentication.TokenAuthentication",
+        "analysis.tokens.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     # Swagger UI from drf-spectacular-sidecar's pinned copy in our static files (no CDN, CSP 'self').
@@ -262,6 +292,14 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
+
+# --- Exports -----------------------------------------------------------------------------------------
+# Analysts' exports carry a stable pseudonym instead of each participant's platform id (analysis/pseudonyms.py),
+# an HMAC keyed by EXPORT_PSEUDONYM_KEY (default: derived from SECRET_KEY). Staff see raw platform ids only when
+# EXPORT_RAW_IDS_FOR_STAFF is on (the default: paying and reviewing on Prolific needs them); off, everyone
+# gets pseudonyms.
+EXPORT_PSEUDONYM_KEY = env_str("EXPORT_PSEUDONYM_KEY", "")
+EXPORT_RAW_IDS_FOR_STAFF = env_bool("EXPORT_RAW_IDS_FOR_STAFF", True)
 
 # --- Participants -------------------------------------------------------------------------------------
 # A participant who has not yet agreed to the consent form holds their place for this long only (then the
@@ -282,8 +320,25 @@ if PRODUCTION:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
-    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
-    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
+    # Off by default: both bind every subdomain of the site's domain to HTTPS, and a preload list entry takes
+    # months to undo (Django's deployment checklist warns of it). Turn them on once every subdomain serves HTTPS.
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+    # `check --deploy` warns about both; off is the deliberate default above.
+    SILENCED_SYSTEM_CHECKS = [
+        *([] if SECURE_HSTS_INCLUDE_SUBDOMAINS else ["security.W005"]),
+        *([] if SECURE_HSTS_PRELOAD else ["security.W021"]),
+    ]
+
+# Signed-in accounts (staff, analysts) are signed out after this long without a request, and this long after
+# signing in whatever they do (config/middleware.py). Participants have no account and are not affected.
+ACCOUNT_IDLE_TIMEOUT_SECONDS = env_int("ACCOUNT_IDLE_TIMEOUT_SECONDS", 30 * 60)
+ACCOUNT_SESSION_MAX_SECONDS = env_int("ACCOUNT_SESSION_MAX_SECONDS", 12 * 3600)
+# Browser features no page of the site uses, switched off for every page (config/middleware.py).
+PERMISSIONS_POLICY = (
+    "accelerometer=(), camera=(), geolocation=(), gyroscope=(), magnetometer=(), microphone=(), "
+    "payment=(), usb=(), interest-cohort=()"
+)
 
 # A Content-Security-Policy on every response (django-csp): scripts only from our own static files (no
 # inline script anywhere: templates load static/*.js), no framing, forms post to us or to MTurk's
@@ -305,13 +360,15 @@ CONTENT_SECURITY_POLICY = {
 }
 
 # Login throttling (django-axes) on every login form (the admin's and /analysis/login/): after
-# AXES_FAILURE_LIMIT failures from one address, or for one username, further attempts are refused (429,
-# no password hashed) until AXES_COOLOFF_MINUTES after the last failure; `manage.py axes_reset` (or
-# deleting the access attempts in the admin) ends a lock-out at once. Addresses as the rate limiter sees
-# them (behind RATELIMIT_TRUSTED_PROXIES proxies).
+# AXES_FAILURE_LIMIT failures for one username from one address, or from one address whatever the
+# usernames, further attempts from that address are refused (429, no password hashed) until
+# AXES_COOLOFF_MINUTES after the last failure; `manage.py axes_reset` (or deleting the access attempts in
+# the admin) ends a lock-out at once. Never per username alone: that would let anyone lock `admin` out from
+# anywhere. Guessing one password from many addresses is left to the 12-character minimum and Django's
+# common-password list. Addresses as the rate limiter sees them (behind RATELIMIT_TRUSTED_PROXIES proxies).
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 10)
 AXES_COOLOFF_TIME = env_int("AXES_COOLOFF_MINUTES", 15) / 60  # hours
-AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
 AXES_CLIENT_IP_CALLABLE = "config.ratelimit.client_ip"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "errors/login_locked.html"

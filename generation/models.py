@@ -21,7 +21,8 @@ from django.db import models
 from django.db.models import Q
 
 from generation.batch_records import BatchRecord
-from generation.keys import key_env_problem
+from generation.keys import key_env_problem, key_host_problem, provider_host
+from generation.outbound import url_problem
 from generation.placeholders import placeholders_validate
 from generation.providers.registry import adapter_choices
 from studies.fields import PlainTextField
@@ -55,7 +56,8 @@ def system_prompt_validate(text: str) -> None:
 
 
 def env_var_name_validate(value: str) -> None:
-    """A provider's key variable: an API-key-like name, never one of the site's secrets (generation.keys)."""
+    """A provider's key variable: an API-key-like name, never one of the site's secrets nor another service's
+    credential (generation.keys)."""
     problem = key_env_problem(value)
     if problem:
         raise ValidationError(problem)
@@ -67,12 +69,15 @@ _LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?", re.IGNORECASE)
 def endpoint_url_validate(value: str) -> None:
     """An http(s) URL, as URLValidator checks it, except that a host of one label is allowed too: a Docker
     Compose service (http://vllm:8000/v1) or a machine on the local network is named that way."""
-    parts = urlsplit(value)
+    parts, checked = urlsplit(value), value
     host = parts.hostname or ""
     if host and "." not in host and ":" not in host and _LABEL.fullmatch(host):
         netloc = parts.netloc.replace(host, "localhost", 1) if "@" not in parts.netloc else parts.netloc
-        value = urlunsplit(parts._replace(netloc=netloc))
-    URLValidator(schemes=["http", "https"])(value)
+        checked = urlunsplit(parts._replace(netloc=netloc))
+    URLValidator(schemes=["http", "https"])(checked)
+    problem = url_problem(value)  # the host as typed (a decimal address is one label too)
+    if problem:
+        raise ValidationError(problem)
 
 
 class EndpointFormField(forms.URLField):
@@ -128,6 +133,16 @@ class Provider(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean_fields(self, exclude=None):
+        """The fields, then: the key goes only to a host it is bound to (generation.keys) — checked once the key
+        variable, the kind and the URL are each valid (a form leaves out the fields it already refused)."""
+        super().clean_fields(exclude=exclude)
+        if set(exclude or ()) & {"api_key_env", "kind", "base_url"}:
+            return
+        problem = key_host_problem(self.api_key_env, provider_host(kind=self.kind, base_url=self.base_url))
+        if problem:
+            raise ValidationError({"api_key_env": problem})
 
 
 class LLMConditionConfig(models.Model):

@@ -12,8 +12,15 @@ from django.http import HttpRequest, HttpResponseNotAllowed, HttpResponseRedirec
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 
-from .bonuses import BonusError, bonuses_grant_per_rating, bonuses_import_csv, bonuses_pay
+from .bonuses import (
+    BonusError,
+    bonus_batch_decide,
+    bonuses_grant_per_rating,
+    bonuses_import_csv,
+    bonuses_pay,
+)
 from .client import ProlificError
+from .hooks import HooksError, hooks_subscribe
 from .launch import (
     ACTIONS,
     LaunchError,
@@ -56,6 +63,8 @@ class ProlificStudyForm(forms.ModelForm):
             "estimated_minutes",
             "devices",
             "auto_approve",
+            "bonus_flagged",
+            "workspace_id",
         ]
 
 
@@ -74,7 +83,8 @@ class ProlificStudyAdmin(admin.ModelAdmin):
         "prolific_description",
         ("reward", "estimated_minutes"),
         "devices",
-        "auto_approve",
+        ("auto_approve", "bonus_flagged"),
+        "workspace_id",
         ("prolific_study_id", "state", "state_at"),
         ("places", "last_synced_at"),
     ]
@@ -122,7 +132,7 @@ class ProlificStudyAdmin(admin.ModelAdmin):
         link = self._link(request, pk)
         try:
             message = self._act(request, link, action)
-        except (LaunchError, SubmissionError, BonusError, ProlificError) as exc:
+        except (LaunchError, SubmissionError, BonusError, ProlificError, HooksError) as exc:
             self.message_user(request, str(exc), messages.ERROR)
         else:
             self.message_user(request, message, messages.SUCCESS)
@@ -163,8 +173,12 @@ class ProlificStudyAdmin(admin.ModelAdmin):
             n = bonuses_import_csv(link=link, text=text, reason=request.POST.get("reason", ""))
             return f"{n} bonus(es) granted from the file; pay them with Pay bonuses."
         if action == "pay":
-            report = bonuses_pay(link=link)
-            return f"{report.paid_bonuses} bonus(es) paid in {report.paid_batches} batch(es); {report.pending} batch(es) pending."
+            return bonuses_pay(link=link).summary()
+        if action in ("batch-paid", "batch-release"):
+            batch = get_object_or_404(BonusBatch, pk=request.POST.get("batch", ""), link=link)
+            return bonus_batch_decide(batch=batch, paid=action == "batch-paid")
+        if action == "webhooks":
+            return hooks_subscribe(link=link).summary()
         raise LaunchError(f"Unknown action {action!r}.")
 
     def reject_view(self, request: HttpRequest, pk: int, sub: int):

@@ -6,10 +6,23 @@ Exactly once, although Prolific's pay call is not idempotent:
 * the batch is set up on Prolific (a draft bulk bonus: harmless if repeated, it is only paid when we pay it);
 * the pay call is claimed by a conditional UPDATE (SET_UP → PAYING), so one worker makes it;
 * a batch left PAYING (error or timeout, perhaps after Prolific paid) is reconciled by reading the bulk
-  bonus's status on Prolific: paid → PAID; still unpaid → back to SET_UP for the next run; unknown → left.
-  Only once its pay call is over: the worker that made it recorded an unknown outcome, or claimed it longer
-  ago than a pay call can last. While the call is in flight Prolific still says unpaid, and reconciling
-  then would pay the batch a second time.
+  bonus's status on Prolific: paid → PAID; still unpaid → back to SET_UP for the next run; no answer → left
+  PAYING for the next run. Only once its pay call is over: the worker that made it recorded an unknown
+  outcome, or claimed it longer ago than a pay call can last. While the call is in flight Prolific still says
+  unpaid, and reconciling then would pay the batch a second time.
+* That read-back (`GET bulk-bonus-payments/<id>/`) is not in Prolific's public API reference, so it fails
+  safe: any answer other than a status we know (a 404, another refusal, a status we do not know) moves the
+  batch to CHECK — never paid again by itself, never silently stuck: the admin shows it, and the researcher,
+  having looked at the study's bonuses on Prolific, decides (`bonus_batch_decide`: paid, or not paid and
+  released to be paid in a new batch).
+
+What is paid at all:
+* only ids Prolific lists as submissions of the study: the list is read before a batch is gathered, and a
+  bonus of any other id (a made-up PROLIFIC_PID that completed here) is held back and reported, so it can
+  never make Prolific refuse the whole batch ("Invalid ids") and block everyone else's bonus;
+* the per-rating rule skips participants flagged for exclusion unless the study's `bonus_flagged` says so;
+* a batch Prolific refuses to set up becomes REFUSED with Prolific's words and the next step; the other
+  batches go on. The researcher can release it (`bonus_batch_decide`).
 """
 
 from __future__ import annotations
@@ -17,7 +30,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 
@@ -38,6 +51,8 @@ MAX_BONUS = Decimal("100.00")  # per participant and reason: a typo (250 for 2.5
 # know) leaves the batch PAYING: better a bonus paid late than twice.
 PAID_STATUSES = {"PAID", "COMPLETED", "APPROVED"}
 UNPAID_STATUSES = {"SET_UP", "CREATED", "DRAFT", "UNPAID"}
+#: Batches still on their way to being paid (counted as pending).
+OPEN_STATES = (BonusBatch.State.NEW, BonusBatch.State.SET_UP, BonusBatch.State.PAYING)
 
 
 class BonusError(Exception):
@@ -70,11 +85,16 @@ def bonuses_grant_per_rating(
     *, link: ProlificStudy, amount_per_rating: Decimal | str, reason: str = "per-rating"
 ) -> int:
     """Grants each completed participant `amount_per_rating` per rating they gave (attention checks
-    excluded). Idempotent per reason: running it again grants nothing new."""
+    excluded); participants flagged for exclusion only when the study's `bonus_flagged` is on. Idempotent
+    per reason: running it again grants nothing new."""
     amount_per_rating = _amount(str(amount_per_rating))
+    participants = Participant.objects.filter(
+        study=link.study, status=Participant.Status.COMPLETED, is_preview=False
+    )
+    if not link.bonus_flagged:
+        participants = participants.filter(flagged_for_exclusion=False)
     participants = (
-        Participant.objects.filter(study=link.study, status=Participant.Status.COMPLETED, is_preview=False)
-        .annotate(
+        participants.annotate(
             n=Count(
                 "assignments", filter=Q(assignments__kind="response", assignments__answered_at__isnull=False)
             )
@@ -122,12 +142,16 @@ def bonuses_import_csv(*, link: ProlificStudy, text: str, reason: str) -> int:
     return _grant(link, rows, reason.strip()[:100])
 
 
-def _batch_gather(link: ProlificStudy) -> BonusBatch | None:
-    """Puts every unbatched bonus of the study into one new batch. Locks the link row (`FOR UPDATE`) so two
-    workers gathering at once cannot both take the same bonuses."""
+def _batch_gather(link: ProlificStudy, on_prolific: set[str]) -> BonusBatch | None:
+    """Puts every unbatched bonus of the study whose id is in `on_prolific` into one new batch. Locks the link
+    row (`FOR UPDATE`) so two workers gathering at once cannot both take the same bonuses."""
     with transaction.atomic():
         ProlificStudy.objects.select_for_update().get(pk=link.pk)
-        bonuses = list(Bonus.objects.filter(link=link, batch__isnull=True).order_by("prolific_pid", "id"))
+        bonuses = list(
+            Bonus.objects.filter(link=link, batch__isnull=True, prolific_pid__in=on_prolific).order_by(
+                "prolific_pid", "id"
+            )
+        )
         if not bonuses:
             return None
         totals: dict[str, Decimal] = {}
@@ -145,15 +169,43 @@ class PayReport:
     paid_bonuses: int = 0
     reconciled: int = 0
     pending: int = 0
+    held_pids: list[str] = field(default_factory=list)  # not submissions of the study on Prolific
+    refused: int = 0  # batches Prolific refused to set up
+    to_check: int = 0  # batches whose payment the researcher must check on Prolific
+
+    def summary(self) -> str:
+        text = f"{self.paid_bonuses} bonus(es) paid in {self.paid_batches} batch(es); {self.pending} batch(es) pending."
+        if self.held_pids:
+            text += f" Held back, not submissions of this study on Prolific (never sent): {', '.join(self.held_pids)}."
+        if self.refused:
+            text += f" {self.refused} batch(es) refused by Prolific: see the batch's note, then release it."
+        if self.to_check:
+            text += (
+                f" {self.to_check} batch(es) to check: look at the study's bonuses on Prolific, then choose "
+                "Paid or Not paid below."
+            )
+        return text
 
 
 def _set_up(batch: BonusBatch, client: ProlificClient) -> None:
-    answer = client.bonus_set_up(batch.link.prolific_study_id, batch.csv)
+    """Sets the batch up on Prolific. A refusal (4xx) marks it REFUSED with Prolific's words; a transient
+    failure leaves it NEW for the next run. Either way the other batches go on."""
+    try:
+        answer = client.bonus_set_up(batch.link.prolific_study_id, batch.csv)
+    except ProlificError as exc:
+        refused = not exc.transient and exc.status is not None
+        BonusBatch.objects.filter(pk=batch.pk, state=BonusBatch.State.NEW).update(
+            state=BonusBatch.State.REFUSED if refused else BonusBatch.State.NEW, last_error=str(exc)[:500]
+        )
+        return
     bulk_id = answer.get("id", "")
     if not bulk_id:
-        raise ProlificError("Prolific set up the bonuses but returned no id.")
+        BonusBatch.objects.filter(pk=batch.pk).update(
+            last_error="Prolific set up the bonuses but returned no id; the next run sets them up again."
+        )
+        return
     BonusBatch.objects.filter(pk=batch.pk, state=BonusBatch.State.NEW).update(
-        state=BonusBatch.State.SET_UP, prolific_bulk_id=bulk_id
+        state=BonusBatch.State.SET_UP, prolific_bulk_id=bulk_id, last_error=""
     )
 
 
@@ -177,22 +229,28 @@ def _pay(batch: BonusBatch, client: ProlificClient) -> bool:
 
 def _reconcile(batch: BonusBatch, client: ProlificClient) -> bool:
     """A batch left PAYING: reads its status on Prolific. Returns whether it is now known to be paid."""
+    paying = BonusBatch.objects.filter(pk=batch.pk, state=BonusBatch.State.PAYING)
     try:
         answer = client.bonus_get(batch.prolific_bulk_id)
     except ProlificError as exc:
-        log.warning("prolific: bonus batch %s status unknown: %s", batch.pk, exc)
-        return False
+        if exc.transient:  # no answer: the next run asks again
+            log.warning("prolific: bonus batch %s status unknown: %s", batch.pk, exc)
+            paying.update(last_error=str(exc)[:500])
+            return False
+        answer = {"status": f"HTTP {exc.status}"}
     status = str(answer.get("status", "")).upper()
     if status in PAID_STATUSES:
-        return bool(
-            BonusBatch.objects.filter(pk=batch.pk, state=BonusBatch.State.PAYING).update(
-                state=BonusBatch.State.PAID, paid_at=timezone.now(), last_error=""
-            )
-        )
+        return bool(paying.update(state=BonusBatch.State.PAID, paid_at=timezone.now(), last_error=""))
     if status in UNPAID_STATUSES:  # Prolific says it is not paid: pay it
-        BonusBatch.objects.filter(pk=batch.pk, state=BonusBatch.State.PAYING).update(
-            state=BonusBatch.State.SET_UP
-        )
+        paying.update(state=BonusBatch.State.SET_UP)
+        return False
+    paying.update(
+        state=BonusBatch.State.CHECK,
+        last_error=(
+            f"Prolific does not say whether bulk bonus {batch.prolific_bulk_id} was paid (its status read "
+            f"back: {status or 'none'}). Look at the study's bonuses on Prolific, then choose Paid or Not paid."
+        )[:500],
+    )
     return False
 
 
@@ -212,12 +270,53 @@ def bonuses_pay(*, link: ProlificStudy, client: ProlificClient | None = None) ->
     report = PayReport()
     for batch in _pay_calls_over(link).select_related("link"):
         report.reconciled += _reconcile(batch, client)
-    _batch_gather(link)
+    unbatched = set(
+        Bonus.objects.filter(link=link, batch__isnull=True).values_list("prolific_pid", flat=True)
+    )
+    if unbatched:
+        on_prolific = {
+            str(item.get("participant_id") or item.get("participant") or "")
+            for item in client.submissions(link.prolific_study_id)
+        }
+        report.held_pids = sorted(unbatched - on_prolific)
+        _batch_gather(link, on_prolific)
     for batch in BonusBatch.objects.filter(link=link, state=BonusBatch.State.NEW).select_related("link"):
         _set_up(batch, client)
     for batch in BonusBatch.objects.filter(link=link, state=BonusBatch.State.SET_UP).select_related("link"):
         if _pay(batch, client):
             report.paid_batches += 1
             report.paid_bonuses += batch.bonuses.count()
-    report.pending = BonusBatch.objects.filter(link=link).exclude(state=BonusBatch.State.PAID).count()
+    states = BonusBatch.objects.filter(link=link)
+    report.pending = states.filter(state__in=OPEN_STATES).count()
+    report.refused = states.filter(state=BonusBatch.State.REFUSED).count()
+    report.to_check = states.filter(state=BonusBatch.State.CHECK).count()
     return report
+
+
+def bonus_batch_decide(*, batch: BonusBatch, paid: bool) -> str:
+    """The researcher's decision on a batch Prolific did not settle, after looking at the study's bonuses on
+    Prolific: `paid` marks a CHECK batch PAID; not paid releases a batch that was never paid (NEW, SET_UP,
+    REFUSED or CHECK) — its bonuses go back to be paid in a new batch, ids Prolific does not list held back.
+    A PAYING batch (its call may still be in flight) or a PAID one is refused. Returns what was done."""
+    S = BonusBatch.State
+    with transaction.atomic():
+        locked = BonusBatch.objects.select_for_update().get(pk=batch.pk)
+        if paid:
+            if locked.state != S.CHECK:
+                raise BonusError(
+                    f"Only a batch to check can be marked paid (this one is {locked.get_state_display()})."
+                )
+            BonusBatch.objects.filter(pk=locked.pk).update(
+                state=S.PAID, paid_at=timezone.now(), last_error="Marked paid by the researcher."
+            )
+            return f"Batch {locked.pk} marked paid."
+        if locked.state not in (S.NEW, S.SET_UP, S.REFUSED, S.CHECK):
+            raise BonusError(
+                f"Batch {locked.pk} is {locked.get_state_display().lower()}: it cannot be released "
+                "(a payment may be under way or done)."
+            )
+        released = Bonus.objects.filter(batch=locked).update(batch=None)
+        BonusBatch.objects.filter(pk=locked.pk).update(
+            state=S.RELEASED, last_error="Released by the researcher: its bonuses go into the next payment."
+        )
+    return f"Batch {locked.pk} released: {released} bonus(es) will be paid in the next payment."

@@ -1,8 +1,10 @@
 """A small client for Prolific's public API (v1): the calls this app makes, nothing more.
 
-Transient failures (connection errors, timeouts, 429 honouring Retry-After, 5xx) are retried with
-exponential backoff and jitter; anything else (400, 401, 404...) raises `ProlificError` at once. Lists are
-read through every page (`next` links), never only the first.
+Transient failures (connection errors, timeouts, 429, 5xx) are retried with exponential backoff and jitter,
+or after exactly the Retry-After Prolific sent (a wait longer than PROLIFIC_RETRY_AFTER_MAX is not slept
+through: the call fails as transient, saying when to try again); anything else (400, 401, 404...) raises
+`ProlificError` at once. Its message is for the researcher: what Prolific said in words (its error's title
+and detail, never its raw JSON) and what to do next. Lists are read through every page (`next` links).
 
 Calls that are not idempotent on Prolific's side (paying a bulk bonus) are made with `retry=False`: the
 caller keeps a local record and reconciles instead of calling again.
@@ -42,6 +44,48 @@ def _retry_after(response: requests.Response) -> float | None:
         return None
 
 
+#: What to do next, by HTTP status (the researcher reads it in the admin and the terminal).
+NEXT_STEP = {
+    400: "Check the study's settings here against Prolific's rules; nothing was changed on Prolific.",
+    401: "Check the API token in the environment variable this study names (it may have been deleted or "
+    "mistyped).",
+    403: "The token's account may not do this: check its workspace role on Prolific.",
+    404: "Prolific does not know this id: check that the study still exists on Prolific (and in this workspace).",
+    409: "Prolific says the study or submission is not in a state that allows this: reconcile, then try again.",
+    429: "Prolific is rate limiting: try again in a few minutes (the scheduled reconcile retries by itself).",
+}
+SERVER_ERROR_STEP = (
+    "Prolific is having trouble: try again in a few minutes (the scheduled reconcile retries by itself)."
+)
+
+
+def _said(response: requests.Response) -> str:
+    """What Prolific's error body says, in words: its title and detail (or the message), never the raw JSON."""
+    try:
+        body = response.json()
+    except ValueError:
+        return ""
+    error = body.get("error", body) if isinstance(body, dict) else body
+    if not isinstance(error, dict):
+        return str(error)[:200] if isinstance(error, str) else ""
+    parts = []
+    for key in ("title", "detail", "message", "additional_information"):
+        value = error.get(key)
+        if isinstance(value, list):
+            value = "; ".join(str(v) for v in value)
+        elif isinstance(value, dict):
+            value = "; ".join(f"{k}: {v}" for k, v in value.items())
+        if value and str(value) not in parts:
+            parts.append(str(value))
+    return " — ".join(parts)[:300]
+
+
+def refusal_message(action: str, response: requests.Response) -> str:
+    said = _said(response)
+    step = NEXT_STEP.get(response.status_code, SERVER_ERROR_STEP if response.status_code >= 500 else "")
+    return f"Prolific refused {action} (HTTP {response.status_code}){': ' + said if said else ''}. {step}".strip()
+
+
 class ProlificClient:
     def __init__(
         self,
@@ -76,13 +120,19 @@ class ProlificClient:
 
     def _sleep(self, attempt: int, hint: float | None) -> None:
         if hint is not None:
-            delay = min(hint, self.backoff_cap)
+            delay = hint  # as Prolific asked (request() refuses to wait longer than the maximum)
         else:
             delay = min(self.backoff_cap, self.backoff_base * 2**attempt)
             delay += random.uniform(0, delay / 2)
         time.sleep(delay)
 
     def request(self, method: str, path: str, *, json=None, params=None, retry: bool = True) -> dict:
+        return self.request_full(method, path, json=json, params=params, retry=retry)[0]
+
+    def request_full(
+        self, method: str, path: str, *, json=None, params=None, retry: bool = True
+    ) -> tuple[dict, dict]:
+        """The answer's JSON and its headers."""
         url = path if path.startswith("http") else urljoin(self.base_url, path.lstrip("/"))
         attempts = self.max_attempts if retry else 1
         for attempt in range(attempts):
@@ -95,23 +145,24 @@ class ProlificClient:
                 self._sleep(attempt, None)
                 continue
             if response.status_code == 429 or response.status_code >= 500:
-                if last:
+                wait = _retry_after(response)
+                if last or (wait is not None and wait > settings.PROLIFIC_RETRY_AFTER_MAX):
+                    later = f" Prolific asked to wait {wait:g} s." if wait else ""
                     raise ProlificError(
-                        f"{method} {path}: HTTP {response.status_code} after {attempts} attempts",
+                        f"{refusal_message(f'{method} {path}', response)}{later}",
                         status=response.status_code,
                         transient=True,
                     )
-                self._sleep(attempt, _retry_after(response))
+                self._sleep(attempt, wait)
                 continue
             if response.status_code >= 400:
                 raise ProlificError(
-                    f"{method} {path}: HTTP {response.status_code}: {response.text[:300]}",
-                    status=response.status_code,
+                    refusal_message(f"{method} {path}", response), status=response.status_code
                 )
             if not response.content:
-                return {}
+                return {}, dict(response.headers)
             try:
-                return response.json()
+                return response.json(), dict(response.headers)
             except ValueError as exc:
                 raise ProlificError(f"{method} {path}: the answer is not JSON", transient=True) from exc
         raise AssertionError("unreachable")
@@ -148,10 +199,13 @@ class ProlificClient:
         return self.request("GET", f"submissions/{submission_id}/")
 
     def submissions_bulk_approve(self, study_id: str, participant_ids: list[str]) -> dict:
+        # One attempt: Prolific does not document it as idempotent. The caller keeps the claims of an unknown
+        # outcome and reconciles (recruiting.submissions).
         return self.request(
             "POST",
             "submissions/bulk-approve/",
             json={"study_id": study_id, "participant_ids": participant_ids},
+            retry=False,
         )
 
     def submission_transition(self, submission_id: str, payload: dict) -> dict:
@@ -169,4 +223,25 @@ class ProlificClient:
         return self.request("POST", f"bulk-bonus-payments/{bulk_id}/pay/", retry=False)
 
     def bonus_get(self, bulk_id: str) -> dict:
+        # Not in Prolific's public API reference: recruiting.bonuses treats any answer but a known status as
+        # "Prolific does not say" and leaves the decision to the researcher.
         return self.request("GET", f"bulk-bonus-payments/{bulk_id}/")
+
+    # --- webhook subscriptions (Prolific's hooks endpoints) ------------------------------------------
+
+    def hook_subscriptions(self, workspace_id: str) -> list[dict]:
+        answer = self.request("GET", "hooks/subscriptions/", params={"workspace_id": workspace_id})
+        return list(answer.get("results", []))
+
+    def hook_subscribe(self, workspace_id: str, event_type: str, target_url: str) -> tuple[dict, str]:
+        """Creates a subscription; returns its body and the X-Hook-Secret header that confirms it."""
+        body, headers = self.request_full(
+            "POST",
+            "hooks/subscriptions/",
+            json={"workspace_id": workspace_id, "event_type": event_type, "target_url": target_url},
+        )
+        secret = next((v for k, v in headers.items() if k.lower() == "x-hook-secret"), "")
+        return body, secret
+
+    def hook_confirm(self, subscription_id: str, secret: str) -> dict:
+        return self.request("POST", f"hooks/subscriptions/{subscription_id}/", json={"secret": secret})

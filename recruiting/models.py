@@ -7,6 +7,7 @@ Prolific says and remember which of our calls to Prolific already happened, so n
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
@@ -17,11 +18,17 @@ from studies.models import Participant, Study
 
 def env_var_name_validate(value: str) -> None:
     """The NAME of an environment variable, never a token: letters, digits and underscores, not starting
-    with a digit (the same rule as providers' API key variables)."""
+    with a digit, and starting with settings.RECRUITING_SECRET_PREFIX (PROLIFIC_): a provider's key may never
+    have that prefix (generation.keys), so the recruiting credential can never be sent to an LLM endpoint."""
     if not value or not value.replace("_", "a").isalnum() or value[0].isdigit() or not value.isascii():
         raise ValidationError(
             "Give the NAME of an environment variable (letters, digits, underscores), e.g. PROLIFIC_TOKEN — "
             "never the token itself."
+        )
+    if not value.upper().startswith(settings.RECRUITING_SECRET_PREFIX):
+        raise ValidationError(
+            f"The recruiting credentials' variables start with {settings.RECRUITING_SECRET_PREFIX} (e.g. "
+            "PROLIFIC_TOKEN), so that no provider can ever name them as its API key."
         )
 
 
@@ -82,6 +89,18 @@ class ProlificStudy(models.Model):
         default=False,
         help_text="Approve, in bulk, submissions awaiting review whose participant completed here with "
         "their attention checks passed. Failed checks are always left to you.",
+    )
+    bonus_flagged = models.BooleanField(
+        default=False,
+        verbose_name="Bonus flagged participants",
+        help_text="Grant the per-rating bonus to participants flagged for exclusion (failed attention checks) "
+        "too. Off: they get none unless you add them by CSV.",
+    )
+    workspace_id = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="Your Prolific workspace's id (in the app's address when the workspace is open): needed to "
+        "subscribe this site to Prolific's webhooks from here.",
     )
     state = models.CharField(max_length=20, choices=State.choices, default=State.NOT_CREATED)
     state_at = models.DateTimeField(null=True, blank=True)
@@ -144,9 +163,12 @@ class ProlificSubmission(models.Model):
 
 
 class WebhookEvent(models.Model):
-    """Every webhook delivery we accepted, once per event id: a redelivery finds the row and adds nothing."""
+    """Every webhook delivery we accepted, once per event id and once per signature: a redelivery or a replay
+    finds the row and adds nothing."""
 
     event_id = models.CharField(max_length=100, unique=True)
+    # SHA-256 of Prolific's signature (which covers the request's timestamp and body): a replay carries the same.
+    signature_hash = models.CharField(max_length=64, unique=True, null=True, blank=True)
     link = models.ForeignKey(ProlificStudy, on_delete=models.CASCADE, related_name="events")
     event_type = models.CharField(max_length=64)
     resource_id = models.CharField(max_length=64)
@@ -176,16 +198,21 @@ class BonusBatch(models.Model):
     Prolific's pay call is not idempotent, so `state` moves forward by conditional UPDATEs only:
     NEW → SET_UP (id stored) → PAYING (one worker claimed the pay call) → PAID. A batch left in PAYING (the
     call failed or timed out, maybe after it succeeded) is never paid again blindly: reconciliation reads
-    the bulk bonus's status on Prolific first."""
+    the bulk bonus's status on Prolific first, and when Prolific does not say (CHECK) the researcher decides.
+    A batch Prolific refused to set up is REFUSED; the researcher can release a batch that was never paid
+    (RELEASED: its bonuses go back to be paid in a new batch). See recruiting.bonuses."""
 
     class State(models.TextChoices):
         NEW = "new", "New"
         SET_UP = "set_up", "Set up on Prolific"
         PAYING = "paying", "Pay call made, outcome unknown"
+        CHECK = "check", "Paid? Check on Prolific and decide"
+        REFUSED = "refused", "Refused by Prolific"
+        RELEASED = "released", "Released (bonuses back to pay)"
         PAID = "paid", "Paid"
 
     link = models.ForeignKey(ProlificStudy, on_delete=models.CASCADE, related_name="bonus_batches")
-    state = models.CharField(max_length=8, choices=State.choices, default=State.NEW, db_index=True)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.NEW, db_index=True)
     prolific_bulk_id = models.CharField(max_length=64, blank=True)
     csv = models.TextField(help_text="participant_id,amount lines as sent to Prolific.")
     pay_claimed_at = models.DateTimeField(null=True, blank=True)

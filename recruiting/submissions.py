@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -25,12 +25,15 @@ from django.utils.dateparse import parse_datetime
 from studies.models import Participant
 from studies.participants import participant_return, participant_time_out
 
-from .client import ProlificClient
+from .client import ProlificClient, ProlificError
 from .models import ProlificStudy, ProlificSubmission, SubmissionStatus
 
 log = logging.getLogger(__name__)
 
 S = SubmissionStatus
+# An approval whose outcome was unknown (no answer) is sent again only after this, if Prolific still lists the
+# submission as awaiting review (Prolific applies bulk approvals asynchronously).
+APPROVAL_UNKNOWN_AFTER = timedelta(minutes=30)
 # How far along a submission is. A status is applied only when it ranks above the one stored: Prolific's
 # statuses never go back (RESERVED → ACTIVE → {TIMED-OUT → AWAITING REVIEW} → a decision), so an event
 # delivered late or twice cannot undo a later one.
@@ -172,8 +175,12 @@ def submissions_approve(
 ) -> int:
     """Approves submissions in one bulk call: the approvable ones (auto-approve), or the admin's choice
     `ids` among those awaiting review. Each is claimed first (a conditional UPDATE on `approval_claimed_at`),
-    so concurrent callers never approve one twice; if Prolific refuses, the claims are withdrawn so a later
-    run retries (bulk approval is idempotent on Prolific's side). Returns how many were approved."""
+    so concurrent callers never approve one twice, and a claimed submission is never sent again: Prolific
+    does not document bulk approval as idempotent, so the call is made once (no retries). If Prolific answers
+    that it did not do it (a 4xx, 429 included) the claims are withdrawn at once; if the outcome is unknown
+    (no answer, a 5xx) they are kept, and reconciliation — which reads each submission's status back first —
+    withdraws those still awaiting review once APPROVAL_UNKNOWN_AFTER has passed. Returns how many were
+    approved."""
     candidates = (
         approvable(link)
         if ids is None
@@ -194,12 +201,28 @@ def submissions_approve(
     client = client or ProlificClient.for_link(link)
     try:
         client.submissions_bulk_approve(link.prolific_study_id, pids)
+    except ProlificError as exc:
+        if exc.status is not None and exc.status < 500:  # Prolific answered that it did not approve them
+            ProlificSubmission.objects.filter(pk__in=claimed, approval_claimed_at=now).update(
+                approval_claimed_at=None
+            )
+        raise
     except Exception:
         ProlificSubmission.objects.filter(pk__in=claimed, approval_claimed_at=now).update(
             approval_claimed_at=None
         )
         raise
     return len(claimed)
+
+
+def _unknown_approvals_release(link: ProlificStudy) -> int:
+    """Claims of an approval whose outcome was unknown, on submissions Prolific still lists as awaiting
+    review long after: withdrawn, so the next approval includes them (sent once more, never twice at once)."""
+    return ProlificSubmission.objects.filter(
+        link=link,
+        status=S.AWAITING_REVIEW,
+        approval_claimed_at__lt=timezone.now() - APPROVAL_UNKNOWN_AFTER,
+    ).update(approval_claimed_at=None)
 
 
 def submission_reject(
@@ -272,6 +295,7 @@ def submissions_reconcile(*, link: ProlificStudy, client: ProlificClient | None 
         )
         report.changed += result.changed
         report.freed += result.freed
+    _unknown_approvals_release(link)
     if link.auto_approve:
         report.approved = submissions_approve(link=link, client=client)
     completed = Participant.objects.filter(

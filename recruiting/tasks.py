@@ -8,7 +8,7 @@ import logging
 from celery import shared_task
 from django.db.models import Q
 
-from .bonuses import bonuses_pay
+from .bonuses import OPEN_STATES, bonuses_pay
 from .client import ProlificError
 from .launch import prolific_places_sync
 from .models import ProlificStudy, WebhookEvent
@@ -43,7 +43,7 @@ def prolific_reconcile_all() -> dict:
             if link.state in (ProlificStudy.State.ACTIVE, ProlificStudy.State.PAUSED):
                 prolific_places_sync(link=link)  # quotas changed since publishing: places follow
             report = submissions_reconcile(link=link)
-            if link.bonus_batches.exclude(state="paid").exists():
+            if link.bonus_batches.filter(state__in=OPEN_STATES).exists():
                 bonuses_pay(link=link)
         except ProlificError as exc:  # one study's failure must not stop the others; the next beat retries
             log.warning("prolific: reconciliation of %s failed: %s", link.study.slug, exc)

@@ -5,8 +5,20 @@ with the UNIX time of the request in `X-Prolific-Request-Timestamp`. Each event 
 same across redeliveries (delivery is at least once), and `X-Timestamp`, when the event happened.
 
 The view only checks, stores and enqueues (`webhook_event_ingest`); a Celery task does the work
-(`webhook_event_process`). Duplicates are dropped by the unique event id; processing claims the event with
-a conditional UPDATE, so two workers handed the same event process it once.
+(`webhook_event_process`). Processing claims the event with a conditional UPDATE, so two workers handed the
+same event process it once.
+
+What the signature does not cover is not trusted:
+
+* `X-Event-ID` is not signed, so a captured request re-sent with a new event id would look new. Each stored
+  event also keeps the SHA-256 of its signature, which is unique: the signature covers the timestamp and the
+  body, so a replay carries the same one and is refused (409), with nothing stored or processed. An event id
+  longer than its column is refused (400), never stored cut.
+* `X-Timestamp` (when the event happened) is not signed either. Events are ordered by the signed request
+  timestamp: X-Timestamp may only place an event earlier than it (a redelivery of an old event keeps its
+  place), never later. A signed timestamp more than SIGNATURE_FUTURE_SKEW_SECONDS ahead of our clock is
+  refused (401), as is one older than SIGNATURE_TOLERANCE_SECONDS.
+* A body PostgreSQL cannot store (a NUL character, ``\\u0000``, anywhere in it) is refused with a 400 saying so.
 """
 
 from __future__ import annotations
@@ -33,10 +45,13 @@ from .submissions import submission_status_apply, submissions_approve
 
 log = logging.getLogger(__name__)
 
-# A signed request older (or newer) than this is refused: a captured request cannot be replayed later.
+# A signed request older than this is refused: a captured request cannot be replayed later.
 SIGNATURE_TOLERANCE_SECONDS = 300
+# … and one from further in the future than this (clock skew between Prolific and us).
+SIGNATURE_FUTURE_SKEW_SECONDS = 30
 SUBMISSION_EVENT = "submission.status.change"
 STUDY_EVENT = "study.status.change"
+EVENT_ID_MAX = WebhookEvent._meta.get_field("event_id").max_length
 
 
 class WebhookRejected(Exception):
@@ -52,8 +67,8 @@ def signature_for(secret: str, timestamp: str, body: bytes) -> str:
     return base64.b64encode(digest).decode()
 
 
-def signature_check(*, link: ProlificStudy, headers, body: bytes, now: float | None = None) -> None:
-    """Raises WebhookRejected unless the request carries Prolific's valid, fresh signature."""
+def signature_check(*, link: ProlificStudy, headers, body: bytes, now: float | None = None) -> float:
+    """The signed timestamp of a request carrying Prolific's valid, fresh signature; WebhookRejected otherwise."""
     secret = os.environ.get(link.webhook_secret_env, "")
     if not secret:
         # Refuse rather than accept unsigned events: a missing secret is a configuration error to fix.
@@ -66,13 +81,17 @@ def signature_check(*, link: ProlificStudy, headers, body: bytes, now: float | N
         sent = float(timestamp)
     except ValueError:
         raise WebhookRejected("Malformed timestamp.", status=401) from None
-    if abs((now or time.time()) - sent) > SIGNATURE_TOLERANCE_SECONDS:
+    now = now or time.time()
+    if now - sent > SIGNATURE_TOLERANCE_SECONDS:
         raise WebhookRejected("Stale timestamp.", status=401)
+    if sent - now > SIGNATURE_FUTURE_SKEW_SECONDS:
+        raise WebhookRejected("Timestamp in the future.", status=401)
     if not hmac.compare_digest(signature_for(secret, timestamp, body), signature):
         raise WebhookRejected("Bad signature.", status=401)
+    return sent
 
 
-def _event_time(value: str) -> datetime | None:
+def _stated_time(value: str) -> datetime | None:
     if not value:
         return None
     try:
@@ -83,7 +102,28 @@ def _event_time(value: str) -> datetime | None:
         except ValueError:
             return None
         return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-    return datetime.fromtimestamp(number / 1000 if number > 1e11 else number, tz=UTC)
+    try:
+        return datetime.fromtimestamp(number / 1000 if number > 1e11 else number, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _event_time(stated: str, *, signed: float) -> datetime:
+    """When the event happened, for ordering: X-Timestamp (unsigned) when it is no later than the signed
+    request time, the signed time otherwise."""
+    signed_at = datetime.fromtimestamp(signed, tz=UTC)
+    at = _stated_time(stated)
+    return at if at is not None and at <= signed_at else signed_at
+
+
+def _has_nul(value) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
 
 
 @dataclass
@@ -95,28 +135,40 @@ class Ingested:
 def webhook_event_ingest(*, link: ProlificStudy, headers, body: bytes) -> Ingested:
     """Checks the signature and stores the event once. A redelivery (same `X-Event-ID`) only counts the
     delivery; the caller enqueues processing for a new event only."""
-    signature_check(link=link, headers=headers, body=body)
+    signed = signature_check(link=link, headers=headers, body=body)
     try:
         payload = json.loads(body)
     except ValueError:
         raise WebhookRejected("The body is not JSON.") from None
+    if _has_nul(payload):
+        raise WebhookRejected("The body contains a NUL character (\\u0000), which cannot be stored.")
     if not isinstance(payload, dict) or not payload.get("event_type") or not payload.get("resource_id"):
         raise WebhookRejected("The body has no event_type or resource_id.")
     event_id = headers.get("X-Event-ID", "") or headers.get("X-Event-Id", "")
     if not event_id:
         raise WebhookRejected("No X-Event-ID header.")
+    if len(event_id) > EVENT_ID_MAX:
+        raise WebhookRejected(f"X-Event-ID is longer than {EVENT_ID_MAX} characters.")
+    signature_hash = hashlib.sha256(headers.get("X-Prolific-Request-Signature", "").encode()).hexdigest()
     try:
         with transaction.atomic():
             event = WebhookEvent.objects.create(
-                event_id=event_id[:100],
+                event_id=event_id,
+                signature_hash=signature_hash,
                 link=link,
                 event_type=str(payload["event_type"])[:64],
                 resource_id=str(payload["resource_id"])[:64],
                 body=payload,
-                event_time=_event_time(headers.get("X-Timestamp", "")),
+                event_time=_event_time(headers.get("X-Timestamp", ""), signed=signed),
             )
         return Ingested(event=event, new=True)
     except IntegrityError:
+        if not WebhookEvent.objects.filter(event_id=event_id).exists():
+            # The signature of a stored event under another event id: a captured request replayed. Prolific's
+            # own redeliveries carry the same event id (and are signed afresh).
+            raise WebhookRejected(
+                "Replayed request: this signature was already received with another event id.", status=409
+            ) from None
         WebhookEvent.objects.filter(event_id=event_id).update(deliveries=F("deliveries") + 1)
         return Ingested(event=WebhookEvent.objects.get(event_id=event_id), new=False)
 

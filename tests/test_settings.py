@@ -43,3 +43,23 @@ def test_check_deploy_is_clean_under_production_settings():
     result = _manage("check", "--deploy", "--fail-level", "WARNING", env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
+
+
+def test_production_defaults_are_the_strict_ones():
+    """What production gets unless the operator says otherwise: no outbound allow-list (public provider
+    addresses only), HSTS without subdomains or preload, 12-character passwords, idle accounts signed out."""
+    env = _production_env(
+        SECRET_KEY="x" * 20 + "-production-secret-for-the-deploy-check-" + "y" * 20,
+        ALLOWED_HOSTS="example.org",
+    )
+    code = (
+        "from django.conf import settings as s; "
+        "print(s.PROVIDER_URL_ALLOWLIST, s.SECURE_HSTS_INCLUDE_SUBDOMAINS, s.SECURE_HSTS_PRELOAD, "
+        "s.AUTH_PASSWORD_VALIDATORS[1]['OPTIONS']['min_length'], s.ACCOUNT_IDLE_TIMEOUT_SECONDS, "
+        "s.AXES_LOCKOUT_PARAMETERS)"
+    )
+    result = _manage("shell", "-c", code, env=env)
+    assert result.returncode == 0, result.stderr
+    assert (
+        result.stdout.split("\n")[-2] == "[] False False 12 1800 [['username', 'ip_address'], 'ip_address']"
+    )

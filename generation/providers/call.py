@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 
-from generation.keys import key_env_problem
+from generation.keys import key_env_problem, key_host_problem, provider_host
 from generation.providers.base import (
     Completion,
     LimiterWait,
@@ -21,11 +21,16 @@ logger = logging.getLogger(__name__)
 
 def provider_api_key(provider) -> str:
     """The key from the environment variable the provider names. PermanentProviderError (nothing is read, nothing
-    sent) when the name is not an allowed key variable (generation.keys: e.g. SECRET_KEY, DATABASE_URL) or the
-    variable is not set."""
+    sent) when the name is not an allowed key variable (generation.keys: e.g. SECRET_KEY, DATABASE_URL,
+    PROLIFIC_TOKEN), the key is not bound to the provider's host, or the variable is not set."""
     problem = key_env_problem(provider.api_key_env)
     if problem:
         raise PermanentProviderError("forbidden_key_env", f"provider {provider.name}: {problem}")
+    problem = key_host_problem(
+        provider.api_key_env, provider_host(kind=provider.kind, base_url=provider.base_url)
+    )
+    if problem:
+        raise PermanentProviderError("unbound_key_host", f"provider {provider.name}: {problem}")
     value = os.environ.get(provider.api_key_env, "")
     if not value:
         raise PermanentProviderError(

@@ -12,7 +12,36 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
-from generation.providers.base import HTTPReply, ProviderAdapter, TransientProviderError, status_error
+import httpcore2
+import httpx2
+
+from generation.outbound import GuardedBackend, refused_in_chain
+from generation.providers.base import (
+    HTTPReply,
+    PermanentProviderError,
+    ProviderAdapter,
+    TransientProviderError,
+    status_error,
+)
+
+#: The connections an SDK client keeps open (its own default).
+POOL_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
+
+
+class GuardedTransport(httpx2.HTTPTransport):
+    """httpx's transport with every connection opened through the outbound policy (generation.outbound): the
+    SDK's requests, its redirects and its Batch API uploads alike. Proxies from the environment are not used
+    (a proxy would be dialled instead of the checked address)."""
+
+    def __init__(self) -> None:
+        super().__init__(limits=POOL_LIMITS)
+        self._pool = httpcore2.ConnectionPool(
+            ssl_context=httpx2.create_ssl_context(),
+            max_connections=POOL_LIMITS.max_connections,
+            max_keepalive_connections=POOL_LIMITS.max_keepalive_connections,
+            keepalive_expiry=POOL_LIMITS.keepalive_expiry,
+            network_backend=GuardedBackend(),
+        )
 
 
 class SDKAdapter(ProviderAdapter):
@@ -30,7 +59,12 @@ class SDKAdapter(ProviderAdapter):
         with self._lock:
             client = self._clients.get(key)
             if client is None:
-                options = {"api_key": api_key, "timeout": float(provider.timeout_seconds), "max_retries": 0}
+                options = {
+                    "api_key": api_key,
+                    "timeout": float(provider.timeout_seconds),
+                    "max_retries": 0,
+                    "http_client": self.sdk.DefaultHttpxClient(transport=GuardedTransport()),
+                }
                 if provider.base_url:
                     options["base_url"] = provider.base_url
                 client = getattr(self.sdk, self.client_class)(**options)
@@ -52,6 +86,9 @@ class SDKAdapter(ProviderAdapter):
                 "timeout", f"no reply within {provider.timeout_seconds:g}s ({exc.__class__.__name__})"
             ) from None
         except sdk.APIConnectionError as exc:
+            refused = refused_in_chain(exc)
+            if refused is not None:
+                raise PermanentProviderError("blocked_address", str(refused)) from None
             raise TransientProviderError(
                 "connection", f"could not reach {provider.base_url or 'the provider'}: {exc}"
             ) from None

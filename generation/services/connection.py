@@ -1,11 +1,13 @@
 """Testing a provider before a study depends on it: one cheap call (a few tokens) through the provider's adapter,
 with what it answered (the model, the latency) or, when it fails, what to check in words an admin can act on.
 
-The key is read from the environment as for any call and never shown: a provider's error body that quotes it has
-it replaced before the message leaves this module."""
+The key is read from the environment as for any call and never shown. Nor is the target's error body: the page
+says the HTTP status and what to check, in our words only (the body of an arbitrary host could carry anything an
+address behind it answers); the web server's log keeps the provider's own words."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from generation.providers import (
@@ -16,10 +18,14 @@ from generation.providers import (
     provider_complete,
 )
 
+logger = logging.getLogger(__name__)
+
 #: What the test asks (tiny on purpose: a test costs a few tokens).
 TEST_MESSAGES = [{"role": "user", "content": "Reply with the single word OK."}]
 TEST_MAX_TOKENS = 5
 KEY_SHOWN_AS = "[the key]"
+#: Refusals worded by this site (nothing of the target's reply in them), shown as they are.
+OUR_OWN_REASONS = frozenset({"missing_key", "forbidden_key_env", "unbound_key_host", "blocked_address"})
 
 
 @dataclass(frozen=True)
@@ -69,11 +75,14 @@ def _advice(provider, model: str, error: ProviderError) -> str:
         return (
             "The provider's own limits (requests or tokens per minute) are used up right now; try again soon."
         )
+    if isinstance(error, PermanentProviderError) and error.kind in OUR_OWN_REASONS:
+        return f"{error.message.rstrip('.')}."
     if isinstance(error, TransientProviderError):
-        return f"The provider had a passing problem{status}: {error.message} Try again in a moment."
-    if isinstance(error, PermanentProviderError) and error.kind in ("missing_key", "forbidden_key_env"):
-        return f"{error.message}."
-    return f"The provider refused the request{status}: {error.message}"
+        return f"The provider had a passing problem{status}. Try again in a moment."
+    return (
+        f"The provider refused the request{status}. Check the model's name and the provider's kind; the "
+        "web server's log has the provider's own words."
+    )
 
 
 def _without_key(text: str, key: str) -> str:
@@ -108,6 +117,14 @@ def provider_connection_test(*, provider, model: str) -> ConnectionCheck:
                 message=f"{provider.name} answered (with no text in {TEST_MAX_TOKENS} tokens).",
                 http_status=exc.http_status,
             )
+        logger.warning(
+            "provider connection test failed",
+            extra={
+                "provider": provider.name,
+                "error_kind": exc.kind,
+                "detail": _without_key(exc.message, key),
+            },
+        )
         return ConnectionCheck(
             ok=False,
             model=model,

@@ -131,6 +131,16 @@ def _decode(data: bytes) -> str:
                 )
             ]
         ) from None
+    if "\x00" in text:
+        at = text.index("\x00")
+        raise CorpusImportError(
+            [
+                ImportProblem(
+                    f"the file contains a NUL byte (0x00) at line {text.count(chr(10), 0, at) + 1}: it is not a "
+                    "text CSV (a spreadsheet saved in another format, or UTF-16?); save it as UTF-8 CSV"
+                )
+            ]
+        )
     return text.removeprefix("\ufeff")
 
 

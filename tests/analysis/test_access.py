@@ -3,7 +3,8 @@ participant id) are sent to the login page or refused, on every analysis and API
 
 import pytest
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
+
+from analysis.tokens import analyst_token_issue
 
 pytestmark = pytest.mark.django_db
 
@@ -65,9 +66,9 @@ def test_signed_in_users_who_are_not_analysts_are_refused(client, django_user_mo
     client.force_login(user)
     for url in _page_urls(rated_study.slug) + _api_urls(rated_study.slug):
         assert client.get(url).status_code == 403, url
-    token = Token.objects.create(user=user)
+    token = analyst_token_issue(user=user)
     for url in _api_urls(rated_study.slug):
-        assert client.get(url, HTTP_AUTHORIZATION=f"Token {token.key}").status_code == 403, url
+        assert client.get(url, HTTP_AUTHORIZATION=f"Token {token}").status_code == 403, url
 
 
 def test_analysts_reach_every_url(analyst_client, rated_study):
@@ -84,8 +85,8 @@ def test_staff_reach_the_dashboard_and_the_api(staff_client, rated_study):
 
 
 def test_the_api_accepts_a_token_and_allows_no_writes(client, analyst, rated_study):
-    token = Token.objects.create(user=analyst)
-    auth = {"HTTP_AUTHORIZATION": f"Token {token.key}"}
+    token = analyst_token_issue(user=analyst)
+    auth = {"HTTP_AUTHORIZATION": f"Token {token}"}
     for url in _api_urls(rated_study.slug):
         assert client.get(url, **auth).status_code == 200, url
         for method in (client.post, client.put, client.patch, client.delete):

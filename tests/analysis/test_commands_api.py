@@ -5,9 +5,9 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 
 from analysis import stats
+from analysis.tokens import analyst_token_issue
 
 pytestmark = pytest.mark.django_db
 
@@ -47,9 +47,9 @@ def test_analyze_refuses_an_unknown_study_or_baseline(rated_study, tmp_path):
 
 
 def test_the_api_aggregates_are_the_analysis_summary(client, analyst, rated_study):
-    token = Token.objects.create(user=analyst)
+    token = analyst_token_issue(user=analyst)
     response = client.get(
-        reverse("api:study-aggregates", args=[rated_study.slug]), HTTP_AUTHORIZATION=f"Token {token.key}"
+        reverse("api:study-aggregates", args=[rated_study.slug]), HTTP_AUTHORIZATION=f"Token {token}"
     )
     assert response.status_code == 200
     data = response.json()

@@ -57,14 +57,54 @@ def test_the_admin_refuses_a_key_variable_that_is_a_site_secret_or_not_a_key(sta
     assert not Provider.objects.exists()
 
 
-def test_the_admin_takes_a_key_variable_that_looks_like_one(staff_client):
-    for name in ("OPENAI_API_KEY", "HF_TOKEN", "TOGETHER_KEY"):
+def test_the_admin_takes_a_key_variable_sent_to_a_host_it_is_bound_to(staff_client, settings):
+    settings.PROVIDER_KEY_HOSTS = [*settings.PROVIDER_KEY_HOSTS, "HF_TOKEN=api-inference.huggingface.co"]
+    for name, url in (
+        ("OPENAI_API_KEY", ""),  # the vendor's own endpoint
+        ("HF_TOKEN", "https://api-inference.huggingface.co/v1"),
+        ("TOGETHER_KEY", "http://localhost:8000/v1"),  # an allow-listed host of the operator's own
+    ):
         response = staff_client.post(
             reverse("admin:generation_provider_add"),
-            provider_form(name=name.lower().replace("_", "-"), api_key_env=name),
+            provider_form(name=name.lower().replace("_", "-"), api_key_env=name, base_url=url),
         )
         assert response.status_code == 302, name
     assert Provider.objects.count() == 3
+
+
+@pytest.mark.parametrize(
+    ("name", "url", "says"),
+    [
+        ("PROLIFIC_TOKEN", "https://api.openai.com/v1", "recruiting platform's credential"),
+        ("PROLIFIC_WEBHOOK_SECRET_KEY", "https://api.openai.com/v1", "recruiting platform's credential"),
+        ("OPENAI_API_KEY", "https://attacker.example/v1", "may be sent only to api.openai.com"),
+        ("ANTHROPIC_API_KEY", "https://attacker.example/v1", "may be sent only to api.anthropic.com"),
+        ("STRIPE_API_KEY", "https://attacker.example/v1", "is not bound to attacker.example"),
+    ],
+)
+def test_a_key_is_refused_for_a_host_it_is_not_bound_to(staff_client, name, url, says):
+    """Another service's credential, or a vendor's key pointed at a host of the staff user's choosing."""
+    response = staff_client.post(
+        reverse("admin:generation_provider_add"), provider_form(api_key_env=name, base_url=url)
+    )
+    assert response.status_code == 200 and says in html.unescape(response.content.decode())
+    assert not Provider.objects.exists()
+
+
+def test_a_row_pointing_a_bound_key_elsewhere_never_sends_it(httpserver, monkeypatch):
+    """Written around the form: the key is bound to api.openai.com, so the loopback host never receives it."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-openai-key")
+    httpserver.expect_request("/v1/chat/completions").respond_with_json(openai_body())
+    provider = make_provider(httpserver, kind="openai", name="exfil", api_key_env="OPENAI_API_KEY")
+    with pytest.raises(PermanentProviderError, match="may be sent only to api.openai.com") as caught:
+        provider_complete(provider=provider, model="m", messages=MESSAGES, rate_limit=False)
+    assert caught.value.kind == "unbound_key_host"
+    Provider.objects.filter(pk=provider.pk).update(api_key_env="PROLIFIC_TOKEN")
+    provider.refresh_from_db()
+    monkeypatch.setenv("PROLIFIC_TOKEN", "the-token-that-pays")
+    with pytest.raises(PermanentProviderError, match="recruiting platform"):
+        provider_complete(provider=provider, model="m", messages=MESSAGES, rate_limit=False)
+    assert len(httpserver.log) == 0
 
 
 def test_names_added_to_the_deny_list_in_settings_are_refused(settings):

@@ -12,9 +12,10 @@ from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from django.test import Client
 from hypothesis import HealthCheck, given, settings
-from rest_framework.authtoken.models import Token
 
 from analysis.permissions import ANALYSTS_GROUP
+from analysis.pseudonyms import pseudonym
+from analysis.tokens import analyst_token_issue
 from generation.models import Judge, Provider
 from studies.models import Participant, Rating, Response, Study
 
@@ -54,7 +55,7 @@ def _token_for(username: str, *, staff: bool) -> str:
     user = get_user_model().objects.create_user(username=username, is_staff=staff)
     if not staff:
         user.groups.add(Group.objects.get_or_create(name=ANALYSTS_GROUP)[0])
-    return Token.objects.create(user=user).key
+    return analyst_token_issue(user=user)
 
 
 def _api_paths(slug: str) -> list[str]:
@@ -138,15 +139,21 @@ def test_participant_ids_are_not_in_the_api_for_non_staff_analysts(rated_study):
     leaking = [path for path in _api_paths(rated_study.slug) if PID.encode() in _body(analyst.get(path))]
     assert leaking == []
     # They get a stable pseudonym instead, the same in the ratings and the participants exports.
-    participant = rated_study.participants.get(external_id=PID)
+    expected = pseudonym(study_id=rated_study.pk, platform_id=PID)
+    assert len(expected) == 17 and PID not in expected
     for what in ("ratings", "participants"):
         body = _body(analyst.get(f"/api/studies/{rated_study.slug}/exports/{what}.csv"))
-        assert f"P{participant.pk}".encode() in body
+        assert expected.encode() in body
 
 
-def test_staff_see_participant_ids_in_the_exports(rated_study):
+def test_staff_see_participant_ids_in_the_exports_unless_the_setting_is_off(rated_study, settings):
     staff = Client(headers={"Authorization": f"Token {_token_for('staff2', staff=True)}"})
     assert PID.encode() in _body(staff.get(f"/api/studies/{rated_study.slug}/exports/ratings.csv"))
+    settings.EXPORT_RAW_IDS_FOR_STAFF = False
+    for what in ("ratings", "participants"):
+        body = _body(staff.get(f"/api/studies/{rated_study.slug}/exports/{what}.csv"))
+        assert PID.encode() not in body
+        assert pseudonym(study_id=rated_study.pk, platform_id=PID).encode() in body
 
 
 def test_no_input_the_schema_allows_gives_a_server_error(rated_study):

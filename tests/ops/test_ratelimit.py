@@ -142,3 +142,19 @@ def test_the_rate_limiter_fails_open_when_redis_stops(client, settings, throwawa
     started = time.monotonic()
     assert [client.get("/page/").status_code for _ in range(12)] == [200] * 12
     assert time.monotonic() - started < 10  # no request hangs on the dead store
+
+
+def test_twice_the_limit_cannot_be_made_across_a_window_boundary(client, monkeypatch):
+    """Sliding windows: the previous minute's requests still count, weighted by how much of it is within the
+    last sixty seconds, so five requests at 11:59:59 and five more at 12:00:01 are not all let through."""
+    from config import ratelimit
+
+    boundary = 1_700_000_040.0  # a multiple of 60: a window starts here
+    monkeypatch.setattr(ratelimit, "_now", lambda: boundary - 1)
+    before = [client.get("/entry/", {"PROLIFIC_PID": f"b{i}"}).status_code for i in range(5)]
+    monkeypatch.setattr(ratelimit, "_now", lambda: boundary + 1)
+    after = [client.get("/entry/", {"PROLIFIC_PID": f"a{i}"}).status_code for i in range(5)]
+    assert before == [200] * 5 and after == [429] * 5  # fixed windows let all ten through
+    # 45 s into the minute after (the refused requests counted too): three quarters of it has slid out.
+    monkeypatch.setattr(ratelimit, "_now", lambda: boundary + 105)
+    assert client.get("/entry/", {"PROLIFIC_PID": "later"}).status_code == 200

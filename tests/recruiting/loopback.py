@@ -42,6 +42,9 @@ class LoopbackProlific:
         self.pay_hangs_after_success = 0.0
         self.pay_hangs_before_paying = 0.0  # the call in flight: the bulk bonus still reads as unpaid
         self.tokens_seen: set[str] = set()
+        self.bonus_readback_missing = False  # the undocumented read-back answers 404
+        self.hooks: dict[str, dict] = {}  # webhook subscriptions by id
+        self.hook_secrets: dict[str, str] = {}  # subscription id -> X-Hook-Secret to confirm it
         server.expect_request(re.compile(".*")).respond_with_handler(self.handle)
 
     # --- helpers for tests --------------------------------------------------------------------------
@@ -117,7 +120,13 @@ class LoopbackProlific:
         if m := re.fullmatch(r"bulk-bonus-payments/(\w+)/pay/", path):
             return self._bonus_pay(m[1])
         if m := re.fullmatch(r"bulk-bonus-payments/(\w+)/", path):
+            if self.bonus_readback_missing:
+                return self._json({"error": {"status": 404, "title": "Not found"}}, 404)
             return self._json(self.bulk_bonuses[m[1]])
+        if path == "hooks/subscriptions/":
+            return self._hooks(request, body)
+        if m := re.fullmatch(r"hooks/subscriptions/(\w+)/", path):
+            return self._hook_confirm(m[1], body)
         return self._json({"error": f"no route {route}"}, 404)
 
     def _study_create(self, body):
@@ -187,6 +196,24 @@ class LoopbackProlific:
     def _bonus_set_up(self, body):
         rows = [line.split(",") for line in body.get("csv_bonuses", "").strip().splitlines()]
         with self.lock:
+            known = {
+                s["participant_id"]
+                for s in self.submissions.values()
+                if s["study_id"] == body.get("study_id")
+            }
+            invalid = [pid for pid, _ in rows if pid not in known]
+            if invalid:  # Prolific's documented refusal: the whole request, for one unknown id
+                return self._json(
+                    {
+                        "error": {
+                            "status": 400,
+                            "error_code": 140001,
+                            "title": "Invalid request",
+                            "detail": {"csv_bonuses": [f"Invalid ids: {', '.join(invalid)}"]},
+                        }
+                    },
+                    400,
+                )
             bulk_id = f"bb{next(self.ids):06d}"
             self.bulk_bonuses[bulk_id] = {
                 "id": bulk_id,
@@ -213,6 +240,30 @@ class LoopbackProlific:
         if hang:
             time.sleep(hang)  # paid, but the answer comes after the caller gave up
         return self._json({}, 202)
+
+    def _hooks(self, request, body):
+        if request.method == "GET":
+            workspace = request.args.get("workspace_id")
+            return self._json({"results": [h for h in self.hooks.values() if h["workspace_id"] == workspace]})
+        if not str(body.get("target_url", "")).startswith("https://") or not body.get("workspace_id"):
+            return self._json({"error": {"status": 400, "title": "target_url must use https"}}, 400)
+        with self.lock:
+            hook_id = f"hk{next(self.ids):06d}"
+            self.hooks[hook_id] = {
+                "id": hook_id,
+                "event_type": body.get("event_type"),
+                "target_url": body["target_url"],
+                "workspace_id": body["workspace_id"],
+                "is_enabled": False,  # until confirmed with the X-Hook-Secret
+            }
+            self.hook_secrets[hook_id] = f"hooksecret-{hook_id}"
+        return self._json(self.hooks[hook_id], 201, headers={"X-Hook-Secret": self.hook_secrets[hook_id]})
+
+    def _hook_confirm(self, hook_id, body):
+        if hook_id not in self.hooks or body.get("secret") != self.hook_secrets.get(hook_id):
+            return self._json({"error": {"status": 400, "title": "Invalid secret"}}, 400)
+        self.hooks[hook_id]["is_enabled"] = True
+        return self._json(self.hooks[hook_id])
 
     # --- webhooks -----------------------------------------------------------------------------------
 

@@ -173,3 +173,78 @@ def test_an_event_for_a_submission_this_study_never_saw_is_left_for_reconciliati
         deliver(client, link, prolific.submission_event(stranger["id"]), event_id="stranger-1")
     assert not ProlificSubmission.objects.exists()
     assert "left for reconciliation" in WebhookEvent.objects.get().outcome
+
+
+def _post_raw(client, link, body, headers):
+    return client.post(
+        f"/recruiting/prolific/webhook/{link.study.slug}/",
+        data=body,
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+def test_a_replay_with_a_new_event_id_or_a_future_time_changes_nothing(
+    client, prolific, django_capture_on_commit_callbacks
+):
+    """The signature covers the timestamp and body, not X-Event-ID or X-Timestamp: a captured request re-sent with
+    a new event id is a duplicate (same signature); a signed time far ahead is refused; an unsigned X-Timestamp
+    far ahead cannot put an event after genuine later ones."""
+    link = link_build(fake=prolific)
+    participant, sub = enroll(link, "PREPLAY", prolific)
+    returned = {**prolific.submission_event(sub["id"]), "status": "RETURNED"}
+    now = time.time()
+    body, headers = type_signed(SECRET, returned, event_id="genuine-1", sent=now)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert _post_raw(client, link, body, headers).json()["duplicate"] is False
+    participant.refresh_from_db()
+    assert participant.status == Participant.Status.RETURNED
+    state = (ProlificSubmission.objects.get(submission_id=sub["id"]).status, participant.status)
+
+    # The same request with a new event id: refused, nothing stored, nothing enqueued.
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        replay = _post_raw(client, link, body, {**headers, "X-Event-ID": "replayed-with-a-new-id"})
+    assert replay.status_code == 409 and "Replayed request" in replay.json()["error"] and not callbacks
+    assert WebhookEvent.objects.count() == 1 and WebhookEvent.objects.get().deliveries == 1
+    # The same request with its own event id (a duplicate delivery) is acknowledged as before.
+    assert _post_raw(client, link, body, headers).json()["duplicate"] is True
+
+    # Signed ten million seconds ahead: refused, nothing stored.
+    active = {**prolific.submission_event(sub["id"]), "status": "ACTIVE"}
+    future = deliver(client, link, active, event_id="future-1", sent=now + 10**7, event_time=now + 10**7)
+    assert future.status_code == 401 and "future" in future.json()["error"]
+    assert not WebhookEvent.objects.filter(event_id="future-1").exists()
+    participant.refresh_from_db()
+    assert (ProlificSubmission.objects.get(submission_id=sub["id"]).status, participant.status) == state
+
+
+def test_an_unsigned_event_time_in_the_future_cannot_hide_later_events(
+    client, prolific, django_capture_on_commit_callbacks
+):
+    link = link_build(fake=prolific)
+    participant, sub = enroll(link, "PSKEW", prolific)
+    now = time.time()
+    active = {**prolific.submission_event(sub["id"]), "status": "ACTIVE"}
+    timed_out = {**prolific.submission_event(sub["id"]), "status": "TIMED-OUT"}
+    with django_capture_on_commit_callbacks(execute=True):
+        deliver(client, link, active, event_id="skew-1", sent=now - 5, event_time=now + 10**7)
+        deliver(client, link, timed_out, event_id="skew-2", sent=now)
+    stored = WebhookEvent.objects.get(event_id="skew-1").event_time.timestamp()
+    assert stored <= now - 4  # the signed time, not the stated one
+    assert ProlificSubmission.objects.get(submission_id=sub["id"]).status == "TIMED-OUT"
+
+
+@pytest.mark.parametrize(
+    ("case", "says"),
+    [("long event id", "X-Event-ID is longer than 100 characters"), ("nul", "NUL character")],
+)
+def test_bad_bytes_get_a_400_that_says_why_and_nothing_is_stored(client, prolific, case, says):
+    link = link_build(fake=prolific)
+    payload = {"resource_id": "s1", "event_type": "submission.status.change", "status": "RETURNED"}
+    event_id = "e" * 101 if case == "long event id" else "nul-1"
+    if case == "nul":
+        payload["participant_id"] = "P\u0000X"
+    for _ in range(2):  # the second delivery too (it used to be stored cut, then looked up in full)
+        answer = deliver(client, link, payload, event_id=event_id)
+        assert answer.status_code == 400 and says in answer.json()["error"]
+    assert WebhookEvent.objects.count() == 0

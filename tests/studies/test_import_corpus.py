@@ -83,6 +83,10 @@ def _bad_files():
             "row 1, column 'situation': missing column",
         ),
         "not utf-8": (latin1, "the file is not UTF-8: byte 0xe9 at byte offset"),
+        "NUL byte": (
+            public_csv(good).replace(b"Situation 0", b"Situ\x00ation 0", 1),
+            "the file contains a NUL byte (0x00) at line 2",
+        ),
         "empty file": (b"", "the file is empty"),
         "header only": (public_csv([]), "row 1: the file has a header but no data rows"),
         "unknown format": (b"a,b,c\n1,2,3\n", "row 1: unrecognised header"),

@@ -1,27 +1,42 @@
-"""python manage.py analyst_token <username> [--create]: an API token for an analyst (read-only by construction:
-the API has no write endpoints)."""
+"""python manage.py analyst_token <username> [--create] [--study SLUG] [--days N] [--rotate]: a new API token for an
+analyst (read-only by construction: the API has no write endpoints). The key is printed once and only its hash is
+kept (analysis.tokens); it expires after --days (ANALYST_TOKEN_DAYS by default) and, with --study, reads that
+study only."""
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
-from rest_framework.authtoken.models import Token
 
+from analysis.models import AnalystToken
 from analysis.permissions import ANALYSTS_GROUP
+from analysis.tokens import analyst_token_issue
+from studies.models import Study
 
 
 class Command(BaseCommand):
-    help = "Put a user in the Analysts group and print their API token (created if missing)."
+    help = "Put a user in the Analysts group and print a new API token (shown once)."
 
     def add_arguments(self, parser):
         parser.add_argument("username")
         parser.add_argument(
             "--create", action="store_true", help="Create the user (no password: token only)."
         )
-        parser.add_argument("--rotate", action="store_true", help="Replace an existing token with a new one.")
+        parser.add_argument("--rotate", action="store_true", help="Revoke the user's other tokens.")
+        parser.add_argument("--study", help="Limit the token to this study (its slug).")
+        parser.add_argument(
+            "--days", type=int, help="Days until the token expires (default ANALYST_TOKEN_DAYS)."
+        )
 
     @transaction.atomic
-    def handle(self, *args, username, create, rotate, **options):
+    def handle(self, *args, username, create, rotate, study=None, days=None, **options):
+        scope = None
+        if study:
+            scope = Study.objects.filter(slug=study).first()
+            if scope is None:
+                raise CommandError(f"no study {study!r}")
+        if days is not None and days < 1:
+            raise CommandError("--days must be at least 1")
         User = get_user_model()
         user = User.objects.filter(username=username).first()
         if user is None:
@@ -33,6 +48,5 @@ class Command(BaseCommand):
         group, _ = Group.objects.get_or_create(name=ANALYSTS_GROUP)
         user.groups.add(group)
         if rotate:
-            Token.objects.filter(user=user).delete()
-        token, _ = Token.objects.get_or_create(user=user)
-        self.stdout.write(token.key)
+            AnalystToken.objects.filter(user=user).delete()
+        self.stdout.write(analyst_token_issue(user=user, study=scope, days=days))

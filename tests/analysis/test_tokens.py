@@ -1,0 +1,71 @@
+"""Analysts' API tokens: stored as hashes, expiring, optionally limited to one study, never reading drafts; the
+clear-text tokens of before are converted by the migration and keep working."""
+
+import importlib
+from datetime import timedelta
+
+import pytest
+from django.apps import apps
+from django.core.management import call_command
+from django.urls import reverse
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+
+from analysis.models import AnalystToken
+from analysis.tokens import analyst_token_issue
+from studies.models import Study
+from tests.factories import StudyFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def _get(client, url, key):
+    return client.get(url, HTTP_AUTHORIZATION=f"Token {key}")
+
+
+def test_only_the_hash_is_stored_and_the_key_works(client, analyst, rated_study):
+    key = analyst_token_issue(user=analyst)
+    row = AnalystToken.objects.get()
+    assert key not in (row.key_hash, row.prefix) and len(row.key_hash) == 64 and key.startswith(row.prefix)
+    assert _get(client, reverse("api:study-detail", args=[rated_study.slug]), key).status_code == 200
+    assert (
+        _get(client, reverse("api:study-detail", args=[rated_study.slug]), key[:-1] + "0").status_code == 401
+    )
+
+
+def test_an_expired_token_is_refused_with_the_reason(client, analyst, rated_study):
+    key = analyst_token_issue(user=analyst)
+    AnalystToken.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    answer = _get(client, reverse("api:study-detail", args=[rated_study.slug]), key)
+    assert answer.status_code == 401 and "expired" in answer.json()["detail"]
+
+
+def test_a_study_token_reads_its_study_only_and_no_token_reads_a_draft(client, analyst, rated_study):
+    other = StudyFactory(state=Study.State.LIVE)
+    draft = StudyFactory(state=Study.State.DRAFT)
+    scoped = analyst_token_issue(user=analyst, study=rated_study)
+    broad = analyst_token_issue(user=analyst)
+    listed = [s["slug"] for s in _get(client, reverse("api:study-list"), scoped).json()["results"]]
+    assert listed == [rated_study.slug]
+    assert _get(client, reverse("api:study-detail", args=[other.slug]), scoped).status_code == 404
+    assert _get(client, reverse("api:study-aggregates", args=[other.slug]), scoped).status_code == 404
+    listed = {s["slug"] for s in _get(client, reverse("api:study-list"), broad).json()["results"]}
+    assert draft.slug not in listed and {rated_study.slug, other.slug} <= listed
+    assert _get(client, reverse("api:study-detail", args=[draft.slug]), broad).status_code == 404
+
+
+def test_the_command_issues_an_expiring_study_token(client, rated_study, capsys):
+    call_command("analyst_token", "reader", "--create", "--study", rated_study.slug, "--days", "7")
+    key = capsys.readouterr().out.strip()
+    row = AnalystToken.objects.get()
+    assert row.study == rated_study and timedelta(days=6) < row.expires_at - timezone.now() <= timedelta(
+        days=7
+    )
+    assert _get(client, reverse("api:study-detail", args=[rated_study.slug]), key).status_code == 200
+
+
+def test_the_migration_turns_clear_tokens_into_hashed_ones_that_keep_working(client, analyst, rated_study):
+    clear = Token.objects.create(user=analyst)
+    importlib.import_module("analysis.migrations.0001_analyst_tokens").tokens_hash(apps, None)
+    assert not Token.objects.exists()
+    assert _get(client, reverse("api:study-detail", args=[rated_study.slug]), clear.key).status_code == 200
