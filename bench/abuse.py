@@ -374,7 +374,6 @@ def main(argv: list[str] | None = None) -> dict:
         # This bench is about slow clients and bodies, not request rates: the probes may be fast.
         "RATELIMIT_PARTICIPANT": "1000000",
         "RATELIMIT_ENTRY_PER_IP": "1000000",
-        "RATELIMIT_ENROLL_PER_IP": "1000000",
         **PROBE_ENV,
     }
     result: dict = {"workers": args.workers, "nginx_config": str(NGINX_TEMPLATE.relative_to(BASE_DIR))}

@@ -73,7 +73,7 @@ def test_an_answer_with_its_ticket_is_counted_once_by_the_limiter_and_refused_pa
     participant = Participant.objects.get()
     first, second, third, _fourth = item_positions(participant)
     limited.clear()
-    monkeypatch.setattr(ratelimit, "_now", lambda: NOW + 60)  # a window of its own: the set-up counted too
+    monkeypatch.setattr(ratelimit, "_now", lambda: NOW + 120)  # windows of its own: the set-up counted too
 
     assert post(client, study, first).json()["saved"] is True
     assert post(client, study, first).status_code == 200  # a repeat: nothing stored
@@ -82,7 +82,7 @@ def test_an_answer_with_its_ticket_is_counted_once_by_the_limiter_and_refused_pa
     assert refused.status_code == 429 and refused["Retry-After"] == "31"
     assert limited == [["participant"]] * 4  # each request counted once
     assert sorted(r.assignment.position for r in Rating.objects.all()) == [first, second]
-    monkeypatch.setattr(ratelimit, "_now", lambda: NOW + 120)  # the next window: allowed again
+    monkeypatch.setattr(ratelimit, "_now", lambda: NOW + 240)  # later windows: allowed again
     assert post(client, study, third).json()["saved"] is True
 
 
@@ -139,7 +139,7 @@ def test_a_participants_requests_at_once_are_each_counted_and_the_limit_holds(
     current = int(POSITION.search(first_item(browser, study, "PID1"))[1])
     settings.RATELIMIT_PARTICIPANT = 5
     limited.clear()
-    monkeypatch.setattr(ratelimit, "_now", lambda: NOW + 60)  # a window of its own: the set-up counted too
+    monkeypatch.setattr(ratelimit, "_now", lambda: NOW + 120)  # windows of its own: the set-up counted too
 
     def tab(i):
         other = Client()
