@@ -217,3 +217,24 @@ class AccountIdleTimeoutMiddleware:
                 if not seen or now - seen >= 60:
                     session[self.SEEN] = now
         return self.get_response(request)
+
+
+class AdminFormRefusalMiddleware:
+    """An admin form posted and refused — shown again with the reasons, nothing saved — answers 400 Bad Request,
+    not 200: a script (or a probe) posting a provider with another service's key, an internal address or an
+    11-character password learns from the status alone that nothing was stored. Browsers show the page the
+    same way. The sign-in page is left as it is (django-axes counts its failures)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_template_response(self, request, response):
+        if request.method == "POST" and response.status_code == 200:
+            context = response.context_data or {}
+            form = context.get("adminform") or context.get("adminForm")
+            if form is not None and (form.form.errors or context.get("errors")):
+                response.status_code = 400
+        return response

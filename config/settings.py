@@ -76,6 +76,8 @@ MIDDLEWARE = [
     "config.middleware.AccountIdleTimeoutMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # An admin form posted and refused answers 400, not 200 (config/middleware.py).
+    "config.middleware.AdminFormRefusalMiddleware",
     # Login throttling (django-axes): last, as its documentation asks.
     "axes.middleware.AxesMiddleware",
 ]

@@ -227,7 +227,7 @@ def security_phase(stack: Stack, *, proxied: str, direct: str, slug: str, raw_pi
         status, _headers, page = staff.form("/admin/generation/provider/add/", fields)
         provider_cases[name] = {
             "status": status,
-            "refused": status == 200 and bool(_error_text(page)),
+            "refused": status == 400 and bool(_error_text(page)),
             "says": _error_text(page),
         }
     out["provider_form"] = provider_cases
@@ -305,7 +305,11 @@ def security_phase(stack: Stack, *, proxied: str, direct: str, slug: str, raw_pi
             "usable_password": "true",
         },
     )
-    out["password_of_11_characters"] = {"status": status, "says": _error_text(page)}
+    out["password_of_11_characters"] = {
+        "status": status,
+        "refused": status == 400 and bool(_error_text(page)),
+        "says": _error_text(page),
+    }
     _s, login_headers, _t = Client(proxied).request("GET", "/admin/login/")
     _s, https_headers, _t = Client(direct, headers={"X-Forwarded-Proto": "https"}).request(
         "GET", "/admin/login/"

@@ -297,7 +297,7 @@ def test_the_admin_edits_the_rules_before_launch_and_shows_them_read_only_after(
         '{"attention_checks": true, "incomplete": true, "straight_lining": {"min_items": 10, "identical_alone": true}}'
     )
     refused = staff_client.post(url, data)
-    assert refused.status_code == 200 and "at least 5 points (this one has 3)" in refused.content.decode()
+    assert refused.status_code == 400 and "at least 5 points (this one has 3)" in refused.content.decode()
     data["exclusion_rules"] = (
         '{"attention_checks": true, "incomplete": false, "too_fast": {"min_median_ms": 2000}}'
     )

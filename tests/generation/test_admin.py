@@ -43,7 +43,7 @@ def test_a_template_with_an_unknown_placeholder_is_refused_in_the_admin(staff_cl
             "prompt_template": "Situation: {situation}\nFeeling: {feeling}",
         },
     )
-    assert response.status_code == 200
+    assert response.status_code == 400  # the form again, with the reason
     assert "Unknown placeholder(s) in the template: {feeling}" in response.content.decode()
     assert not LLMConditionConfig.objects.filter(condition=condition).exists()
 

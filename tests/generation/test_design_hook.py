@@ -115,7 +115,7 @@ def test_a_provider_named_by_a_frozen_design_keeps_its_name_kind_and_base_url(op
     data = {name: form[name].value() for name in form.fields if form[name].value() is not None}
     data["base_url"] = "http://127.0.0.1:3/v1"
     response = admin_client.post(url, data)
-    assert response.status_code == 200
+    assert response.status_code == 400
     assert "part of its frozen design" in response.content.decode()
     assert "Add a new provider for other studies instead." in response.content.decode()
     assert Provider.objects.get(pk=stored.pk).base_url == "http://127.0.0.1:1/v1"

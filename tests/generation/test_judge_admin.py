@@ -33,7 +33,7 @@ def test_a_rubric_with_an_unknown_placeholder_is_refused_in_the_admin(staff_clie
             "n_samples": 1,
         },
     )
-    assert response.status_code == 200
+    assert response.status_code == 400  # the form again, with the reason
     assert "Unknown placeholder(s) in the rubric: {reader}" in response.content.decode()
     assert not Judge.objects.exists()
 

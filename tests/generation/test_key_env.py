@@ -53,7 +53,7 @@ def provider_form(**overrides):
 )
 def test_the_admin_refuses_a_key_variable_that_is_a_site_secret_or_not_a_key(staff_client, name, says):
     response = staff_client.post(reverse("admin:generation_provider_add"), provider_form(api_key_env=name))
-    assert response.status_code == 200 and says in html.unescape(response.content.decode())
+    assert response.status_code == 400 and says in html.unescape(response.content.decode())
     assert not Provider.objects.exists()
 
 
@@ -87,7 +87,7 @@ def test_a_key_is_refused_for_a_host_it_is_not_bound_to(staff_client, name, url,
     response = staff_client.post(
         reverse("admin:generation_provider_add"), provider_form(api_key_env=name, base_url=url)
     )
-    assert response.status_code == 200 and says in html.unescape(response.content.decode())
+    assert response.status_code == 400 and says in html.unescape(response.content.decode())
     assert not Provider.objects.exists()
 
 

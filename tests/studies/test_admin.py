@@ -310,7 +310,7 @@ def test_deleting_a_condition_with_ratings_is_refused_in_one_sentence(staff_clie
     data[f"conditions-{index}-DELETE"] = "on"
     response = staff_client.post(reverse("admin:studies_study_change", args=[study.pk]), data)
     text = response.content.decode()
-    assert response.status_code == 200
+    assert response.status_code == 400
     assert "cannot be deleted" in text and "4 participants" in text and "untick “enrolling” instead" in text
     assert "Assignment object" not in text and "would require deleting the following" not in text
     assert study.conditions.filter(pk=human.pk).exists()

@@ -56,5 +56,5 @@ def test_the_admin_refuses_to_delete_a_draft_condition_with_responses(staff_clie
     response = staff_client.post(
         reverse("admin:studies_study_change", args=[study.pk]), {**data, f"{prefix}-1-DELETE": "on"}
     )
-    assert response.status_code == 200 and "has 4 response(s)" in response.content.decode()
+    assert response.status_code == 400 and "has 4 response(s)" in response.content.decode()
     assert Study.objects.get(pk=study.pk).conditions.count() == 2

@@ -350,7 +350,7 @@ def test_the_admin_refuses_a_frozen_field_with_a_clear_message(staff_client):
     assert response.status_code == 302, _errors(response)  # an unchanged save passes
     data["quota_per_condition"] = "99"
     response = staff_client.post(reverse("admin:studies_study_change", args=[study.pk]), data)
-    assert response.status_code == 200
+    assert response.status_code == 400
     assert (
         "part of its frozen design" in response.content.decode()
         and "study_amend" in response.content.decode()
@@ -368,7 +368,7 @@ def test_the_admin_refuses_to_add_or_delete_a_condition_of_a_launched_study(staf
     )
     deleting = {**data, f"{prefix}-1-DELETE": "on"}
     response = staff_client.post(reverse("admin:studies_study_change", args=[study.pk]), deleting)
-    assert response.status_code == 200 and "Deleting a condition" in response.content.decode()
+    assert response.status_code == 400 and "Deleting a condition" in response.content.decode()
     assert study.conditions.count() == 2
 
 
@@ -462,5 +462,5 @@ def test_the_admin_refuses_a_change_of_a_launched_studys_kind_settings(staff_cli
     assert staff_client.post(url, data).status_code == 302  # an unchanged save passes
     key = next(k for k in data if k.endswith("-significance_level"))
     response = staff_client.post(url, {**data, key: "0.05"})
-    assert response.status_code == 200 and "part of its frozen design" in response.content.decode()
+    assert response.status_code == 400 and "part of its frozen design" in response.content.decode()
     assert QuestionnaireSettings.objects.get(study=study).significance_level == 0.01
