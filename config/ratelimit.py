@@ -33,7 +33,6 @@ from django.template.loader import render_to_string
 logger = logging.getLogger(__name__)
 
 WINDOW_SECONDS = 60
-_COUNTED = "ratelimit.counted"
 HONEYPOT_FIELD = "contact_me_by_fax_only"
 _HONEYPOT_HTML = (
     '<div style="position:absolute;left:-10000px;top:auto;width:1px;height:1px;overflow:hidden" '
@@ -191,10 +190,9 @@ def rate_limit(scope: str) -> Callable:
 
 def rate_limit_refusal(request, *, scope: str):
     """Counts the request against `scope`'s limits (see `rate_limit`) once: the 429 page when it is over one,
-    else None. A request already counted is not counted again."""
-    if not settings.RATELIMIT_ENABLED or request.META.get(_COUNTED):
+    else None."""
+    if not settings.RATELIMIT_ENABLED:
         return None
-    request.META[_COUNTED] = True  # in the WSGI environ: kept when the request is handed on
     checks = [("participant", _participant_key(request, scope=scope), settings.RATELIMIT_PARTICIPANT)]
     if scope == "entry":
         checks.insert(0, ("entry-ip", client_ip(request), settings.RATELIMIT_ENTRY_PER_IP))
