@@ -37,9 +37,11 @@ dominates, its 95 % intervals cover 99 %+ (bench/pairwise.py measures it). So, a
 do for two-way clustering, three one-way bootstraps are run — resampling raters, resampling prompts, resampling
 votes — and the variance is V_rater + V_prompt − V_vote (the vote is the intersection of a rater and a prompt: a
 participant sees a prompt at most once), falling back to max(V_rater, V_prompt) when that is not positive. Each
-bootstrap's variance is taken from its interquartile range ((q75 − q25)/1.349)², so the few replicates of a small
-study in which some condition never wins (an unbounded strength) do not dominate it. The interval is
-θ̂ ± z·√V. Seeded; bench/pairwise.py reports its coverage.
+bootstrap's variance is its replicates' (ddof 1) times G/(G − 1) for its G clusters (the bootstrap's variance of
+a mean over G clusters is (G − 1)/G of the unbiased one), and the interval is θ̂ ± t·√V with Student's t on
+min(raters, prompts) − 1 degrees of freedom, as Cameron, Gelbach & Miller advise for few clusters. A replicate in
+which some condition never won or never lost has an unbounded strength: it is fitted with a tiny ridge, counted,
+and left out of the variance (the report says how many). Seeded; bench/pairwise.py reports the coverage.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ import krippendorff
 import numpy as np
 import pandas as pd
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from analysis.clustered import clustered_mean
 
@@ -467,11 +470,13 @@ def bootstrap_weights(votes: Votes, unit: str, rng: np.random.Generator, size: i
     raise ValueError(f"unknown bootstrap unit {unit!r}")
 
 
-def _robust_variance(values: np.ndarray) -> np.ndarray:
-    """Per column, the variance read from the interquartile range ((q75 − q25)/1.349)²: the variance for normal
-    replicates, unmoved by a few unbounded ones."""
-    q25, q75 = np.nanpercentile(values, [25, 75], axis=0)
-    return ((q75 - q25) / (2 * norm.ppf(0.75))) ** 2
+def _cluster_variance(values: np.ndarray, bounded: np.ndarray, clusters: int) -> np.ndarray:
+    """Per column, the variance of the bounded replicates (ddof 1) times G/(G − 1) for G resampled clusters (the
+    bootstrap variance of a mean over G clusters is (G − 1)/G of the unbiased one, as in CR1)."""
+    kept = values[bounded]
+    if kept.shape[0] < 2:
+        return np.full(values.shape[1], np.nan)
+    return kept.var(axis=0, ddof=1) * (clusters / (clusters - 1) if clusters > 1 else 1.0)
 
 
 @dataclass(frozen=True)
@@ -489,6 +494,7 @@ class BootstrapResult:
     replicates: dict[str, np.ndarray]  # unit -> (n_boot × parameters)
     unbounded: dict[str, int]
     n_boot: int
+    df: float  # degrees of freedom of the interval's Student t: the fewer of raters and prompts, minus 1
 
 
 def _parameters(fit: DavidsonFit) -> dict[str, float]:
@@ -503,10 +509,10 @@ def bootstrap_replicates(
     covariates: Sequence[str] = (),
     n_boot: int,
     rng: np.random.Generator,
-) -> tuple[np.ndarray, int]:
+) -> tuple[np.ndarray, np.ndarray]:
     """`n_boot` refits of `fit` on bootstrap replicates resampling `unit` (n_boot × parameters, in
     `_parameters` order), each started from the estimate, with the bootstrap's tiny ridge so that a replicate in
-    which some condition never won stays finite; and how many replicates were so."""
+    which some condition never won stays finite; and which replicates had every strength bounded."""
     base = votes.index(fit.baseline)
     design = _design(votes, covariates, base)
     k = len(votes.conditions)
@@ -515,14 +521,16 @@ def bootstrap_replicates(
     if ties:
         start = np.r_[start, math.log(fit.tie)]
     chunk = max(1, BOOTSTRAP_CELLS // max(votes.n, 1))
-    out, unbounded = [], 0
+    out, bounded = [], []
     for first in range(0, n_boot, chunk):
         vote_weights = bootstrap_weights(votes, unit, rng, min(chunk, n_boot - first))
         for w in vote_weights:
             try:
                 identification_check(votes, w)
             except BradleyTerryError:
-                unbounded += 1
+                bounded.append(False)
+            else:
+                bounded.append(True)
         params, _, _, _ = _newton(
             design.m,
             design.outcome,
@@ -535,7 +543,7 @@ def bootstrap_replicates(
         theta = np.insert(params[:, : k - 1], base, 0.0, axis=1)
         tie = np.exp(params[:, -1:]) if ties else np.zeros((params.shape[0], 1))
         out.append(np.hstack([theta, tie, params[:, k - 1 : k - 1 + len(covariates)]]))
-    return np.vstack(out), unbounded
+    return np.vstack(out), np.array(bounded)
 
 
 def twoway_bootstrap(
@@ -548,29 +556,33 @@ def twoway_bootstrap(
     level: float = 0.95,
 ) -> BootstrapResult:
     """The two-way cluster bootstrap of `fit` (module doc): `n_boot` replicates resampling raters, prompts and
-    votes, V = V_rater + V_prompt − V_vote (else max(V_rater, V_prompt)), the interval estimate ± z·√V. Seeded: the
-    same votes, seed and n_boot give the same result."""
+    votes, V = V_rater + V_prompt − V_vote (else max(V_rater, V_prompt)), the interval estimate ± t·√V. Seeded:
+    the same votes, seed and n_boot give the same result."""
     if n_boot < 20:
         raise BradleyTerryError(f"a bootstrap needs at least 20 replicates, got {n_boot}")
     rng = np.random.default_rng(seed)
     estimates = _parameters(fit)
     names = tuple(estimates)
+    clusters = {"rater": int(votes.rater.max()) + 1, "prompt": int(votes.prompt.max()) + 1, "vote": votes.n}
     replicates, variances, unbounded = {}, {}, {}
     for unit in BOOTSTRAP_UNITS:
-        replicates[unit], unbounded[unit] = bootstrap_replicates(
+        replicates[unit], bounded = bootstrap_replicates(
             votes, fit, unit=unit, covariates=covariates, n_boot=n_boot, rng=rng
         )
-        variances[unit] = dict(zip(names, _robust_variance(replicates[unit]).tolist(), strict=True))
-    z = float(norm.ppf(1 - (1 - level) / 2))
+        unbounded[unit] = int((~bounded).sum())
+        values = _cluster_variance(replicates[unit], bounded, clusters[unit])
+        variances[unit] = dict(zip(names, values.tolist(), strict=True))
+    df = float(max(min(clusters["rater"], clusters["prompt"]) - 1, 1))
+    quantile = float(student_t.ppf(1 - (1 - level) / 2, df))
     se, low, high = {}, {}, {}
     for name in names:
         v = {unit: variances[unit][name] for unit in BOOTSTRAP_UNITS}
         total = v["rater"] + v["prompt"] - v["vote"]
         if not total > 0:
             total = max(v["rater"], v["prompt"])
-        se[name] = math.sqrt(total)
-        low[name], high[name] = estimates[name] - z * se[name], estimates[name] + z * se[name]
-    return BootstrapResult(names, estimates, se, low, high, variances, replicates, unbounded, n_boot)
+        se[name] = math.sqrt(total) if total >= 0 else math.nan
+        low[name], high[name] = estimates[name] - quantile * se[name], estimates[name] + quantile * se[name]
+    return BootstrapResult(names, estimates, se, low, high, variances, replicates, unbounded, n_boot, df)
 
 
 # --- counts: the win matrix, win rates, position -------------------------------------------------------------------
