@@ -12,7 +12,8 @@ pairs, left and right at random. What a vote's d = θ_left − θ_right becomes:
 * each prompt moves each condition's strength by its own N(0, 0.3²) (a prompt where one reply is unusually good);
 * each rater has their own noise: a sensitivity multiplying d (log-normal, σ 0.3), a tie propensity (log ν
   + N(0, 0.3²)), and a side preference γ_r ~ N(0.15, 0.2²) added to d (a left-side bias on average);
-* with `length` (off unless asked, see below) replies have lengths by condition and d gains 0.3 per doubling.
+* every reply has a length: each condition's typical length (LLM replies longer, as in the published study)
+  varying by prompt; in the length scenario d gains 0.3 per doubling of the left reply's length over the right's.
 
 Estimands. Random rater and prompt effects shrink a Bradley–Terry fit's strengths towards 0, so a fit recovers
 the population's strengths, not the generating ones: those are computed once from 400,000 simulated votes'
@@ -28,6 +29,9 @@ Measured:
   (clustering ignored) and the Fisher-information Wald interval, on the same replications;
 * position: the error of the left share among non-tied votes (analysis.bradley_terry.position_bias) and of the
   fitted side advantage γ against the population's, and the coverage of the left share's interval;
+* length: in the length scenario (`reps` / 4 replications), the plain fit's mean error against the generating
+  strengths (length counted as strength), the length-controlled fit's, its error against the population's
+  length-controlled strengths, the bias of β and the coverage of the length-controlled intervals;
 * schedules: votes until every pair of conditions is told apart (every difference's 95 % Wald interval excludes
   0), dealt in batches of 100 by the same chooser (`analysis.bradley_terry.adaptive_pair_weights`): balanced
   (uniform weights throughout) and adaptive (warm-up 600 votes, cap 0.3), `runs` runs each, the same seeds.
@@ -65,6 +69,11 @@ PROMPT_SD = 0.3
 SENSITIVITY_SD = 0.3
 TIE_SD = 0.3
 SIDE_MEAN, SIDE_SD = 0.15, 0.2
+# Typical reply lengths in characters (the published study's mean words × ~5.5: human 28, GPT-4 35, LLaMA-2 54,
+# Mixtral 61 words), each prompt's reply varying around it (log-normal, σ 0.35).
+TYPICAL_LENGTH = np.array([155.0, 335.0, 295.0, 190.0])
+LENGTH_SD = 0.35
+LENGTH_EFFECT = 0.3  # log-odds per doubling of a reply's length over the other's, in the length scenario
 PAIRS = [(i, j) for i in range(len(CONDITIONS)) for j in range(i + 1, len(CONDITIONS))]
 
 
@@ -81,8 +90,9 @@ def outcome_probabilities(d: np.ndarray, nu: np.ndarray) -> np.ndarray:
     return np.column_stack([root / z, 1 / root / z, nu / z])
 
 
-def latent(rng, raters: int, prompts: int, per_rater: int, pair_counter: int = 0):
-    """The design and each vote's d and ν: (left, right, rater, prompt, d, ν), pairs dealt in rotation."""
+def latent(rng, raters: int, prompts: int, per_rater: int, pair_counter: int = 0, length_effect: float = 0.0):
+    """The design and each vote's d and ν: (left, right, rater, prompt, d, ν, log2 length ratio), pairs dealt in
+    rotation."""
     n = raters * per_rater
     prompt_effect = rng.normal(0, PROMPT_SD, (prompts, len(CONDITIONS)))
     sensitivity = np.exp(rng.normal(0, SENSITIVITY_SD, raters))
@@ -98,15 +108,21 @@ def latent(rng, raters: int, prompts: int, per_rater: int, pair_counter: int = 0
     left = np.where(flip, pair[:, 1], pair[:, 0])
     right = np.where(flip, pair[:, 0], pair[:, 1])
     strength = THETA[None, :] + prompt_effect
-    d = sensitivity[rater] * (strength[prompt, left] - strength[prompt, right]) + side[rater]
-    return left, right, rater, prompt, d, tie[rater]
+    lengths = TYPICAL_LENGTH[None, :] * rng.lognormal(0, LENGTH_SD, (prompts, len(CONDITIONS)))
+    ratio = np.log2(lengths[prompt, left] / lengths[prompt, right])
+    d = sensitivity[rater] * (strength[prompt, left] - strength[prompt, right] + length_effect * ratio)
+    return left, right, rater, prompt, d + side[rater], tie[rater], ratio
 
 
-def simulate(rng, raters: int = 200, prompts: int = 50, per_rater: int = 10) -> Votes:
-    left, right, rater, prompt, d, nu = latent(rng, raters, prompts, per_rater, int(rng.integers(6)))
+def simulate(
+    rng, raters: int = 200, prompts: int = 50, per_rater: int = 10, length_effect: float = 0.0
+) -> Votes:
+    left, right, rater, prompt, d, nu, ratio = latent(
+        rng, raters, prompts, per_rater, int(rng.integers(6)), length_effect
+    )
     p = outcome_probabilities(d, nu)
     outcome = (rng.random(d.size)[:, None] > p.cumsum(axis=1)).sum(axis=1).clip(0, 2)
-    return Votes(CONDITIONS, left, right, outcome, rater, prompt, np.zeros(d.size))
+    return Votes(CONDITIONS, left, right, outcome, rater, prompt, ratio)
 
 
 def as_frame(votes: Votes) -> pd.DataFrame:
@@ -121,11 +137,12 @@ def as_frame(votes: Votes) -> pd.DataFrame:
     )
 
 
-def population(rng, votes: int = 400_000) -> dict:
-    """The population's strengths, side advantage and left share: the fits of the expected cell counts of a
-    very large study (fresh raters and prompts for every vote)."""
+def population(rng, votes: int = 400_000, length_effect: float = 0.0) -> dict:
+    """The population's strengths, side advantage and left share (and with a length effect, the length-controlled
+    fit's strengths and β): the fits of the expected outcomes of a very large study (fresh raters and prompts for
+    every vote)."""
     raters = votes // 10
-    left, right, _, _, d, nu = latent(rng, raters, votes, 10)
+    left, right, _, _, d, nu, ratio = latent(rng, raters, votes, 10, length_effect=length_effect)
     p = outcome_probabilities(d, nu)
     n = d.size
     expected = Votes(
@@ -135,12 +152,22 @@ def population(rng, votes: int = 400_000) -> dict:
         np.tile(np.arange(3), n),
         np.zeros(3 * n, dtype=np.int64),
         np.zeros(3 * n, dtype=np.int64),
-        np.zeros(3 * n),
+        np.repeat(ratio, 3),
     )
     weights = p.ravel()
     plain = davidson_fit(expected, baseline=BASELINE, weights=weights, check=False)
     sided = davidson_fit(expected, baseline=BASELINE, weights=weights, covariates=["position"], check=False)
+    extra = {}
+    if length_effect:
+        controlled = davidson_fit(
+            expected, baseline=BASELINE, weights=weights, covariates=["length"], check=False
+        )
+        extra = {
+            "strengths_lc": np.array([controlled.strengths[c] for c in CONDITIONS]),
+            "length": controlled.coefficients["length"],
+        }
     return {
+        **extra,
         "strengths": np.array([plain.strengths[c] for c in CONDITIONS]),
         "tie": plain.tie,
         "side": sided.coefficients["position"],
@@ -231,6 +258,47 @@ def coverage(rng, truth: dict, reps: int, boot: int) -> dict:
         },
         "bootstrap_seconds_mean": round(float(np.mean([r["bootstrap_seconds"] for r in rows])), 4),
         "replicates_with_an_unbounded_strength": int(sum(r["unbounded"] for r in rows)),
+    }
+
+
+def length_scenario(rng, reps: int, boot: int) -> dict:
+    """Votes that also prefer the longer reply (LENGTH_EFFECT per doubling): the plain fit counts length as
+    strength, the length-controlled one should not."""
+    truth = population(rng, length_effect=LENGTH_EFFECT)
+    others = [i for i, c in enumerate(CONDITIONS) if c != BASELINE]
+    plain, controlled, beta, covered = [], [], [], []
+    for _ in range(reps):
+        votes = simulate(rng, length_effect=LENGTH_EFFECT)
+        plain.append([davidson_fit(votes, baseline=BASELINE).strengths[c] for c in CONDITIONS])
+        fit = davidson_fit(votes, baseline=BASELINE, covariates=["length"])
+        controlled.append([fit.strengths[c] for c in CONDITIONS])
+        beta.append(fit.coefficients["length"])
+        result = twoway_bootstrap(
+            votes, fit, covariates=["length"], n_boot=boot, seed=int(rng.integers(1 << 31))
+        )
+        covered += [result.ci_low[CONDITIONS[i]] <= truth["strengths_lc"][i] <= result.ci_high[CONDITIONS[i]]
+                    for i in others]  # fmt: skip
+    plain, controlled = np.array(plain), np.array(controlled)
+    lc_error = controlled[:, others] - truth["strengths_lc"][others]
+
+    def by_condition(values):
+        return {CONDITIONS[i]: round(float(values[n]), 4) for n, i in enumerate(others)}
+
+    return {
+        "replications": reps,
+        "length_effect_per_doubling": LENGTH_EFFECT,
+        "typical_lengths": dict(zip(CONDITIONS, TYPICAL_LENGTH.tolist(), strict=True)),
+        "plain_mean_error_vs_generating": by_condition((plain[:, others] - THETA[others]).mean(axis=0)),
+        "length_controlled_mean_error_vs_generating": by_condition(
+            (controlled[:, others] - THETA[others]).mean(axis=0)
+        ),
+        "length_controlled_error_vs_population": {
+            "rmse": round(float(np.sqrt((lc_error**2).mean())), 4),
+            "max_abs": round(float(np.abs(lc_error).max()), 4),
+        },
+        "population_length_coefficient": round(truth["length"], 4),
+        "length_coefficient_bias": round(float(np.mean(beta) - truth["length"]), 4),
+        "length_controlled_coverage_95": rate(covered),
     }
 
 
@@ -356,10 +424,19 @@ def main() -> None:
             "left_share": round(truth["left_share"], 4),
         },
         "recovery": coverage(rng, truth, args.reps, args.boot),
+        "length": length_scenario(rng, max(args.reps // 4, 5), args.boot),
         "schedules": schedules(args.seed, args.runs),
     }
     cover = report["recovery"]["coverage_95"]["twoway_cluster_bootstrap"]["rate"]
-    report["must_show"] = {"coverage_in_0.93_0.97": 0.93 <= cover <= 0.97, "coverage": cover}
+    schedules_ = report["schedules"]
+    report["must_show"] = {
+        "coverage_in_0.93_0.97": 0.93 <= cover <= 0.97,
+        "coverage": cover,
+        "strength_rmse_vs_population": report["recovery"]["strength_error_vs_population"]["rmse"],
+        "adaptive_votes_to_separate": schedules_["adaptive"]["votes_mean"],
+        "balanced_votes_to_separate": schedules_["balanced"]["votes_mean"],
+        "left_share_rmse": report["recovery"]["position"]["left_share_rmse"],
+    }
     report["seconds"] = round(time.monotonic() - started, 1)
     print(json.dumps(report))
 
