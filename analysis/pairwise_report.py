@@ -291,7 +291,8 @@ def _alt_matrix(matrix: pd.DataFrame) -> str:
 
 def pairwise_outputs_write(result: dict, out_dir: Path) -> list[Path]:
     """Write the analysis `result` (pairwise_analyze_frame) into `out_dir`: the CSV tables, summary.json, the
-    figures (PNG) and report.html (figures embedded, each with a text alternative). Returns the paths."""
+    figures (PNG) and report.html (figures embedded, each with a text alternative; headed by `result["title"]`
+    when the caller sets one, e.g. the study's title and slug). Returns the paths."""
     from django.template.loader import render_to_string
 
     out = Path(out_dir)
@@ -337,7 +338,12 @@ def pairwise_outputs_write(result: dict, out_dir: Path) -> list[Path]:
     ]  # fmt: skip
     html = render_to_string(
         "analysis/pairwise_report.html",
-        {"summary": result["summary"], "figures": figures, "tables": tables, "fit_labels": FIT_LABELS},
+        {
+            "summary": result["summary"],
+            "figures": figures,
+            "tables": tables,
+            "title": result.get("title", ""),
+        },
     )
     path = out / "report.html"
     path.write_text(html, encoding="utf-8")
