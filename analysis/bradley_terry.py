@@ -115,7 +115,7 @@ def frame_check(frame: pd.DataFrame, *, needs: Iterable[str] = COLUMNS) -> None:
     if missing:
         raise BradleyTerryError(f"the pairwise frame lacks the columns {missing}")
     if "choice" in frame.columns:
-        bad = sorted(set(frame["choice"].astype(str)) - set(CHOICES))
+        bad = sorted(set(pd.unique(frame["choice"].astype(str))) - set(CHOICES))
         if bad:
             raise BradleyTerryError(f"choice must be one of {list(CHOICES)}, got {bad}")
     if {"left_condition", "right_condition"} <= set(frame.columns):
@@ -130,14 +130,13 @@ def votes_from_frame(frame: pd.DataFrame, conditions: Sequence[str] | None = Non
     frame_check(frame, needs=("participant", "prompt_id", "left_condition", "right_condition", "choice"))
     left_names = frame["left_condition"].astype(str).to_numpy()
     right_names = frame["right_condition"].astype(str).to_numpy()
-    seen = sorted(set(left_names) | set(right_names))
+    seen = sorted(set(pd.unique(left_names)) | set(pd.unique(right_names)))
     names = tuple(str(c) for c in conditions) if conditions is not None else tuple(seen)
     if len(set(names)) != len(names):
         raise BradleyTerryError(f"conditions repeat a name: {list(names)}")
     unknown = sorted(set(seen) - set(names))
     if unknown:
         raise BradleyTerryError(f"votes name conditions {unknown} outside {list(names)}")
-    lookup = {name: i for i, name in enumerate(names)}
     outcome = pd.Categorical(frame["choice"].astype(str), categories=list(CHOICES)).codes.astype(np.int64)
     if "left_length" in frame.columns and "right_length" in frame.columns:
         lengths = np.log2(
@@ -148,8 +147,8 @@ def votes_from_frame(frame: pd.DataFrame, conditions: Sequence[str] | None = Non
         lengths = np.full(len(frame), np.nan)
     return Votes(
         conditions=names,
-        left=np.array([lookup[c] for c in left_names], dtype=np.int64),
-        right=np.array([lookup[c] for c in right_names], dtype=np.int64),
+        left=pd.Categorical(left_names, categories=list(names)).codes.astype(np.int64),
+        right=pd.Categorical(right_names, categories=list(names)).codes.astype(np.int64),
         outcome=outcome,
         rater=pd.factorize(frame["participant"].astype(str), sort=True)[0].astype(np.int64),
         prompt=pd.factorize(frame["prompt_id"].astype(str), sort=True)[0].astype(np.int64),
@@ -299,14 +298,14 @@ def _newton(
         return (pl, pr, pt), value
 
     probabilities, value = evaluate(params)
+    outer = (m[:, :, None] * m[:, None, :]).reshape(m.shape[0], p * p)  # row n: m_n m_nᵀ, flattened
     converged = np.zeros(b_count, dtype=bool)
     info = np.zeros((b_count, size, size))
     for _ in range(max_iter):
         pl, pr, pt = probabilities
         grad = np.zeros((b_count, size))
         grad[:, :p] = (w * (sign - (pl - pr)) / 2) @ m
-        weighted = (w * (pl * pr + pt * (pl + pr) / 4))[:, :, None] * m
-        info[:, :p, :p] = np.matmul(weighted.transpose(0, 2, 1), m)
+        info[:, :p, :p] = ((w * (pl * pr + pt * (pl + pr) / 4)) @ outer).reshape(b_count, p, p)
         if ties:
             grad[:, p] = np.where(no_ties, 0.0, (w * (is_tie - pt)).sum(axis=1))
             cross = (-w * pt * (pl - pr) / 2) @ m

@@ -79,6 +79,8 @@ def pairwise_analyze_frame(
     ValueError) when the votes cannot give strengths: a missing column or a bad choice, a condition without votes,
     conditions never compared, a condition that never won or tied (its strength unbounded)."""
     bt.frame_check(frame)
+    if frame.empty:
+        raise bt.BradleyTerryError("there are no answered pairs to analyse")
     votes = bt.votes_from_frame(frame, conditions)
     votes.index(baseline)
     bt.identification_check(votes)
