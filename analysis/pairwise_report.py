@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy.stats import norm
 
 from analysis import bradley_terry as bt
 
@@ -203,7 +204,7 @@ def _position_table(frame: pd.DataFrame, fits) -> pd.DataFrame:
         rows.append(
             {"measure": "left_side_advantage_log_odds", "estimate": boot.estimates["position"], "null": 0.0,
              "se": boot.se["position"], "ci_low": boot.ci_low["position"], "ci_high": boot.ci_high["position"],
-             "p": float(2 * bt.norm.sf(abs(boot.estimates["position"]) / boot.se["position"]))
+             "p": float(2 * norm.sf(abs(boot.estimates["position"]) / boot.se["position"]))
              if boot.se["position"] > 0 else math.nan,
              "left_wins": share["left_wins"], "right_wins": share["right_wins"], "ties": share["ties"]}
         )  # fmt: skip
