@@ -61,6 +61,7 @@ __all__ = [
     "bootstrap_replicates",
     "bootstrap_weights",
     "davidson_fit",
+    "flag_values",
     "frame_check",
     "identification_check",
     "pairs_needed",
@@ -174,6 +175,15 @@ def position_bias(frame: pd.DataFrame, *, level: float = 0.95) -> dict:
             "ties": int((choice == "tie").sum()), **out}  # fmt: skip
 
 
+def flag_values(series: pd.Series) -> np.ndarray:
+    """A yes/no column as booleans, whether it holds booleans, 0/1 or the text of a CSV ("True", "false", "1")."""
+    if series.dtype == bool:
+        return series.to_numpy()
+    if pd.api.types.is_numeric_dtype(series):
+        return series.fillna(0).to_numpy() != 0
+    return series.astype(str).str.strip().str.lower().isin(["true", "1", "yes", "t", "y"]).to_numpy()
+
+
 # --- agreement on repeated pairs -----------------------------------------------------------------------------------
 
 
@@ -196,7 +206,7 @@ def agreement(frame: pd.DataFrame) -> dict:
     out = {"units_repeated": 0, "votes_on_repeated_units": 0}
     measures = {"choice": (code, 3)}
     if "both_inadequate" in frame.columns:
-        measures["both_inadequate"] = (frame["both_inadequate"].astype(bool).to_numpy().astype(int), 2)
+        measures["both_inadequate"] = (flag_values(frame["both_inadequate"]).astype(int), 2)
     for name, (values, levels) in measures.items():
         counts = np.zeros((int(unit.max()) + 1 if unit.size else 0, levels))
         np.add.at(counts, (unit, values), 1)

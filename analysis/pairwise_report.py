@@ -126,7 +126,7 @@ def pairwise_analyze_frame(
         "raters": int(votes.rater.max()) + 1,
         "prompts": int(votes.prompt.max()) + 1,
         "tie_share": float((votes.outcome == bt.TIE).mean()),
-        "both_inadequate_share": float(frame["both_inadequate"].astype(bool).mean()),
+        "both_inadequate_share": float(bt.flag_values(frame["both_inadequate"]).mean()),
         "seed": seed,
         "bootstrap_replicates_per_unit": n_boot,
         "method": METHOD,
