@@ -27,7 +27,7 @@ from analysis import bradley_terry as bt
 
 FIT_LABELS = {
     "plain": "Davidson Bradley–Terry",
-    "length": "length-controlled (reply length difference as a covariate)",
+    "length": "controlling for length (the replies' length difference as a covariate)",
     "position": "with the left side's advantage as a covariate",
 }
 TERM_LABELS = {
@@ -92,7 +92,7 @@ def pairwise_analyze_frame(
         try:
             fits[name] = _fit_with_intervals(votes, baseline, (name,), seed=seed, n_boot=n_boot)
         except bt.BradleyTerryError as exc:
-            notes.append(f"The {FIT_LABELS[name]} fit is not reported: {exc}")
+            notes.append(f"The fit {FIT_LABELS[name]} is not reported: {exc}")
     matrix = bt.win_matrix(frame, votes.conditions)
     scores = _scores(votes, fits, matrix)
     rates = bt.win_rates(frame, baseline=baseline, conditions=votes.conditions)
@@ -129,6 +129,7 @@ def pairwise_analyze_frame(
         "both_inadequate_share": float(bt.flag_values(frame["both_inadequate"]).mean()),
         "seed": seed,
         "bootstrap_replicates_per_unit": n_boot,
+        "interval_degrees_of_freedom": plain_boot.df,
         "method": METHOD,
         "strengths": _records(scores),
         "model_terms": _records(terms),
