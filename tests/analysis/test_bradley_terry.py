@@ -156,6 +156,10 @@ def test_bad_input_gets_a_clear_error():
         bt.davidson_fit(frame, baseline="nobody")
     with pytest.raises(bt.BradleyTerryError, match="every vote is a tie"):
         bt.davidson_fit(frame.assign(choice="tie"), baseline="human")
+    with pytest.raises(bt.BradleyTerryError, match="no answered pairs"):
+        pairwise_analyze_frame(frame.iloc[0:0], baseline="human")
+    with pytest.raises(bt.BradleyTerryError, match="compare a condition with itself"):
+        bt.davidson_fit(frame.assign(right_condition=frame["left_condition"]), baseline="human")
 
 
 def test_the_bootstrap_is_seeded_and_resamples_raters_and_prompts():
