@@ -184,8 +184,7 @@ def _covariate_matrix(votes: Votes, covariates: Sequence[str]) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Design:
-    """The rows the likelihood sums over: (left, right, outcome) cells when no covariate varies by vote (the
-    likelihood depends on their counts only), else the votes. `row_of_vote` maps a vote to its row."""
+    """The rows the likelihood sums over (`design_of`); `row_of_vote` maps a vote to its row."""
 
     m: (
         np.ndarray
@@ -196,8 +195,6 @@ class Design:
 
     def weights(self, vote_weights: np.ndarray) -> np.ndarray:
         """(B × votes) vote weights → (B × rows) row weights."""
-        if self.rows == self.row_of_vote.size and np.array_equal(self.row_of_vote, np.arange(self.rows)):
-            return vote_weights
         out = np.zeros((vote_weights.shape[0], self.rows))
         for b in range(vote_weights.shape[0]):
             out[b] = np.bincount(self.row_of_vote, weights=vote_weights[b], minlength=self.rows)
@@ -205,22 +202,21 @@ class Design:
 
 
 def design_of(votes: Votes, covariates: Sequence[str], base: int) -> Design:
+    """The likelihood's rows: the distinct (left, right, outcome, covariates) of the votes (the likelihood depends
+    on their counts only), e.g. the twelve ordered pairs × three outcomes of four conditions, or with length as a
+    covariate one row per prompt, ordered pair and outcome when a prompt's replies keep their lengths."""
     k = len(votes.conditions)
     z = _covariate_matrix(votes, covariates)
-    if "length" in covariates:
-        left, right, outcome, row_of_vote = votes.left, votes.right, votes.outcome, np.arange(votes.n)
-    else:
-        cells, row_of_vote = np.unique(
-            (votes.left * k + votes.right) * 3 + votes.outcome, return_inverse=True
-        )
-        left, right, outcome = cells // 3 // k, cells // 3 % k, cells % 3
-        z = np.ones((cells.size, z.shape[1]))
-    x = np.zeros((left.size, k))
-    rows = np.arange(left.size)
-    x[rows, left] += 1.0
-    x[rows, right] -= 1.0
-    m = np.hstack([np.delete(x, base, axis=1), z])
-    return Design(m, outcome.astype(np.int64), row_of_vote.ravel(), int(left.size))
+    cell = ((votes.left * k + votes.right) * 3 + votes.outcome).astype(float)
+    rows, row_of_vote = np.unique(np.column_stack([cell, z]), axis=0, return_inverse=True)
+    cells = rows[:, 0].astype(np.int64)
+    left, right, outcome = cells // 3 // k, cells // 3 % k, cells % 3
+    x = np.zeros((cells.size, k))
+    index = np.arange(cells.size)
+    x[index, left] += 1.0
+    x[index, right] -= 1.0
+    m = np.hstack([np.delete(x, base, axis=1), rows[:, 1:]])
+    return Design(m, outcome.astype(np.int64), row_of_vote.ravel(), int(cells.size))
 
 
 def _probabilities(d: np.ndarray, kappa: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
