@@ -3,7 +3,7 @@ import importlib
 from django.apps import AppConfig
 
 # The built-in study kinds, each registering itself once (studies/kinds/registry.py).
-BUILT_IN_KINDS = ["studies.kinds.rating", "studies.kinds.questionnaire"]
+BUILT_IN_KINDS = ["studies.kinds.rating", "studies.kinds.questionnaire", "studies.kinds.pairwise"]
 
 
 class StudiesConfig(AppConfig):

@@ -26,6 +26,8 @@ from studies.models import (
 )
 from studies.services import study_launch
 
+from .pairwise import pairwise_demo_ensure
+
 DEMO_SLUG = "demo"
 DEMO_CORPUS = Path(__file__).resolve().parent / "prompts.csv"
 PUBLISHED_SLUG = "published-sample"
@@ -162,6 +164,8 @@ class DemoInfo:
     analysis_link: str
     questionnaire: Study
     questionnaire_link: str
+    pairwise: Study
+    pairwise_link: str
 
 
 def _password_file() -> Path:
@@ -265,7 +269,8 @@ def demo_seed(*, base_url: str) -> DemoInfo:
     consent, instructions with 3 worked examples, the TEQ, one attention check), the closed study
     `published-sample` (the published ratings of 30 of the seed study's batches of 10: 90 raters, 900
     ratings, for the analysis dashboard), the live questionnaire study `feelings-demo` (PANAS before and
-    after one of five situations, with consent text) and the superuser `admin`.
+    after one of five situations, with consent text), the live pairwise study `pairs-demo` (studies/demo/pairwise.py)
+    and the superuser `admin`.
 
     Idempotent: an existing demo study or admin user is left exactly as it is. The admin's password is
     generated once and kept in VAR_DIR/demo-admin-password, so every run reports the same one.
@@ -273,6 +278,7 @@ def demo_seed(*, base_url: str) -> DemoInfo:
     study, study_created = _ensure_study()
     published = _ensure_published()
     questionnaire = _ensure_questionnaire()
+    pairwise = pairwise_demo_ensure()
     admin_created, password = _ensure_admin()
     return DemoInfo(
         study=study,
@@ -285,4 +291,6 @@ def demo_seed(*, base_url: str) -> DemoInfo:
         analysis_link=f"{base_url}/analysis/{published.slug}/",
         questionnaire=questionnaire,
         questionnaire_link=_participant_link(base_url, questionnaire),
+        pairwise=pairwise,
+        pairwise_link=_participant_link(base_url, pairwise),
     )
