@@ -12,8 +12,8 @@ from analysis.pseudonyms import pseudonym
 from studies.models import PairItem, Participant
 from studies.participants import participant_enroll
 from tests.factories import pairwise_study_build
-from tests.ratings.test_pairwise_flow import answer, good_side, page_of, position_of
 from tests.ratings.helpers import consent_and_instructions, enter
+from tests.ratings.test_pairwise_flow import answer, good_side, page_of, position_of
 
 pytestmark = pytest.mark.django_db
 
