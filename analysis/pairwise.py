@@ -54,6 +54,7 @@ class PairwiseAnalysisEntry:
                 baseline=baseline_of(study, options),
                 seed=study.seed if options.seed is None else options.seed,
                 n_boot=options.bootstrap_samples,
+                conditions=list(Condition.objects.filter(study=study).values_list("name", flat=True)),
             )
         except ValueError as exc:  # e.g. a condition without votes, or comparisons that do not connect
             raise AnalysisError(f"study {study.slug!r}: {exc}") from None
@@ -81,11 +82,12 @@ def adaptive_pair_weights(study: Study) -> dict[tuple[int, int], float]:
     strengths' intervals overlap most weigh most, none above the study's cap)."""
     settings = study.pairwise_settings
     ids = dict(Condition.objects.filter(study=study).values_list("name", "pk"))
+    n_pairs = len(ids) * (len(ids) - 1) // 2
     weights = bradley_terry.adaptive_pair_weights(
         pairwise_frame(study=study),
         sorted(ids),
         warmup=settings.adaptive_after or 0,
-        cap=settings.adaptive_max_share,
+        cap=max(settings.adaptive_max_share, 1 / max(n_pairs, 1)),  # a cap below an equal share cannot hold
     )
     out = {}
     for (a, b), weight in weights.items():

@@ -5,7 +5,9 @@ every output file; the files are computed once per state of the study's answers 
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import tempfile
 from pathlib import Path
 
@@ -25,6 +27,13 @@ CACHE_SECONDS = 15 * 60
 # The page draws fewer resamples than the command (it answers a request; `analyze --bootstrap` sets the command's).
 PAGE_BOOTSTRAP_SAMPLES = 500
 TABLES = ("bt_scores.csv", "win_matrix.csv", "win_rates.csv", "position_bias.csv")
+# Each figure's text alternative: what it draws; its numbers are the tables the page shows above it.
+FIGURE_ALTS = {
+    "bt_strengths.png": "Each condition's log-strength with its 95 % interval, the baseline at 0: the numbers of "
+    "the bt_scores table above.",
+    "win_matrix.png": "How often each condition beat each other one, as shaded cells: the numbers of the "
+    "win_matrix table above.",
+}
 CONTENT_TYPES = {".csv": "text/csv; charset=utf-8", ".png": "image/png", ".svg": "image/svg+xml"}
 
 
@@ -40,7 +49,8 @@ def _files(study: Study) -> dict[str, bytes]:
     answers = PairItem.objects.filter(participant__study=study, answered_at__isnull=False).aggregate(
         n=Count("pk"), last=Max("answered_at")
     )
-    key = f"pairwise-page:{study.pk}:{answers['n']}:{answers['last']}:{study.exclusion_rules}"
+    state = f"{answers['n']}:{answers['last']}:{json.dumps(study.exclusion_rules, sort_keys=True)}"
+    key = f"pairwise-page:{study.pk}:{hashlib.sha256(state.encode()).hexdigest()}"
     files = cache.get(key)
     if files is None:
         options = AnalysisOptions(bootstrap_samples=PAGE_BOOTSTRAP_SAMPLES)
@@ -65,14 +75,12 @@ def pairwise_page(request: HttpRequest, slug: str) -> HttpResponse:
     except AnalysisError as exc:
         return render(request, "analysis/pairwise.html", {"study": study, "problem": str(exc)})
     tables = [(name, _table(files[name])) for name in TABLES if name in files]
-    figures = sorted(name for name in files if name.endswith(".png"))
-    alts = {name[:-4]: files[name].decode() for name in files if name.endswith(".txt")}
-    context = {
-        "study": study,
-        "tables": tables,
-        "figures": [(name, alts.get(name[:-4], f"Figure {name[:-4].replace('_', ' ')}")) for name in figures],
-        "downloads": sorted(files),
-    }
+    figures = [
+        (name, FIGURE_ALTS.get(name, f"{name}: the same numbers are in the tables above"))
+        for name in sorted(files)
+        if name.endswith(".png")
+    ]
+    context = {"study": study, "tables": tables, "figures": figures, "downloads": sorted(files)}
     return render(request, "analysis/pairwise.html", context)
 
 
