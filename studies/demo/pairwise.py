@@ -11,25 +11,23 @@ from studies.importers import corpus_import
 from studies.models import PairAttentionCheck, PairwiseSettings, Study
 from studies.services import study_launch
 
+from .texts import EMPATHY_SIDES, TAKING_PART
+
 PAIRWISE_SLUG = "pairs-demo"
 PAIRWISE_CORPUS = Path(__file__).resolve().parent / "prompts.csv"
 
-CONSENT = """\
+CONSENT = f"""\
 This is a demonstration of a research study about empathy in short written conversations.
 
 You will read a person's description of a situation and the first thing they said about it, then two replies \
 written by others. You will say which reply is more empathetic. It takes about eight minutes.
 
-Taking part is voluntary and you may stop at any time by closing the page. We store your answers and your \
-recruiting platform's anonymous id, never your name or e-mail address. Answers are analysed in aggregate for \
-research. Some conversations mention difficult experiences such as loss or fear.
+{TAKING_PART} Some conversations mention difficult experiences such as loss or fear.
 
 If you agree to take part, choose "I agree" below."""
 
-INSTRUCTIONS = """\
-Empathy has three sides. Cognitive empathy: understanding what the other person thinks and feels. \
-Affective empathy: sharing or resonating with their feelings. Compassionate empathy: wanting to help \
-or support them.
+INSTRUCTIONS = f"""\
+{EMPATHY_SIDES}
 
 On each page you will see the emotion the speaker felt, the situation they described and what they said \
 (Speaker 1), then two replies, A and B. Choose the reply that is more empathetic, or "About the same" when \

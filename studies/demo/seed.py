@@ -27,6 +27,7 @@ from studies.models import (
 from studies.services import study_launch
 
 from .pairwise import pairwise_demo_ensure
+from .texts import EMPATHY_SIDES, TAKING_PART
 
 DEMO_SLUG = "demo"
 DEMO_CORPUS = Path(__file__).resolve().parent / "prompts.csv"
@@ -39,22 +40,18 @@ PUBLISHED_RATINGS = Path(__file__).resolve().parent / "published_ratings.csv"
 ADMIN_USERNAME = "admin"
 PASSWORD_FILE_NAME = "demo-admin-password"
 
-CONSENT = """\
+CONSENT = f"""\
 This is a demonstration of a research study about empathy in short written conversations.
 
 You will read a person's description of a situation, the first thing they said about it, and a reply \
 written by someone else. You will say how empathetic that reply is. It takes about ten minutes.
 
-Taking part is voluntary and you may stop at any time by closing the page. We store your answers and your \
-recruiting platform's anonymous id, never your name or e-mail address. Answers are analysed in aggregate for \
-research. Some conversations mention difficult experiences such as loss or fear.
+{TAKING_PART} Some conversations mention difficult experiences such as loss or fear.
 
 If you agree to take part, choose "I agree" below."""
 
-INSTRUCTIONS = """\
-Empathy has three sides. Cognitive empathy: understanding what the other person thinks and feels. \
-Affective empathy: sharing or resonating with their feelings. Compassionate empathy: wanting to help \
-or support them.
+INSTRUCTIONS = f"""\
+{EMPATHY_SIDES}
 
 On each page you will see the emotion the speaker felt, the situation they described, what they said \
 (Speaker 1), and a reply (Speaker 2). Ask yourself: compared with how you would have replied, how \
@@ -124,15 +121,13 @@ ATTENTION_CHECK = {
 }
 
 
-QUESTIONNAIRE_CONSENT = """\
+QUESTIONNAIRE_CONSENT = f"""\
 This is a demonstration of a research study about how situations make people feel.
 
 You will say how you feel right now, read a short situation and imagine it happens to you, then say how you \
 feel again. It takes about five minutes.
 
-Taking part is voluntary and you may stop at any time by closing the page. We store your answers and your \
-recruiting platform's anonymous id, never your name or e-mail address. Answers are analysed in aggregate for \
-research. Some situations describe unpleasant events such as unfair treatment or worrying news.
+{TAKING_PART} Some situations describe unpleasant events such as unfair treatment or worrying news.
 
 If you agree to take part, choose "I agree" below."""
 

@@ -49,6 +49,28 @@ SPINE_PAGES = {CONSENT: "ratings.views.CONSENT_PAGE"}
 SPINE_STEP_LABELS = {CONSENT: "Consent", DONE: "Done"}
 
 
+def corpus_coverage_problems(study: Study, conditions: list[Condition], *, asks: str) -> list[str]:
+    """The launch checks of a kind that shows a corpus' prompts and every condition's replies to them: at least
+    `items_per_participant` prompts (`asks`: what each participant does with that many, for the message), and
+    every condition a reply (sample 0) to every prompt. `conditions` carry `with_response` (prompts with a
+    sample-0 response)."""
+    problems = []
+    prompts = study.prompts.count()
+    if prompts < study.items_per_participant:
+        problems.append(
+            f"the study has {prompts} prompts but each participant {asks}: import a corpus or lower items per "
+            "participant"
+        )
+    for condition in conditions:
+        missing = prompts - condition.with_response
+        if missing:
+            problems.append(
+                f"condition '{condition.name}' has no response for {missing} of {prompts} prompts "
+                "(generate or import them)"
+            )
+    return problems
+
+
 class StudyKind(ABC):
     """One kind of study. Subclass, fill in the class attributes, implement the abstract methods (the others have
     defaults), register once."""

@@ -50,7 +50,7 @@ from studies.models import (
     Study,
 )
 
-from .base import StudyKind
+from .base import StudyKind, corpus_coverage_problems
 from .registry import register
 
 INSTRUCTIONS = Participant.Step.INSTRUCTIONS
@@ -270,20 +270,10 @@ class PairwiseKind(StudyKind):
             problems.append(
                 "a pairwise study needs exactly one baseline condition (strengths are relative to it)"
             )
-        prompts = study.prompts.count()
-        if prompts < study.items_per_participant:
-            problems.append(
-                f"the study has {prompts} prompts but each participant answers {study.items_per_participant} "
-                "pairs, each on another prompt: import a corpus or lower items per participant"
-            )
-        for condition in conditions:
-            missing = prompts - condition.with_response
-            if missing:
-                problems.append(
-                    f"condition '{condition.name}' has no reply for {missing} of {prompts} prompts "
-                    "(generate or import them)"
-                )
-        return problems
+        n = study.items_per_participant
+        return problems + corpus_coverage_problems(
+            study, conditions, asks=f"answers {n} pairs, each on another prompt"
+        )
 
     def status_counts(self, study: Study, conditions: list[Condition]) -> dict[int, dict]:
         """Replies, votes (answered pairs showing the condition), wins and ties, by counted participants.
