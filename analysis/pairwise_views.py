@@ -26,7 +26,7 @@ from .services import AnalysisError, AnalysisOptions, analysis_entry
 CACHE_SECONDS = 15 * 60
 # The page draws fewer resamples than the command (it answers a request; `analyze --bootstrap` sets the command's).
 PAGE_BOOTSTRAP_SAMPLES = 500
-TABLES = ("bt_scores.csv", "win_matrix.csv", "win_rates.csv", "position_bias.csv")
+TABLES = ("bt_scores.csv", "win_matrix.csv", "win_rates.csv", "position_bias.csv", "drift.csv")
 # Each figure's text alternative: what it draws; its numbers are the tables the page shows above it.
 FIGURE_ALTS = {
     "bt_strengths.png": "Each condition's log-strength with its 95 % interval, the baseline at 0: the numbers of "

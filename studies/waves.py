@@ -5,7 +5,10 @@
   studies/design.py, the prompts and the imported responses); generated responses are generated again.
 * `study_extend`: a follow-up wave of a frozen study: the same prompts; the new LLM conditions (their
   configurations added in the admin, or copied from a parent condition); and a re-rating condition that shows
-  the parent's baseline responses again to a share of the parent's baseline participants (rater drift). The
+  the parent's baseline responses again to a share of the parent's baseline participants (rater drift) — or,
+  for a kind whose waves keep their conditions (`StudyKind.wave_keeps_conditions`: pairwise), every parent
+  condition with its replies, the new conditions compared with them and `rerate_share` of the pairs re-asking
+  the parent's comparisons (rater drift). The
   wave links to its parent; by default a participant of one study of the family cannot join another.
 """
 
@@ -220,18 +223,25 @@ def study_extend(
         _copy_kind_settings(parent, wave)
         _copy_checks(parent, wave)
         prompts = _copy_prompts(parent, wave)
-        rerate = _condition_copy(
-            baseline,
-            wave,
-            name=baseline.name + RERATE_SUFFIX,
-            label=f"{baseline.label or baseline.name} (re-rated)",
-            is_baseline=False,
-            quota=rerate_quota(parent, baseline, rerate_share),
-            position=0,
-            enrolling=True,
-        )
-        _copy_responses(baseline, rerate, prompts, generated=True)
-        for position, name in enumerate(conditions, start=1):
+        if kind_of(parent).wave_keeps_conditions:  # every stored condition, to compare the new ones with
+            kept = list(parent.conditions.order_by("position", "name"))
+            for condition in kept:
+                _copy_responses(condition, _condition_copy(condition, wave), prompts, generated=True)
+            first = max((c.position for c in kept), default=0) + 1
+        else:
+            rerate = _condition_copy(
+                baseline,
+                wave,
+                name=baseline.name + RERATE_SUFFIX,
+                label=f"{baseline.label or baseline.name} (re-rated)",
+                is_baseline=False,
+                quota=rerate_quota(parent, baseline, rerate_share),
+                position=0,
+                enrolling=True,
+            )
+            _copy_responses(baseline, rerate, prompts, generated=True)
+            first = 1
+        for position, name in enumerate(conditions, start=first):
             if template is not None:
                 _condition_copy(template, wave, name=name, label=name, is_baseline=False, position=position,
                                 quota=baseline.effective_quota, enrolling=True)  # fmt: skip

@@ -21,7 +21,7 @@ entry and consent pages, recruiting-platform handling and exactly-once answers. 
   answer in their own way), as dotted paths resolved by the admin;
 * **capabilities** — what the kind's studies offer beyond the spine, each left out by a kind that does not
   offer it: `corpus_import` (prompts and responses from a corpus file), `judged` (LLM judges rate its
-  responses), `power_planner` (power before launch), `answers_export` (its own answers export), `questionnaire(study)` (questionnaire runs: an
+  responses), `power_planner` (power before launch), `answers_export` (its own answers export), `wave_keeps_conditions` (what a wave copies), `questionnaire(study)` (questionnaire runs: an
   instrument answered before and after a situation, by people and models).
 
 A new kind is one subclass and one `registry.register(...)` call; nothing else branches on `study.kind`: code
@@ -105,6 +105,9 @@ class StudyKind(ABC):
     # Dotted path of (study) -> (header, records): the study's answers export when its answers are not ratings
     # of single responses (analysis/exports.py serves it as the `ratings` export). None: the ratings export.
     answers_export: ClassVar[str | None] = None
+    # A follow-up wave (studies/waves.py `study_extend`) keeps every parent condition with its replies, the new
+    # conditions compared with them inside the wave, instead of a re-rating copy of the parent's baseline.
+    wave_keeps_conditions: ClassVar[bool] = False
 
     # --- participant steps ---------------------------------------------------------------------------
 

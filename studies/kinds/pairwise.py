@@ -20,6 +20,8 @@ dealt again):
 * the pages in an order drawn from the participant's seed, the study's known-answer pairs inserted after
   `after_item` regular pairs, their good reply on a side drawn from the seed.
 
+A follow-up wave (studies/waves.py) deals the pairs involving its new conditions, and re-asks its parent's pairs
+for `rerate_share` of its pairs (the drift test, analysis/pairwise.py).
 Ties everywhere are broken by `tie_break_key` with the participant's draws, so an enrolment replays from its seed.
 Adaptive phase (`PairwiseSettings.adaptive_after`): once that many pairs are answered, the condition pair is the
 one furthest below its target share, the targets coming from `pair_weights` (a dotted path into analysis:
@@ -133,6 +135,7 @@ class PairwiseKind(StudyKind):
     # (study) -> {(condition id, condition id): weight}, the adaptive phase's targets; read after the warm-up.
     pair_weights = "analysis.pairwise.adaptive_pair_weights"
     admin_fieldsets = [("Pairwise study", {"fields": ["worked_examples"]})]
+    wave_keeps_conditions = True
     admin_inlines = [
         "studies.admin_pairwise.PairwiseSettingsInline",
         "studies.admin_pairwise.PairAttentionCheckInline",
@@ -166,9 +169,10 @@ class PairwiseKind(StudyKind):
         mine: Counter = Counter()  # this participant's left-minus-right per condition
         used: set[int] = set()
         dealt: list[PairItem] = []
+        stored = self._stored_pairs(study, pairs)
         for _ in range(study.items_per_participant):
             pair = min(
-                pairs,
+                self._pool(study, deal, pairs, stored),
                 key=lambda p: (
                     self._need(deal, p, weights),
                     tie_break_key(p[0] * 65599 + p[1], pair_draws),
@@ -223,6 +227,30 @@ class PairwiseKind(StudyKind):
             page.participant = participant
             page.position = position
         return rows.insert_many(PairItem, pages, PAGE_FIELDS)
+
+    @staticmethod
+    def _stored_pairs(study: Study, pairs: list[Pair]) -> set[Pair] | None:
+        """A follow-up wave's pairs of two conditions its parent compared already (None: not a wave)."""
+        if study.parent_id is None:
+            return None
+        stored = set(Condition.objects.filter(study_id=study.parent_id).values_list("name", flat=True))
+        names = dict(Condition.objects.filter(study=study).values_list("pk", "name"))
+        return {pair for pair in pairs if names[pair[0]] in stored and names[pair[1]] in stored}
+
+    @staticmethod
+    def _pool(study: Study, deal: _Deal, pairs: list[Pair], stored: set[Pair] | None) -> list[Pair]:
+        """The condition pairs the next page is dealt from: in a follow-up wave, the pairs involving a new
+        condition, and the parent's pairs again (re-asked, for the drift test) while they have less than the
+        wave's `rerate_share` of its pairs."""
+        if stored is None:
+            return pairs
+        fresh = [pair for pair in pairs if pair not in stored]
+        again = [pair for pair in pairs if pair in stored]
+        total = sum(deal.pair[pair] for pair in pairs)
+        asked_again = sum(deal.pair[pair] for pair in again)
+        if again and (not fresh or asked_again < study.rerate_share * (total + 1)):
+            return again
+        return fresh
 
     @staticmethod
     def _need(deal: _Deal, pair: Pair, weights: dict[Pair, float] | None) -> float:
