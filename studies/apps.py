@@ -13,4 +13,5 @@ class StudiesConfig(AppConfig):
     def ready(self):
         for module in BUILT_IN_KINDS:
             importlib.import_module(module)
-        importlib.import_module("studies.design")  # connects the frozen design's guards
+        design = importlib.import_module("studies.design")  # connects the frozen design's guards
+        design.kind_settings_guards_connect()

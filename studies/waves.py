@@ -21,7 +21,16 @@ from django.db.models import Q
 
 from .design import CONDITION_HOOKS, is_frozen
 from .kinds import kind_of
-from .models import AttentionCheck, Condition, Participant, Prompt, Response, Study, StudySituation
+from .models import (
+    AttentionCheck,
+    Condition,
+    PairAttentionCheck,
+    Participant,
+    Prompt,
+    Response,
+    Study,
+    StudySituation,
+)
 
 DEFAULT_RERATE_SHARE = 0.10
 RERATE_SUFFIX = "_rerate"
@@ -129,6 +138,20 @@ def _copy_checks(source: Study, target: Study) -> None:
                 after_item=c.after_item,
             )
             for c in source.attention_checks.order_by("after_item", "id")
+        ]
+    )
+    PairAttentionCheck.objects.bulk_create(
+        [
+            PairAttentionCheck(
+                study=target,
+                emotion_label=c.emotion_label,
+                situation=c.situation,
+                speaker_utterance=c.speaker_utterance,
+                good_reply=c.good_reply,
+                poor_reply=c.poor_reply,
+                after_item=c.after_item,
+            )
+            for c in source.pair_attention_checks.order_by("after_item", "id")
         ]
     )
 

@@ -6,11 +6,12 @@ from collections import Counter
 import pytest
 from django.db import IntegrityError, transaction
 
+from studies.design import FrozenDesignError, design_build
 from studies.kinds.pairwise import PAIRS, pair_live_counts
 from studies.kinds.registry import participant_steps
-from studies.models import Condition, PairItem, Participant
+from studies.models import Condition, PairAttentionCheck, PairItem, PairwiseSettings, Participant
 from studies.participants import participant_enroll, participant_return
-from studies.services import study_launch_problems
+from studies.services import study_launch, study_launch_problems
 from tests.factories import pairwise_study_build
 from tests.studies.test_assignment_races import race
 
@@ -148,3 +149,19 @@ def test_simultaneous_arrivals_keep_condition_pairs_and_sides_within_one(require
     assert Participant.objects.filter(study=study).count() == 40
     assert PairItem.objects.filter(participant__study=study).count() == 40 * 5
     assert_balanced(study, 4)
+
+
+def test_the_pairwise_settings_and_known_answer_pairs_are_frozen_with_the_design():
+    study = study_launch(study=pairwise_study_build(known_answers=(1,), state="draft"))
+    design = design_build(study)
+    assert design["kind_settings"]["focal_design"] is False
+    assert [c["poor_reply"] for c in design["known_answer_pairs"]] == ["Whatever."]
+    settings = PairwiseSettings.objects.get(study=study)
+    settings.focal_design = True
+    with pytest.raises(FrozenDesignError, match="kind's settings"):
+        settings.save()
+    with pytest.raises(FrozenDesignError, match="known-answer pairs"):
+        PairAttentionCheck.objects.create(
+            study=study, emotion_label="x", situation="x", speaker_utterance="x", good_reply="x", poor_reply="y",
+            after_item=0,
+        )  # fmt: skip
