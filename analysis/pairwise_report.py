@@ -21,12 +21,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy.stats import norm
 
 from analysis import bradley_terry as bt
 
 FIT_LABELS = {
     "plain": "Davidson Bradley–Terry",
-    "length": "length-controlled (reply length difference as a covariate)",
+    "length": "controlling for length (the replies' length difference as a covariate)",
     "position": "with the left side's advantage as a covariate",
 }
 TERM_LABELS = {
@@ -79,6 +80,8 @@ def pairwise_analyze_frame(
     ValueError) when the votes cannot give strengths: a missing column or a bad choice, a condition without votes,
     conditions never compared, a condition that never won or tied (its strength unbounded)."""
     bt.frame_check(frame)
+    if frame.empty:
+        raise bt.BradleyTerryError("there are no answered pairs to analyse")
     votes = bt.votes_from_frame(frame, conditions)
     votes.index(baseline)
     bt.identification_check(votes)
@@ -89,7 +92,7 @@ def pairwise_analyze_frame(
         try:
             fits[name] = _fit_with_intervals(votes, baseline, (name,), seed=seed, n_boot=n_boot)
         except bt.BradleyTerryError as exc:
-            notes.append(f"The {FIT_LABELS[name]} fit is not reported: {exc}")
+            notes.append(f"The fit {FIT_LABELS[name]} is not reported: {exc}")
     matrix = bt.win_matrix(frame, votes.conditions)
     scores = _scores(votes, fits, matrix)
     rates = bt.win_rates(frame, baseline=baseline, conditions=votes.conditions)
@@ -123,9 +126,10 @@ def pairwise_analyze_frame(
         "raters": int(votes.rater.max()) + 1,
         "prompts": int(votes.prompt.max()) + 1,
         "tie_share": float((votes.outcome == bt.TIE).mean()),
-        "both_inadequate_share": float(frame["both_inadequate"].astype(bool).mean()),
+        "both_inadequate_share": float(bt.flag_values(frame["both_inadequate"]).mean()),
         "seed": seed,
         "bootstrap_replicates_per_unit": n_boot,
+        "interval_degrees_of_freedom": plain_boot.df,
         "method": METHOD,
         "strengths": _records(scores),
         "model_terms": _records(terms),
@@ -201,7 +205,7 @@ def _position_table(frame: pd.DataFrame, fits) -> pd.DataFrame:
         rows.append(
             {"measure": "left_side_advantage_log_odds", "estimate": boot.estimates["position"], "null": 0.0,
              "se": boot.se["position"], "ci_low": boot.ci_low["position"], "ci_high": boot.ci_high["position"],
-             "p": float(2 * bt.norm.sf(abs(boot.estimates["position"]) / boot.se["position"]))
+             "p": float(2 * norm.sf(abs(boot.estimates["position"]) / boot.se["position"]))
              if boot.se["position"] > 0 else math.nan,
              "left_wins": share["left_wins"], "right_wins": share["right_wins"], "ties": share["ties"]}
         )  # fmt: skip
@@ -291,7 +295,8 @@ def _alt_matrix(matrix: pd.DataFrame) -> str:
 
 def pairwise_outputs_write(result: dict, out_dir: Path) -> list[Path]:
     """Write the analysis `result` (pairwise_analyze_frame) into `out_dir`: the CSV tables, summary.json, the
-    figures (PNG) and report.html (figures embedded, each with a text alternative). Returns the paths."""
+    figures (PNG) and report.html (figures embedded, each with a text alternative; headed by `result["title"]`
+    when the caller sets one, e.g. the study's title and slug). Returns the paths."""
     from django.template.loader import render_to_string
 
     out = Path(out_dir)
@@ -337,7 +342,12 @@ def pairwise_outputs_write(result: dict, out_dir: Path) -> list[Path]:
     ]  # fmt: skip
     html = render_to_string(
         "analysis/pairwise_report.html",
-        {"summary": result["summary"], "figures": figures, "tables": tables, "fit_labels": FIT_LABELS},
+        {
+            "summary": result["summary"],
+            "figures": figures,
+            "tables": tables,
+            "title": result.get("title", ""),
+        },
     )
     path = out / "report.html"
     path.write_text(html, encoding="utf-8")

@@ -156,6 +156,10 @@ def test_bad_input_gets_a_clear_error():
         bt.davidson_fit(frame, baseline="nobody")
     with pytest.raises(bt.BradleyTerryError, match="every vote is a tie"):
         bt.davidson_fit(frame.assign(choice="tie"), baseline="human")
+    with pytest.raises(bt.BradleyTerryError, match="no answered pairs"):
+        pairwise_analyze_frame(frame.iloc[0:0], baseline="human")
+    with pytest.raises(bt.BradleyTerryError, match="compare a condition with itself"):
+        bt.davidson_fit(frame.assign(right_condition=frame["left_condition"]), baseline="human")
 
 
 def test_the_bootstrap_is_seeded_and_resamples_raters_and_prompts():
@@ -240,6 +244,9 @@ def test_agreement_reads_votes_by_condition_not_by_side():
     # By hand from the coincidence matrix: observed and expected disagreement are both 1/2 for the choices.
     assert result["choice_alpha"] == pytest.approx(0.0, abs=1e-12)
     assert result["both_inadequate_alpha"] == pytest.approx(1.0)
+    # The flag read back from a CSV is text: the same answer.
+    as_text = frame.assign(both_inadequate=frame["both_inadequate"].map({True: "True", False: "False"}))
+    assert bt.agreement(as_text) == result
 
 
 def test_seventy_eight_five_non_tied_votes_tell_fifty_five_percent_from_a_coin():

@@ -21,7 +21,9 @@ class Command(BaseCommand):
         "Participants per condition for 80% and 90% power of the planned tests (2×3 chi-square and 2×2 "
         "Good-vs-rest with Yates' correction, each condition against the baseline, Holm over conditions planned "
         "at the Bonferroni level). Expected shares: the baseline's observed ones where the study has ratings, "
-        "otherwise the seed study's published shares; override with the options below."
+        "otherwise the seed study's published shares; override with the options below. A pairwise study: pairs "
+        "and participants to tell each condition's win rate against the baseline from 50 % (shares: baseline "
+        "preferred, about the same, condition preferred)."
     )
 
     def add_arguments(self, parser):
@@ -53,7 +55,8 @@ class Command(BaseCommand):
             action="append",
             default=[],
             metavar="CONDITION=B,O,G",
-            help="Expected shares of one condition, ascending scale (repeatable).",
+            help="Expected shares of one condition, ascending scale (repeatable); pairwise: baseline preferred, "
+            "about the same, condition preferred.",
         )
         parser.add_argument(
             "--alternative-shares", metavar="B,O,G", help="Expected shares of every non-baseline condition."
