@@ -92,3 +92,19 @@ def test_the_frame_keeps_counted_participants_only_with_exactly_the_contract_col
     assert frame["both_inadequate"].dtype == bool and frame["position"].dtype.kind == "i"
     assert set(frame["choice"]) <= {"left", "right", "tie"}
     assert len(rows_of(study)) == 6 and sum(r["excluded"] == "true" for r in rows_of(study)) == 3
+
+
+def test_the_api_and_the_analysts_page_serve_the_same_pairwise_export_to_an_analyst(client, analyst):
+    study = pairwise_study_build(conditions=2, prompts=4, items_per_participant=2)
+    walk_through(client, study, "PID1")
+    client.logout()
+    client.force_login(analyst)
+    expected = "".join(exports.export_lines(study=study, what="ratings", reveal_participant_ids=False))
+    for url in (
+        f"/api/studies/{study.slug}/exports/ratings.csv",
+        f"/analysis/{study.slug}/exports/ratings.csv",
+    ):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        assert b"".join(response.streaming_content).decode() == expected
+    assert "PID1" not in expected and expected.startswith("participant,prompt_id,left_condition")
