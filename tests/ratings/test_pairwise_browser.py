@@ -7,6 +7,7 @@ import csv
 import io
 
 import pytest
+from playwright.sync_api import expect
 
 from analysis import exports
 from scripts.walk import VIEWPORTS, walk
@@ -57,3 +58,19 @@ def test_pairs_demo_is_walked_on_phone_and_desktop_with_and_without_javascript_i
         "chatgpt",
         "chatgpt_empathy",
     }
+
+
+def test_keys_1_2_3_answer_a_pair_in_place_with_the_inadequate_flag(demo, page_at):
+    page = page_at("desktop")
+    page.goto(demo.pairwise_link)
+    page.get_by_role("button", name="I agree, start the study").click()
+    page.get_by_role("button", name="I have read the instructions, continue").click()
+    expect(page.locator("h1")).to_have_text("Pair 1 of 11")
+    page.get_by_label("Both replies are inadequate").check()
+    page.keyboard.press("2")
+    expect(page.locator("h1")).to_have_text("Pair 2 of 11")
+    page.keyboard.press("3")
+    expect(page.locator("h1")).to_have_text("Pair 3 of 11")
+    participant = Participant.objects.get(study=demo.pairwise, external_id__startswith="demo-")
+    answered = list(participant.pair_items.filter(answered_at__isnull=False).order_by("position"))
+    assert [(p.choice, p.both_inadequate) for p in answered] == [("right", True), ("tie", False)]
