@@ -19,7 +19,7 @@ import math
 from django.db import transaction
 from django.db.models import Q
 
-from .design import CONDITION_HOOKS, is_frozen
+from .design import CONDITION_HOOKS, FROZEN_CHECK_FIELDS, FROZEN_PAIR_CHECK_FIELDS, is_frozen
 from .kinds import kind_of
 from .models import (
     AttentionCheck,
@@ -126,34 +126,13 @@ def _condition_copy(source: Condition, study: Study, **overrides) -> Condition:
 
 
 def _copy_checks(source: Study, target: Study) -> None:
-    AttentionCheck.objects.bulk_create(
-        [
-            AttentionCheck(
-                study=target,
-                emotion_label=c.emotion_label,
-                situation=c.situation,
-                speaker_utterance=c.speaker_utterance,
-                response_text=c.response_text,
-                expected_value=c.expected_value,
-                after_item=c.after_item,
-            )
-            for c in source.attention_checks.order_by("after_item", "id")
-        ]
-    )
-    PairAttentionCheck.objects.bulk_create(
-        [
-            PairAttentionCheck(
-                study=target,
-                emotion_label=c.emotion_label,
-                situation=c.situation,
-                speaker_utterance=c.speaker_utterance,
-                good_reply=c.good_reply,
-                poor_reply=c.poor_reply,
-                after_item=c.after_item,
-            )
-            for c in source.pair_attention_checks.order_by("after_item", "id")
-        ]
-    )
+    """The source's attention checks (rating) and known-answer pairs (pairwise), their frozen fields copied."""
+    for model, fields in (
+        (AttentionCheck, FROZEN_CHECK_FIELDS),
+        (PairAttentionCheck, FROZEN_PAIR_CHECK_FIELDS),
+    ):
+        checks = model.objects.filter(study=source).order_by("after_item", "id")
+        model.objects.bulk_create([model(study=target, **{f: getattr(c, f) for f in fields}) for c in checks])
 
 
 def study_copy(*, source: Study, new_slug: str, title: str = "") -> Study:

@@ -31,6 +31,10 @@ def votes(study, n: int, *, seed: int = 1):
             item = PairItem.objects.select_related("left__condition", "right__condition").get(
                 participant=participant, position=shown.position
             )
+            if item.is_check:  # a known-answer pair: the good reply
+                choice = "left" if item.good_on_left else "right"
+                pair_answer_submit(participant=participant, position=shown.position, choice=choice)
+                continue
             left, right = QUALITY[item.left.condition.name], QUALITY[item.right.condition.name]
             draw = rng.random() * (left + right + 1)
             choice = "left" if draw < left else "right" if draw < left + right else "tie"

@@ -22,7 +22,12 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def wave():
     parent = pairwise_study_build(
-        conditions=3, prompts=12, items_per_participant=6, quota_per_condition=100, state="draft"
+        conditions=3,
+        prompts=12,
+        items_per_participant=6,
+        quota_per_condition=100,
+        state="draft",
+        known_answers=(3,),
     )
     parent = study_launch(study=parent)
     votes(parent, 20, seed=1)
@@ -38,6 +43,7 @@ def wave():
 
 
 def test_a_wave_keeps_the_stored_conditions_and_deals_the_new_one_against_them(wave):
+    assert list(wave.pair_attention_checks.values_list("poor_reply", "after_item")) == [("Whatever.", 3)]
     names = set(wave.conditions.values_list("name", flat=True))
     assert names == {"arm0", "arm1", "arm2", "arm9"}
     assert wave.conditions.get(is_baseline=True).name == "arm0"
@@ -49,7 +55,7 @@ def test_a_wave_keeps_the_stored_conditions_and_deals_the_new_one_against_them(w
         dealt[frozenset((by_name[left], by_name[right]))] += n
     new = sum(n for pair, n in dealt.items() if "arm9" in pair)
     again = sum(n for pair, n in dealt.items() if "arm9" not in pair)
-    assert new + again == 12 * 6
+    assert new + again == 12 * 6  # the known-answer pairs are not condition pairs
     assert again == pytest.approx(
         0.25 * (new + again), abs=2
     )  # the parent's pairs re-asked at the wave's share
