@@ -34,7 +34,13 @@ FIGURE_ALTS = {
     "win_matrix.png": "How often each condition beat each other one, as shaded cells: the numbers of the "
     "win_matrix table above.",
 }
-CONTENT_TYPES = {".csv": "text/csv; charset=utf-8", ".png": "image/png", ".svg": "image/svg+xml"}
+CONTENT_TYPES = {
+    ".csv": "text/csv; charset=utf-8",
+    ".png": "image/png",
+    ".svg": "image/svg+xml",
+    ".html": "text/html; charset=utf-8",
+    ".json": "application/json",
+}
 
 
 def _study(slug: str) -> Study:
@@ -84,10 +90,10 @@ def pairwise_page(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "analysis/pairwise.html", context)
 
 
-@require_GET
-@analyst_required
-def pairwise_file(request: HttpRequest, slug: str, name: str) -> HttpResponse:
-    study = _study(slug)
+def pairwise_file_response(study: Study, name: str) -> HttpResponse:
+    """One output file of the study's pairwise analysis (Http404 when the study has none, or no such file)."""
+    if not hasattr(analysis_entry(study=study), "outputs"):
+        raise Http404("No pairwise analysis for this study.")
     try:
         files = _files(study)
     except AnalysisError as exc:
@@ -98,7 +104,11 @@ def pairwise_file(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     response = HttpResponse(files[name], content_type=CONTENT_TYPES.get(suffix, "application/octet-stream"))
     if suffix not in (".png", ".svg", ".html"):
         response["Content-Disposition"] = f'attachment; filename="{study.slug}-{name}"'
-    if suffix == ".html":
-        response["Content-Type"] = "text/html; charset=utf-8"
     response["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+@require_GET
+@analyst_required
+def pairwise_file(request: HttpRequest, slug: str, name: str) -> HttpResponse:
+    return pairwise_file_response(_study(slug), name)

@@ -13,7 +13,7 @@ from ratings.pairwise import pair_answer_submit, pair_show
 from studies.kinds.pairwise import pair_live_counts
 from studies.models import Condition, PairItem, PairwiseSettings
 from studies.participants import participant_advance, participant_enroll
-from tests.factories import pairwise_study_build
+from tests.factories import pairwise_study_build, rating_study_build
 
 pytestmark = pytest.mark.django_db
 # How likely each condition's reply is preferred, against a tie: arm2 best, arm0 (the baseline) worst.
@@ -96,3 +96,14 @@ def test_after_the_warm_up_the_adaptive_phase_deals_the_closest_pair_most_within
     farthest = frozenset((ids["arm0"], ids["arm2"]))
     assert new[closest] > new[farthest]
     assert dealt[closest] <= 0.6 * sum(dealt.values()) + 1  # the cap holds over all the pairs dealt
+
+
+def test_the_api_serves_the_same_files_to_analysts_only(study, client, analyst):
+    url = f"/api/studies/{study.slug}/pairwise/bt_scores.csv"
+    assert client.get(url).status_code in (401, 403)
+    client.force_login(analyst)
+    response = client.get(url)
+    assert response.status_code == 200 and response.content.startswith(b"condition,strength,ci_low,ci_high")
+    assert client.get(f"/api/studies/{study.slug}/pairwise/summary.json").json()["baseline"] == "arm0"
+    rating = rating_study_build()
+    assert client.get(f"/api/studies/{rating.slug}/pairwise/bt_scores.csv").status_code == 404
