@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 from analysis import exports, reports, selectors
 from analysis.design import design_headers, design_of
 from analysis.judge_views import report_for
+from analysis.pairwise_views import pairwise_file_response
 from analysis.permissions import IsAnalyst
 from analysis.services import AnalysisError, study_analyze_cached
 from analysis.tokens import token_studies
@@ -199,3 +200,17 @@ class StudyJudgeReport(APIView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, slug: str, judge: str) -> Response:
         return Response(report_for(slug, judge).summary())
+
+
+class StudyPairwiseFile(APIView):
+    """One output file of a pairwise study's analysis (the analysts' page's: bt_scores.csv, win_matrix.csv,
+    win_rates.csv, position_bias.csv, agreement.csv, summary.json, drift.csv for a wave, the figures)."""
+
+    permission_classes = [IsAnalyst]
+    http_method_names = READ_ONLY
+    renderer_classes = [CSVRenderer, JSONRenderer]
+
+    @extend_schema(responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="the file")})
+    def get(self, request: Request, slug: str, name: str):
+        study = _study(slug)
+        return design_headers(pairwise_file_response(study, name), study)

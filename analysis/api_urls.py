@@ -11,6 +11,9 @@ urlpatterns = [
     path("studies/<slug:slug>/exports/<str:what>.csv", api.StudyExport.as_view(), name="study-export"),
     path("studies/<slug:slug>/tables/<str:name>.csv", api.StudyTable.as_view(), name="study-table"),
     path(
+        "studies/<slug:slug>/pairwise/<str:name>", api.StudyPairwiseFile.as_view(), name="study-pairwise-file"
+    ),
+    path(
         "studies/<slug:slug>/judges/<slug:judge>/report/",
         api.StudyJudgeReport.as_view(),
         name="study-judge-report",

@@ -17,11 +17,13 @@ from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 
 from django.conf import settings
+from django.utils.module_loading import import_string
 
 from analysis import export_sql, selectors
 from analysis.exclusions import RULE_NAMES, ExclusionRules, participant_exclusion_flags_one
 from analysis.pseudonyms import pseudonym
 from generation.selectors import provenance_rows
+from studies.kinds import kind_of
 from studies.models import Study
 
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
@@ -206,12 +208,19 @@ def export_lines(
     rules: ExclusionRules | None = None,
     reveal_participant_ids: bool = True,
 ) -> Iterator[str]:
-    """The CSV lines of one export of a study (`what` in EXPORT_KINDS), streamed.
+    """The CSV lines of one export of a study (`what` in EXPORT_KINDS), streamed. The `ratings` export is the
+    study's answers: its kind's own export where the kind declares one (`StudyKind.answers_export`).
 
     Participants' platform ids are study staff's only (`reveals_participant_ids`): with
     `reveal_participant_ids=False` the `participant` column holds a pseudonym instead (analysis.pseudonyms). The exclusion flags follow `rules`, by
     default the study's declared rules."""
     rules = rules or ExclusionRules.from_declared(study.exclusion_rules)
+    answers_export = kind_of(study).answers_export
+    if what == "ratings" and answers_export is not None:  # the kind's own answers (e.g. pairwise votes)
+        header, records = import_string(answers_export)(study, rules)
+        if not reveal_participant_ids:
+            records = _pseudonymised(records, header=header, study=study)
+        return csv_lines(header, records)
     if what == "ratings" and export_sql.sql_export_supported(rules=rules, flag_columns=RATING_FLAG_COLUMNS):
         return _copy_lines(study=study, rules=rules, pseudonymise=not reveal_participant_ids)
     if what == "ratings":

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import emotionbench_views, judge_views, views
+from . import emotionbench_views, judge_views, pairwise_views, views
 
 app_name = "analysis"
 
@@ -25,6 +25,8 @@ urlpatterns = [
         emotionbench_views.emotionbench_figure,
         name="emotionbench_figure",
     ),
+    path("<slug:slug>/pairwise/", pairwise_views.pairwise_page, name="pairwise"),
+    path("<slug:slug>/pairwise/<str:name>", pairwise_views.pairwise_file, name="pairwise_file"),
     path("<slug:slug>/figures/<str:name>.<str:fmt>", views.figure, name="figure"),
     path("<slug:slug>/exports/<str:what>.csv", views.export, name="export"),
     path("<slug:slug>/tables/<str:name>.csv", views.table, name="table"),

@@ -347,15 +347,9 @@ def _answer_store(
         locked.last_seen_at = now
         fields.append("last_seen_at")
     if assignment.kind == Assignment.Kind.ATTENTION and value != item.expected_value:
-        locked.attention_failures += 1
-        fields.append("attention_failures")
-        if locked.attention_failures > study.attention_check_max_failures:
-            checks = sum(1 for i in mine if i.kind == Assignment.Kind.ATTENTION)
-            reasons = [r for r in locked.exclusion_reasons if not r.startswith(ATTENTION_REASON_PREFIX)]
-            reasons.append(f"{ATTENTION_REASON_PREFIX}: {locked.attention_failures} of {checks}")
-            locked.flagged_for_exclusion = True
-            locked.exclusion_reasons = reasons
-            fields += ["flagged_for_exclusion", "exclusion_reasons"]
+        fields += attention_failure_record(
+            locked, checks=sum(1 for i in mine if i.kind == Assignment.Kind.ATTENTION)
+        )
     completed = len(unanswered) == 1
     if completed:
         fields += participant_mark_completed(locked, now)
@@ -369,6 +363,22 @@ def _answer_store(
         if following
         else None,
     )
+
+
+def attention_failure_record(locked: Participant, *, checks: int) -> list[str]:
+    """One more failed attention check of a locked participant (every kind's checks count alike): counted, and
+    beyond `study.attention_check_max_failures` the participant is flagged for exclusion with the reason
+    ("attention checks failed: 2 of 3", `checks` being how many they were given). Returns the changed fields;
+    the caller saves them in its answer's transaction."""
+    locked.attention_failures += 1
+    fields = ["attention_failures"]
+    if locked.attention_failures > locked.study.attention_check_max_failures:
+        reasons = [r for r in locked.exclusion_reasons if not r.startswith(ATTENTION_REASON_PREFIX)]
+        reasons.append(f"{ATTENTION_REASON_PREFIX}: {locked.attention_failures} of {checks}")
+        locked.flagged_for_exclusion = True
+        locked.exclusion_reasons = reasons
+        fields += ["flagged_for_exclusion", "exclusion_reasons"]
+    return fields
 
 
 def _shown(item: _Item, *, total: int, answered: int, now: datetime) -> CurrentItem:

@@ -3,7 +3,7 @@ and JavaScript setting, each counting its page loads and POSTs, the statuses, an
 page it saw.
 
     .venv/bin/python scripts/walk.py [--base-url http://127.0.0.1:8000] [--slugs demo,feelings-demo]
-        [--screenshots DIR]
+        [--screenshots DIR]   (e.g. --slugs demo,feelings-demo,pairs-demo)
 
 Start the site first (`make run`). Prints ONE JSON object: for each walk, the requests a participant made, the
 violations found (every impact), the requests answered 4xx/5xx, and the completion code it ended on. With
@@ -42,6 +42,11 @@ def _answer(page) -> str:
     if agree.count():
         agree.click()
         return "consent"
+    replies = form.locator("[data-reply-a], [data-reply-b]")
+    if replies.count() == 2:  # a pair: the fuller reply, which the known-answer pairs ask for too
+        a, b = (len(reply.inner_text()) for reply in replies.all())
+        form.locator(f"button[name=choice][value={'left' if a >= b else 'right'}]").click()
+        return "pair"
     scale = form.locator("button.scale-button")
     if scale.count():
         scale.nth(
@@ -152,7 +157,7 @@ def walk(browser, base_url: str, slug: str, viewport: str, javascript: bool, sho
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", default="http://127.0.0.1:8000")
-    parser.add_argument("--slugs", default="demo,feelings-demo")
+    parser.add_argument("--slugs", default="demo,feelings-demo,pairs-demo")
     parser.add_argument("--screenshots", type=Path)
     args = parser.parse_args(argv)
     if args.screenshots:

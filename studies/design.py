@@ -28,12 +28,12 @@ from django.dispatch import receiver
 from django.forms.models import model_to_dict
 
 from .exclusion_rules import exclusion_rules_normalise
-from .kinds import kind_of
+from .kinds import kind_of, registered_kinds
 from .models import (
     AttentionCheck,
     Condition,
+    PairAttentionCheck,
     Prompt,
-    QuestionnaireSettings,
     Study,
     StudyAmendment,
     StudyDesign,
@@ -67,6 +67,9 @@ FROZEN_CHECK_FIELDS = (
     "emotion_label", "situation", "speaker_utterance", "response_text", "expected_value", "after_item",
 )  # fmt: skip
 FROZEN_PROMPT_FIELDS = ("dialogue_id", "emotion_id", "situation", "speaker_utterance")
+FROZEN_PAIR_CHECK_FIELDS = (
+    "emotion_label", "situation", "speaker_utterance", "good_reply", "poor_reply", "after_item",
+)  # fmt: skip
 
 
 class FrozenDesignError(ValidationError):
@@ -176,6 +179,12 @@ def design_build(study: Study) -> dict:
     ]
     fields = {f: getattr(study, f) for f in FROZEN_STUDY_FIELDS}
     parent = getattr(study, "parent", None)
+    pair_checks = [
+        {f: getattr(check, f) for f in FROZEN_PAIR_CHECK_FIELDS}
+        for check in PairAttentionCheck.objects.filter(study=study).order_by("after_item", "id")
+    ]
+    # Only where a study has known-answer pairs (pairwise studies): every other design reads as before.
+    known_answer_pairs = {"known_answer_pairs": pair_checks} if pair_checks else {}
     return {
         "format": FORMAT,
         "study": study.slug,
@@ -188,6 +197,7 @@ def design_build(study: Study) -> dict:
         },
         "prompts": {"count": len(prompts), "items": prompts},
         "attention_checks": checks,
+        **known_answer_pairs,
         "exclusion_rules": exclusion_rules_of(study),
         "planned_analysis": study.planned_analysis,
         "hypotheses": study.hypotheses,
@@ -296,11 +306,28 @@ def _guard_prompt(sender, instance: Prompt, raw=False, **kwargs):
         design_edit_refuse(instance.study, "The prompt sample")
 
 
-@receiver(pre_save, sender=QuestionnaireSettings, dispatch_uid="design_guard_kind_settings")
-def _guard_kind_settings(sender, instance: QuestionnaireSettings, raw=False, **kwargs):
+@receiver(pre_save, sender=PairAttentionCheck, dispatch_uid="design_guard_pair_check")
+def _guard_pair_check(sender, instance: PairAttentionCheck, raw=False, **kwargs):
+    if not raw and (instance.pk is None or changed_fields(instance, FROZEN_PAIR_CHECK_FIELDS)):
+        design_edit_refuse(instance.study, "The known-answer pairs")
+
+
+def _guard_kind_settings(sender, instance, raw=False, **kwargs):
     fields = tuple(f.attname for f in sender._meta.concrete_fields if f.name not in {"id", "study"})
     if not raw and instance.pk is not None and changed_fields(instance, fields):
         design_edit_refuse(instance.study, "The study kind's settings")
+
+
+def kind_settings_guards_connect() -> None:
+    """Every registered kind's own settings (`StudyKind.settings_model`) frozen with the design: called by
+    StudiesConfig.ready once the built-in kinds are registered."""
+    for kind in registered_kinds():
+        if kind.settings_model is not None:
+            pre_save.connect(
+                _guard_kind_settings,
+                sender=kind.settings_model,
+                dispatch_uid=f"design_guard_kind_settings:{kind.name}",
+            )
 
 
 def deleted_with_study(origin) -> bool:
@@ -322,6 +349,12 @@ def _guard_prompt_delete(sender, instance: Prompt, origin=None, **kwargs):
 def _guard_check_delete(sender, instance: AttentionCheck, origin=None, **kwargs):
     if not deleted_with_study(origin):
         design_edit_refuse(instance.study, "Deleting an attention check")
+
+
+@receiver(pre_delete, sender=PairAttentionCheck, dispatch_uid="design_guard_pair_check_delete")
+def _guard_pair_check_delete(sender, instance: PairAttentionCheck, origin=None, **kwargs):
+    if not deleted_with_study(origin):
+        design_edit_refuse(instance.study, "Deleting a known-answer pair")
 
 
 @receiver(pre_delete, sender=Condition, dispatch_uid="design_guard_condition_delete")

@@ -47,10 +47,11 @@ class Emotion(models.Model):
 
 class Study(models.Model):
     class Kind(models.TextChoices):
-        """The built-in kinds' names (studies/kinds/rating.py, questionnaire.py)."""
+        """The built-in kinds' names (studies/kinds/rating.py, questionnaire.py, pairwise.py)."""
 
         RATING = "rating", "Rating study (rate responses on a scale)"
         QUESTIONNAIRE = "questionnaire", "Questionnaire study (instrument before and after a situation)"
+        PAIRWISE = "pairwise", "Pairwise preference study (which of two replies is more empathetic)"
 
     class State(models.TextChoices):
         DRAFT = "draft", "Draft"
@@ -451,8 +452,9 @@ class Rating(models.Model):
         return f"{self.assignment} = {self.value}"
 
 
-# The questionnaire kind's and the frozen design's models, imported so Django registers them.
+# The questionnaire and pairwise kinds' and the frozen design's models, imported so Django registers them.
 from .design_models import StudyAmendment, StudyDesign  # noqa: E402
+from .pairwise_models import PairAttentionCheck, PairItem, PairwiseSettings  # noqa: E402
 from .questionnaire_models import (  # noqa: E402
     Instrument,
     InstrumentCategory,
@@ -472,6 +474,9 @@ __all__ = [
     "Instrument",
     "InstrumentCategory",
     "InstrumentItem",
+    "PairAttentionCheck",
+    "PairItem",
+    "PairwiseSettings",
     "Participant",
     "Prompt",
     "QuestionnaireAnswer",

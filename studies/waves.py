@@ -5,7 +5,10 @@
   studies/design.py, the prompts and the imported responses); generated responses are generated again.
 * `study_extend`: a follow-up wave of a frozen study: the same prompts; the new LLM conditions (their
   configurations added in the admin, or copied from a parent condition); and a re-rating condition that shows
-  the parent's baseline responses again to a share of the parent's baseline participants (rater drift). The
+  the parent's baseline responses again to a share of the parent's baseline participants (rater drift) — or,
+  for a kind whose waves keep their conditions (`StudyKind.wave_keeps_conditions`: pairwise), every parent
+  condition with its replies, the new conditions compared with them and `rerate_share` of the pairs re-asking
+  the parent's comparisons (rater drift). The
   wave links to its parent; by default a participant of one study of the family cannot join another.
 """
 
@@ -16,9 +19,18 @@ import math
 from django.db import transaction
 from django.db.models import Q
 
-from .design import CONDITION_HOOKS, is_frozen
+from .design import CONDITION_HOOKS, FROZEN_CHECK_FIELDS, FROZEN_PAIR_CHECK_FIELDS, is_frozen
 from .kinds import kind_of
-from .models import AttentionCheck, Condition, Participant, Prompt, Response, Study, StudySituation
+from .models import (
+    AttentionCheck,
+    Condition,
+    PairAttentionCheck,
+    Participant,
+    Prompt,
+    Response,
+    Study,
+    StudySituation,
+)
 
 DEFAULT_RERATE_SHARE = 0.10
 RERATE_SUFFIX = "_rerate"
@@ -114,20 +126,13 @@ def _condition_copy(source: Condition, study: Study, **overrides) -> Condition:
 
 
 def _copy_checks(source: Study, target: Study) -> None:
-    AttentionCheck.objects.bulk_create(
-        [
-            AttentionCheck(
-                study=target,
-                emotion_label=c.emotion_label,
-                situation=c.situation,
-                speaker_utterance=c.speaker_utterance,
-                response_text=c.response_text,
-                expected_value=c.expected_value,
-                after_item=c.after_item,
-            )
-            for c in source.attention_checks.order_by("after_item", "id")
-        ]
-    )
+    """The source's attention checks (rating) and known-answer pairs (pairwise), their frozen fields copied."""
+    for model, fields in (
+        (AttentionCheck, FROZEN_CHECK_FIELDS),
+        (PairAttentionCheck, FROZEN_PAIR_CHECK_FIELDS),
+    ):
+        checks = model.objects.filter(study=source).order_by("after_item", "id")
+        model.objects.bulk_create([model(study=target, **{f: getattr(c, f) for f in fields}) for c in checks])
 
 
 def study_copy(*, source: Study, new_slug: str, title: str = "") -> Study:
@@ -220,18 +225,25 @@ def study_extend(
         _copy_kind_settings(parent, wave)
         _copy_checks(parent, wave)
         prompts = _copy_prompts(parent, wave)
-        rerate = _condition_copy(
-            baseline,
-            wave,
-            name=baseline.name + RERATE_SUFFIX,
-            label=f"{baseline.label or baseline.name} (re-rated)",
-            is_baseline=False,
-            quota=rerate_quota(parent, baseline, rerate_share),
-            position=0,
-            enrolling=True,
-        )
-        _copy_responses(baseline, rerate, prompts, generated=True)
-        for position, name in enumerate(conditions, start=1):
+        if kind_of(parent).wave_keeps_conditions:  # every stored condition, to compare the new ones with
+            kept = list(parent.conditions.order_by("position", "name"))
+            for condition in kept:
+                _copy_responses(condition, _condition_copy(condition, wave), prompts, generated=True)
+            first = max((c.position for c in kept), default=0) + 1
+        else:
+            rerate = _condition_copy(
+                baseline,
+                wave,
+                name=baseline.name + RERATE_SUFFIX,
+                label=f"{baseline.label or baseline.name} (re-rated)",
+                is_baseline=False,
+                quota=rerate_quota(parent, baseline, rerate_share),
+                position=0,
+                enrolling=True,
+            )
+            _copy_responses(baseline, rerate, prompts, generated=True)
+            first = 1
+        for position, name in enumerate(conditions, start=first):
             if template is not None:
                 _condition_copy(template, wave, name=name, label=name, is_baseline=False, position=position,
                                 quota=baseline.effective_quota, enrolling=True)  # fmt: skip

@@ -120,3 +120,32 @@ def questionnaire_study_create(**fields) -> models.Study:
     study = models.Study.objects.create(**fields)
     models.QuestionnaireSettings.objects.create(study=study, **own)
     return study
+
+
+def pairwise_study_build(
+    *,
+    conditions: int = 3,
+    prompts: int = 12,
+    focal_design: bool = False,
+    known_answers: tuple[int, ...] = (),
+    state: str = models.Study.State.LIVE,
+    **study_fields,
+) -> models.Study:
+    """A pairwise study: `conditions` conditions (arm0 the baseline) answering the same `prompts` prompts, its
+    PairwiseSettings, and a known-answer pair after each number of regular pairs in `known_answers`."""
+    study = rating_study_build(
+        conditions=conditions, prompts=prompts, state=state, kind=models.Study.Kind.PAIRWISE, **study_fields
+    )
+    study.conditions.filter(name="arm0").update(is_baseline=True)
+    models.PairwiseSettings.objects.create(study=study, focal_design=focal_design)
+    for after in known_answers:
+        models.PairAttentionCheck.objects.create(
+            study=study,
+            emotion_label="anxious",
+            situation="I have a job interview tomorrow.",
+            speaker_utterance="I cannot sleep.",
+            good_reply="That sounds stressful; it shows how much this matters to you.",
+            poor_reply="Whatever.",
+            after_item=after,
+        )
+    return study

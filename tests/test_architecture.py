@@ -80,6 +80,7 @@ TEMPLATE_DIRS = ("templates",)
 KIND_MODULES = {
     "ratings.questionnaire": "studies.kinds.questionnaire",  # the questionnaire kind's participant pages
     "studies.emotionbench.results": "studies.kinds.questionnaire",  # writes published answers as such a study
+    "ratings.pairwise": "studies.kinds.pairwise",  # the pairwise kind's participant page
 }
 
 

@@ -22,7 +22,8 @@
      shown the same way. A lost connection keeps the answer selected and offers to send it again (the same
      position: the server stores it once). Anything else the server refuses is posted again the plain way,
      so the participant sees the server's page.
-   - Keyboard shortcuts on the item page: 1, 2, 3, ... press the matching scale button.
+   - Keyboard shortcuts on the item page: 1, 2, 3, ... press the matching scale button (on the pair page:
+     A, B, about the same; still after ticking its "both inadequate" box).
    - A form is sent once: a double click or a held key does not send a second answer
      (the server ignores a second answer anyway; this only spares the request).
    - An error summary takes the focus, so screen readers read it and Tab reaches its links first.
@@ -44,7 +45,10 @@
     if (!form || event.ctrlKey || event.metaKey || event.altKey || event.repeat ||
         (current.sending && current.sending.busy())) { return; }
     var target = event.target;
-    if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) { return; }
+    // Keys typed into a field are the field's; a ticked box (the pair page's "both inadequate") keeps them.
+    var typing = target && (target.isContentEditable || /^(TEXTAREA|SELECT)$/.test(target.tagName) ||
+      (target.tagName === "INPUT" && !/^(checkbox|radio)$/.test(target.type)));
+    if (typing) { return; }
     for (var i = 0; i < current.buttons.length; i++) {
       var button = current.buttons[i];
       if (button.dataset.shortcut === event.key) {

@@ -26,6 +26,9 @@ from studies.models import (
 )
 from studies.services import study_launch
 
+from .pairwise import pairwise_demo_ensure
+from .texts import EMPATHY_SIDES, TAKING_PART
+
 DEMO_SLUG = "demo"
 DEMO_CORPUS = Path(__file__).resolve().parent / "prompts.csv"
 PUBLISHED_SLUG = "published-sample"
@@ -37,22 +40,18 @@ PUBLISHED_RATINGS = Path(__file__).resolve().parent / "published_ratings.csv"
 ADMIN_USERNAME = "admin"
 PASSWORD_FILE_NAME = "demo-admin-password"
 
-CONSENT = """\
+CONSENT = f"""\
 This is a demonstration of a research study about empathy in short written conversations.
 
 You will read a person's description of a situation, the first thing they said about it, and a reply \
 written by someone else. You will say how empathetic that reply is. It takes about ten minutes.
 
-Taking part is voluntary and you may stop at any time by closing the page. We store your answers and your \
-recruiting platform's anonymous id, never your name or e-mail address. Answers are analysed in aggregate for \
-research. Some conversations mention difficult experiences such as loss or fear.
+{TAKING_PART} Some conversations mention difficult experiences such as loss or fear.
 
 If you agree to take part, choose "I agree" below."""
 
-INSTRUCTIONS = """\
-Empathy has three sides. Cognitive empathy: understanding what the other person thinks and feels. \
-Affective empathy: sharing or resonating with their feelings. Compassionate empathy: wanting to help \
-or support them.
+INSTRUCTIONS = f"""\
+{EMPATHY_SIDES}
 
 On each page you will see the emotion the speaker felt, the situation they described, what they said \
 (Speaker 1), and a reply (Speaker 2). Ask yourself: compared with how you would have replied, how \
@@ -122,15 +121,13 @@ ATTENTION_CHECK = {
 }
 
 
-QUESTIONNAIRE_CONSENT = """\
+QUESTIONNAIRE_CONSENT = f"""\
 This is a demonstration of a research study about how situations make people feel.
 
 You will say how you feel right now, read a short situation and imagine it happens to you, then say how you \
 feel again. It takes about five minutes.
 
-Taking part is voluntary and you may stop at any time by closing the page. We store your answers and your \
-recruiting platform's anonymous id, never your name or e-mail address. Answers are analysed in aggregate for \
-research. Some situations describe unpleasant events such as unfair treatment or worrying news.
+{TAKING_PART} Some situations describe unpleasant events such as unfair treatment or worrying news.
 
 If you agree to take part, choose "I agree" below."""
 
@@ -162,6 +159,8 @@ class DemoInfo:
     analysis_link: str
     questionnaire: Study
     questionnaire_link: str
+    pairwise: Study
+    pairwise_link: str
 
 
 def _password_file() -> Path:
@@ -265,7 +264,8 @@ def demo_seed(*, base_url: str) -> DemoInfo:
     consent, instructions with 3 worked examples, the TEQ, one attention check), the closed study
     `published-sample` (the published ratings of 30 of the seed study's batches of 10: 90 raters, 900
     ratings, for the analysis dashboard), the live questionnaire study `feelings-demo` (PANAS before and
-    after one of five situations, with consent text) and the superuser `admin`.
+    after one of five situations, with consent text), the live pairwise study `pairs-demo` (studies/demo/pairwise.py)
+    and the superuser `admin`.
 
     Idempotent: an existing demo study or admin user is left exactly as it is. The admin's password is
     generated once and kept in VAR_DIR/demo-admin-password, so every run reports the same one.
@@ -273,6 +273,7 @@ def demo_seed(*, base_url: str) -> DemoInfo:
     study, study_created = _ensure_study()
     published = _ensure_published()
     questionnaire = _ensure_questionnaire()
+    pairwise = pairwise_demo_ensure()
     admin_created, password = _ensure_admin()
     return DemoInfo(
         study=study,
@@ -285,4 +286,6 @@ def demo_seed(*, base_url: str) -> DemoInfo:
         analysis_link=f"{base_url}/analysis/{published.slug}/",
         questionnaire=questionnaire,
         questionnaire_link=_participant_link(base_url, questionnaire),
+        pairwise=pairwise,
+        pairwise_link=_participant_link(base_url, pairwise),
     )

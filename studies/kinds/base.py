@@ -21,7 +21,7 @@ entry and consent pages, recruiting-platform handling and exactly-once answers. 
   answer in their own way), as dotted paths resolved by the admin;
 * **capabilities** — what the kind's studies offer beyond the spine, each left out by a kind that does not
   offer it: `corpus_import` (prompts and responses from a corpus file), `judged` (LLM judges rate its
-  responses), `power_planner` (power before launch), `questionnaire(study)` (questionnaire runs: an
+  responses), `power_planner` (power before launch), `answers_export` (its own answers export), `wave_keeps_conditions` (what a wave copies), `questionnaire(study)` (questionnaire runs: an
   instrument answered before and after a situation, by people and models).
 
 A new kind is one subclass and one `registry.register(...)` call; nothing else branches on `study.kind`: code
@@ -47,6 +47,28 @@ DONE = "done"
 # The spine's own pages: shared by every kind (entry, outcome and return pages need no step).
 SPINE_PAGES = {CONSENT: "ratings.views.CONSENT_PAGE"}
 SPINE_STEP_LABELS = {CONSENT: "Consent", DONE: "Done"}
+
+
+def corpus_coverage_problems(study: Study, conditions: list[Condition], *, asks: str) -> list[str]:
+    """The launch checks of a kind that shows a corpus' prompts and every condition's replies to them: at least
+    `items_per_participant` prompts (`asks`: what each participant does with that many, for the message), and
+    every condition a reply (sample 0) to every prompt. `conditions` carry `with_response` (prompts with a
+    sample-0 response)."""
+    problems = []
+    prompts = study.prompts.count()
+    if prompts < study.items_per_participant:
+        problems.append(
+            f"the study has {prompts} prompts but each participant {asks}: import a corpus or lower items per "
+            "participant"
+        )
+    for condition in conditions:
+        missing = prompts - condition.with_response
+        if missing:
+            problems.append(
+                f"condition '{condition.name}' has no response for {missing} of {prompts} prompts "
+                "(generate or import them)"
+            )
+    return problems
 
 
 class StudyKind(ABC):
@@ -80,6 +102,12 @@ class StudyKind(ABC):
     judged: ClassVar[bool] = False
     # Dotted path of (*, study, **options) -> the power plan before launch (analysis/study_power.py).
     power_planner: ClassVar[str | None] = None
+    # Dotted path of (study) -> (header, records): the study's answers export when its answers are not ratings
+    # of single responses (analysis/exports.py serves it as the `ratings` export). None: the ratings export.
+    answers_export: ClassVar[str | None] = None
+    # A follow-up wave (studies/waves.py `study_extend`) keeps every parent condition with its replies, the new
+    # conditions compared with them inside the wave, instead of a re-rating copy of the parent's baseline.
+    wave_keeps_conditions: ClassVar[bool] = False
 
     # --- participant steps ---------------------------------------------------------------------------
 

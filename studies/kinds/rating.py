@@ -30,7 +30,7 @@ from studies.models import (
     Study,
 )
 
-from .base import StudyKind
+from .base import StudyKind, corpus_coverage_problems
 from .registry import register
 
 INSTRUCTIONS = Participant.Step.INSTRUCTIONS
@@ -147,20 +147,7 @@ class RatingKind(StudyKind):
     def launch_problems(self, study: Study, conditions: list[Condition]) -> list[str]:
         """Every condition has a response (sample 0) for every prompt; none is flagged for review; at least
         items_per_participant prompts. `conditions` carry `with_response` (prompts with a sample-0 response)."""
-        problems = []
-        prompts = study.prompts.count()
-        if prompts < study.items_per_participant:
-            problems.append(
-                f"the study has {prompts} prompts but each participant rates {study.items_per_participant}: "
-                "import a corpus or lower items per participant"
-            )
-        for condition in conditions:
-            missing = prompts - condition.with_response
-            if missing:
-                problems.append(
-                    f"condition '{condition.name}' has no response for {missing} of {prompts} prompts "
-                    "(generate or import them)"
-                )
+        problems = corpus_coverage_problems(study, conditions, asks=f"rates {study.items_per_participant}")
         flagged = (
             Response.objects.filter(condition__study=study, review=Response.Review.FLAGGED)
             .values("condition__name")

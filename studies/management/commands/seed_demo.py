@@ -28,6 +28,7 @@ class Command(BaseCommand):
         self.stdout.write(f"Questionnaire study '{info.questionnaire.slug}': {info.questionnaire.state}.")
         self.stdout.write(f"Participant link: {info.participant_link}")
         self.stdout.write(f"Questionnaire participant link: {info.questionnaire_link}")
+        self.stdout.write(f"Pairwise participant link: {info.pairwise_link}")
         self.stdout.write(
             f"Analysis of published ratings (90 raters, 900 ratings, sign in as admin): {info.analysis_link}"
         )

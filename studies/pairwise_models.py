@@ -1,0 +1,134 @@
+"""The pairwise kind's models (studies/kinds/pairwise.py): its settings, its known-answer pairs, and the pairs
+participants are shown and answer.
+
+A `PairItem` is one page of a participant: one prompt with two replies of two conditions (which one is on the
+left is stored), or one known-answer pair (`PairAttentionCheck`) disguised as any other. Its answer is written
+on the same row, once: a conditional UPDATE of an unanswered row (ratings/pairwise.py), and the check
+constraints keep an answer whole (a choice exactly when answered).
+"""
+
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import F, Q
+
+from studies.fields import PlainTextField
+
+
+class PairwiseSettings(models.Model):
+    """A pairwise study's own settings (one per study of that kind). The number of pairs a participant answers
+    is the study's `items_per_participant`."""
+
+    study = models.OneToOneField("Study", on_delete=models.CASCADE, related_name="pairwise_settings")
+    question = models.CharField(max_length=300, default="Which reply is more empathetic?")
+    focal_design = models.BooleanField(
+        default=False,
+        help_text="Between subjects: each participant joins one condition (balanced like a rating study) and "
+        "every pair they see involves it. Off: everyone is counted under the baseline condition and sees "
+        "pairs of every two conditions.",
+    )
+    adaptive_after = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Adaptive phase: after this many answered pairs, condition pairs whose strengths' intervals "
+        "overlap most are dealt more often (blank: the balanced design throughout).",
+    )
+    adaptive_max_share = models.FloatField(
+        default=0.5,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="In the adaptive phase, no condition pair gets more than this share of the pairs dealt.",
+    )
+
+    class Meta:
+        verbose_name = "pairwise settings"
+        verbose_name_plural = "pairwise settings"
+
+    def __str__(self) -> str:
+        return "pairwise settings"
+
+
+class PairAttentionCheck(models.Model):
+    """A known-answer pair: a good reply against a clearly inadequate one, shown like any other pair (the side of
+    the good reply is drawn per participant). Choosing anything but the good reply counts as a failed check."""
+
+    study = models.ForeignKey("Study", on_delete=models.CASCADE, related_name="pair_attention_checks")
+    emotion_label = models.CharField(max_length=64)
+    situation = PlainTextField()
+    speaker_utterance = PlainTextField()
+    good_reply = PlainTextField()
+    poor_reply = PlainTextField()
+    after_item = models.PositiveSmallIntegerField(help_text="Shown after this many regular pairs (0: first).")
+
+    class Meta:
+        ordering = ["study", "after_item", "id"]
+
+    def __str__(self) -> str:
+        return f"known-answer pair after pair {self.after_item}"
+
+
+class PairItem(models.Model):
+    """One page of a pairwise participant, in order, with its answer once given."""
+
+    class Choice(models.TextChoices):
+        LEFT = "left", "A (left) is more empathetic"
+        RIGHT = "right", "B (right) is more empathetic"
+        TIE = "tie", "About the same"
+
+    participant = models.ForeignKey("Participant", on_delete=models.CASCADE, related_name="pair_items")
+    position = models.PositiveSmallIntegerField()
+    prompt = models.ForeignKey("Prompt", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    left = models.ForeignKey("Response", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    right = models.ForeignKey("Response", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    known_answer = models.ForeignKey(
+        PairAttentionCheck, null=True, blank=True, on_delete=models.PROTECT, related_name="items"
+    )
+    good_on_left = models.BooleanField(null=True, blank=True, help_text="Known-answer pairs: the good side.")
+    shown_at = models.DateTimeField(null=True, blank=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+    choice = models.CharField(max_length=8, choices=Choice.choices, blank=True)
+    both_inadequate = models.BooleanField(default=False)
+    response_time_ms = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["participant", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["participant", "position"], name="pair_item_unique_position"),
+            # A participant sees each prompt at most once.
+            models.UniqueConstraint(
+                fields=["participant", "prompt"],
+                condition=Q(prompt__isnull=False),
+                name="pair_item_prompt_once_per_participant",
+            ),
+            models.CheckConstraint(
+                condition=(
+                    Q(
+                        prompt__isnull=False,
+                        left__isnull=False,
+                        right__isnull=False,
+                        known_answer__isnull=True,
+                        good_on_left__isnull=True,
+                    )
+                    & ~Q(left=F("right"))
+                )
+                | Q(
+                    prompt__isnull=True,
+                    left__isnull=True,
+                    right__isnull=True,
+                    known_answer__isnull=False,
+                    good_on_left__isnull=False,
+                ),
+                name="pair_item_pair_or_check",
+            ),
+            models.CheckConstraint(
+                condition=Q(answered_at__isnull=True, choice="")
+                | Q(answered_at__isnull=False, choice__in=["left", "right", "tie"]),
+                name="pair_item_answer_whole",
+            ),
+        ]
+        indexes = [models.Index(fields=["prompt"], name="pair_item_prompt")]
+
+    def __str__(self) -> str:
+        return f"{self.participant_id} pair #{self.position}"
+
+    @property
+    def is_check(self) -> bool:
+        return self.known_answer_id is not None

@@ -1,0 +1,76 @@
+"""The seeded `pairs-demo` walked in headless Chromium as scripts/walk.py walks it (phone 390×844 and desktop
+1280×800, JavaScript on and off, axe-core on every page), and the walks' answers found in the study's export."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from playwright.sync_api import expect
+
+from analysis import exports
+from scripts.walk import VIEWPORTS, walk
+from studies.demo.seed import demo_seed
+from studies.models import PairItem, Participant
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def demo(settings, tmp_path, live_server):
+    settings.VAR_DIR = tmp_path
+    return demo_seed(base_url=live_server.url)
+
+
+def test_pairs_demo_is_walked_on_phone_and_desktop_with_and_without_javascript_into_the_export(
+    demo, browser, live_server
+):
+    study = demo.pairwise
+    assert demo.pairwise_link.startswith(f"{live_server.url}/s/pairs-demo/?PROLIFIC_PID=")
+    walks = [
+        walk(browser, live_server.url, study.slug, viewport, javascript, None)
+        for viewport in VIEWPORTS
+        for javascript in (True, False)
+    ]
+    for done in walks:
+        label = (done["viewport"], done["javascript"])
+        assert done["error"] is None, (label, done["error"])
+        assert done["axe_violations"] == [], (label, done["axe_violations"])
+        assert done["failed_requests"] == [], label
+        assert done["completion_code"] == "PAIRS-COMPLETE", label
+        if done["javascript"]:  # consent and instructions in one request, then one request per pair
+            assert done["posts"] == 1 + 11 and done["page loads"] == 1, done
+
+    walkers = Participant.objects.filter(study=study, external_id__startswith="walk-")
+    assert walkers.count() == 4 and all(p.status == "completed" for p in walkers)
+    assert not any(p.flagged_for_exclusion for p in walkers)  # the known-answer pair was read and passed
+    text = "".join(exports.export_lines(study=study, what="ratings", reveal_participant_ids=True))
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert len(rows) == 4 * 10
+    assert {row["participant"] for row in rows} == {p.external_id for p in walkers}
+    stored = PairItem.objects.filter(participant__in=walkers, known_answer__isnull=True)
+    assert sorted((r["participant"], int(r["position"]), r["choice"]) for r in rows) == sorted(
+        stored.values_list("participant__external_id", "position", "choice")
+    )
+    assert {r["left_condition"] for r in rows} | {r["right_condition"] for r in rows} == {
+        "human",
+        "chatgpt",
+        "chatgpt_empathy",
+    }
+
+
+def test_keys_1_2_3_answer_a_pair_in_place_with_the_inadequate_flag(demo, page_at):
+    page = page_at("desktop")
+    page.goto(demo.pairwise_link)
+    page.get_by_role("button", name="I agree, start the study").click()
+    page.get_by_role("button", name="I have read the instructions, continue").click()
+    expect(page.locator("h1")).to_have_text("Pair 1 of 11")
+    page.get_by_label("Both replies are inadequate").check()
+    page.keyboard.press("2")
+    expect(page.locator("h1")).to_have_text("Pair 2 of 11")
+    page.keyboard.press("3")
+    expect(page.locator("h1")).to_have_text("Pair 3 of 11")
+    participant = Participant.objects.get(study=demo.pairwise, external_id__startswith="demo-")
+    answered = list(participant.pair_items.filter(answered_at__isnull=False).order_by("position"))
+    assert [(p.choice, p.both_inadequate) for p in answered] == [("right", True), ("tie", False)]
