@@ -156,6 +156,11 @@ PARTICIPANT_EXPORT_FIELDS: dict[str, str] = {
     "demographics": "demographics",
     "started_at": "started_at",
     "finished_at": "finished_at",
+    # The authenticity score (blank: no signals), its reasons, and the review of its flag (studies/authenticity.py).
+    "authenticity_score": "authenticity__score",
+    "authenticity_flagged": "authenticity__flagged",
+    "authenticity_reasons": "authenticity__reasons",
+    "authenticity_review": "authenticity__review",
 }
 
 

@@ -22,6 +22,7 @@ from studies.exclusion_rules import default_exclusion_rules, exclusion_rules_nor
 from studies.fields import PlainTextField
 from studies.planned_analysis import default_planned_analysis, default_scale, planned_analysis_normalise
 
+from .authenticity_models import TRAP_HELP
 from .kinds.registry import kind_choices, step_choices
 
 
@@ -98,6 +99,7 @@ class Study(models.Model):
         default=0, help_text="A participant failing more attention checks than this is flagged for exclusion."
     )
     seed = models.BigIntegerField(default=0, help_text="Seeds every random draw of this study.")
+    trap_hidden_instruction = models.BooleanField(default=False, help_text=TRAP_HELP)
     exclusion_rules = models.JSONField(
         default=default_exclusion_rules,
         blank=True,
@@ -452,6 +454,7 @@ class Rating(models.Model):
 
 
 # The questionnaire kind's and the frozen design's models, imported so Django registers them.
+from .authenticity_models import ParticipantAuthenticity  # noqa: E402
 from .design_models import StudyAmendment, StudyDesign  # noqa: E402
 from .questionnaire_models import (  # noqa: E402
     Instrument,
@@ -473,6 +476,7 @@ __all__ = [
     "InstrumentCategory",
     "InstrumentItem",
     "Participant",
+    "ParticipantAuthenticity",
     "Prompt",
     "QuestionnaireAnswer",
     "QuestionnaireRun",
