@@ -222,7 +222,7 @@ def signals_record(
             [ParticipantAuthenticity(participant_id=participant.pk)], ignore_conflicts=True
         )
         row = ParticipantAuthenticity.objects.select_for_update().get(participant_id=participant.pk)
-        fields = ["pages", "score", "reasons", "flagged", "updated_at"]
+        fields = ["pages", "score", "reasons", "flagged", "excluded", "updated_at"]
         if client is not None and not row.client:
             row.client = {**client, "ua": user_agent_class(user_agent)}
             fields.append("client")
@@ -234,6 +234,7 @@ def signals_record(
             row.pages = {**row.pages, key: entry}
         result = score_compute(client=row.client, pages=row.pages)
         row.score, row.reasons, row.flagged = result.score, result.reasons, result.flagged
+        row.excluded = authenticity_excluded(flagged=row.flagged, review=row.review)
         row.save(update_fields=fields)
     return row
 
@@ -245,9 +246,14 @@ def authenticity_review(
     no status, answer or payment; the exclusion rule reads it (a cleared flag no longer excludes)."""
     if decision not in (ParticipantAuthenticity.Review.CONFIRMED, ParticipantAuthenticity.Review.CLEARED):
         raise ValueError(f"{decision!r} is not a review decision")
-    row, _ = ParticipantAuthenticity.objects.get_or_create(participant=participant)
-    row.review, row.reviewed_by, row.reviewed_at = decision, user, now or timezone.now()
-    row.save(update_fields=["review", "reviewed_by", "reviewed_at"])
+    with transaction.atomic():
+        ParticipantAuthenticity.objects.bulk_create(
+            [ParticipantAuthenticity(participant_id=participant.pk)], ignore_conflicts=True
+        )
+        row = ParticipantAuthenticity.objects.select_for_update().get(participant_id=participant.pk)
+        row.review, row.reviewed_by, row.reviewed_at = decision, user, now or timezone.now()
+        row.excluded = authenticity_excluded(flagged=row.flagged, review=row.review)
+        row.save(update_fields=["review", "reviewed_by", "reviewed_at", "excluded"])
     return row
 
 

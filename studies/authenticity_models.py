@@ -35,6 +35,9 @@ class ParticipantAuthenticity(models.Model):
     score = models.PositiveSmallIntegerField(null=True, blank=True)
     reasons = models.JSONField(default=list, blank=True)
     flagged = models.BooleanField(default=False, db_index=True)
+    # What the declared `authenticity` exclusion rule drops: flagged and not cleared, or confirmed in review
+    # (authenticity.authenticity_excluded, kept here so every reader, SQL included, reads one column).
+    excluded = models.BooleanField(default=False, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
     review = models.CharField(max_length=16, choices=Review.choices, default=Review.OPEN)
     reviewed_by = models.ForeignKey(

@@ -106,8 +106,8 @@ class Study(models.Model):
         help_text="Declared before launch; the analysis applies these by default. attention_checks and "
         'incomplete: true/false; too_fast: null or {"min_median_ms": 1500}; straight_lining: null or '
         '{"min_items": 10, "corroborating_median_ms": 3000, "identical_alone": false} (identical answers '
-        "count only with a wrong attention check or a fast median time, unless the scale has 5+ points). "
-        "See docs/analysis.md.",
+        "count only with a wrong attention check or a fast median time, unless the scale has 5+ points); "
+        "authenticity: true/false (participants the authenticity score flags). See docs/analysis.md.",
     )
     hypotheses = models.TextField(
         blank=True, help_text="What the study tests, written before launch; frozen with the design."

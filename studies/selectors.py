@@ -10,14 +10,12 @@ from django.db.models.functions import Coalesce
 
 from .design import planned_analysis_of
 from .kinds import kind_of
-from .models import Condition, Participant, ParticipantAuthenticity, Prompt, Study
+from .models import Condition, Participant, Prompt, Study
 
 STATUSES = [status.value for status in Participant.Status]
 # A participant the authenticity score flags, unless a researcher cleared the flag; or confirmed in review
-# (the rule of `authenticity.authenticity_excluded`, as a filter on Participant).
-AUTHENTICITY_FLAGGED = (
-    Q(authenticity__flagged=True) & ~Q(authenticity__review=ParticipantAuthenticity.Review.CLEARED)
-) | Q(authenticity__review=ParticipantAuthenticity.Review.CONFIRMED)
+# (`ParticipantAuthenticity.excluded`, set by studies/authenticity.py).
+AUTHENTICITY_FLAGGED = Q(authenticity__excluded=True)
 
 
 def study_status(*, study: Study) -> dict[str, Any]:
