@@ -352,6 +352,7 @@ def latency_phase(participants: int) -> dict:
         {"t": 14000, "fi": 450, "pm": 95, "pd": 1, "cl": 1, "c": {"au": [], "sw": 1280, "sh": 800, "mt": 0}}
     )
     with_signals, without = [], []
+    stopped: list[str] = []
     try:
         for i in range(participants):
             client = Client(
@@ -359,16 +360,22 @@ def latency_phase(participants: int) -> dict:
                 HTTP_USER_AGENT=DESKTOP_UA,
                 HTTP_X_FORWARDED_FOR=f"172.16.{i // 250}.{i % 250}",
             )
-            client.get(
-                f"/s/{SLUG}/", {"PROLIFIC_PID": f"latency-{i:03d}", "STUDY_ID": "S", "SESSION_ID": "L"}
+            # secure=True: this process's settings redirect plain http to https (the server's do not).
+            entry = client.get(
+                f"/s/{SLUG}/",
+                {"PROLIFIC_PID": f"latency-{i:03d}", "STUDY_ID": "S", "SESSION_ID": "L"},
+                secure=True,
             )
             url = f"/s/{SLUG}/step/"
-            client.post(url, {"step": "consent", "decision": "agree", "sig": sig}, secure=True)
+            consent = client.post(url, {"step": "consent", "decision": "agree", "sig": sig}, secure=True)
             client.post(url, {"step": "instructions", "sig": sig}, secure=True)
             for n in range(100):
                 page = client.get(url, secure=True).content.decode()
                 marker = 'name="position" value="'
                 if marker not in page:
+                    if n == 0:  # never reached the items: say where it stopped
+                        title = page.split("<title>", 1)[-1].split("</title>", 1)[0]
+                        stopped.append(f"{entry.status_code}/{consent.status_code}: {title.strip()[:80]}")
                     break
                 position = page.split(marker, 1)[1].split('"', 1)[0]
                 data = {"step": "items", "position": position, "value": 3}
@@ -383,7 +390,7 @@ def latency_phase(participants: int) -> dict:
     finally:
         ratings.flow.authenticity.signals_record = record
     if not with_signals or not without:
-        raise RuntimeError("the latency phase answered nothing")
+        raise RuntimeError(f"the latency phase answered nothing: {stopped[:3]}")
     return {
         "answers_with_signals": len(with_signals),
         "answers_without_signals": len(without),
@@ -427,8 +434,12 @@ def main(argv: list[str] | None = None) -> dict:
         errors = asyncio.run(browser_phase(stack.base_url, walkers, args.concurrency))
         browser_seconds = time.monotonic() - browser_started
         rates = flag_rates(walkers)
+        log(f"flag rates: {json.dumps({kind: groups['all'] for kind, groups in rates.items()})}")
         log("latency phase")
-        latency = latency_phase(args.latency_participants)
+        try:
+            latency = latency_phase(args.latency_participants)
+        except Exception as exc:  # the browser phase's figures are still printed, with the error
+            latency = {"error": f"{type(exc).__name__}: {exc}", "signals_record_per_answer": {}}
     pauses = [p for w in walkers for p in w.item_pauses]
     added_p99 = latency["signals_record_per_answer"].get("p99_ms")
     people, scripted = rates["people"]["all"], rates["scripted"]["all"]
