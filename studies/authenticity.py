@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import statistics
 from dataclasses import dataclass
 from datetime import datetime
@@ -137,13 +138,28 @@ def _share(pages: list[dict], test) -> tuple[int, int]:
     return sum(1 for page in pages if test(page)), len(pages)
 
 
-def score_compute(*, client: dict, pages: dict[str, dict], fast_page_ms: int | None = None) -> Score:
+def score_compute(
+    *,
+    client: dict,
+    pages: dict[str, dict],
+    pairs: dict[str, int] | None = None,
+    fast_page_ms: int | None = None,
+) -> Score:
     """The authenticity score and its reasons from what was stored (a pure function: the one rule)."""
     fast_page_ms = settings.AUTHENTICITY_FAST_PAGE_MS if fast_page_ms is None else fast_page_ms
     sent = [p for p in pages.values() if set(p) - {"trap"}]
+    pairs = pairs or {}
+    far = sum(pairs.values())
+    # Consistency pairs: answers far apart on half of them (of two or more), or the only one.
+    inconsistent = (
+        (30, f"inconsistent: {far} of {len(pairs)} items shown twice answered far apart")
+        if (far and far * 2 >= len(pairs))
+        else None
+    )
     if not client and not sent and not any(p.get("trap") for p in pages.values()):
-        return Score(None, [NO_SIGNALS], False)
-    reasons: list[tuple[int, str]] = []
+        extra = [f"{inconsistent[1]} (-{inconsistent[0]})"] if inconsistent else []
+        return Score(None, [NO_SIGNALS, *extra], False)
+    reasons: list[tuple[int, str]] = [inconsistent] if inconsistent else []
     hints = list(client.get("au", []))
     if client.get("ua") in ("headless", "bot"):
         hints.append(f"user agent {client['ua']}")
@@ -184,6 +200,13 @@ def score_compute(*, client: dict, pages: dict[str, dict], fast_page_ms: int | N
         reasons.append((40, f"pasted text: {pasted} of {typed + pasted} characters in text fields"))
     score = max(0, 100 - sum(weight for weight, _ in reasons))
     return Score(score, [f"{text} (-{weight})" for weight, text in reasons], score < FLAG_BELOW)
+
+
+def pair_far(first: int, second: int, scale_values: list[int]) -> bool:
+    """Whether two answers to the same item (a consistency pair) lie far apart: at least half the scale's span
+    and at least two points (Good against Bad on the three-point scale; a step either way is ordinary)."""
+    span = max(scale_values) - min(scale_values) if scale_values else 0
+    return abs(second - first) >= max(2, math.ceil(span / 2))
 
 
 # --- recording -------------------------------------------------------------------------------------------
@@ -232,10 +255,29 @@ def signals_record(
         key = page_key(step, position)
         if key in row.pages or len(row.pages) < MAX_PAGES:
             row.pages = {**row.pages, key: entry}
-        result = score_compute(client=row.client, pages=row.pages)
-        row.score, row.reasons, row.flagged = result.score, result.reasons, result.flagged
-        row.excluded = authenticity_excluded(flagged=row.flagged, review=row.review)
+        _rescore(row)
         row.save(update_fields=fields)
+    return row
+
+
+def _rescore(row: ParticipantAuthenticity) -> None:
+    result = score_compute(client=row.client, pages=row.pages, pairs=row.pairs)
+    row.score, row.reasons, row.flagged = result.score, result.reasons, result.flagged
+    row.excluded = authenticity_excluded(flagged=row.flagged, review=row.review)
+
+
+def pair_record(*, participant: Participant, position: int, far: bool) -> ParticipantAuthenticity:
+    """Stores the outcome of a consistency pair (its second showing at `position`: far apart or not) with the
+    participant and recomputes their score; the same answer again replaces it. Locks the participant's
+    authenticity row as `signals_record` does."""
+    with transaction.atomic():
+        ParticipantAuthenticity.objects.bulk_create(
+            [ParticipantAuthenticity(participant_id=participant.pk)], ignore_conflicts=True
+        )
+        row = ParticipantAuthenticity.objects.select_for_update().get(participant_id=participant.pk)
+        row.pairs = {**row.pairs, str(position): int(far)}
+        _rescore(row)
+        row.save(update_fields=["pairs", "score", "reasons", "flagged", "excluded", "updated_at"])
     return row
 
 

@@ -15,6 +15,12 @@ TRAP_HELP = (
     "for a word in a field nobody else can reach. Following it lowers the authenticity score (docs/participants.md)."
 )
 
+REPEAT_HELP = (
+    "Consistency pairs (rating studies): this many of each participant's items are shown a second time after all "
+    "the others, unannounced; answers two or more points apart lower the authenticity score. The second "
+    "showing is never counted as a rating."
+)
+
 
 class ParticipantAuthenticity(models.Model):
     """What one participant's browser reported, and the authenticity score computed from it."""
@@ -34,6 +40,8 @@ class ParticipantAuthenticity(models.Model):
     # 0-100 (100: nothing unusual); None: the browser sent no signals at all (e.g. JavaScript off).
     score = models.PositiveSmallIntegerField(null=True, blank=True)
     reasons = models.JSONField(default=list, blank=True)
+    # Consistency pairs answered: {"<position of the second showing>": 1 when the answers lie far apart, else 0}.
+    pairs = models.JSONField(default=dict, blank=True)
     flagged = models.BooleanField(default=False, db_index=True)
     # What the declared `authenticity` exclusion rule drops: flagged and not cleared, or confirmed in review
     # (authenticity.authenticity_excluded, kept here so every reader, SQL included, reads one column).

@@ -22,7 +22,7 @@ from studies.exclusion_rules import default_exclusion_rules, exclusion_rules_nor
 from studies.fields import PlainTextField
 from studies.planned_analysis import default_planned_analysis, default_scale, planned_analysis_normalise
 
-from .authenticity_models import TRAP_HELP
+from .authenticity_models import REPEAT_HELP, TRAP_HELP
 from .kinds.registry import kind_choices, step_choices
 
 
@@ -100,6 +100,7 @@ class Study(models.Model):
     )
     seed = models.BigIntegerField(default=0, help_text="Seeds every random draw of this study.")
     trap_hidden_instruction = models.BooleanField(default=False, help_text=TRAP_HELP)
+    trap_repeat_items = models.PositiveSmallIntegerField(default=0, help_text=REPEAT_HELP)
     exclusion_rules = models.JSONField(
         default=default_exclusion_rules,
         blank=True,
@@ -387,6 +388,7 @@ class Assignment(models.Model):
         RESPONSE = "response", "Response to rate"
         ATTENTION = "attention", "Attention check"
         SITUATION = "situation", "Situation to imagine"
+        REPEAT = "repeat", "Response shown again (consistency pair)"
 
     participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="assignments")
     position = models.PositiveSmallIntegerField()
@@ -407,15 +409,15 @@ class Assignment(models.Model):
         ordering = ["participant", "position"]
         constraints = [
             models.UniqueConstraint(fields=["participant", "position"], name="assignment_unique_position"),
-            models.UniqueConstraint(
-                fields=["participant", "response"],
+            models.UniqueConstraint(  # a consistency pair's second showing is the one repeat
+                fields=["participant", "response", "kind"],
                 condition=Q(response__isnull=False),
                 name="assignment_unique_response_per_participant",
             ),
             models.CheckConstraint(
                 condition=(
                     Q(
-                        kind="response",
+                        kind__in=["response", "repeat"],
                         response__isnull=False,
                         attention_check__isnull=True,
                         situation__isnull=True,

@@ -6,7 +6,7 @@ import json
 import pytest
 from django.test import Client
 
-from studies.authenticity import TRAP_FIELD, authenticity_review, trap_word
+from studies.authenticity import NO_SIGNALS, TRAP_FIELD, authenticity_review, trap_word
 from studies.models import Participant, ParticipantAuthenticity, Rating
 from studies.selectors import study_status
 from tests.factories import rating_study_build
@@ -142,3 +142,47 @@ def test_pages_of_one_participant_arriving_together_are_all_kept(requires_postgr
     row = ParticipantAuthenticity.objects.get(participant=participant)
     assert len(row.pages) == 24 and row.pages["q:24"]["t"] == 10023
     assert row.score == 100
+
+
+def _answer_all(client, study, value_of):
+    """Answers every item as a plain form post, `value_of(position, response_id)` giving the value."""
+    from studies.models import Assignment
+
+    while (position := current_position(client, study)) is not None:
+        page = Assignment.objects.get(participant__external_id="PAIRS", position=position)
+        client.post(step_url(study), {"step": "items", "position": position, "value": value_of(page)})
+
+
+def test_consistency_pairs_show_early_items_again_at_the_end_and_never_count_as_ratings():
+    from analysis.selectors import rating_rows_frame
+    from studies.models import Assignment
+
+    study = rating_study_build(conditions=1, prompts=8, items_per_participant=6, trap_repeat_items=2)
+    client = Client()
+    participant = _on_items(client, study, "PAIRS")
+    pages = list(Assignment.objects.filter(participant=participant).order_by("position"))
+    assert [p.kind for p in pages] == ["response"] * 6 + ["repeat"] * 2
+    assert [p.response_id for p in pages[6:]] == [p.response_id for p in pages[:2]]  # 6 and 5 items apart
+    first = {p.response_id: 3 for p in pages[:6]}
+    _answer_all(client, study, lambda page: first[page.response_id] if page.kind == "response" else 1)
+    participant.refresh_from_db()
+    assert participant.status == Participant.Status.COMPLETED
+    assert len(rating_rows_frame(study=study)) == 6  # the second showings are not ratings
+    assert study_status(study=study)["totals"]["ratings"] == 6
+    row = ParticipantAuthenticity.objects.get(participant=participant)
+    assert row.pairs == {"6": 1, "7": 1} and row.score is None  # plain posts: no signals
+    assert row.reasons[1].startswith("inconsistent: 2 of 2 items shown twice answered far apart")
+    assert not row.flagged
+
+
+def test_consistent_pairs_cost_nothing_and_a_step_apart_is_consistent():
+    from studies.authenticity import pair_far
+
+    assert not pair_far(3, 2, [1, 2, 3]) and pair_far(3, 1, [1, 2, 3])
+    assert not pair_far(5, 4, [1, 2, 3, 4, 5]) and pair_far(5, 3, [1, 2, 3, 4, 5])
+    study = rating_study_build(conditions=1, prompts=8, items_per_participant=6, trap_repeat_items=3)
+    client = Client()
+    participant = _on_items(client, study, "PAIRS")
+    _answer_all(client, study, lambda page: 2 if page.kind == "response" else 3)
+    row = ParticipantAuthenticity.objects.get(participant=participant)
+    assert row.pairs == {"6": 0, "7": 0, "8": 0} and row.reasons == [NO_SIGNALS]

@@ -367,7 +367,11 @@ def test_a_researcher_confirms_or_clears_authenticity_flags_and_the_status_page_
     study = build_study("reviewed", prompts=4, participants=3, state=Study.State.LIVE)
     rows = [
         ParticipantAuthenticity.objects.create(
-            participant=p, score=10, flagged=True, excluded=True, reasons=["scripted clicks: 3 of 3 pages (-60)"]
+            participant=p,
+            score=10,
+            flagged=True,
+            excluded=True,
+            reasons=["scripted clicks: 3 of 3 pages (-60)"],
         )
         for p in study.participants.order_by("id")
     ]

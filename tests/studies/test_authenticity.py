@@ -148,3 +148,15 @@ def test_fast_pages_alone_do_not_flag_and_the_consent_page_does_not_count():
     assert result.score == 70 and not result.flagged
     quick_consent = pages_of(MOUSE, consent={"t": 200, "pd": 1, "cl": 1})
     assert score_compute(client=CLIENT, pages=quick_consent, fast_page_ms=1500).score == 100
+
+
+def test_consistency_pairs_far_apart_on_half_of_them_lower_the_score_without_a_flag_alone():
+    assert (
+        score_compute(client=CLIENT, pages=pages_of(MOUSE), pairs={"10": 0, "11": 1}, fast_page_ms=1500).score
+        == 70
+    )
+    assert score_compute(client=CLIENT, pages=pages_of(MOUSE), pairs={"9": 0, "10": 0, "11": 1}).score == 100
+    result = score_compute(
+        client=CLIENT, pages=pages_of({**MOUSE, "t": 900}), pairs={"11": 1}, fast_page_ms=1500
+    )
+    assert result.flagged and result.score == 40  # with answers faster than reading
