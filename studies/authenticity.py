@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from .authenticity_models import ParticipantAuthenticity
@@ -212,6 +212,26 @@ def pair_far(first: int, second: int, scale_values: list[int]) -> bool:
 # --- recording -------------------------------------------------------------------------------------------
 
 
+def _locked_row(participant: Participant) -> ParticipantAuthenticity:
+    """The participant's authenticity row, locked (SELECT … FOR UPDATE) for the rest of the caller's transaction,
+    created first when missing (an INSERT that yields to a concurrent one). On PostgreSQL the transaction commits
+    without waiting for its WAL to reach the disk (`synchronous_commit = off` for this transaction alone): the
+    signals are worth a disk flush less than an answer is, and that wait was most of their cost on a busy machine
+    (bench/authenticity.py). A crash can lose the last fraction of a second of signals, never an answer, and
+    never leaves them half written."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit = off")
+    locked = ParticipantAuthenticity.objects.select_for_update().filter(participant_id=participant.pk)
+    row = locked.first()
+    if row is None:
+        ParticipantAuthenticity.objects.bulk_create(
+            [ParticipantAuthenticity(participant_id=participant.pk)], ignore_conflicts=True
+        )
+        row = locked.get()
+    return row
+
+
 def page_key(step: str, position: int | None) -> str:
     """A page's key among the participant's: its step, and its position for a step of several pages."""
     return step if position is None else f"{step}:{position}"
@@ -241,10 +261,7 @@ def signals_record(
         return None  # nothing reported (no JavaScript, or not our form): no query at all
     entry: dict[str, int] = {**(page or {}), **({"trap": 1} if trapped else {})}
     with transaction.atomic():
-        ParticipantAuthenticity.objects.bulk_create(
-            [ParticipantAuthenticity(participant_id=participant.pk)], ignore_conflicts=True
-        )
-        row = ParticipantAuthenticity.objects.select_for_update().get(participant_id=participant.pk)
+        row = _locked_row(participant)
         fields = ["pages", "score", "reasons", "flagged", "excluded", "updated_at"]
         if client is not None and not row.client:
             row.client = {**client, "ua": user_agent_class(user_agent)}
@@ -271,10 +288,7 @@ def pair_record(*, participant: Participant, position: int, far: bool) -> Partic
     participant and recomputes their score; the same answer again replaces it. Locks the participant's
     authenticity row as `signals_record` does."""
     with transaction.atomic():
-        ParticipantAuthenticity.objects.bulk_create(
-            [ParticipantAuthenticity(participant_id=participant.pk)], ignore_conflicts=True
-        )
-        row = ParticipantAuthenticity.objects.select_for_update().get(participant_id=participant.pk)
+        row = _locked_row(participant)
         row.pairs = {**row.pairs, str(position): int(far)}
         _rescore(row)
         row.save(update_fields=["pairs", "score", "reasons", "flagged", "excluded", "updated_at"])
@@ -289,10 +303,7 @@ def authenticity_review(
     if decision not in (ParticipantAuthenticity.Review.CONFIRMED, ParticipantAuthenticity.Review.CLEARED):
         raise ValueError(f"{decision!r} is not a review decision")
     with transaction.atomic():
-        ParticipantAuthenticity.objects.bulk_create(
-            [ParticipantAuthenticity(participant_id=participant.pk)], ignore_conflicts=True
-        )
-        row = ParticipantAuthenticity.objects.select_for_update().get(participant_id=participant.pk)
+        row = _locked_row(participant)
         row.review, row.reviewed_by, row.reviewed_at = decision, user, now or timezone.now()
         row.excluded = authenticity_excluded(flagged=row.flagged, review=row.review)
         row.save(update_fields=["review", "reviewed_by", "reviewed_at", "excluded"])

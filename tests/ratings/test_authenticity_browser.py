@@ -155,3 +155,21 @@ def test_a_participant_without_javascript_completes_with_no_signals_and_no_flag(
     from studies.authenticity import score_compute
 
     assert score_compute(client={}, pages={}).reasons == [NO_SIGNALS]
+
+
+def test_the_consent_notice_and_the_trapped_item_page_on_a_desktop(live_server, person_page, study):
+    page = person_page()
+    page.goto(entry(live_server, study, "DESK"))
+    expect(page.get_by_text("each page also records how it")).to_be_visible()
+    page.screenshot(path="/tmp/authenticity-consent-desktop.png", full_page=True)
+    assert axe_violations(page, impacts=("minor", "moderate", "serious", "critical")) == []
+    page.get_by_role("button", name="I agree, start the study").click()
+    page.get_by_role("button", name="I have read the instructions, continue").click()
+    expect(page.locator("h1")).to_have_text("Item 1 of 4")
+    page.screenshot(path="/tmp/authenticity-item-desktop.png", full_page=True)
+    assert trap_word(study) not in page.locator("main").inner_text().replace(page.evaluate(
+        "document.querySelector('.trap').innerText"), "")  # fmt: skip
+    # Answered, so that closing the page sends nothing more (the first item shown ahead sends the instructions
+    # on leaving, which would reach the server while the test's database is being emptied).
+    page.get_by_role("button", name="Okay").click()
+    expect(page.locator("h1")).to_have_text("Item 2 of 4")
