@@ -26,7 +26,7 @@ from analysis import stats
 from studies.exclusion_rules import STRAIGHT_LINING_DEFAULTS, exclusion_rules_normalise
 from studies.models import Participant
 
-RULE_NAMES = ("attention_checks", "incomplete", "too_fast", "straight_lining")
+RULE_NAMES = ("attention_checks", "incomplete", "too_fast", "straight_lining", "authenticity")
 ANY_RULE = "any rule"
 INCOMPLETE_STATUSES = frozenset(
     {Participant.Status.ACTIVE, Participant.Status.RETURNED, Participant.Status.TIMED_OUT}
@@ -50,6 +50,8 @@ class ExclusionRules:
     straight_lining_min_items: drop participants who gave the same value to every item, when they rated at least
         this many items (None: rule off) -- and, unless `straight_lining_identical_alone`, when a wrong attention
         check or a median response time below `straight_lining_corroborating_ms` corroborates it.
+    authenticity: drop participants the authenticity score flags and a review did not clear, and those a review
+        confirmed (`ParticipantAuthenticity.excluded`, studies/authenticity.py).
     """
 
     attention_checks: bool = True
@@ -58,6 +60,7 @@ class ExclusionRules:
     straight_lining_min_items: int | None = None
     straight_lining_corroborating_ms: float = float(STRAIGHT_LINING_DEFAULTS["corroborating_median_ms"])
     straight_lining_identical_alone: bool = False
+    authenticity: bool = False
 
     @classmethod
     def none(cls) -> ExclusionRules:
@@ -77,6 +80,7 @@ class ExclusionRules:
                 (straight or STRAIGHT_LINING_DEFAULTS)["corroborating_median_ms"]
             ),
             straight_lining_identical_alone=bool(straight and straight["identical_alone"]),
+            authenticity=rules["authenticity"],
         )
 
     def as_declared(self) -> dict:
@@ -94,6 +98,7 @@ class ExclusionRules:
             }
             if self.straight_lining_min_items is not None
             else None,
+            "authenticity": self.authenticity,
         }
 
     def describe(self) -> dict[str, str]:
@@ -116,6 +121,9 @@ class ExclusionRules:
             if self.min_median_response_ms is not None
             else "off",
             "straight_lining": straight,
+            "authenticity": "participants the authenticity score flags (not cleared in review) or confirmed in review"
+            if self.authenticity
+            else "off",
         }
 
     def is_on(self, rule: str) -> bool:
@@ -124,6 +132,7 @@ class ExclusionRules:
             "incomplete": self.incomplete,
             "too_fast": self.min_median_response_ms is not None,
             "straight_lining": self.straight_lining_min_items is not None,
+            "authenticity": self.authenticity,
         }[rule]
 
 
@@ -139,6 +148,7 @@ def participant_exclusion_flags(rows: pd.DataFrame, rules: ExclusionRules) -> pd
             "flagged": grouped["flagged_for_exclusion"].any(),
             "status": grouped["participant_status"].first(),
             "attention_failures": grouped["attention_failures"].max(),
+            "unauthentic": grouped["authenticity_excluded"].any(),
         }
     )
     flags = pd.DataFrame({"condition": per["condition"]}, index=per.index)
@@ -158,6 +168,7 @@ def participant_exclusion_flags(rows: pd.DataFrame, rules: ExclusionRules) -> pd
         flags["straight_lining"] = straight
     else:
         flags["straight_lining"] = False
+    flags["authenticity"] = per["unauthentic"] if rules.authenticity else False
     for rule in RULE_NAMES:
         flags[rule] = flags[rule].astype(bool)
     flags["excluded"] = flags[list(RULE_NAMES)].any(axis=1)
@@ -172,6 +183,7 @@ def participant_exclusion_flags_one(
     status: str,
     attention_failures: int,
     rules: ExclusionRules,
+    authenticity_excluded: bool = False,
 ) -> dict[str, bool]:
     """The same rules for one participant's answers, for streamed exports (they see one participant at a time).
     Must agree with `participant_exclusion_flags`; a test holds them together."""
@@ -197,6 +209,7 @@ def participant_exclusion_flags_one(
         "incomplete": bool(rules.incomplete and status in INCOMPLETE_STATUSES),
         "too_fast": too_fast,
         "straight_lining": straight,
+        "authenticity": bool(rules.authenticity and authenticity_excluded),
     }
     out["excluded"] = any(out.values())
     return out
@@ -408,15 +421,21 @@ def sensitivity_table(
 
 
 def sensitivity_sentences(
-    table: pd.DataFrame, scale: stats.Scale, baseline: str, *, alpha: float
+    table: pd.DataFrame,
+    scale: stats.Scale,
+    baseline: str,
+    *,
+    alpha: float,
+    leads: tuple[str, str] = ("Without exclusions", "With the exclusions"),
+    subject: str = "the exclusions",
 ) -> list[str]:
-    """The sensitivity line in words: the headline without and with the exclusions, and whether the conclusion at
-    alpha depends on them."""
+    """The sensitivity line in words: the headline without and with the exclusions (`leads` name the two
+    sides, `subject` what differs between them), and whether the conclusion at alpha depends on them."""
     if table.empty:
         return []
     top = f"pct_{scale.top_label}"
     out = []
-    for side, lead in (("without", "Without exclusions"), ("with", "With the exclusions")):
+    for side, lead in zip(("without", "with"), leads, strict=True):
         if table[f"participants_{side}"].sum() == 0:
             out.append(f"{lead}: no ratings are left.")
             continue
@@ -436,13 +455,13 @@ def sensitivity_sentences(
     if changed:
         out.append(
             f"The 2×2 test against {baseline} is significant at α = {alpha:g} on one side only for "
-            f"{', '.join(changed)}: that conclusion depends on the exclusions."
+            f"{', '.join(changed)}: that conclusion depends on {subject}."
         )
     elif comparable:
         out.append(
             f"At α = {alpha:g}, every comparison with {baseline} reaches the same conclusion with and without "
-            "the exclusions."
+            f"{subject}."
         )
     else:
-        out.append(f"No comparison with {baseline} can be tested with the exclusions.")
+        out.append(f"No comparison with {baseline} can be tested with {subject}.")
     return out

@@ -10,7 +10,8 @@ The SQL mirrors, cell by cell:
 - `exports.cell_neutralise`: text starting with = + - @ TAB CR gets a leading apostrophe; numbers stay numbers;
   booleans are true/false; NULL is an empty cell; timestamps are `datetime.isoformat()` in UTC;
 - `exclusions.participant_exclusion_flags_one`: flagged for attention checks, median response time (NULL times left
-  out, no times: never too fast) below the threshold, the same value for all of at least N items.
+  out, no times: never too fast) below the threshold, the same value for all of at least N items, the stored
+  authenticity verdict (no row: not excluded).
 Rules this SQL does not know (a rule added to `ExclusionRules`) send the export down the Python path:
 `sql_export_supported` checks the rules' fields and the flag columns, so a new rule can never be silently dropped.
 """
@@ -39,6 +40,7 @@ NARROW_FIELDS = (
     "flagged_for_exclusion",
     "participant_status",
     "attention_failures",
+    "authenticity_excluded",
 )
 
 KNOWN_RULE_FIELDS = (
@@ -48,6 +50,7 @@ KNOWN_RULE_FIELDS = (
     "straight_lining_min_items",
     "straight_lining_corroborating_ms",
     "straight_lining_identical_alone",
+    "authenticity",
 )
 KNOWN_FLAG_COLUMNS = [
     "excluded",
@@ -55,6 +58,7 @@ KNOWN_FLAG_COLUMNS = [
     "excluded_incomplete",
     "excluded_too_fast",
     "excluded_straight_lining",
+    "excluded_authenticity",
 ]
 TEXT_FIELDS = frozenset(
     {
@@ -69,7 +73,7 @@ TEXT_FIELDS = frozenset(
         "response_text",
     }
 )
-BOOL_FIELDS = frozenset({"flagged_for_exclusion"})
+BOOL_FIELDS = frozenset({"flagged_for_exclusion", "authenticity_excluded"})
 TIME_FIELDS = frozenset({"rated_at"})
 NUMBER_FIELDS = frozenset(
     {"rating_id", "participant_id", "prompt_id", "response_id", "position", "value", "attention_failures"}
@@ -110,7 +114,7 @@ def _iso(expr: str) -> str:
 
 
 def _flag_sql(rules: ExclusionRules) -> tuple[list[str], list]:
-    """SQL for (excluded, attention_checks, incomplete, too_fast, straight_lining) over the per-participant
+    """SQL for (excluded, attention_checks, incomplete, too_fast, straight_lining, authenticity) over the per-participant
     aggregate `f`: `exclusions.participant_exclusion_flags_one` in SQL (a test holds the two together)."""
     params: list = []
     attention = "f.flagged" if rules.attention_checks else "false"
@@ -136,8 +140,10 @@ def _flag_sql(rules: ExclusionRules) -> tuple[list[str], list]:
         params += [int(rules.straight_lining_min_items), float(rules.straight_lining_corroborating_ms)]
     else:
         straight = "false"
-    # Parameters in the order they appear: excluded (all four), then each flag again.
-    order = [attention, incomplete, too_fast, straight]
+    # The stored verdict (ParticipantAuthenticity.excluded); no row (no signals): never excluded.
+    authenticity = "COALESCE(f.unauthentic, false)" if rules.authenticity else "false"
+    # Parameters in the order they appear: excluded (all five), then each flag again.
+    order = [attention, incomplete, too_fast, straight, authenticity]
     sqls = [f"({' OR '.join(order)})", *order]
     ordered_params = params + params
     return [f"CASE WHEN {s} THEN 'true' ELSE 'false' END" for s in sqls], ordered_params
@@ -182,6 +188,7 @@ def _export_sql(
         f"SELECT {', '.join(out)}, {', '.join(flags)} FROM ({wide_sql}) r JOIN ("
         "SELECT x_participant_id AS pid, bool_or(x_flagged_for_exclusion) AS flagged, "
         "min(x_participant_status) AS status, max(x_attention_failures) AS failures, "
+        "bool_or(x_authenticity_excluded) AS unauthentic, "
         "percentile_cont(0.5) WITHIN GROUP (ORDER BY x_response_time_ms) AS median_ms, count(*) AS n, "
         f"count(DISTINCT x_value) AS n_distinct FROM ({narrow_sql}) n GROUP BY x_participant_id"
         ") f ON f.pid = r.x_participant_id ORDER BY r.x_participant_id, r.x_position"

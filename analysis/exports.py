@@ -120,6 +120,7 @@ def rating_export_records(*, study: Study, rules: ExclusionRules) -> Iterator[li
     i_pid, i_value = fields.index("participant_id"), fields.index("value")
     i_rt, i_flagged = fields.index("response_time_ms"), fields.index("flagged_for_exclusion")
     i_status, i_failures = fields.index("participant_status"), fields.index("attention_failures")
+    i_authenticity = fields.index("authenticity_excluded")
     labels = scale_labels(study=study)
     buffer: list[tuple] = []
 
@@ -132,6 +133,7 @@ def rating_export_records(*, study: Study, rules: ExclusionRules) -> Iterator[li
             status=first[i_status],
             attention_failures=int(first[i_failures]),
             rules=rules,
+            authenticity_excluded=bool(first[i_authenticity]),
         )
         extra = [flags["excluded"], *(flags[rule] for rule in RULE_NAMES)]
         for r in buffer:

@@ -228,6 +228,14 @@ def report_markdown(analysis) -> str:
     out += ["", markdown_table(analysis.exclusions)]
     out += ["## Sensitivity: the headline with and without exclusions", ""]
     out += [f"- {line}" for line in analysis.sensitivity_lines] + ["", markdown_table(analysis.sensitivity)]
+    if getattr(analysis, "authenticity_lines", None):
+        out += [
+            "## Sensitivity: the headline with and without the participants the authenticity score flags",
+            "",
+        ]
+        out += [f"- {line}" for line in analysis.authenticity_lines]
+        if not analysis.authenticity_sensitivity.empty:
+            out += ["", markdown_table(analysis.authenticity_sensitivity)]
     if not analysis.empty:
         out += ["## Ratings by condition", "", markdown_table(analysis.distribution)]
         out += ["## Main tests", "", markdown_table(main_table(analysis))]
@@ -273,6 +281,7 @@ def exclusion_lines(analysis) -> list[str]:
     out += [f"WARNING: {w}" for w in analysis.warnings]
     out += [f"note: {n}" for n in analysis.notes]
     out += analysis.sensitivity_lines
+    out += getattr(analysis, "authenticity_lines", [])
     return out
 
 

@@ -26,6 +26,8 @@ RATING_FRAME_FIELDS: dict[str, str] = {
     # Status and wrong attention-check answers: the incomplete-participation and straight-lining rules read them.
     "participant_status": "assignment__participant__status",
     "attention_failures": "assignment__participant__attention_failures",
+    # The authenticity rule's verdict (studies/authenticity.py); NULL (no signals) reads as False.
+    "authenticity_excluded": "assignment__participant__authenticity__excluded",
     "response_id": "assignment__response_id",
     "condition": "assignment__response__condition__name",
     "prompt_id": "assignment__response__prompt_id",
@@ -83,6 +85,7 @@ def _frame_block(rows: list[tuple], columns: list[str]) -> pd.DataFrame:
     frame["response_time_ms"] = pd.to_numeric(frame["response_time_ms"], errors="coerce").astype("float64")
     frame["flagged_for_exclusion"] = frame["flagged_for_exclusion"].astype(bool)
     frame["attention_failures"] = frame["attention_failures"].astype("int64")
+    frame["authenticity_excluded"] = frame["authenticity_excluded"].fillna(False).astype(bool)
     for column in ("condition", "emotion", "valence", "participant_status"):
         frame[column] = frame[column].astype("object")
     return frame
@@ -114,6 +117,7 @@ RATING_EXPORT_FIELDS: dict[str, str] = {
     "participant_status": "assignment__participant__status",
     "flagged_for_exclusion": "assignment__participant__flagged_for_exclusion",
     "attention_failures": "assignment__participant__attention_failures",
+    "authenticity_excluded": "assignment__participant__authenticity__excluded",
     "condition": "assignment__response__condition__name",
     "prompt_id": "assignment__response__prompt_id",
     "dialogue_id": "assignment__response__prompt__dialogue_id",
@@ -156,6 +160,11 @@ PARTICIPANT_EXPORT_FIELDS: dict[str, str] = {
     "demographics": "demographics",
     "started_at": "started_at",
     "finished_at": "finished_at",
+    # The authenticity score (blank: no signals), its reasons, and the review of its flag (studies/authenticity.py).
+    "authenticity_score": "authenticity__score",
+    "authenticity_flagged": "authenticity__flagged",
+    "authenticity_reasons": "authenticity__reasons",
+    "authenticity_review": "authenticity__review",
 }
 
 

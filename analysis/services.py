@@ -19,6 +19,7 @@ from django.core.exceptions import ValidationError
 from django.utils.module_loading import import_string
 
 from analysis import exclusions, selectors, stats
+from analysis.authenticity import authenticity_sensitivity
 from analysis.ordinal import OrdinalFit, ordinal_model
 from studies.kinds import kind_of
 from studies.models import Study
@@ -63,6 +64,9 @@ class RatingAnalysis:
     n_rows_before: int
     sensitivity: pd.DataFrame = field(default_factory=pd.DataFrame)
     sensitivity_lines: list[str] = field(default_factory=list)
+    # The headline with and without the participants the authenticity score flags (analysis/authenticity.py).
+    authenticity_sensitivity: pd.DataFrame = field(default_factory=pd.DataFrame)
+    authenticity_lines: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     distribution: pd.DataFrame = field(default_factory=pd.DataFrame)
     distribution_by_valence: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -102,6 +106,7 @@ class RatingAnalysis:
         out = {
             "exclusions": self.exclusions,
             "sensitivity": self.sensitivity,
+            "sensitivity_authenticity": self.authenticity_sensitivity,
             "distribution": self.distribution,
             "distribution_by_valence": self.distribution_by_valence,
             "distribution_by_emotion": self.distribution_by_emotion,
@@ -149,6 +154,8 @@ class RatingAnalysis:
                 "warnings": self.warnings,
                 "sensitivity": self.sensitivity.to_dict(orient="records"),
                 "sensitivity_lines": self.sensitivity_lines,
+                "authenticity_sensitivity": self.authenticity_sensitivity.to_dict(orient="records"),
+                "authenticity_lines": self.authenticity_lines,
                 "bootstrap_samples": self.options.bootstrap_samples,
                 "seed": self.options.seed,
                 "notes": self.notes,
@@ -369,6 +376,9 @@ def rating_frame_analyze(
     result.sensitivity = exclusions.sensitivity_table(rows, kept, scale, conditions, baseline, alpha=alpha)
     result.sensitivity_lines = exclusions.sensitivity_sentences(
         result.sensitivity, scale, baseline, alpha=alpha
+    )
+    result.authenticity_sensitivity, result.authenticity_lines = authenticity_sensitivity(
+        rows, rules, scale, conditions, baseline, alpha=alpha, seed=options.seed
     )
     if kept.empty:
         return result

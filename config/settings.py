@@ -307,6 +307,10 @@ EXPORT_RAW_IDS_FOR_STAFF = env_bool("EXPORT_RAW_IDS_FOR_STAFF", True)
 # A participant who has not yet agreed to the consent form holds their place for this long only (then the
 # study's full time limit): an id that opens the link and goes no further frees its place quickly.
 PARTICIPANT_CONSENT_HOLD_MINUTES = env_int("PARTICIPANT_CONSENT_HOLD_MINUTES", 10)
+# The authenticity score's one timing threshold (studies/authenticity.py): a median time on item pages below
+# this many milliseconds counts as faster than a person reads. Lower it only with a reason (bench/authenticity.py
+# lowers it by the factor it compresses its simulated reading times by).
+AUTHENTICITY_FAST_PAGE_MS = env_int("AUTHENTICITY_FAST_PAGE_MS", 1500)
 # The cookie naming a browser's participant, so that their pages need no session (ratings/tickets.py).
 PARTICIPANT_TICKET_COOKIE_NAME = "participant_ticket"
 

@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
+from studies import authenticity
 from studies.kinds import page_for, step_after
 from studies.models import Participant
 from studies.participants import participant_advance
@@ -107,3 +108,22 @@ def steps_on_the_way(request: HttpRequest, participant: Participant) -> None:
         now = timezone.now()
         if participant_advance(participant=participant, from_step=Participant.Step.INSTRUCTIONS, now=now):
             services.item_mark_shown(participant=participant, now=shown_before(post, participant, now))
+
+
+def signals_keep(request: HttpRequest, participant: Participant) -> None:
+    """Keeps what the current step's form reported about how it was answered (static/ratings/signals.js's
+    `sig` field, the hidden instruction's field) with the participant, whatever the kind: the step's own
+    post stores the answer. Malformed signals are dropped, never an error."""
+    post = request.POST
+    try:
+        position = int(post.get("position", ""))
+    except ValueError:
+        position = None
+    authenticity.signals_record(
+        participant=participant,
+        step=participant.step,
+        position=position,
+        raw=post.get(authenticity.SIGNALS_FIELD),
+        user_agent=request.headers.get("User-Agent", ""),
+        trap_value=post.get(authenticity.TRAP_FIELD),
+    )

@@ -16,7 +16,7 @@ from functools import cache
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from studies import rows
+from studies import authenticity, rows
 from studies.models import Assignment, AttentionCheck, Participant, Rating
 from studies.participants import (
     TOUCH_INTERVAL,
@@ -79,6 +79,8 @@ class RatingSubmitted:
     # With `show_next=True` and a new answer that leaves items to do: the participant's next item, already
     # marked as shown (in the answer's own transaction), for the in-place page. None otherwise.
     next_item: CurrentItem | None = None
+    # A consistency pair's second answer: whether it lies far from the first (authenticity.pair_far); else None.
+    pair_far: bool | None = None
 
 
 @cache
@@ -91,6 +93,7 @@ def _layout(vendor: str) -> dict[str, int]:
         "position": names.index("position"),
         "kind": names.index("kind"),
         "answered_at": names.index("answered_at"),
+        "response": names.index("response_id"),
         "expected": n,
         "rating": n + 1,  # the rating's first column (its id): None when unanswered
         "texts": n + 1 + len(Rating._meta.concrete_fields),
@@ -118,6 +121,10 @@ class _Item:
     @property
     def kind(self) -> str:
         return self.row[self.at["kind"]]
+
+    @property
+    def response_id(self) -> int | None:
+        return self.row[self.at["response"]]
 
     @property
     def answered(self) -> bool:
@@ -290,6 +297,8 @@ def rating_submit(
         return RatingSubmitted(rating=stored, created=False, completed=False)
     if submitted.created:
         participant_state_copy(participant, locked)
+    if submitted.pair_far is not None:  # after the answer's commit: the score never holds the answer up
+        authenticity.pair_record(participant=participant, position=position, far=submitted.pair_far)
     return submitted
 
 
@@ -350,6 +359,14 @@ def _answer_store(
         fields += attention_failure_record(
             locked, checks=sum(1 for i in mine if i.kind == Assignment.Kind.ATTENTION)
         )
+    pair_far = None
+    if assignment.kind == Assignment.Kind.REPEAT:
+        first = next(
+            (i for i in mine if i.kind == Assignment.Kind.RESPONSE and i.response_id == item.response_id),
+            None,
+        )
+        if first is not None and first.rating is not None:
+            pair_far = authenticity.pair_far(first.rating.value, value, study.scale_values)
     completed = len(unanswered) == 1
     if completed:
         fields += participant_mark_completed(locked, now)
@@ -362,6 +379,7 @@ def _answer_store(
         next_item=_shown(following, total=len(mine), answered=len(mine) - len(unanswered) + 1, now=now)
         if following
         else None,
+        pair_far=pair_far,
     )
 
 

@@ -78,6 +78,7 @@ def _page_key(template: str, participant, *, shows: tuple, **context) -> str:
                 study.pk,
                 study.title,
                 study.slug,
+                study.trap_hidden_instruction,
                 shows,
                 # As plain strings: a participant just enrolled holds the choices' members, one read back their values.
                 str(participant.status),

@@ -20,7 +20,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.module_loading import import_string
 
-from . import admin_extras
+from . import admin_authenticity, admin_extras  # noqa: F401 (admin_authenticity registers its admin)
 from .admin_design import FrozenInlineFormSet, StudyAdminForm, StudyDesignAdminMixin
 from .admin_extras import FriendlyProtectedDeleteInline
 from .admin_waves import StudyWavesAdminMixin
@@ -149,6 +149,7 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, admin.ModelAdmin):
                     "target_ratings_per_response",
                     "quota_per_condition",
                     "attention_check_max_failures",
+                    "trap_hidden_instruction",
                     "time_limit_minutes",
                     "enrollments_per_address",
                     "seed",

@@ -61,6 +61,9 @@ FROZEN_STUDY_FIELDS = (
     "planned_analysis",
     "rerate_share",
     "family_exclusive",
+    # The authenticity traps: switched on or off mid-study, they would detect differently over time.
+    "trap_hidden_instruction",
+    "trap_repeat_items",
 )
 FROZEN_CONDITION_FIELDS = ("name", "label", "kind", "is_baseline", "quota")
 FROZEN_CHECK_FIELDS = (

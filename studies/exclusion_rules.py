@@ -7,8 +7,10 @@ Structure (every key present; `null` turns a parametrised rule off)::
       "attention_checks": true,        # drop participants flagged for failed attention checks
       "incomplete": true,              # drop participants who did not complete (returned, timed out, abandoned)
       "too_fast": null,                # or {"min_median_ms": 1500}: median response time below this
-      "straight_lining": null          # or {"min_items": 10, "corroborating_median_ms": 3000,
+      "straight_lining": null,         # or {"min_items": 10, "corroborating_median_ms": 3000,
                                        #     "identical_alone": false}
+      "authenticity": false            # drop participants the authenticity score flags (studies/authenticity.py),
+                                       # unless cleared in review; and those confirmed in review
     }
 
 Straight-lining on a short scale: on a three-point scale where most responses are good, ten identical answers are
@@ -27,7 +29,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-RULE_KEYS = ("attention_checks", "incomplete", "too_fast", "straight_lining")
+RULE_KEYS = ("attention_checks", "incomplete", "too_fast", "straight_lining", "authenticity")
 MIN_SCALE_POINTS_FOR_IDENTICAL_ALONE = 5
 
 # What a rule gets when the admin switches it on without giving thresholds (also the command line's defaults).
@@ -37,12 +39,24 @@ STRAIGHT_LINING_DEFAULTS = {"min_items": 10, "corroborating_median_ms": 3000, "i
 
 def default_exclusion_rules() -> dict[str, Any]:
     """A new study's declaration: attention checks and incomplete participation only."""
-    return {"attention_checks": True, "incomplete": True, "too_fast": None, "straight_lining": None}
+    return {
+        "attention_checks": True,
+        "incomplete": True,
+        "too_fast": None,
+        "straight_lining": None,
+        "authenticity": False,
+    }
 
 
 def seed_study_exclusion_rules() -> dict[str, Any]:
     """What the seed study (Welivita & Pu, 2024) declared: attention checks only."""
-    return {"attention_checks": True, "incomplete": False, "too_fast": None, "straight_lining": None}
+    return {
+        "attention_checks": True,
+        "incomplete": False,
+        "too_fast": None,
+        "straight_lining": None,
+        "authenticity": False,
+    }
 
 
 def _positive_number(value: Any, where: str, problems: list[str], *, integer: bool = False) -> None:
@@ -64,7 +78,7 @@ def exclusion_rules_normalise(value: Any, *, scale_points: int | None = None) ->
     if unknown:
         problems.append(f"unknown rule(s) {unknown}; the rules are {list(RULE_KEYS)}")
     out: dict[str, Any] = default_exclusion_rules()
-    for key in ("attention_checks", "incomplete"):
+    for key in ("attention_checks", "incomplete", "authenticity"):
         if key in value:
             if not isinstance(value[key], bool):
                 problems.append(f"{key} must be true or false (got {value[key]!r})")

@@ -22,6 +22,7 @@ from studies.exclusion_rules import default_exclusion_rules, exclusion_rules_nor
 from studies.fields import PlainTextField
 from studies.planned_analysis import default_planned_analysis, default_scale, planned_analysis_normalise
 
+from .authenticity_models import REPEAT_HELP, TRAP_HELP
 from .kinds.registry import kind_choices, step_choices
 
 
@@ -99,14 +100,16 @@ class Study(models.Model):
         default=0, help_text="A participant failing more attention checks than this is flagged for exclusion."
     )
     seed = models.BigIntegerField(default=0, help_text="Seeds every random draw of this study.")
+    trap_hidden_instruction = models.BooleanField(default=False, help_text=TRAP_HELP)
+    trap_repeat_items = models.PositiveSmallIntegerField(default=0, help_text=REPEAT_HELP)
     exclusion_rules = models.JSONField(
         default=default_exclusion_rules,
         blank=True,
         help_text="Declared before launch; the analysis applies these by default. attention_checks and "
         'incomplete: true/false; too_fast: null or {"min_median_ms": 1500}; straight_lining: null or '
         '{"min_items": 10, "corroborating_median_ms": 3000, "identical_alone": false} (identical answers '
-        "count only with a wrong attention check or a fast median time, unless the scale has 5+ points). "
-        "See docs/analysis.md.",
+        "count only with a wrong attention check or a fast median time, unless the scale has 5+ points); "
+        "authenticity: true/false (participants the authenticity score flags). See docs/analysis.md.",
     )
     hypotheses = models.TextField(
         blank=True, help_text="What the study tests, written before launch; frozen with the design."
@@ -386,6 +389,7 @@ class Assignment(models.Model):
         RESPONSE = "response", "Response to rate"
         ATTENTION = "attention", "Attention check"
         SITUATION = "situation", "Situation to imagine"
+        REPEAT = "repeat", "Response shown again (consistency pair)"
 
     participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="assignments")
     position = models.PositiveSmallIntegerField()
@@ -406,15 +410,15 @@ class Assignment(models.Model):
         ordering = ["participant", "position"]
         constraints = [
             models.UniqueConstraint(fields=["participant", "position"], name="assignment_unique_position"),
-            models.UniqueConstraint(
-                fields=["participant", "response"],
+            models.UniqueConstraint(  # a consistency pair's second showing is the one repeat
+                fields=["participant", "response", "kind"],
                 condition=Q(response__isnull=False),
                 name="assignment_unique_response_per_participant",
             ),
             models.CheckConstraint(
                 condition=(
                     Q(
-                        kind="response",
+                        kind__in=["response", "repeat"],
                         response__isnull=False,
                         attention_check__isnull=True,
                         situation__isnull=True,
@@ -452,7 +456,9 @@ class Rating(models.Model):
         return f"{self.assignment} = {self.value}"
 
 
-# The questionnaire and pairwise kinds' and the frozen design's models, imported so Django registers them.
+# The questionnaire and pairwise kinds', the authenticity signals' and the frozen design's models, imported so
+# Django registers them.
+from .authenticity_models import ParticipantAuthenticity  # noqa: E402
 from .design_models import StudyAmendment, StudyDesign  # noqa: E402
 from .pairwise_models import PairAttentionCheck, PairItem, PairwiseSettings  # noqa: E402
 from .questionnaire_models import (  # noqa: E402
@@ -478,6 +484,7 @@ __all__ = [
     "PairItem",
     "PairwiseSettings",
     "Participant",
+    "ParticipantAuthenticity",
     "Prompt",
     "QuestionnaireAnswer",
     "QuestionnaireRun",

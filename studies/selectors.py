@@ -13,11 +13,14 @@ from .kinds import kind_of
 from .models import Condition, Participant, Prompt, Study
 
 STATUSES = [status.value for status in Participant.Status]
+# A participant the authenticity score flags, unless a researcher cleared the flag; or confirmed in review
+# (`ParticipantAuthenticity.excluded`, set by studies/authenticity.py).
+AUTHENTICITY_FLAGGED = Q(authenticity__excluded=True)
 
 
 def study_status(*, study: Study) -> dict[str, Any]:
-    """Counts per condition: participants by status (staff previews never counted) and those flagged for
-    exclusion, then the study kind's own numbers (`StudyKind.status_counts`, named by `status_columns`: e.g.
+    """Counts per condition: participants by status (staff previews never counted), those flagged for
+    exclusion and those the authenticity score flags (not cleared in review), then the study kind's own numbers (`StudyKind.status_counts`, named by `status_columns`: e.g.
     responses, ratings and ratings per response of a rating study, completed runs of a questionnaire study).
 
     A fixed number of grouped queries, whatever the size of the study.
@@ -26,13 +29,20 @@ def study_status(*, study: Study) -> dict[str, Any]:
     conditions = list(study.conditions.order_by("position", "name"))
     participants: dict[int | None, dict[str, int]] = defaultdict(lambda: dict.fromkeys(STATUSES, 0))
     flagged: dict[int | None, int] = defaultdict(int)
+    # The authenticity score's flags still open or confirmed in review (studies/authenticity.py).
+    unauthentic: dict[int | None, int] = defaultdict(int)
     for row in (
         Participant.objects.filter(study=study, is_preview=False)
         .values("condition", "status")
-        .annotate(n=Count("id"), flagged=Count("id", filter=Q(flagged_for_exclusion=True)))
+        .annotate(
+            n=Count("id"),
+            flagged=Count("id", filter=Q(flagged_for_exclusion=True)),
+            unauthentic=Count("id", filter=AUTHENTICITY_FLAGGED),
+        )
     ):
         participants[row["condition"]][row["status"]] = row["n"]
         flagged[row["condition"]] += row["flagged"]
+        unauthentic[row["condition"]] += row["unauthentic"]
     own = kind.status_counts(study, conditions)
 
     result_conditions = []
@@ -49,6 +59,7 @@ def study_status(*, study: Study) -> dict[str, Any]:
                 "participants": by_status,
                 "participants_total": sum(by_status.values()),
                 "flagged_for_exclusion": flagged[condition.pk],
+                "authenticity_flagged": unauthentic[condition.pk],
                 **own.get(condition.pk, {}),
             }
         )
@@ -71,6 +82,7 @@ def study_status(*, study: Study) -> dict[str, Any]:
         "totals": {
             "participants": totals,
             "flagged_for_exclusion": sum(flagged.values()),
+            "authenticity_flagged": sum(unauthentic.values()),
             **kind.status_totals(study, own),
         },
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import template
 
+from studies import authenticity
 from studies.kinds import participant_steps
 
 register = template.Library()
@@ -24,3 +25,12 @@ def step_progress(participant) -> dict:
     except ValueError:
         return {}
     return {"number": number, "total": len(steps)}
+
+
+@register.inclusion_tag("ratings/_trap_instruction.html")
+def trap_instruction(study) -> dict:
+    """The study's hidden instruction (its authenticity trap), when it has one switched on: text no person
+    sees or hears, asking an agent that reads the page's text for a word in a field nobody else can reach."""
+    if study is None or not study.trap_hidden_instruction:
+        return {}
+    return {"word": authenticity.trap_word(study), "field": authenticity.TRAP_FIELD}

@@ -68,7 +68,11 @@ def response_live_counts(*, condition: Condition, now: datetime | None = None) -
 def _ratings_per_response(study: Study):
     """Responses of the study annotated with ``n``: their ratings by counted (non-preview) participants."""
     counted = (
-        Rating.objects.filter(assignment__response=OuterRef("pk"), assignment__participant__is_preview=False)
+        Rating.objects.filter(
+            assignment__response=OuterRef("pk"),
+            assignment__participant__is_preview=False,
+            assignment__kind=Assignment.Kind.RESPONSE,  # a consistency pair's second answer is not a rating
+        )
         .order_by()
         .values("assignment__response")
         .annotate(n=Count("id"))
@@ -106,7 +110,10 @@ class RatingKind(StudyKind):
     judged = True
     power_planner = "analysis.study_power.rating_power_plan"
     admin_fieldsets = [
-        ("Rating study", {"fields": ["worked_examples", "ask_teq", "scale_question", "scale"]}),
+        (
+            "Rating study",
+            {"fields": ["worked_examples", "ask_teq", "scale_question", "scale", "trap_repeat_items"]},
+        ),
     ]
 
     def steps(self, study: Study) -> list[str]:
@@ -139,6 +146,10 @@ class RatingKind(StudyKind):
             add_checks(key for after, key in checks if after == index)
             pages.append(Assignment(kind=Assignment.Kind.RESPONSE, response_id=response_id))
         add_checks(key for after, key in checks if after >= len(chosen))
+        # Consistency pairs: the first items (in the participant's random order) shown again after all the others,
+        # at least half the items apart; never more than half of them.
+        for response_id in chosen[: min(study.trap_repeat_items, len(chosen) // 2)]:
+            pages.append(Assignment(kind=Assignment.Kind.REPEAT, response_id=response_id))
         for position, page in enumerate(pages):
             page.participant = participant
             page.position = position

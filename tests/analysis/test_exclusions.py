@@ -250,6 +250,7 @@ def test_the_declaration_is_validated_against_the_scale():
         "incomplete": True,
         "too_fast": None,
         "straight_lining": {"min_items": 8, "corroborating_median_ms": 3000, "identical_alone": False},
+        "authenticity": False,
     }
     for bad, message in [
         (

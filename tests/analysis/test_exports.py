@@ -198,11 +198,11 @@ def _both_paths(study, monkeypatch, **kwargs):
 
 
 @pytest.mark.parametrize("reveal", [True, False])
-@pytest.mark.parametrize("rules", ["declared", "none", "strict"])
+@pytest.mark.parametrize("rules", ["declared", "none", "strict", "authenticity"])
 def test_the_postgresql_and_python_exports_give_the_same_cells(db, monkeypatch, reveal, rules):
     from django.utils import timezone
 
-    from studies.models import Rating
+    from studies.models import ParticipantAuthenticity, Rating
 
     people = [
         Rated("human", [("sad", 3, 4000)] * 10, external_id="=HYPERLINK(1)"),  # straight-lining, hostile id
@@ -211,9 +211,17 @@ def test_the_postgresql_and_python_exports_give_the_same_cells(db, monkeypatch, 
         Rated("gpt4", [("joyful", 1, None), ("sad", 2, None)]),  # no times at all: never too fast
         Rated("gpt4", [("sad", 2, 1500), ("sad", 1, 1499)], extra_attention_value=3),
     ]
-    study = build_rating_study(
+    built = build_rating_study(
         slug="same", conditions=["human", "gpt4"], participants=people, response_text='-1 @x\n"quoted", text'
-    ).study
+    )
+    study = built.study
+    # The authenticity verdicts: flagged, flagged but cleared in review, and (the others) no signals at all.
+    ParticipantAuthenticity.objects.create(
+        participant=built.participants[1], score=10, flagged=True, excluded=True
+    )
+    ParticipantAuthenticity.objects.create(
+        participant=built.participants[3], score=10, flagged=True, review="cleared"
+    )
     # Whole seconds and fractional ones: isoformat() writes microseconds only when they are not zero.
     first = Rating.objects.filter(assignment__participant__study=study).order_by("id").first()
     Rating.objects.filter(pk=first.pk).update(created_at=timezone.now().replace(microsecond=0))
@@ -221,10 +229,13 @@ def test_the_postgresql_and_python_exports_give_the_same_cells(db, monkeypatch, 
         "declared": ExclusionRules(),
         "none": ExclusionRules.none(),
         "strict": ExclusionRules(min_median_response_ms=4000.0, straight_lining_min_items=2),
+        "authenticity": ExclusionRules(authenticity=True),
     }[rules]
     sql, python = _both_paths(study, monkeypatch, rules=chosen, reveal_participant_ids=reveal)
     assert len(python) == 1 + 10 + 3 + 10 + 2 + 2
     assert sql == python
+    excluded = {row[python[0].index("participant_id")] for row in python[1:] if row[-1] == "true"}
+    assert excluded == ({str(built.participants[1].pk)} if rules == "authenticity" else set())
 
 
 def test_the_ratings_export_has_the_scale_label_beside_the_value(analyst_client, rated_study):

@@ -357,3 +357,35 @@ def change_form_data(page: str) -> dict[str, str]:
     form.feed(page)
     form.data.pop("csrfmiddlewaretoken", None)
     return {k: v for k, v in form.data.items() if k not in {"action", "_selected_action"}}
+
+
+def test_a_researcher_confirms_or_clears_authenticity_flags_and_the_status_page_counts_them(
+    staff_client, staff_user, django_assert_max_num_queries
+):
+    from studies.models import ParticipantAuthenticity
+
+    study = build_study("reviewed", prompts=4, participants=3, state=Study.State.LIVE)
+    rows = [
+        ParticipantAuthenticity.objects.create(
+            participant=p,
+            score=10,
+            flagged=True,
+            excluded=True,
+            reasons=["scripted clicks: 3 of 3 pages (-60)"],
+        )
+        for p in study.participants.order_by("id")
+    ]
+    url = reverse("admin:studies_participantauthenticity_changelist")
+    staff_client.get(url)  # the first page after signing in records the sign-in time in the session
+    with django_assert_max_num_queries(15):
+        page = staff_client.get(url).content.decode()
+    assert page.count("reviewed") >= 3 and "Not reviewed" in page
+    staff_client.post(url, {"action": "clear_flag", "_selected_action": [rows[0].pk]})
+    staff_client.post(url, {"action": "confirm_flag", "_selected_action": [rows[1].pk]})
+    cleared, confirmed, open_ = (ParticipantAuthenticity.objects.get(pk=r.pk) for r in rows)
+    assert (cleared.review, cleared.excluded, cleared.reviewed_by) == ("cleared", False, staff_user)
+    assert (confirmed.review, confirmed.excluded) == ("confirmed", True) and confirmed.reviewed_at is not None
+    assert (open_.review, open_.excluded) == ("open", True)
+    assert all(Participant.objects.get(pk=r.pk).status == Participant.Status.COMPLETED for r in rows)
+    status = staff_client.get(reverse("admin:studies_study_status", args=[study.pk])).content.decode()
+    assert "Authenticity flags" in status

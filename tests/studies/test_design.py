@@ -88,6 +88,8 @@ STUDY_EDITS = {
     "planned_analysis": {"tests": ["omnibus"], "alpha": 0.01, "correction": "holm"},
     "rerate_share": 0.2,
     "family_exclusive": False,
+    "trap_hidden_instruction": True,
+    "trap_repeat_items": 2,
 }
 CONDITION_EDITS = {
     "name": "gpt5",

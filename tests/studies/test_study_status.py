@@ -101,10 +101,12 @@ def test_the_command_prints_a_table(known_study):
     assert "Known (known): live" in text or "Known (known): draft" in text
     human_line = next(line for line in text.splitlines() if line.startswith("human"))
     header = next(line for line in text.splitlines() if line.startswith("condition")).split()
-    assert header[header.index("excluded") + 1] == "flagged"
-    # condition, participants by status, flagged, then the rating kind's columns: responses, ratings,
-    # min/max/mean ratings per response
-    assert human_line.split() == ["human", "*", "1", "2", "1", "0", "0", "0", "0", "3", "3", "0", "2", "1.00"]
+    assert header[header.index("excluded") + 1 : header.index("excluded") + 3] == ["flagged", "authenticity"]
+    # condition, participants by status, flagged, authenticity flags, then the rating kind's columns: responses,
+    # ratings, min/max/mean ratings per response
+    assert human_line.split() == [
+        "human", "*", "1", "2", "1", "0", "0", "0", "0", "0", "3", "3", "0", "2", "1.00"
+    ]  # fmt: skip
     gpt_line = next(line for line in text.splitlines() if line.startswith("gpt4"))
     assert gpt_line.split()[header.index("flagged")] == "1"  # the excluded participant, flagged
     total_line = next(line for line in text.splitlines() if line.startswith("total"))

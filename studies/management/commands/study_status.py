@@ -20,7 +20,7 @@ def render_table(status: dict) -> str:
         "",
     ]
     own = [(column["key"], column["header"]) for column in status["columns"]]
-    columns = ["condition", *STATUSES, "flagged", *(header for _key, header in own)]
+    columns = ["condition", *STATUSES, "flagged", "authenticity", *(header for _key, header in own)]
     rows = []
     for c in status["conditions"]:
         rows.append(
@@ -28,18 +28,20 @@ def render_table(status: dict) -> str:
                 c["name"] + (" *" if c["is_baseline"] else ""),
                 *(c["participants"][s] for s in STATUSES),
                 c["flagged_for_exclusion"],
+                c["authenticity_flagged"],
                 *(status_cell(c, key) for key, _header in own),
             ]
         )
     unassigned = status["participants_without_condition"]
     if any(unassigned.values()):
-        rows.append(["(no condition)", *(unassigned[s] for s in STATUSES), "", *([""] * len(own))])
+        rows.append(["(no condition)", *(unassigned[s] for s in STATUSES), "", "", *([""] * len(own))])
     totals = status["totals"]
     rows.append(
         [
             "total",
             *(totals["participants"][s] for s in STATUSES),
             totals["flagged_for_exclusion"],
+            totals["authenticity_flagged"],
             *(status_cell(totals, key) if key in totals else "" for key, _header in own),
         ]
     )
@@ -56,7 +58,7 @@ def render_table(status: dict) -> str:
     lines.append("")
     lines.append(
         "* baseline condition; flagged: participants flagged for exclusion (failed attention checks);"
-        " staff previews are never counted"
+        " authenticity: flagged by the authenticity score and not cleared in review; staff previews are never counted"
     )
     return "\n".join(lines)
 

@@ -1,0 +1,318 @@
+"""Authenticity signals and the per-participant authenticity score: the one implementation of its rules.
+
+Every step page's form carries a compact JSON field (`sig`, written by static/ratings/signals.js when the form is
+submitted, whatever the study kind): how long the page was on screen, when the person first interacted with
+it, how often the page was hidden or lost the focus, how many pointer, touch and key events it saw (counts,
+never content or positions), clicks the browser itself generated versus clicks made by a script, pastes and
+typing in text fields (counts and times only, never the text). The first form a page sends also carries the
+browser's automation hints and its screen size (`c`). The server parses and clamps all of it (anything bad is
+dropped, never an error to the participant), keeps it with the participant (`ParticipantAuthenticity`), and
+recomputes the score from everything stored: a few milliseconds on the answer's request, no extra request.
+
+The score starts at 100; each reason below takes its weight off; a participant is flagged below
+`FLAG_BELOW`. No single behaviour a person may have for a good reason flags them on its own: a phone (no
+hover, touch only), a keyboard alone, a screen reader (clicks the browser generates, with no pointer or key
+events), JavaScript off (no signals at all: the score is None, "no signals", never a flag). The flag is for a
+researcher's review and for the exclusion rule a study may declare before launch (`authenticity`); it never
+rejects a submission or withholds a payment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import statistics
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from .authenticity_models import ParticipantAuthenticity
+from .kinds.base import CONSENT
+from .models import Participant, Study
+
+SIGNALS_FIELD = "sig"  # the form field signals.js writes
+TRAP_FIELD = "confirm_word"  # the hidden instruction's field (templates/ratings/_trap_instruction.html)
+MAX_FIELD_CHARS = 2000  # a longer field is not ours: ignored whole
+MAX_PAGES = 200  # pages kept per participant (a study has a few dozen at most)
+FLAG_BELOW = 50
+NO_SIGNALS = (
+    "no signals: the browser sent none (JavaScript off, an old browser, or forms posted without the page)"
+)
+
+# Each page field: (JSON key, the largest value kept). Times are milliseconds; a value above its cap is
+# clamped to the cap, a negative or non-integer one dropped.
+HOUR_MS = 60 * 60 * 1000
+PAGE_FIELDS = {
+    "t": 6 * HOUR_MS,  # on screen since the page (or the in-place item) was shown
+    "fi": 6 * HOUR_MS,  # to the first pointer, touch or key event
+    "pm": 100_000,  # pointer moves (mouse or pen)
+    "pd": 10_000,  # pointer downs (mouse, pen or touch)
+    "tp": 10_000,  # of those, touches
+    "k": 100_000,  # key presses
+    "cl": 10_000,  # clicks the browser generated (a pointer, a key, a screen reader's activation)
+    "sc": 10_000,  # clicks dispatched by a script (element.click(), dispatchEvent)
+    "bl": 10_000,  # times the window lost the focus
+    "vh": 10_000,  # times the page was hidden (another tab or app)
+    "hm": 6 * HOUR_MS,  # time hidden
+    "ps": 10_000,  # paste events in text fields
+    "pc": 1_000_000,  # characters pasted
+    "tc": 1_000_000,  # characters typed
+    "tm": 6 * HOUR_MS,  # from the first to the last keystroke in text fields
+}
+CLIENT_FIELDS = {"sw": 100_000, "sh": 100_000, "mt": 100}  # screen width, height; max touch points
+AUTOMATION_HINTS = frozenset({"webdriver", "phantom", "nightmare", "selenium", "domautomation", "cdc"})
+
+
+def _clamped(raw: dict, fields: dict[str, int]) -> dict[str, int]:
+    out = {}
+    for key, cap in fields.items():
+        value = raw.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value < 0:
+            continue
+        out[key] = int(min(value, cap))
+    return out
+
+
+def signals_parse(raw: str | None) -> tuple[dict[str, int] | None, dict[str, Any] | None]:
+    """(page signals, client signals) from the `sig` field; None for what is absent or malformed. Never
+    raises: a participant never sees an error for what their browser reported."""
+    if not raw or len(raw) > MAX_FIELD_CHARS:
+        return None, None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None, None
+    if not isinstance(data, dict):
+        return None, None
+    page = _clamped(data, PAGE_FIELDS) or None
+    client = data.get("c")
+    if not isinstance(client, dict):
+        return page, None
+    hints = client.get("au")
+    parsed: dict[str, Any] = _clamped(client, CLIENT_FIELDS)
+    parsed["au"] = sorted({h for h in hints if h in AUTOMATION_HINTS}) if isinstance(hints, list) else []
+    return page, parsed
+
+
+def user_agent_class(user_agent: str) -> str:
+    """A coarse class of the User-Agent header (never the header itself): headless, bot, mobile, tablet,
+    desktop or unknown."""
+    ua = user_agent.lower()
+    if "headless" in ua or "phantomjs" in ua:
+        return "headless"
+    if any(word in ua for word in ("bot", "crawler", "spider", "python-requests", "curl/", "httpx")):
+        return "bot"
+    if "ipad" in ua or "tablet" in ua:
+        return "tablet"
+    if "mobi" in ua or "android" in ua or "iphone" in ua:
+        return "mobile"
+    if "mozilla" in ua:
+        return "desktop"
+    return "unknown"
+
+
+def trap_word(study: Study) -> str:
+    """The word the study's hidden instruction asks for: the same for every page of the study, not guessable
+    from another study's."""
+    words = ("lantern", "harbour", "violet", "compass", "meadow", "copper", "falcon", "juniper")
+    digest = hashlib.sha256(f"authenticity-trap:{study.pk}:{study.slug}".encode()).digest()
+    return f"{words[digest[0] % len(words)]}{digest[1] % 90 + 10}"
+
+
+# --- the score -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Score:
+    score: int | None  # None: no signals at all
+    reasons: list[str]
+    flagged: bool
+
+
+def _share(pages: list[dict], test) -> tuple[int, int]:
+    return sum(1 for page in pages if test(page)), len(pages)
+
+
+def score_compute(
+    *,
+    client: dict,
+    pages: dict[str, dict],
+    pairs: dict[str, int] | None = None,
+    fast_page_ms: int | None = None,
+) -> Score:
+    """The authenticity score and its reasons from what was stored (a pure function: the one rule)."""
+    fast_page_ms = settings.AUTHENTICITY_FAST_PAGE_MS if fast_page_ms is None else fast_page_ms
+    sent = [p for p in pages.values() if set(p) - {"trap"}]
+    pairs = pairs or {}
+    far = sum(pairs.values())
+    # Consistency pairs: answers far apart on half of them (of two or more), or the only one.
+    inconsistent = (
+        (30, f"inconsistent: {far} of {len(pairs)} items shown twice answered far apart")
+        if (far and far * 2 >= len(pairs))
+        else None
+    )
+    if not client and not sent and not any(p.get("trap") for p in pages.values()):
+        extra = [f"{inconsistent[1]} (-{inconsistent[0]})"] if inconsistent else []
+        return Score(None, [NO_SIGNALS, *extra], False)
+    reasons: list[tuple[int, str]] = [inconsistent] if inconsistent else []
+    hints = list(client.get("au", []))
+    if client.get("ua") in ("headless", "bot"):
+        hints.append(f"user agent {client['ua']}")
+    if hints:
+        reasons.append((60, f"automation: the browser reports {', '.join(sorted(hints))}"))
+    followed = sum(1 for p in pages.values() if p.get("trap"))
+    if followed:
+        reasons.append(
+            (60, f"hidden instruction followed on {followed} page(s): it is invisible and silent to people")
+        )
+    # A script's clicks with no click, pointer or key of the browser's own (a keyboard shortcut that a script
+    # turns into a click still has its key press).
+    scripted, n = _share(
+        sent, lambda p: p.get("sc", 0) > 0 and not any(p.get(key, 0) for key in ("cl", "pd", "k"))
+    )
+    if scripted >= 2 or (n and scripted == n):
+        reasons.append(
+            (60, f"scripted clicks: {scripted} of {n} pages answered by clicks a script dispatched")
+        )
+    no_input, n = _share(
+        sent, lambda p: not any(p.get(key, 0) for key in ("cl", "sc", "pd", "k", "tc", "ps"))
+    )
+    if no_input >= 2 or (n and no_input == n):
+        reasons.append((60, f"no input: {no_input} of {n} pages sent without any click, tap or key press"))
+    timed = [p["t"] for key, p in pages.items() if "t" in p and key != CONSENT]
+    if len(timed) >= 3 and statistics.median(timed) < fast_page_ms:
+        reasons.append(
+            (30, f"fast: median {statistics.median(timed):.0f} ms on a page (below {fast_page_ms} ms)")
+        )
+    away, n = _share(sent, lambda p: p.get("vh", 0) > 0 or p.get("bl", 0) > 0)
+    if n >= 4 and away / n >= 0.8:
+        reasons.append((50, f"left the page on {away} of {n} pages (another tab or app)"))
+    elif n >= 4 and away / n >= 0.5:
+        reasons.append((30, f"left the page on {away} of {n} pages (another tab or app)"))
+    typed = sum(p.get("tc", 0) for p in sent)
+    pasted = sum(p.get("pc", 0) for p in sent)
+    if pasted >= 20 and pasted / (typed + pasted) >= 0.5:
+        reasons.append((40, f"pasted text: {pasted} of {typed + pasted} characters in text fields"))
+    score = max(0, 100 - sum(weight for weight, _ in reasons))
+    return Score(score, [f"{text} (-{weight})" for weight, text in reasons], score < FLAG_BELOW)
+
+
+def pair_far(first: int, second: int, scale_values: list[int]) -> bool:
+    """Whether two answers to the same item (a consistency pair) lie far apart: at least half the scale's span
+    and at least two points (Good against Bad on the three-point scale; a step either way is ordinary)."""
+    span = max(scale_values) - min(scale_values) if scale_values else 0
+    return abs(second - first) >= max(2, math.ceil(span / 2))
+
+
+# --- recording -------------------------------------------------------------------------------------------
+
+
+def _locked_row(participant: Participant) -> ParticipantAuthenticity:
+    """The participant's authenticity row, locked (SELECT … FOR UPDATE) for the rest of the caller's transaction,
+    created first when missing (an INSERT that yields to a concurrent one). On PostgreSQL the transaction commits
+    without waiting for its WAL to reach the disk (`synchronous_commit = off` for this transaction alone): the
+    signals are worth a disk flush less than an answer is, and that wait was most of their cost on a busy machine
+    (bench/authenticity.py). A crash can lose the last fraction of a second of signals, never an answer, and
+    never leaves them half written."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit = off")
+    locked = ParticipantAuthenticity.objects.select_for_update().filter(participant_id=participant.pk)
+    row = locked.first()
+    if row is None:
+        ParticipantAuthenticity.objects.bulk_create(
+            [ParticipantAuthenticity(participant_id=participant.pk)], ignore_conflicts=True
+        )
+        row = locked.get()
+    return row
+
+
+def page_key(step: str, position: int | None) -> str:
+    """A page's key among the participant's: its step, and its position for a step of several pages."""
+    return step if position is None else f"{step}:{position}"
+
+
+def signals_record(
+    *,
+    participant: Participant,
+    step: str,
+    position: int | None,
+    raw: str | None,
+    user_agent: str = "",
+    trap_value: str | None = None,
+) -> ParticipantAuthenticity | None:
+    """Stores what the page's form reported (`raw`, the `sig` field; `trap_value`, the hidden instruction's
+    field) with the participant and recomputes their score. A page sent again (a retry, a form with errors)
+    replaces its entry. A page that reports nothing costs nothing; a participant whose browser never sent
+    signals gets no row, and reads as "no signals" (JavaScript off looks the same as a program posting the forms
+    without running the page's script: neither is flagged for it).
+
+    Locking: the participant's authenticity row (created if missing, then SELECT … FOR UPDATE), so two pages
+    of one participant arriving together are both kept."""
+    page, client = signals_parse(raw)
+    trap_answer = (trap_value or "").strip().lower()
+    trapped = bool(trap_answer) and trap_answer == trap_word(participant.study)
+    if page is None and client is None and not trapped:
+        return None  # nothing reported (no JavaScript, or not our form): no query at all
+    entry: dict[str, int] = {**(page or {}), **({"trap": 1} if trapped else {})}
+    with transaction.atomic():
+        row = _locked_row(participant)
+        fields = ["pages", "score", "reasons", "flagged", "excluded", "updated_at"]
+        if client is not None and not row.client:
+            row.client = {**client, "ua": user_agent_class(user_agent)}
+            fields.append("client")
+        elif client is not None and client["au"] and not set(client["au"]) <= set(row.client.get("au", [])):
+            row.client = {**row.client, "au": sorted({*row.client.get("au", []), *client["au"]})}
+            fields.append("client")
+        key = page_key(step, position)
+        if key in row.pages or len(row.pages) < MAX_PAGES:
+            row.pages = {**row.pages, key: entry}
+        _rescore(row)
+        row.save(update_fields=fields)
+    return row
+
+
+def _rescore(row: ParticipantAuthenticity) -> None:
+    result = score_compute(client=row.client, pages=row.pages, pairs=row.pairs)
+    row.score, row.reasons, row.flagged = result.score, result.reasons, result.flagged
+    row.excluded = authenticity_excluded(flagged=row.flagged, review=row.review)
+
+
+def pair_record(*, participant: Participant, position: int, far: bool) -> ParticipantAuthenticity:
+    """Stores the outcome of a consistency pair (its second showing at `position`: far apart or not) with the
+    participant and recomputes their score; the same answer again replaces it. Locks the participant's
+    authenticity row as `signals_record` does."""
+    with transaction.atomic():
+        row = _locked_row(participant)
+        row.pairs = {**row.pairs, str(position): int(far)}
+        _rescore(row)
+        row.save(update_fields=["pairs", "score", "reasons", "flagged", "excluded", "updated_at"])
+    return row
+
+
+def authenticity_review(
+    *, participant: Participant, decision: str, user, now: datetime | None = None
+) -> ParticipantAuthenticity:
+    """A researcher's verdict on a participant's flag (confirmed or cleared), with who and when. It changes
+    no status, answer or payment; the exclusion rule reads it (a cleared flag no longer excludes)."""
+    if decision not in (ParticipantAuthenticity.Review.CONFIRMED, ParticipantAuthenticity.Review.CLEARED):
+        raise ValueError(f"{decision!r} is not a review decision")
+    with transaction.atomic():
+        row = _locked_row(participant)
+        row.review, row.reviewed_by, row.reviewed_at = decision, user, now or timezone.now()
+        row.excluded = authenticity_excluded(flagged=row.flagged, review=row.review)
+        row.save(update_fields=["review", "reviewed_by", "reviewed_at", "excluded"])
+    return row
+
+
+def authenticity_excluded(*, flagged: bool | None, review: str | None) -> bool:
+    """Whether the declared `authenticity` exclusion rule drops a participant: flagged and not cleared in
+    review, or confirmed in review."""
+    if review == ParticipantAuthenticity.Review.CONFIRMED:
+        return True
+    return bool(flagged) and review != ParticipantAuthenticity.Review.CLEARED

@@ -1,0 +1,61 @@
+"""Authenticity: whether a study's human raters behave like people (studies/authenticity.py computes it).
+
+A study's trap settings are fields of Study (`trap_hidden_instruction`); one row per participant holds what their
+browser reported with their answers (compact JSON, one entry per page sent), the score computed from it with
+its reasons, and a researcher's review of a flag. Nothing here rejects anyone or withholds a payment: the flag
+is for review and for a declared exclusion rule (studies/exclusion_rules.py).
+"""
+
+from django.conf import settings
+from django.db import models
+
+TRAP_HELP = (
+    "Authenticity trap: put an instruction in the text of the consent and item pages that people never see or "
+    "hear (hidden from the screen and from screen readers) but an agent reading the page's text does; it asks "
+    "for a word in a field nobody else can reach. Following it lowers the authenticity score (docs/participants.md)."
+)
+
+REPEAT_HELP = (
+    "Consistency pairs (rating studies): this many of each participant's items are shown a second time after all "
+    "the others, unannounced; answers two or more points apart lower the authenticity score. The second "
+    "showing is never counted as a rating."
+)
+
+
+class ParticipantAuthenticity(models.Model):
+    """What one participant's browser reported, and the authenticity score computed from it."""
+
+    class Review(models.TextChoices):
+        OPEN = "open", "Not reviewed"
+        CONFIRMED = "confirmed", "Confirmed: not an authentic participant"
+        CLEARED = "cleared", "Cleared: authentic"
+
+    participant = models.OneToOneField(
+        "Participant", on_delete=models.CASCADE, related_name="authenticity", primary_key=True
+    )
+    # Once per participant: user-agent class, automation hints, screen size (see authenticity.client_parse).
+    client = models.JSONField(default=dict, blank=True)
+    # One entry per page sent, keyed "<step>:<position>": the page's signals (see authenticity.page_parse).
+    pages = models.JSONField(default=dict, blank=True)
+    # 0-100 (100: nothing unusual); None: the browser sent no signals at all (e.g. JavaScript off).
+    score = models.PositiveSmallIntegerField(null=True, blank=True)
+    reasons = models.JSONField(default=list, blank=True)
+    # Consistency pairs answered: {"<position of the second showing>": 1 when the answers lie far apart, else 0}.
+    pairs = models.JSONField(default=dict, blank=True)
+    flagged = models.BooleanField(default=False, db_index=True)
+    # What the declared `authenticity` exclusion rule drops: flagged and not cleared, or confirmed in review
+    # (authenticity.authenticity_excluded, kept here so every reader, SQL included, reads one column).
+    excluded = models.BooleanField(default=False, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    review = models.CharField(max_length=16, choices=Review.choices, default=Review.OPEN)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "participant authenticity"
+        verbose_name_plural = "participant authenticity"
+
+    def __str__(self) -> str:
+        return f"authenticity of participant {self.participant_id}"
