@@ -24,6 +24,7 @@
      (2 s, 4 s, … at most a minute) in case it never says so; a button sends it at once. Anything else the
      server refuses is posted again the plain way, so the participant sees the server's page.
    - Keyboard shortcuts on the item page: 1, 2, 3, ... press the matching scale button.
+   - The answer bar's "scroll down" tag, in browsers whose CSS cannot tell that the bar sticks.
    - A form is sent once: a double click or a held key does not send a second answer
      (the server ignores a second answer anyway; this only spares the request).
    - An error summary takes the focus, so screen readers read it and Tab reaches its links first.
@@ -33,7 +34,7 @@
   "use strict";
   var canSend = !!(window.fetch && window.URLSearchParams && window.FormData && window.DOMParser &&
     "SubmitEvent" in window && "submitter" in SubmitEvent.prototype && window.history && history.replaceState);
-  var current = { buttons: [], form: null, sending: null };  // the item page's answer form, for the shortcuts
+  var current = { buttons: [], form: null, sending: null, stuck: null };  // the item page's answer form
   var BACK = "participant-back";
   var loaded = Date.now();
   var HOLD_MARGIN_MS = 120000;  // the consent is sent on its own this long before its hold would end
@@ -93,10 +94,29 @@
     }
     current.form = form;
     current.buttons = form ? form.querySelectorAll("[data-shortcut]") : [];
+    current.stuck = stuckTag(form);
     current.sending = inPlace ? answerInPlace(form, current.buttons, backNote) : null;
     if (form) {
       form.querySelectorAll(".shortcut-key, .shortcut-hint").forEach(function (el) { el.hidden = false; });
     }
+  }
+
+  function stuckTag(form) {
+    // The bar sticks while the conversation's end is under it; CSS says so where it can (scroll-state
+    // queries), else this marks the bar `.is-stuck` on every scroll, resize and new item.
+    var bar = form && form.querySelector("[data-answer-bar]");
+    var dialogue = form && form.querySelector(".dialogue");
+    if (!bar || !dialogue || (window.CSS && CSS.supports && CSS.supports("container-type", "scroll-state"))) {
+      return null;
+    }
+    var update = function () {
+      if (!bar.isConnected) { return; }
+      bar.classList.toggle("is-stuck", dialogue.getBoundingClientRect().bottom > bar.getBoundingClientRect().top + 1);
+    };
+    window.addEventListener("scroll", update, { passive: true });
+    window.addEventListener("resize", update);
+    update();
+    return update;
   }
 
   function errorSummary() {
@@ -386,6 +406,7 @@
       // The step page always shows the current item: a refresh lands here too.
       history.replaceState({ position: item.position }, "", form.action);
       window.scrollTo(0, 0);
+      if (current.stuck) { current.stuck(); }
       heading.focus();
       live.textContent = "";
       window.setTimeout(function () { live.textContent = "Item " + item.number + " of " + item.total; }, 50);
