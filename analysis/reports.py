@@ -202,15 +202,31 @@ def headline_lines(analysis) -> list[str]:
         return []
     primary = main[(main["test"] == stats.TEST_CLUSTERED) & (main["scope"] == "overall")]
     top, out = analysis.scale.top_label, []
+
+    def number(row: dict, key: str) -> float | None:
+        value = row.get(key)
+        return None if value is None or value != value else float(value)  # absent or NaN: not computed
+
     for row in primary.to_dict(orient="records"):
         condition = str(row["comparison"]).split(" vs ")[0]
-        verdict = "significant" if row.get("significant") is True else "not significant"
-        out.append(
-            f"{condition}: {100 * row['top_share']:.1f} % {top} against {100 * row['top_share_baseline']:.1f} % for "
-            f"{analysis.baseline}, {100 * row['difference']:+.1f} points (95 % CI {100 * row['ci_low']:+.1f} to "
-            f"{100 * row['ci_high']:+.1f}), {100 * row['change']:+.1f} % relative; p ({analysis.correction_name}) = "
-            f"{_fmt(float(row['p_adjusted']))}, {verdict} at α = {analysis.alpha:g}."
-        )
+        share, base = number(row, "top_share"), number(row, "top_share_baseline")
+        if share is None or base is None:
+            out.append(f"{condition}: no comparison with {analysis.baseline} (too few ratings).")
+            continue
+        text = f"{condition}: {100 * share:.1f} % {top} against {100 * base:.1f} % for {analysis.baseline}"
+        difference, low, high = (number(row, k) for k in ("difference", "ci_low", "ci_high"))
+        if difference is not None:
+            text += f", {100 * difference:+.1f} points"
+            if low is not None and high is not None:
+                text += f" (95 % CI {100 * low:+.1f} to {100 * high:+.1f})"
+        change = number(row, "change")
+        if change is not None:
+            text += f", {100 * change:+.1f} % relative"
+        p = number(row, "p_adjusted")
+        if p is not None:
+            verdict = "significant" if row.get("significant") is True else "not significant"
+            text += f"; p ({analysis.correction_name}) = {_fmt(p)}, {verdict} at α = {analysis.alpha:g}"
+        out.append(text + ".")
     return out
 
 
