@@ -59,7 +59,7 @@ def geometry(page) -> dict:
     )
 
 
-@pytest.mark.parametrize("viewport", ["small-phone", "phone"])
+@pytest.mark.parametrize("viewport", ["small-phone", "phone", "desktop"])
 @pytest.mark.parametrize("javascript", [True, False])
 def test_the_answer_bar_never_hides_the_end_of_the_reply(live_server, page_at, study, viewport, javascript):
     page = page_at(viewport)
@@ -87,10 +87,10 @@ def test_the_answer_bar_never_hides_the_end_of_the_reply(live_server, page_at, s
         if number == 1:
             assert axe_violations(page) == []
         if javascript:
-            page.get_by_role("button", name="Good").tap()
+            page.get_by_role("button", name="Good").click()
         else:
             with page.expect_navigation():
-                page.get_by_role("button", name="Good").tap()
+                page.get_by_role("button", name="Good").click()
 
 
 def test_where_css_cannot_tell_that_the_bar_sticks_the_script_marks_it(live_server, page_at, study):
