@@ -27,6 +27,7 @@ urlpatterns = [
     ),
     path("<slug:slug>/pairwise/", pairwise_views.pairwise_page, name="pairwise"),
     path("<slug:slug>/pairwise/<str:name>", pairwise_views.pairwise_file, name="pairwise_file"),
+    path("<slug:slug>/report.html", views.report, name="report"),
     path("<slug:slug>/figures/<str:name>.<str:fmt>", views.figure, name="figure"),
     path("<slug:slug>/exports/<str:what>.csv", views.export, name="export"),
     path("<slug:slug>/tables/<str:name>.csv", views.table, name="table"),

@@ -293,6 +293,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Deep links would put a link inside each operation's toggle button (nested controls, which screen readers
+    # and axe-core refuse); the page's own template and static/api/ fix its language, contrast and keyboard use.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": False},
 }
 
 # --- Exports -----------------------------------------------------------------------------------------

@@ -75,7 +75,7 @@ class AttentionCheckInline(FriendlyProtectedDeleteInline, admin.StackedInline):
     extra = 0
     protected_what = "an attention check"
     fields = [
-        ("after_item", "expected_value", "emotion_label"),
+        ("after_item", "after_item_max", "expected_value", "emotion_label"),
         "situation",
         "speaker_utterance",
         "response_text",

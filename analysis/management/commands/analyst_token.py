@@ -1,7 +1,14 @@
-"""python manage.py analyst_token <username> [--create] [--study SLUG] [--days N] [--rotate]: a new API token for an
-analyst (read-only by construction: the API has no write endpoints). The key is printed once and only its hash is
-kept (analysis.tokens); it expires after --days (ANALYST_TOKEN_DAYS by default) and, with --study, reads that
-study only."""
+"""python manage.py analyst_token <username> [--create [--password]] [--study SLUG] [--days N] [--rotate]: a new
+API token for an analyst (read-only by construction: the API has no write endpoints). The key is printed once and
+only its hash is kept (analysis.tokens); it expires after --days (ANALYST_TOKEN_DAYS by default) and, with --study,
+reads that study only.
+
+The token is for scripts. To sign in to the analysis pages in a browser the user needs a password: `--password`
+(with --create) sets a generated one and prints it once; otherwise the command says how to set one
+(`manage.py changepassword`). The key alone is printed on stdout, so scripts can read it; the rest goes to
+stderr."""
+
+import secrets
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -20,7 +27,15 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("username")
         parser.add_argument(
-            "--create", action="store_true", help="Create the user (no password: token only)."
+            "--create",
+            action="store_true",
+            help="Create the user (no password: token only, unless --password).",
+        )
+        parser.add_argument(
+            "--password",
+            action="store_true",
+            help="With --create: give the new user a generated password, printed once, to sign in to the "
+            "analysis pages in a browser (/analysis/login/).",
         )
         parser.add_argument("--rotate", action="store_true", help="Revoke the user's other tokens.")
         parser.add_argument("--study", help="Limit the token to this study (its slug).")
@@ -29,7 +44,7 @@ class Command(BaseCommand):
         )
 
     @transaction.atomic
-    def handle(self, *args, username, create, rotate, study=None, days=None, **options):
+    def handle(self, *args, username, create, rotate, password=False, study=None, days=None, **options):
         scope = None
         if study:
             scope = Study.objects.filter(slug=study).first()
@@ -37,14 +52,31 @@ class Command(BaseCommand):
                 raise CommandError(f"no study {study!r}")
         if days is not None and days < 1:
             raise CommandError("--days must be at least 1")
+        if password and not create:
+            raise CommandError(
+                "--password goes with --create (for an existing user: manage.py changepassword)"
+            )
         User = get_user_model()
         user = User.objects.filter(username=username).first()
         if user is None:
             if not create:
                 raise CommandError(f"no user {username!r} (use --create to make one)")
             user = User.objects.create_user(username=username)
-            user.set_unusable_password()
+            secret = secrets.token_urlsafe(18) if password else None
+            if secret:
+                user.set_password(secret)
+            else:
+                user.set_unusable_password()
             user.save(update_fields=["password"])
+            if secret:
+                self.stderr.write(
+                    f"Password of {username} (shown once), to sign in at /analysis/login/: {secret}"
+                )
+            else:
+                self.stderr.write(
+                    f"{username} has no password: the token below is for scripts. To sign in to the analysis "
+                    f"pages in a browser too, run: python manage.py changepassword {username}"
+                )
         group, _ = Group.objects.get_or_create(name=ANALYSTS_GROUP)
         user.groups.add(group)
         if rotate:
