@@ -65,7 +65,7 @@ def test_a_wave_keeps_the_stored_conditions_and_deals_the_new_one_against_them(w
 
 
 def test_the_waves_analysis_ranks_the_whole_family_and_tests_drift_on_the_pairs_asked_again(wave, tmp_path):
-    QUALITY["arm9"] = 3.0
+    QUALITY["arm9"] = 8.0  # far above arm1 (2.0): the order holds whatever pairs the seeds deal
     try:
         votes(wave, 16, seed=2)
     finally:
