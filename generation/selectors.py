@@ -222,7 +222,9 @@ def judge_progress(*, judge: Judge, conditions: list[Condition] | None = None) -
         rows = rows.filter(response__condition__in=conditions)
         responses = responses.filter(condition__in=conditions)
     counts = dict(rows.order_by().values_list("status").annotate(n=Count("id")).values_list("status", "n"))
-    totals = rows.aggregate(spend=Sum("cost"), tokens_in=Sum("input_tokens"), tokens_out=Sum("output_tokens"))
+    totals = rows.aggregate(
+        spend=Sum("cost"), tokens_in=Sum("spent_input_tokens"), tokens_out=Sum("spent_output_tokens")
+    )
     per_condition = {}
     for name, status, n in (
         rows.order_by()

@@ -34,12 +34,16 @@ class AnthropicAdapter(SDKAdapter):
         if data.get("type") == "error":
             raise KeyError("error body with status 200")
         text = "".join(part.get("text", "") for part in data["content"] if part.get("type") == "text")
-        usage = data.get("usage") or {}
+        usage_in, usage_out = self.usage_read(data)
         return Reply(
             text=text,
             finish_reason=data.get("stop_reason") or "",
             model_returned=data.get("model") or "",
             response_id=data.get("id") or "",
-            usage_in=usage.get("input_tokens"),
-            usage_out=usage.get("output_tokens"),
+            usage_in=usage_in,
+            usage_out=usage_out,
         )
+
+    def usage_read(self, data: dict) -> tuple[int | None, int | None]:
+        usage = data.get("usage") or {}
+        return usage.get("input_tokens"), usage.get("output_tokens")

@@ -43,16 +43,20 @@ class OpenAICompatAdapter(SDKAdapter, BatchAPI):
         text = message.get("content")
         if isinstance(text, list):  # some compatible servers return content parts
             text = "".join(part.get("text", "") for part in text if isinstance(part, dict))
-        usage = data.get("usage") or {}
+        usage_in, usage_out = self.usage_read(data)
         return Reply(
             text=text or "",
             finish_reason=choice.get("finish_reason") or "",
             model_returned=data.get("model") or "",
             system_fingerprint=data.get("system_fingerprint") or "",
             response_id=data.get("id") or "",
-            usage_in=usage.get("prompt_tokens"),
-            usage_out=usage.get("completion_tokens"),
+            usage_in=usage_in,
+            usage_out=usage_out,
         )
+
+    def usage_read(self, data: dict) -> tuple[int | None, int | None]:
+        usage = data.get("usage") or {}
+        return usage.get("prompt_tokens"), usage.get("completion_tokens")
 
     # --- Batch API ----------------------------------------------------------------------------------------
 

@@ -174,6 +174,8 @@ def item_attempt_failed(
     permanent = isinstance(error, PermanentProviderError)
     kind = GenerationAttempt.Outcome.PERMANENT if permanent else GenerationAttempt.Outcome.TRANSIENT
     attempt_record(item.id, item.attempts, kind, started, error=error)
+    if error.cost:  # answered, then refused (malformed, empty, filtered): that call is paid for too
+        GenerationItem.objects.filter(id=item.id).update(cost=F("cost") + error.cost)
     mine = GenerationItem.objects.filter(id=item.id, claim_token=token, status=Status.RUNNING)
     outcome = held_settle(mine, error=error, attempt=item.attempts, max_attempts=max_attempts)
     if outcome.status == "failed" and permanent:
