@@ -11,11 +11,17 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from generation.forms import ModelNameField, ProviderForm, model_field_for_provider, provider_key_status
+from generation.forms import (
+    LLMConditionForm,
+    ModelNameField,
+    ProviderForm,
+    model_field_for_provider,
+    provider_key_status,
+)
 from generation.models import LLMConditionConfig, Provider
 from generation.services import connection, prompts
+from generation.services.conditions import llm_condition_save
 from generation.services.connection import provider_models
-from studies.models import Condition
 
 #: An API root with a version in its path (/v1, /v1beta/openai/, …).
 VERSIONED_PATH = re.compile(r"/v\d")
@@ -149,21 +155,60 @@ class ProviderAdmin(admin.ModelAdmin):
 
 @admin.register(LLMConditionConfig)
 class LLMConditionConfigAdmin(admin.ModelAdmin):
-    list_display = ["condition", "provider", "model", "temperature", "max_tokens", "n_samples"]
+    form = LLMConditionForm
+    list_display = [
+        "condition",
+        "provider",
+        "model",
+        "temperature",
+        "max_tokens",
+        "n_samples",
+        "generation_link",
+    ]
     list_filter = ["provider", "condition__study"]
     list_select_related = ["condition__study", "provider"]
     autocomplete_fields = []
-    readonly_fields = ["rendered_example", "cost_estimate"]
+    readonly_fields = ["generation_link", "rendered_example", "cost_estimate"]
     fieldsets = [
-        (None, {"fields": ["condition", "provider", "model"]}),
+        (None, {"fields": ["condition", "provider", "model", "generation_link"]}),
         ("Decoding", {"fields": ["temperature", "top_p", "max_tokens", "seed", "n_samples"]}),
         ("Prompt", {"fields": ["system_prompt", "prompt_template", "rendered_example", "cost_estimate"]}),
     ]
+    add_fieldsets = [
+        (None, {"fields": ["condition", "new_study", "new_name", "new_label", "provider", "model"]}),
+        *fieldsets[1:],
+    ]
 
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        if db_field.name == "condition":
-            kwargs["queryset"] = Condition.objects.filter(kind=Condition.Kind.LLM).select_related("study")
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+    def get_fieldsets(self, request, obj=None):
+        return self.fieldsets if obj is not None else self.add_fieldsets
+
+    def save_model(self, request, obj, form, change):
+        """A new condition given on the form is added with its configuration, in one transaction."""
+        study = None if change else form.cleaned_data.get("new_study")
+        llm_condition_save(
+            config=obj,
+            study=study,
+            name=form.cleaned_data.get("new_name", "") if study else "",
+            label=form.cleaned_data.get("new_label", "") if study else "",
+        )
+
+    def response_add(self, request, obj, post_url_continue=None):
+        # On to the saved configuration: its rendered prompt, its cost and the way on to generation.
+        if "_addanother" not in request.POST and "_popup" not in request.POST:
+            request.POST = request.POST.copy()
+            request.POST["_continue"] = "1"
+        return super().response_add(request, obj, post_url_continue)
+
+    @admin.display(description="Generation")
+    def generation_link(self, obj):
+        if not obj or not obj.pk:
+            return "Save to go on to generation."
+        return format_html(
+            '<a href="{}#condition-{}">Start or see generation<span class="visually-hidden"> of {}</span></a>',
+            reverse("admin:generation_study", args=[obj.condition.study_id]),
+            obj.condition.name,
+            obj.condition,
+        )
 
     @admin.display(description="What would be sent (first prompt of the study; nothing is sent from here)")
     def rendered_example(self, obj):

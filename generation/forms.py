@@ -2,7 +2,7 @@
 study wizard):
 
 * `ProviderForm`: a provider with its key typed in (write-only: a password input that is never filled back in,
-  "a key is set" with replace / remove), sealed with the host it is for (generation.key_store);
+  "a key is set" with replace / remove), sealed with the endpoint it is for (generation.key_store);
 * `ProviderChoiceField`: a provider picked from the list, each labelled with its wire format and where its key
   comes from;
 * `ModelNameField` / `ModelNameInput`: the model picked from the provider's own list (`provider_models`) in a text
@@ -18,10 +18,12 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from generation.design import provider_edit_problems
-from generation.key_store import SealedKeyError, key_seal, key_store_problem, sealed_host
-from generation.keys import provider_host
-from generation.models import Provider
+from generation.key_store import SealedKeyError, key_seal, key_store_problem, sealed_origin
+from generation.keys import provider_origin
+from generation.models import LLMConditionConfig, Provider
 from generation.services.connection import provider_models
+from studies.design import frozen_message, is_frozen
+from studies.models import Condition, Study
 
 
 def provider_key_status(provider: Provider | None) -> str:
@@ -30,7 +32,7 @@ def provider_key_status(provider: Provider | None) -> str:
         return "No key yet."
     if provider.api_key_sealed:
         try:
-            return f"A key is set (entered here, sent only to {sealed_host(provider.api_key_sealed)})."
+            return f"A key is set (entered here, sent only to {sealed_origin(provider.api_key_sealed)})."
         except SealedKeyError as exc:
             return str(exc)
     if provider.api_key_env:
@@ -43,7 +45,7 @@ def provider_key_status(provider: Provider | None) -> str:
 
 class ProviderForm(forms.ModelForm):
     """A provider, its key typed in or named by an environment variable (or none). The key typed is sealed with
-    the host the provider sends to; it is never put back in the page. A provider named by a launched study's
+    the endpoint (scheme, host, port) the provider sends to; it is never put back in the page. A provider named by a launched study's
     frozen design keeps its name, kind and base URL (the model guard refuses them too; this says why)."""
 
     api_key = forms.CharField(
@@ -51,7 +53,7 @@ class ProviderForm(forms.ModelForm):
         required=False,
         strip=True,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password", "size": 50}),
-        help_text="Typed once, stored encrypted, never shown again, and sent only to this provider's host. "
+        help_text="Typed once, stored encrypted, never shown again, and sent only to this provider's address. "
         "Leave blank to keep the key that is set.",
     )
     api_key_clear = forms.BooleanField(label="Remove the stored key", required=False)
@@ -83,27 +85,27 @@ class ProviderForm(forms.ModelForm):
             return cleaned
         if "kind" not in cleaned or "base_url" not in cleaned:
             return cleaned  # refused already; the host is unknown
-        host = provider_host(kind=cleaned["kind"], base_url=cleaned["base_url"])
+        origin = provider_origin(kind=cleaned["kind"], base_url=cleaned["base_url"])
         sealed = self.instance.api_key_sealed
         if typed:
             if problem := key_store_problem():
                 self.add_error("api_key", problem)
                 return cleaned
-            sealed = key_seal(key=typed, host=host)
+            sealed = key_seal(key=typed, origin=origin)
         elif clear:
             sealed = ""
         elif sealed:
             try:
-                stored_host = sealed_host(sealed)
+                stored_origin = sealed_origin(sealed)
             except SealedKeyError as exc:
-                stored_host = None
+                stored_origin = None
                 self.add_error("api_key", str(exc))
-            if stored_host is not None and stored_host != host:
+            if stored_origin is not None and stored_origin != origin:
                 self.add_error(
                     "api_key",
-                    f"The stored key was entered for {stored_host}, and the provider now sends to {host or 'no host'}. "
-                    "A key is only ever sent to the host it was entered for: type it again for the new host, or "
-                    "remove it.",
+                    f"The stored key was entered for {stored_origin}, and the provider now sends to "
+                    f"{origin or 'nowhere'}. A key is only ever sent where it was entered for: type it again for "
+                    "the new address, or remove it.",
                 )
         if sealed and cleaned.get("api_key_env"):
             self.add_error(
@@ -188,3 +190,76 @@ def model_field_for_provider(
         return
     found = provider_models(provider=provider)
     widget.models, widget.note = found.models, found.problem
+
+
+class LLMConditionForm(forms.ModelForm):
+    """An LLM condition's configuration; on a new one, the condition may be added here too (a study and a name),
+    so that it is created and configured in one place. The provider is picked from the list, the model from the
+    provider's own list (or typed)."""
+
+    new_study = forms.ModelChoiceField(
+        queryset=Study.objects.order_by("-created_at"),
+        required=False,
+        label="Or add a new LLM condition to study",
+        help_text="Instead of picking an existing condition above: the condition is created with this "
+        "configuration.",
+    )
+    new_name = forms.SlugField(
+        required=False, max_length=64, label="New condition's name", help_text="Short id, e.g. gpt4o."
+    )
+    new_label = forms.CharField(required=False, max_length=200, label="New condition's label")
+
+    class Meta:
+        model = LLMConditionConfig
+        fields = [
+            "condition", "provider", "model", "temperature", "top_p", "max_tokens", "seed", "n_samples",
+            "system_prompt", "prompt_template",
+        ]  # fmt: skip
+        field_classes = {"provider": ProviderChoiceField, "model": ModelNameField}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if "condition" in self.fields:
+            field = self.fields["condition"]
+            field.required = False
+            field.queryset = Condition.objects.filter(kind=Condition.Kind.LLM).select_related("study")
+            if not self.instance.pk:
+                field.queryset = field.queryset.filter(llm_config__isnull=True)
+                field.help_text = "An LLM condition without a configuration; or add a new one below."
+        if self.instance.pk:
+            for name in ("new_study", "new_name", "new_label"):
+                self.fields.pop(name)
+        provider_id = (
+            self.data.get(self.add_prefix("provider")) if self.is_bound else self.instance.provider_id
+        )
+        provider = (
+            Provider.objects.filter(pk=provider_id).first() if str(provider_id or "").isdigit() else None
+        )
+        if "model" in self.fields:
+            model_field_for_provider(
+                self.fields["model"], provider, provider_field=self.add_prefix("provider")
+            )
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.instance.pk:
+            return cleaned
+        condition, study, name = cleaned.get("condition"), cleaned.get("new_study"), cleaned.get("new_name")
+        if condition and (study or name):
+            self.add_error("new_study", "Pick an existing condition or add a new one, not both.")
+        elif not condition and not (study and name):
+            self.add_error(
+                "condition",
+                "Pick the LLM condition to configure, or give a study and a name to add a new one.",
+            )
+        elif study and is_frozen(study):
+            self.add_error("new_study", frozen_message(study, f"Adding the condition '{name}'"))
+        elif study and study.conditions.filter(name=name).exists():
+            self.add_error("new_name", f"Study {study.slug} already has a condition named {name}.")
+        return cleaned
+
+    def _get_validation_exclusions(self):
+        excluded = super()._get_validation_exclusions()
+        if not self.instance.pk and self.cleaned_data.get("new_study"):
+            excluded.add("condition")  # created with the configuration (services.conditions)
+        return excluded

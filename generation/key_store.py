@@ -1,10 +1,11 @@
-"""Provider keys typed in the admin, stored encrypted at rest and bound to the host they were typed for.
+"""Provider keys typed in the admin, stored encrypted at rest and bound to the endpoint they were typed for.
 
 A key is sealed with settings.PROVIDER_KEYS_SECRET (Fernet: AES-128-CBC with an HMAC-SHA256, from the
 `cryptography` package; MultiFernet over the comma-separated list, the first key encrypting, every key decrypting,
-so the operator can rotate). What is sealed is the key AND the host it is for, so the binding cannot be changed
-by editing a column: a sealed key opened for a provider whose base URL now points elsewhere is refused
-(`sealed_key_for_host`). The database holds only the token; the key is never shown again (the admin says only
+so the operator can rotate). What is sealed is the key AND where it may go (the provider's origin,
+scheme://host:port: generation.keys.provider_origin), so the binding cannot be changed by editing a column: a sealed
+key opened for a provider whose base URL now points elsewhere — another host, or another port of the same one — is
+refused (`sealed_key_for_host`). The database holds only the token; the key is never shown again (the admin says only
 that one is set).
 
 Without PROVIDER_KEYS_SECRET (production, not configured) nothing can be sealed: `key_store_problem` says so, and
@@ -37,12 +38,12 @@ def _fernet() -> MultiFernet:
     return MultiFernet([Fernet(secret.encode()) for secret in settings.PROVIDER_KEYS_SECRET])
 
 
-def key_seal(*, key: str, host: str) -> str:
-    """The token stored for `key`, usable only for `host`. SealedKeyError when the server has no secret."""
+def key_seal(*, key: str, origin: str) -> str:
+    """The token stored for `key`, usable only for `origin`. SealedKeyError when the server has no secret."""
     problem = key_store_problem()
     if problem:
         raise SealedKeyError(problem)
-    payload = json.dumps({"host": host, "key": key}).encode()
+    payload = json.dumps({"origin": origin, "key": key}).encode()
     return _fernet().encrypt(payload).decode()
 
 
@@ -60,23 +61,27 @@ def _opened(token: str) -> dict:
     return payload
 
 
-def sealed_host(token: str) -> str:
-    """The host a sealed key was entered for (to show on the provider's page; never the key)."""
-    return str(_opened(token).get("host", ""))
+def sealed_origin(token: str) -> str:
+    """Where a sealed key may go (to show on the provider's page; never the key)."""
+    return str(_opened(token).get("origin", ""))
 
 
-def sealed_key_for_host(token: str, *, host: str) -> str:
-    """The key, if it was sealed for `host`; SealedKeyError saying what to do otherwise."""
+def sealed_key_for_origin(token: str, *, origin: str) -> str:
+    """The key, if it was sealed for `origin`; SealedKeyError saying what to do otherwise."""
     payload = _opened(token)
-    if payload.get("host") != host:
+    if payload.get("origin") != origin:
         raise SealedKeyError(
-            f"The stored key was entered for {payload.get('host') or 'another host'}, and this provider now "
-            f"sends to {host or 'no host'}: a key is only ever sent to the host it was entered for. Enter the key "
-            "again on the provider's page (or clear it)."
+            f"The stored key was entered for {payload.get('origin') or 'another endpoint'}, and this provider now "
+            f"sends to {origin or 'nowhere'}: a key is only ever sent where it was entered for. Enter the key "
+            "again on the provider's page (or remove it)."
         )
     return str(payload["key"])
 
 
 def key_reseal(token: str) -> str:
-    """The token re-encrypted with the first secret (after a rotation), host and key unchanged."""
-    return _fernet().rotate(token.encode()).decode()
+    """The token re-encrypted with the first secret (after a rotation), origin and key unchanged; SealedKeyError
+    when no secret decrypts it."""
+    try:
+        return _fernet().rotate(token.encode()).decode()
+    except InvalidToken as exc:
+        raise SealedKeyError("No secret in PROVIDER_KEYS_SECRET decrypts this key.") from exc

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import anthropic
-
 from generation.providers.base import Reply
 from generation.providers.sdk import SDKAdapter
 
@@ -13,7 +11,7 @@ from generation.providers.sdk import SDKAdapter
 class AnthropicAdapter(SDKAdapter):
     kind = "anthropic"
     label = "Anthropic"
-    sdk = anthropic
+    sdk_name = "anthropic"
     client_class = "Anthropic"
 
     def request_build(self, *, model: str, system: str, messages: list[dict], params: dict) -> dict:

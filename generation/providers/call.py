@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import os
 
-from generation.key_store import SealedKeyError, sealed_key_for_host
-from generation.keys import key_env_problem, key_host_problem, provider_host
+from generation.key_store import SealedKeyError, sealed_key_for_origin
+from generation.keys import key_env_problem, key_host_problem, provider_host, provider_origin
 from generation.providers.base import (
     Completion,
     LimiterWait,
@@ -22,17 +22,19 @@ logger = logging.getLogger(__name__)
 
 def provider_api_key(provider) -> str:
     """The provider's key, read at call time (a key entered or changed in the admin is used by the next call, with
-    no restart): the key typed in the admin if one is stored (generation.key_store; only for the host it was
+    no restart): the key typed in the admin if one is stored (generation.key_store; only for the endpoint it was
     entered for), else the environment variable the provider names, else "" (an endpoint that needs no key).
 
     PermanentProviderError (nothing is read, nothing sent), its message a sentence saying what to do, when the
-    stored key was entered for another host or cannot be decrypted, the variable's name is not an allowed key
+    stored key was entered for another endpoint or cannot be decrypted, the variable's name is not an allowed key
     variable (generation.keys: e.g. SECRET_KEY, DATABASE_URL, PROLIFIC_TOKEN), the variable's key is not bound to
     the provider's host, or the variable is not set."""
-    host = provider_host(kind=provider.kind, base_url=provider.base_url)
     if provider.api_key_sealed:
         try:
-            return sealed_key_for_host(provider.api_key_sealed, host=host)
+            return sealed_key_for_origin(
+                provider.api_key_sealed,
+                origin=provider_origin(kind=provider.kind, base_url=provider.base_url),
+            )
         except SealedKeyError as exc:
             raise PermanentProviderError("unbound_key_host", f"Provider {provider.name}: {exc}") from None
     if not provider.api_key_env:
@@ -40,7 +42,9 @@ def provider_api_key(provider) -> str:
     problem = key_env_problem(provider.api_key_env)
     if problem:
         raise PermanentProviderError("forbidden_key_env", f"Provider {provider.name}: {problem}")
-    problem = key_host_problem(provider.api_key_env, host)
+    problem = key_host_problem(
+        provider.api_key_env, provider_host(kind=provider.kind, base_url=provider.base_url)
+    )
     if problem:
         raise PermanentProviderError("unbound_key_host", f"Provider {provider.name}: {problem}")
     value = os.environ.get(provider.api_key_env, "")

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 
-import openai
-
 from generation.providers.base import BatchAPI, BatchLine, BatchState, BatchSubmitted, Reply, status_error
 from generation.providers.sdk import SDKAdapter
 
@@ -20,7 +18,7 @@ OPEN_STATES = frozenset({"validating", "in_progress", "finalizing", "cancelling"
 class OpenAICompatAdapter(SDKAdapter, BatchAPI):
     kind = "openai"
     label = "OpenAI-compatible (OpenAI, vLLM, TGI, Ollama, llama.cpp, Together, Gemini)"
-    sdk = openai
+    sdk_name = "openai"
     client_class = "OpenAI"
     price_factor = Decimal("0.5")  # OpenAI bills Batch API tokens at half the synchronous price
 

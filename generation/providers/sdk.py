@@ -4,6 +4,7 @@ shape this relies on (APITimeoutError, APIConnectionError, APIStatusError, `with
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import threading
 from abc import abstractmethod
@@ -47,8 +48,14 @@ class GuardedTransport(httpx2.HTTPTransport):
 
 
 class SDKAdapter(ProviderAdapter):
-    sdk: ModuleType  # the vendor's package
+    sdk_name: str  # the vendor's package
     client_class: str  # its client's class name
+
+    @property
+    def sdk(self) -> ModuleType:
+        """The vendor's package, imported when a provider is first called: importing both SDKs takes 1–2 s, which
+        every manage.py command and every worker would otherwise pay at start-up (bench/researcher.py)."""
+        return importlib.import_module(self.sdk_name)
 
     def __init__(self) -> None:
         self._clients: dict[tuple, Any] = {}

@@ -212,11 +212,9 @@ def _models_problem(provider, error: ProviderError) -> str:
     )
 
 
-def _models_cache_key(provider) -> str:
+def _models_cache_key(provider, key: str) -> str:
     # Anything that changes where the list comes from, or with which key, changes the key of the cache.
-    source = "\x00".join(
-        [str(provider.pk), provider.kind, provider.base_url, provider.api_key_env, provider.api_key_sealed]
-    )
+    source = "\x00".join([str(provider.pk), provider.kind, provider.base_url, key])
     return "provider-models:" + hashlib.sha256(source.encode()).hexdigest()
 
 
@@ -224,14 +222,16 @@ def provider_models(*, provider, fresh: bool = False) -> ModelList:
     """The models `provider` lists (through its adapter: `models.list()` of the OpenAI or Anthropic SDK), or why
     not. Reused for a few minutes (`fresh` asks again); waits at most MODELS_TIMEOUT_SECONDS. Never raises a
     ProviderError; never shows the key."""
-    cache_key = _models_cache_key(provider)
+    try:
+        key = provider_api_key(provider)
+    except PermanentProviderError as exc:
+        return ModelList(problem=_models_problem(provider, exc))
+    cache_key = _models_cache_key(provider, key)
     if not fresh:
         cached = cache.get(cache_key)
         if cached is not None:
             return ModelList(models=list(cached["models"]), problem=cached["problem"])
-    key = ""
     try:
-        key = provider_api_key(provider)
         timeout = min(float(provider.timeout_seconds), MODELS_TIMEOUT_SECONDS)
         found = ModelList(
             models=adapter_for(provider).models_list(provider=provider, api_key=key, timeout=timeout)

@@ -60,7 +60,8 @@ def test_the_configuration_page_shows_the_rendered_prompt_and_the_cost_before_se
     first = study.prompts.order_by("id").first()
     assert f"Situation: {first.situation}" in page
     assert "2 calls" in page and "at most $" in page
-    assert len(httpserver.log) == 0
+    # Nothing is sent to the model: the page only asks the provider for its (free) list of models.
+    assert [request.path for request, _ in httpserver.log] == ["/v1/models"]
 
 
 @pytest.mark.django_db
