@@ -155,7 +155,8 @@ class ModelNameInput(forms.TextInput):
         else:
             note = self.note or "Choose a provider to see its models, or type the model's name."
         return format_html(
-            '{}<datalist id="{}">{}</datalist><div class="help" id="{}" data-model-note="1">{}</div>',
+            '<div class="model-picker">{}<datalist id="{}">{}</datalist>'
+            '<div class="help" id="{}" data-model-note="1">{}</div></div>',
             field,
             list_id,
             options,

@@ -37,11 +37,16 @@
         note.textContent = "Could not ask the server for the provider's models: type the model's name.";
       });
   }
-  document.querySelectorAll("input[data-model-picker][data-provider-field]").forEach(function (input) {
-    var select = input.form && input.form.elements[input.dataset.providerField];
-    if (!select) return;
-    select.addEventListener("change", function () {
-      refresh(input, select);
+  function start() {
+    document.querySelectorAll("input[data-model-picker][data-provider-field]").forEach(function (input) {
+      var select = input.form && input.form.elements[input.dataset.providerField];
+      if (!select) return;
+      select.addEventListener("change", function () {
+        refresh(input, select);
+      });
     });
-  });
+  }
+  // The admin puts form media in the page's head, before the form exists.
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
 })();
