@@ -13,6 +13,8 @@ study wizard):
 
 from __future__ import annotations
 
+import os
+
 from django import forms
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
@@ -36,8 +38,6 @@ def provider_key_status(provider: Provider | None) -> str:
         except SealedKeyError as exc:
             return str(exc)
     if provider.api_key_env:
-        import os  # noqa: PLC0415 — only to say whether the variable is set, never its value
-
         state = "set" if os.environ.get(provider.api_key_env) else "NOT set in this server's environment"
         return f"From the environment variable {provider.api_key_env} ({state})."
     return "No key: requests are sent without one (an endpoint of your own that needs none)."
