@@ -138,10 +138,11 @@ class ModelNameInput(forms.TextInput):
 
     def __init__(self, attrs=None):
         super().__init__({"size": 40, "autocomplete": "off", **(attrs or {})})
-        self.models: list[str] = []
-        self.note = ""
+        self.provider: Provider | None = None  # whose list to offer: asked for when the field is shown
 
     def render(self, name, value, attrs=None, renderer=None):
+        found = provider_models(provider=self.provider) if self.provider is not None else None
+        models, problem = (found.models, found.problem) if found else ([], "")
         attrs = dict(attrs or {})
         list_id = f"{attrs.get('id') or 'id_' + name}-models"
         attrs["list"] = list_id
@@ -149,11 +150,11 @@ class ModelNameInput(forms.TextInput):
         note_id = f"{list_id}-note"
         attrs["aria-describedby"] = " ".join(filter(None, [attrs.get("aria-describedby"), note_id]))
         field = super().render(name, value, attrs, renderer)
-        options = format_html_join("", '<option value="{}">', ((m,) for m in self.models))
-        if self.models:
-            note = f"{len(self.models)} models listed by the provider: pick one, or type a name."
+        options = format_html_join("", '<option value="{}">', ((m,) for m in models))
+        if models:
+            note = f"{len(models)} models listed by the provider: pick one, or type a name."
         else:
-            note = self.note or "Choose a provider to see its models, or type the model's name."
+            note = problem or "Choose a provider to see its models, or type the model's name."
         return format_html(
             '<div class="model-picker">{}<datalist id="{}">{}</datalist>'
             '<div class="help" id="{}" data-model-note="1">{}</div></div>',
@@ -176,8 +177,9 @@ class ModelNameField(forms.CharField):
 def model_field_for_provider(
     field: forms.Field, provider: Provider | None, *, provider_field: str = ""
 ) -> None:
-    """Give a model field (a ModelNameInput) the provider's own list, or the reason it has none; with
-    `provider_field` (the name of the form's provider select) the script refreshes the list when it changes."""
+    """Give a model field (a ModelNameInput) the provider's own list, or the reason it has none (asked for when
+    the field is rendered, so a form that is only validated asks nothing); with `provider_field` (the name of the
+    form's provider select) the script refreshes the list when it changes."""
     widget = field.widget
     if not isinstance(widget, ModelNameInput):
         field.widget = widget = ModelNameInput()
@@ -186,11 +188,7 @@ def model_field_for_provider(
     )
     if provider_field:
         widget.attrs["data-provider-field"] = provider_field
-    if provider is None:
-        widget.models, widget.note = [], ""
-        return
-    found = provider_models(provider=provider)
-    widget.models, widget.note = found.models, found.problem
+    widget.provider = provider
 
 
 class LLMConditionForm(forms.ModelForm):
