@@ -3,8 +3,7 @@ study wizard):
 
 * `ProviderForm`: a provider with its key typed in (write-only: a password input that is never filled back in,
   "a key is set" with replace / remove), sealed with the endpoint it is for (generation.key_store);
-* `ProviderChoiceField`: a provider picked from the list, each labelled with its wire format and where its key
-  comes from;
+* `ProviderChoiceField`: a provider picked from the list, by name;
 * `ModelNameField` / `ModelNameInput`: the model picked from the provider's own list (`provider_models`) in a text
   input with a list of suggestions, so a name can still be typed when the list cannot be fetched (the field's help
   says why). `model_field_for_provider(field, provider)` fills it for a chosen provider. With JavaScript
@@ -118,14 +117,13 @@ class ProviderForm(forms.ModelForm):
 
 
 class ProviderChoiceField(forms.ModelChoiceField):
-    """A provider picked from the list, labelled with its wire format and where its key comes from."""
+    """A provider picked from the list of providers, by name."""
 
     def __init__(self, queryset=None, **kwargs):
         super().__init__(queryset=Provider.objects.all() if queryset is None else queryset, **kwargs)
 
     def label_from_instance(self, obj: Provider) -> str:
-        key = "key entered" if obj.api_key_sealed else (obj.api_key_env or "no key")
-        return f"{obj.name} ({obj.get_kind_display().split(' (')[0]}, {key})"
+        return obj.name
 
 
 class ModelNameInput(forms.TextInput):
