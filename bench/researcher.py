@@ -82,7 +82,7 @@ def log(message: str) -> None:
 def env_for(var_dir: Path) -> dict:
     """A local run's environment (SQLite under var_dir, tasks in process), as `make run` has it."""
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_ENV", "CI"}}
-    env.update({"VAR_DIR": str(var_dir), "DJANGO_ENV": "local", "PYTHONDONTWRITEBYTECODE": "1"})
+    env.update({"VAR_DIR": str(var_dir), "DJANGO_ENV": "local"})
     return env
 
 
