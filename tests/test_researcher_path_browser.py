@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import time
 
 import pytest
@@ -86,10 +87,13 @@ def test_a_researcher_runs_a_study_through_the_admin_alone(
         body = json.loads(request.get_data())
         if body.get("max_tokens") == 5:  # the connection test
             return json_response(openai_body("OK", model="gpt-loop-0613"))
+        asked = body["messages"][-1]["content"]
+        # Each prompt its own reply (one canned reply for every prompt would be flagged as such).
+        situation = re.search(r"Situation (\d+),", asked)
         text = (
             FLAGGED
-            if "Situation 2," in body["messages"][-1]["content"]
-            else "That sounds so hard; I'm here for you."
+            if "Situation 2," in asked
+            else f"That sounds so hard; I'm here for you (about {situation and situation.group(1)})."
         )
         return json_response(openai_body(text, model="gpt-loop-0613"))
 
