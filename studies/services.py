@@ -33,9 +33,10 @@ class StudyLaunchError(Exception):
 def study_launch_problems(*, study: Study) -> list[str]:
     """Everything that stops ``study`` from being launched (empty: it can be launched).
 
-    Every kind: at least one enrolling condition and a completion code; then the kind's own checks
-    (`StudyKind.launch_problems`: e.g. responses for every prompt of a rating study, an instrument and
-    situations for a questionnaire study).
+    Every kind: at least one enrolling condition, a consent text and a completion code; then the kind's own
+    checks (`StudyKind.launch_problems`: e.g. instructions and responses for every prompt of a rating study, an
+    instrument and situations for a questionnaire study). Every problem is listed at once, so a researcher
+    fixes them in one pass.
     """
     problems: list[str] = []
     conditions = list(
@@ -44,7 +45,13 @@ def study_launch_problems(*, study: Study) -> list[str]:
         ).order_by("position", "name")
     )
     if not any(c.enrolling for c in conditions):
-        problems.append("no condition is enrolling participants: add one or switch one on")
+        problems.append(
+            "no condition is enrolling participants: add one or switch one on"
+            if conditions
+            else "the study has no conditions: import a corpus or add one"
+        )
+    if not study.consent_text.strip():
+        problems.append("the consent text is empty: write what participants agree to")
     if not study.completion_code.strip():
         problems.append("the completion code is not set")
     return problems + kind_of(study).launch_problems(study, conditions)

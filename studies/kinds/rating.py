@@ -145,9 +145,11 @@ class RatingKind(StudyKind):
         return rows.insert_many(Assignment, pages, PAGE_FIELDS)
 
     def launch_problems(self, study: Study, conditions: list[Condition]) -> list[str]:
-        """Every condition has a response (sample 0) for every prompt; none is flagged for review; at least
-        items_per_participant prompts. `conditions` carry `with_response` (prompts with a sample-0 response)."""
+        """Instructions are written; every condition has a response (sample 0) for every prompt; none is
+        flagged for review; at least items_per_participant prompts. `conditions` carry `with_response` (prompts with a sample-0 response)."""
         problems = []
+        if not study.instructions_text.strip():
+            problems.append("the instructions are empty: say what participants rate and how")
         prompts = study.prompts.count()
         if prompts < study.items_per_participant:
             problems.append(

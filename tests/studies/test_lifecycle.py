@@ -104,13 +104,15 @@ def test_only_the_first_sample_counts_as_the_response():
 
 
 def test_launch_gates_list_every_problem():
-    study = ready_study(completion_code="", items_per_participant=10)
+    study = ready_study(completion_code="", items_per_participant=10, consent_text=" ", instructions_text="")
     study.conditions.update(enrolling=False)
     Response.objects.filter(condition__name="human").update(review=Response.Review.FLAGGED)
     problems = study_launch_problems(study=study)
     assert problems == [
         "no condition is enrolling participants: add one or switch one on",
+        "the consent text is empty: write what participants agree to",
         "the completion code is not set",
+        "the instructions are empty: say what participants rate and how",
         "the study has 4 prompts but each participant rates 10: import a corpus or lower items per participant",
         "condition 'human' has 4 responses flagged for review: approve, edit or replace them",
     ]
