@@ -23,6 +23,7 @@ from django.utils.module_loading import import_string
 from . import admin_extras
 from .admin_design import FrozenInlineFormSet, StudyAdminForm, StudyDesignAdminMixin
 from .admin_extras import FriendlyProtectedDeleteInline
+from .admin_forms import JSON_SETTING_FIELDS, expected_value_field
 from .admin_waves import StudyWavesAdminMixin
 from .importers import CorpusImportError, corpus_import
 from .kinds import kind_of, registered_kinds
@@ -74,6 +75,13 @@ class AttentionCheckInline(FriendlyProtectedDeleteInline, admin.StackedInline):
     formset = FrozenInlineFormSet
     extra = 0
     protected_what = "an attention check"
+
+    def get_formset(self, request, obj=None, **kwargs):
+        """The expected answer is chosen by its label on the study's scale (a new study's: the default)."""
+        formset = super().get_formset(request, obj, **kwargs)
+        formset.form.base_fields["expected_value"] = expected_value_field(obj.scale if obj else None)
+        return formset
+
     fields = [
         ("after_item", "expected_value", "emotion_label"),
         "situation",
@@ -181,6 +189,14 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, admin.ModelAdmin):
 
     def get_queryset(self, request):
         return study_list_with_counts()
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        """The study's JSON settings are edited as forms (studies/admin_forms.py), never typed as JSON."""
+        if db_field.name in JSON_SETTING_FIELDS:
+            field = JSON_SETTING_FIELDS[db_field.name]()
+            field.label = db_field.verbose_name.capitalize()
+            return field
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def get_fieldsets(self, request, obj=None):
         """The spine's fieldsets with the study kind's own after "What participants read" (every registered

@@ -21,6 +21,7 @@ from django.db.models import Q
 from studies.exclusion_rules import default_exclusion_rules, exclusion_rules_normalise
 from studies.fields import PlainTextField
 from studies.planned_analysis import default_planned_analysis, default_scale, planned_analysis_normalise
+from studies.rating_settings import scale_normalise, worked_examples_normalise
 
 from .kinds.registry import kind_choices, step_choices
 
@@ -185,16 +186,25 @@ class Study(models.Model):
         return [int(option["value"]) for option in self.scale]
 
     def clean(self) -> None:
+        """Each JSON setting through its one validator (the admin's forms write the same shapes)."""
         super().clean()
+        errors = {}
         try:
-            points = len(self.scale) if isinstance(self.scale, list) else None
-            self.exclusion_rules = exclusion_rules_normalise(self.exclusion_rules, scale_points=points)
-        except ValidationError as exc:
-            raise ValidationError({"exclusion_rules": exc.messages}) from None
-        try:
-            self.planned_analysis = planned_analysis_normalise(self.planned_analysis)
-        except ValidationError as exc:
-            raise ValidationError({"planned_analysis": exc.messages}) from None
+            values = [option["value"] for option in scale_normalise(self.scale)]
+        except ValidationError:
+            values = None
+        for name, normalise in [
+            ("scale", scale_normalise),
+            ("worked_examples", lambda v: worked_examples_normalise(v, scale_values=values)),
+            ("exclusion_rules", lambda v: exclusion_rules_normalise(v, scale_points=values and len(values))),
+            ("planned_analysis", planned_analysis_normalise),
+        ]:
+            try:
+                setattr(self, name, normalise(getattr(self, name)))
+            except ValidationError as exc:
+                errors[name] = exc.messages
+        if errors:
+            raise ValidationError(errors)
 
 
 class Condition(models.Model):
