@@ -100,7 +100,9 @@ def test_exclusion_rules_are_switches_and_thresholds(staff_client):
     study = StudyFactory()
     data = change_form_data(page_of(staff_client, study))
     assert data.get("exclusion_rules_0") == "on" and "exclusion_rules_2" not in data
-    data.update(exclusion_rules_2="on", exclusion_rules_3="2000", exclusion_rules_4="on", exclusion_rules_7="on")
+    data.update(
+        exclusion_rules_2="on", exclusion_rules_3="2000", exclusion_rules_4="on", exclusion_rules_7="on"
+    )
     data.pop("exclusion_rules_1", None)
     response = post(staff_client, study, data)  # identical answers alone on a three-point scale: refused
     assert response.status_code == 400
@@ -117,7 +119,9 @@ def test_exclusion_rules_are_switches_and_thresholds(staff_client):
 
 
 def test_the_planned_analysis_is_tests_alpha_and_a_correction_and_keeps_its_notes(staff_client):
-    study = StudyFactory(planned_analysis={"tests": ["omnibus"], "alpha": 0.05, "correction": "holm", "note": "x"})
+    study = StudyFactory(
+        planned_analysis={"tests": ["omnibus"], "alpha": 0.05, "correction": "holm", "note": "x"}
+    )
     data = change_form_data(page_of(staff_client, study))
     assert data["planned_analysis_0"] == "omnibus" and data["planned_analysis_2"] == "holm"
     data.update(planned_analysis_0="omnibus\n\n2x2 vs human\n", planned_analysis_1="0.01")
