@@ -24,6 +24,7 @@ from . import admin_extras
 from .admin_design import FrozenInlineFormSet, StudyAdminForm, StudyDesignAdminMixin
 from .admin_extras import FriendlyProtectedDeleteInline
 from .admin_forms import JSON_SETTING_FIELDS, expected_value_field
+from .admin_setup import StudySetupAdminMixin
 from .admin_waves import StudyWavesAdminMixin
 from .importers import CorpusImportError, corpus_import
 from .kinds import kind_of, registered_kinds
@@ -126,7 +127,7 @@ class ImportCorpusForm(forms.Form):
 
 
 @admin.register(Study)
-class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, admin.ModelAdmin):
+class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, StudySetupAdminMixin, admin.ModelAdmin):
     form = StudyAdminForm
     list_display = [
         "title",
@@ -320,7 +321,7 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, admin.ModelAdmin):
                 name="studies_study_state",
             ),
         ]
-        return extra + self.design_urls() + self.wave_urls() + super().get_urls()
+        return extra + self.setup_urls() + self.design_urls() + self.wave_urls() + super().get_urls()
 
     def import_view(self, request: HttpRequest):
         if not self.has_add_permission(request):

@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 
 from .exclusion_rules import STRAIGHT_LINING_DEFAULTS, TOO_FAST_DEFAULTS
 from .planned_analysis import CORRECTIONS, DEFAULT_ALPHA, DEFAULT_CORRECTION, KEYS, default_scale
-from .rating_settings import EXAMPLE_KEYS
+from .rating_settings import EXAMPLE_KEYS, EXAMPLE_TEXTS
 
 MAX_SCALE_POINTS = 11
 SPARE_EXAMPLES = 2
@@ -150,7 +150,7 @@ class WorkedExamplesField(StoredJSONField):
             for key in EXAMPLE_KEYS:
                 fields.append(
                     forms.TypedChoiceField(choices=choices, coerce=int, empty_value=None)
-                    if key == "rating"
+                    if key not in EXAMPLE_TEXTS
                     else forms.CharField()
                 )
         super().__init__(fields, RowsWidget(rows), **kwargs)
@@ -162,16 +162,17 @@ class WorkedExamplesField(StoredJSONField):
     def decompress(self, value) -> list:
         out: list = []
         for example in (value or [])[: self.slots]:
-            out += [example.get(key, "" if key != "rating" else None) for key in EXAMPLE_KEYS]
-        blank = [None if key == "rating" else "" for key in EXAMPLE_KEYS]
+            out += [example.get(key, "" if key in EXAMPLE_TEXTS else None) for key in EXAMPLE_KEYS]
+        blank = ["" if key in EXAMPLE_TEXTS else None for key in EXAMPLE_KEYS]
         return out + blank * (self.slots - len(out) // len(EXAMPLE_KEYS))
 
     def compress(self, data_list) -> list[dict]:
         width = len(EXAMPLE_KEYS)
         examples = [dict(zip(EXAMPLE_KEYS, data_list[i : i + width], strict=True))
                     for i in range(0, len(data_list), width)]  # fmt: skip
-        texts = [key for key in EXAMPLE_KEYS if key != "rating"]
-        return [e for e in examples if any((e[k] or "").strip() for k in texts) or e["rating"] is not None]
+        return [
+            e for e in examples if any((e[k] or "").strip() for k in EXAMPLE_TEXTS) or e["rating"] is not None
+        ]
 
 
 class ExclusionRulesField(StoredJSONField):

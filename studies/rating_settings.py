@@ -19,6 +19,8 @@ from django.core.exceptions import ValidationError
 
 EXAMPLE_KEYS = ("emotion", "situation", "speaker_utterance", "response", "rating", "explanation")
 EXAMPLE_TEXT_KEYS = ("situation", "speaker_utterance", "response")
+# The texts of an example (every key but its rating), and the texts it cannot do without.
+EXAMPLE_TEXTS = ("emotion", "situation", "speaker_utterance", "response", "explanation")
 
 
 def scale_normalise(value: Any) -> list[dict]:
@@ -64,7 +66,7 @@ def worked_examples_normalise(value: Any, *, scale_values: list[int] | None = No
         unknown = sorted(set(example) - set(EXAMPLE_KEYS))
         if unknown:
             problems.append(f"example {n}: unknown field(s) {', '.join(unknown)}")
-        item = {key: str(example.get(key) or "").strip() for key in EXAMPLE_KEYS if key != "rating"}
+        item = {key: str(example.get(key) or "").strip() for key in EXAMPLE_TEXTS}
         for key in EXAMPLE_TEXT_KEYS:
             if not item[key]:
                 problems.append(f"example {n}: the {key.replace('_', ' ')} is empty")

@@ -34,7 +34,7 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from datetime import datetime
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from django.db.models import Q
 from django.urls import reverse
@@ -47,6 +47,24 @@ DONE = "done"
 # The spine's own pages: shared by every kind (entry, outcome and return pages need no step).
 SPINE_PAGES = {CONSENT: "ratings.views.CONSENT_PAGE"}
 SPINE_STEP_LABELS = {CONSENT: "Consent", DONE: "Done"}
+
+# The researcher's setup steps (studies/admin_setup.py, the "New study" path), in order. A launch problem names
+# the step that fixes it; a kind's problem given as plain text belongs to MATERIAL.
+MATERIAL = "material"  # what participants are shown: a corpus, an instrument and situations, ...
+CONDITIONS = "conditions"  # conditions, their models and their responses
+TEXTS = "texts"  # consent, instructions and what the kind shows with them
+CHECKS = "checks"  # attention checks and exclusion rules
+QUOTAS = "quotas"  # quotas against power and coverage
+PREVIEW = "preview"
+LAUNCH = "launch"  # recruiting platform, outcome codes, launch
+SETUP_STEPS = (MATERIAL, CONDITIONS, TEXTS, CHECKS, QUOTAS, PREVIEW, LAUNCH)
+
+
+class LaunchProblem(NamedTuple):
+    """What stops a launch, and the setup step that fixes it."""
+
+    step: str
+    text: str
 
 
 class StudyKind(ABC):
@@ -80,6 +98,10 @@ class StudyKind(ABC):
     judged: ClassVar[bool] = False
     # Dotted path of (*, study, **options) -> the power plan before launch (analysis/study_power.py).
     power_planner: ClassVar[str | None] = None
+    # Attention checks are mixed into its pages (the study's AttentionCheck rows, expected answers on its scale).
+    attention_checks: ClassVar[bool] = False
+    # What the researcher's setup calls the material participants are shown (its first step).
+    material_title: ClassVar[str] = "Study material"
 
     # --- participant steps ---------------------------------------------------------------------------
 
@@ -103,8 +125,14 @@ class StudyKind(ABC):
 
     # --- launch, status ------------------------------------------------------------------------------
 
-    def launch_problems(self, study: Study, conditions: list[Condition]) -> list[str]:
-        """What stops this study from launching, beyond the spine's checks (empty: nothing)."""
+    def launch_problems(self, study: Study, conditions: list[Condition]) -> list[str | LaunchProblem]:
+        """What stops this study from launching, beyond the spine's checks (empty: nothing): each a
+        LaunchProblem naming the setup step that fixes it, or plain text (the MATERIAL step's)."""
+        return []
+
+    def coverage_problems(self, study: Study, conditions: list[Condition]) -> list[str]:
+        """Warnings (not launch problems) when the quotas cannot give the data the design asks for, e.g. too
+        few participants to rate every response as often as planned. Empty by default."""
         return []
 
     def status_counts(self, study: Study, conditions: list[Condition]) -> dict[int, dict]:

@@ -30,7 +30,7 @@ from studies.models import (
     Study,
 )
 
-from .base import StudyKind
+from .base import CONDITIONS, MATERIAL, TEXTS, LaunchProblem, StudyKind
 from .registry import register
 
 INSTRUCTIONS = Participant.Step.INSTRUCTIONS
@@ -104,6 +104,8 @@ class RatingKind(StudyKind):
     launch_panel = "analysis.launch_power.launch_power_html"
     corpus_import = True
     judged = True
+    attention_checks = True
+    material_title = "Corpus: prompts and responses"
     power_planner = "analysis.study_power.rating_power_plan"
     admin_fieldsets = [
         ("Rating study", {"fields": ["worked_examples", "ask_teq", "scale_question", "scale"]}),
@@ -144,24 +146,33 @@ class RatingKind(StudyKind):
             page.position = position
         return rows.insert_many(Assignment, pages, PAGE_FIELDS)
 
-    def launch_problems(self, study: Study, conditions: list[Condition]) -> list[str]:
+    def launch_problems(self, study: Study, conditions: list[Condition]) -> list[LaunchProblem]:
         """Instructions are written; every condition has a response (sample 0) for every prompt; none is
-        flagged for review; at least items_per_participant prompts. `conditions` carry `with_response` (prompts with a sample-0 response)."""
+        flagged for review; at least items_per_participant prompts. `conditions` carry `with_response` (prompts
+        with a sample-0 response)."""
         problems = []
         if not study.instructions_text.strip():
-            problems.append("the instructions are empty: say what participants rate and how")
+            problems.append(
+                LaunchProblem(TEXTS, "the instructions are empty: say what participants rate and how")
+            )
         prompts = study.prompts.count()
         if prompts < study.items_per_participant:
             problems.append(
-                f"the study has {prompts} prompts but each participant rates {study.items_per_participant}: "
-                "import a corpus or lower items per participant"
+                LaunchProblem(
+                    MATERIAL,
+                    f"the study has {prompts} prompts but each participant rates {study.items_per_participant}: "
+                    "import a corpus or lower items per participant",
+                )
             )
         for condition in conditions:
             missing = prompts - condition.with_response
             if missing:
                 problems.append(
-                    f"condition '{condition.name}' has no response for {missing} of {prompts} prompts "
-                    "(generate or import them)"
+                    LaunchProblem(
+                        CONDITIONS,
+                        f"condition '{condition.name}' has no response for {missing} of {prompts} prompts "
+                        "(generate or import them)",
+                    )
                 )
         flagged = (
             Response.objects.filter(condition__study=study, review=Response.Review.FLAGGED)
@@ -171,9 +182,34 @@ class RatingKind(StudyKind):
         )
         for row in flagged:
             problems.append(
-                f"condition '{row['condition__name']}' has {row['n']} responses flagged for review: "
-                "approve, edit or replace them"
+                LaunchProblem(
+                    CONDITIONS,
+                    f"condition '{row['condition__name']}' has {row['n']} responses flagged for review: "
+                    "approve, edit or replace them",
+                )
             )
+        return problems
+
+    def coverage_problems(self, study: Study, conditions: list[Condition]) -> list[str]:
+        """A condition whose quota × items per participant is below its responses × the target ratings per
+        response cannot rate every response as often as planned (e.g. 3 × 5 < 20 × 2)."""
+        problems = []
+        responses = dict(
+            Response.objects.filter(RESPONSE_ELIGIBLE, condition__in=conditions)
+            .values("condition")
+            .annotate(n=Count("id"))
+            .values_list("condition", "n")
+        )
+        target, items = study.target_ratings_per_response, study.items_per_participant
+        for condition in conditions:
+            n = responses.get(condition.pk, 0)
+            quota = condition.effective_quota
+            if n and quota * items < n * target:
+                problems.append(
+                    f"condition '{condition.name}': {quota} participants × {items} items = {quota * items} "
+                    f"ratings, fewer than its {n} responses × {target} planned rating{'s' if target != 1 else ''} "
+                    f"= {n * target}; raise the quota to {-(-n * target // items)} or lower the target"
+                )
         return problems
 
     def status_counts(self, study: Study, conditions: list[Condition]) -> dict[int, dict]:
