@@ -16,7 +16,9 @@ from django.urls import path, reverse
 
 from .admin_forms import (
     SPARE_EXAMPLES,
+    SPARE_OPTIONS,
     PlannedAnalysisField,
+    ScaleField,
     WorkedExamplesField,
     planned_analysis_with_notes,
 )
@@ -56,6 +58,11 @@ class StudyAdminForm(FrozenDesignFormMixin, forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        if isinstance(self.fields.get("scale"), ScaleField):
+            options = self.instance.scale if isinstance(self.instance.scale, list) else []
+            field = ScaleField(slots=len(options) + SPARE_OPTIONS)
+            field.label = self.fields["scale"].label
+            self.fields["scale"] = field
         if isinstance(self.fields.get("worked_examples"), WorkedExamplesField):
             examples = (
                 self.instance.worked_examples if isinstance(self.instance.worked_examples, list) else []

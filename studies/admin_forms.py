@@ -19,6 +19,7 @@ from .planned_analysis import CORRECTIONS, DEFAULT_ALPHA, DEFAULT_CORRECTION, KE
 from .rating_settings import EXAMPLE_KEYS, EXAMPLE_TEXTS
 
 MAX_SCALE_POINTS = 11
+SPARE_OPTIONS = 2
 SPARE_EXAMPLES = 2
 
 
@@ -92,27 +93,29 @@ class StoredJSONField(forms.MultiValueField):
 
 
 class ScaleField(StoredJSONField):
-    """The scale: up to MAX_SCALE_POINTS options of (value, label), shown in the order written."""
+    """The scale: its options of (value, label) and SPARE_OPTIONS blank ones (at most MAX_SCALE_POINTS), shown in
+    the order written."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, *, slots: int = len(default_scale()) + 2, **kwargs):
         kwargs.pop("encoder", None), kwargs.pop("decoder", None)
+        self.slots = min(max(slots, 2), MAX_SCALE_POINTS)
         rows = [
             (f"Option {n}", [("Value", forms.NumberInput(attrs={"class": "vIntegerField"})),
                              ("Label", forms.TextInput(attrs={"class": "vTextField"}))])
-            for n in range(1, MAX_SCALE_POINTS + 1)
+            for n in range(1, self.slots + 1)
         ]  # fmt: skip
-        fields = [forms.IntegerField(), forms.CharField(max_length=100)] * MAX_SCALE_POINTS
+        fields = [forms.IntegerField(), forms.CharField(max_length=100)] * self.slots
         super().__init__(fields, RowsWidget(rows, table=True), **kwargs)
         self.help_text = (
             "The answers participants choose from, in the order shown (best first). Each value is the number "
-            "stored and analysed; blank rows are ignored."
+            "stored and analysed; blank rows are ignored (save to get more)."
         )
 
     def decompress(self, value) -> list:
         out: list = []
-        for option in (value or [])[:MAX_SCALE_POINTS]:
+        for option in (value or [])[: self.slots]:
             out += [option.get("value"), option.get("label", "")]
-        return out + [None, ""] * (MAX_SCALE_POINTS - len(out) // 2)
+        return out + [None, ""] * (self.slots - len(out) // 2)
 
     def compress(self, data_list) -> list[dict]:
         pairs = zip(data_list[::2], data_list[1::2], strict=True) if data_list else []

@@ -37,13 +37,14 @@ def test_the_scale_is_edited_as_labelled_rows(staff_client):
     study = StudyFactory()
     data = change_form_data(page_of(staff_client, study))
     assert (data["scale_0"], data["scale_1"], data["scale_4"], data["scale_5"]) == ("3", "Good", "1", "Bad")
-    data.update(scale_0="5", scale_1="Very good", scale_6="", scale_7="")
-    data.update(scale_2="4", scale_3="Good", scale_4="3", scale_5="Okay")
+    assert "scale_9" in data and "scale_10" not in data  # three options and two blank ones
+    data.update(scale_0="5", scale_1="Very good", scale_2="4", scale_3="Good", scale_4="3", scale_5="Okay")
     data.update(scale_6="2", scale_7="Poor", scale_8="1", scale_9="Bad")
     assert post(staff_client, study, data).status_code == 302
     study.refresh_from_db()
     assert [o["label"] for o in study.scale] == ["Very good", "Good", "Okay", "Poor", "Bad"]
     assert [o["value"] for o in study.scale] == [5, 4, 3, 2, 1]
+    assert "scale_13" in change_form_data(page_of(staff_client, study))  # room for two more
 
 
 def test_a_bad_scale_is_refused_with_every_problem_and_nothing_is_written(staff_client):
