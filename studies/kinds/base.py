@@ -148,6 +148,11 @@ class StudyKind(ABC):
         """Short phrases describing the study's design, shown above the status table."""
         return []
 
+    def status_notices(self, study: Study, status: dict) -> list[str]:
+        """Warnings for the live status page and `study_status`, from the status figures (e.g. a condition whose
+        quota has filled with responses still unrated). None by default."""
+        return []
+
     # --- capabilities ----------------------------------------------------------------------------------
 
     def analysis_url(self, study: Study) -> str | None:

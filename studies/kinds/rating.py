@@ -262,6 +262,27 @@ class RatingKind(StudyKind):
     def status_totals(self, study: Study, per_condition: dict[int, dict]) -> dict:
         return {"ratings": sum(row.get("ratings", 0) for row in per_condition.values())}
 
+    def status_notices(self, study: Study, status: dict) -> list[str]:
+        """A shortfall per condition whose quota has filled (its completed and active participants reach it, so
+        nobody new joins) while responses have fewer ratings than the target: how many have none, how many
+        ratings are missing, and the participants that would give them."""
+        target, items = study.target_ratings_per_response, study.items_per_participant
+        notices = []
+        for row in status["conditions"]:
+            taken = row["participants"]["completed"] + row["participants"]["active"]
+            histogram = row.get("ratings_per_response", {}).get("histogram", {})
+            missing = sum(n * max(target - int(k), 0) for k, n in histogram.items())
+            if taken < row["quota"] or not missing:
+                continue
+            unrated = histogram.get("0", 0)
+            notices.append(
+                f"condition '{row['name']}' has filled its quota ({row['quota']} participants) but {unrated} "
+                f"response{'' if unrated == 1 else 's'} have no rating and {missing} rating"
+                f"{'' if missing == 1 else 's'} are missing against the target of {target} per response: raise "
+                f"its quota by {-(-missing // items)} to collect them, or accept the shortfall"
+            )
+        return notices
+
     def status_summary(self, study: Study, status: dict) -> list[str]:
         target = study.target_ratings_per_response
         return [

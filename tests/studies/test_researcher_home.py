@@ -147,3 +147,33 @@ def test_a_questionnaire_study_gets_its_own_material_step_and_no_corpus_or_check
     assert reverse("admin:studies_study_import") not in text
     checks = staff_client.get(reverse("admin:studies_study_setup_step", args=[study.pk, "checks"])).content
     assert b"attention check" not in checks.lower().replace(b"attention checks and", b"")
+
+
+def test_a_filled_study_with_unrated_responses_shows_a_shortfall(staff_client):
+    from django.core.management import call_command
+
+    from studies.models import Assignment, Rating
+
+    study = rating_study("short", prompts=4, state=Study.State.LIVE, quota_per_condition=1)
+    study.target_ratings_per_response = 2
+    study.save()
+    human = study.conditions.get()
+    url = reverse("admin:studies_study_status", args=[study.pk])
+    assert "Shortfall" not in staff_client.get(url).content.decode()  # not filled yet
+    person = ParticipantFactory(study=study, condition=human, status=Participant.Status.COMPLETED)
+    for position, response in enumerate(human.responses.order_by("id")[:2]):
+        Rating.objects.create(
+            assignment=Assignment.objects.create(participant=person, position=position, response=response),
+            value=3,
+        )
+    text = text_of(staff_client.get(url).content.decode())
+    expected = (
+        "condition 'human' has filled its quota (1 participants) but 2 responses have no rating and 6 ratings "
+        "are missing against the target of 2 per response: raise its quota by 3"
+    )
+    assert "Shortfall" in text and expected.replace("'", "&#x27;") in text
+    import io
+
+    out = io.StringIO()
+    call_command("study_status", "short", stdout=out)
+    assert f"shortfall: {expected}" in out.getvalue()

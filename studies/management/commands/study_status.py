@@ -58,6 +58,7 @@ def render_table(status: dict) -> str:
         "* baseline condition; flagged: participants flagged for exclusion (failed attention checks);"
         " staff previews are never counted"
     )
+    lines += [f"shortfall: {text}" for text in status.get("notices", [])]
     return "\n".join(lines)
 
 
