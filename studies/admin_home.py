@@ -96,9 +96,13 @@ class ResearchAdminSite(admin.AdminSite):
         }
         response = super().index(request, extra)
         apps = response.context_data["app_list"]
-        response.context_data["research_apps"] = sorted(
-            (app for app in apps if app["app_label"] in RESEARCH_APPS),
-            key=lambda app: RESEARCH_APPS.index(app["app_label"]),
-        )
+        response.context_data["research_apps"] = [app for app in apps if app["app_label"] in RESEARCH_APPS]
         response.context_data["system_apps"] = [app for app in apps if app["app_label"] not in RESEARCH_APPS]
         return response
+
+    def get_app_list(self, request, app_label=None):
+        """The apps researchers work in first, in RESEARCH_APPS' order (the index and the side bar), then the
+        others alphabetically."""
+        apps = super().get_app_list(request, app_label)
+        rank = {label: n for n, label in enumerate(RESEARCH_APPS)}
+        return sorted(apps, key=lambda app: (rank.get(app["app_label"], len(rank)), app["name"].lower()))

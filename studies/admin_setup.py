@@ -51,12 +51,13 @@ class SetupStep:
     links: list[tuple[str, str]] = field(default_factory=list)  # (words, address) of where it is done
     done: bool = False
     panel: str = ""  # safe HTML shown on the step's page (the kind's launch panel, for quotas)
+    todo: str = "to do"  # the status of a step not done with nothing missing
 
     @property
     def status(self) -> str:
         if self.missing:
             return f"{len(self.missing)} missing"
-        return "done" if self.done else ("to check" if self.advice else "optional")
+        return "done" if self.done else ("to check" if self.advice else self.todo)
 
 
 def _change(study: Study, anchor: str = "") -> str:
@@ -185,6 +186,7 @@ def setup_steps(study: Study, *, with_panel: str | None = None) -> list[SetupSte
         if earlier
         else [],
         done=study.state != Study.State.DRAFT,
+        todo="ready to launch" if not earlier else "to do",
         links=launch_links,
     )
     return steps
