@@ -7,9 +7,11 @@ from django.db import connection
 
 from studies.models import Condition, Response, Study, StudySituation
 from studies.services import (
+    StudyCreateError,
     StudyLaunchError,
     StudyStateError,
     study_close,
+    study_create,
     study_launch,
     study_launch_problems,
     study_pause,
@@ -163,3 +165,28 @@ def test_two_admins_launching_at_once_launch_once(requires_postgres):
         t.join()
     assert outcomes.count("launched") == 1
     assert outcomes.count("refused") == 7
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_researchers_creating_the_same_study_at_once_create_it_once(requires_postgres):
+    barrier = threading.Barrier(8)
+    outcomes = []
+
+    def create():
+        try:
+            barrier.wait()
+            study_create(slug="same", title="Same", kind="rating", platform="none")
+            outcomes.append("created")
+        except StudyCreateError as exc:
+            outcomes.append(str(exc))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=create) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert outcomes.count("created") == 1
+    assert outcomes.count("a study 'same' already exists: choose another short name") == 7
+    assert Study.objects.filter(slug="same").count() == 1
