@@ -38,15 +38,23 @@ from .selectors import study_design_summary
 AMENDABLE = [f for f in FROZEN_STUDY_FIELDS if f != "kind"]
 
 
+def _newlines(value):
+    """Text as stored: a browser posts a textarea's line ends as CRLF, the database holds what was saved (LF)."""
+    return value.replace("\r\n", "\n") if isinstance(value, str) else value
+
+
 class FrozenDesignFormMixin:
-    """On the study's form: a change to a frozen field of a launched study is a validation error per field."""
+    """On the study's form: a change to a frozen field of a launched study is a validation error per field. Text is
+    compared and saved with LF line ends, so a browser's unchanged textarea (posted with CRLF) is no change."""
 
     def clean(self):
         cleaned = super().clean()
+        for name, value in cleaned.items():
+            cleaned[name] = _newlines(value)
         study = self.instance
         if study.pk and is_frozen(study):
             for name in self.changed_data:
-                if name in FROZEN_STUDY_FIELDS:
+                if name in FROZEN_STUDY_FIELDS and cleaned.get(name) != _newlines(self[name].initial):
                     self.add_error(name, frozen_message(study, f"“{self.fields[name].label}”"))
         return cleaned
 

@@ -363,6 +363,29 @@ def test_the_admin_refuses_a_frozen_field_with_a_clear_message(staff_client):
     assert design_current(study).sha256 == frozen.sha256
 
 
+def test_a_browser_saving_a_launched_study_unchanged_is_no_change_of_its_multi_line_texts(staff_client):
+    """A browser posts a textarea's line ends as CRLF; the stored text has LF: saving the page unchanged is no
+    edit of the frozen consent and instructions, and the stored text keeps LF."""
+    study = ready_study()
+    Study.objects.filter(pk=study.pk).update(
+        consent_text="You may stop at any time.\n\nWe store your answers.",
+        instructions_text="Read each reply.\nThen rate it.",
+    )
+    study.refresh_from_db()
+    frozen = _frozen(study)
+    data = change_form_data(staff_client, study)
+    data["consent_text"] = data["consent_text"].replace("\n", "\r\n")
+    data["instructions_text"] = data["instructions_text"].replace("\n", "\r\n")
+    response = staff_client.post(reverse("admin:studies_study_change", args=[study.pk]), data)
+    assert response.status_code == 302, _errors(response)
+    study.refresh_from_db()
+    assert study.consent_text == "You may stop at any time.\n\nWe store your answers."
+    assert design_current(study).sha256 == frozen.sha256
+    data["consent_text"] = "You may stop at any time.\r\nWe keep nothing."
+    response = staff_client.post(reverse("admin:studies_study_change", args=[study.pk]), data)
+    assert response.status_code == 400 and "part of its frozen design" in response.content.decode()
+
+
 def test_the_admin_refuses_to_add_or_delete_a_condition_of_a_launched_study(staff_client):
     study = ready_study()
     _frozen(study)
