@@ -211,13 +211,14 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, StudySetupAdminMix
         own = [import_string(path) for path in kind_of(obj).admin_inlines] if obj is not None else []
         return [*self.inlines, *own]
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_form(self, request, obj=None, change=False, **kwargs):
         # Exclusion rules are declared before launch: once participants have been let in, changing them would
-        # be choosing the rules after seeing the data.
-        fields = list(super().get_readonly_fields(request, obj))
-        if obj is not None and obj.state != Study.State.DRAFT:
-            fields.append("exclusion_rules")
-        return fields
+        # be choosing the rules after seeing the data. They stay on the page as switches, disabled (a disabled
+        # field keeps its stored value whatever is posted).
+        form = super().get_form(request, obj, change=change, **kwargs)
+        if obj is not None and obj.state != Study.State.DRAFT and "exclusion_rules" in form.base_fields:
+            form.base_fields["exclusion_rules"].disabled = True
+        return form
 
     @admin.display(description="kind", ordering="kind")
     def kind_short(self, study: Study) -> str:

@@ -76,14 +76,21 @@ class StoredJSONField(forms.MultiValueField):
     def decompress(self, value) -> list:
         raise NotImplementedError
 
+    def clean(self, value):
+        # A disabled field cleans the stored JSON; a browser posts a textarea's line ends as CRLF while the stored
+        # JSON holds LF, so an unchanged form is no edit.
+        value = self.prepare_value(value)
+        value = [v.replace("\r\n", "\n") if isinstance(v, str) else v for v in value]
+        return super().clean(value)
+
     def prepare_value(self, value):
         # The stored JSON (a list of options or examples, a dict of rules) becomes the inputs' values; values
         # posted back (already one per input) are shown as typed.
         if isinstance(value, dict) or (isinstance(value, list) and value and isinstance(value[0], dict)):
             return self.decompress(value)
-        if value in (None, "", []):
+        if value in (None, "", [], ()):
             return self.decompress(None)
-        return value
+        return list(value)
 
     def has_changed(self, initial, data) -> bool:
         try:

@@ -4,6 +4,7 @@ nothing is removed silently."""
 
 import csv
 import io
+import re
 from collections import Counter
 
 import numpy as np
@@ -312,8 +313,13 @@ def test_the_admin_edits_the_rules_before_launch_and_shows_them_read_only_after(
     study.state = Study.State.LIVE
     study.save(update_fields=["state"])
     page = staff_client.get(url)
-    assert "exclusion_rules" not in page.context["adminform"].form.fields
-    assert "min_median_ms" in page.content.decode()  # still shown, read only
+    assert page.context["adminform"].form.fields["exclusion_rules"].disabled  # still shown, as switches
+    assert re.search(r'<input[^>]*name="exclusion_rules_2"[^>]*\bdisabled\b[^>]*>', page.content.decode())
+    data = _change_form_data(page)
+    data.pop("exclusion_rules_2")  # a switch turned off by hand is ignored
+    staff_client.post(url, data)
+    study.refresh_from_db()
+    assert study.exclusion_rules["too_fast"] == {"min_median_ms": 2000}
 
 
 def test_the_export_flags_follow_the_declared_rules_by_default(analyst_client):

@@ -155,3 +155,25 @@ def test_an_attention_checks_expected_answer_is_chosen_by_its_label(staff_client
     data["attention_checks-0-expected_value"] = "7"  # not on the scale
     response = post(staff_client, study, data)
     assert response.status_code == 400 and "Select a valid choice" in response.content.decode()
+
+
+def test_a_launched_study_saved_unchanged_from_a_browser_is_no_edit_of_its_examples(staff_client):
+    from studies.design import design_freeze
+
+    example = {
+        "emotion": "sad",
+        "situation": "My dog died.\nLast week.",
+        "speaker_utterance": "I miss him.",
+        "response": "I'm so sorry.\nHe was family.",
+        "rating": 3,
+        "explanation": "It names the loss.",
+    }
+    study = StudyFactory(worked_examples=[example], state=Study.State.LIVE)
+    design_freeze(study, reason="launch")
+    data = change_form_data(page_of(staff_client, study))
+    # A browser sends every textarea's line ends as CRLF.
+    data = {k: v.replace("\n", "\r\n") if isinstance(v, str) else v for k, v in data.items()}
+    response = post(staff_client, study, data)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    study.refresh_from_db()
+    assert study.worked_examples == [example]
