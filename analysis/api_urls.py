@@ -1,6 +1,8 @@
 from django.urls import path
 
-from . import api
+from config.lazy_views import LazyViews
+
+api = LazyViews("analysis.api")  # imported on the first API request (config/lazy_views.py)
 
 app_name = "api"
 

@@ -1,7 +1,13 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import emotionbench_views, judge_views, views
+from config.lazy_views import LazyViews
+
+# The views are imported on their first request (config/lazy_views.py): they load pandas, SciPy, statsmodels and
+# matplotlib, which no command and no other page should pay for.
+views = LazyViews("analysis.views")
+judge_views = LazyViews("analysis.judge_views")
+emotionbench_views = LazyViews("analysis.emotionbench_views")
 
 app_name = "analysis"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from .env import env_bool, env_int, env_list, env_str
+from .env import env_bool, env_int, env_list, env_str, fernet_key_valid, local_secret
 from .logging import build_logging, sentry_init
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -237,6 +237,21 @@ PROVIDER_KEY_HOSTS = [
 PROVIDER_URL_ALLOWLIST = env_list(
     "PROVIDER_URL_ALLOWLIST", "" if PRODUCTION else "localhost,127.0.0.0/8,::1/128"
 )
+
+# Provider keys typed in the admin are stored encrypted (Fernet) with these keys: comma-separated, the first
+# encrypts, every one decrypts (add a new first key to rotate; `manage.py provider_keys_reseal` re-encrypts).
+# Generate one with `python -c "from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())"`.
+# Production has no default: without it a key can only come from the environment. Locally a secret is made once
+# under var/ (a file, so keys typed in a local admin survive restarts).
+PROVIDER_KEYS_SECRET = env_list("PROVIDER_KEYS_SECRET", "")
+if not PROVIDER_KEYS_SECRET and not PRODUCTION:
+    PROVIDER_KEYS_SECRET = [local_secret(VAR_DIR / "provider_keys_secret")]
+for _secret in PROVIDER_KEYS_SECRET:
+    if not fernet_key_valid(_secret):
+        raise ImproperlyConfigured(
+            "PROVIDER_KEYS_SECRET must hold Fernet keys (32 random bytes, URL-safe base64, 44 characters), "
+            "comma-separated; generate one with Fernet.generate_key()."
+        )
 
 CACHES = {
     "default": (

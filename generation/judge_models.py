@@ -160,6 +160,12 @@ class JudgeRating(models.Model):
         default=0,
         help_text="USD spent on this rating: every call, including unparseable replies and discarded duplicates.",
     )
+    spent_input_tokens = models.PositiveIntegerField(
+        default=0, help_text="Input tokens of every call for this rating, as the replies reported them."
+    )
+    spent_output_tokens = models.PositiveIntegerField(
+        default=0, help_text="Output tokens of every call for this rating, failed or not."
+    )
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     rated_at = models.DateTimeField(null=True, blank=True)

@@ -81,6 +81,23 @@ def provider_host(*, kind: str, base_url: str) -> str:
     return VENDOR_HOSTS.get(kind, "")
 
 
+def provider_origin(*, kind: str, base_url: str) -> str:
+    """Where a provider's requests go, as scheme://host:port (its vendor's own when the base URL is blank): what a
+    key typed in the admin is bound to (generation.key_store), so it never reaches another service, even one on
+    the same machine."""
+    if not base_url:
+        host = VENDOR_HOSTS.get(kind, "")
+        return f"https://{host}:443" if host else ""
+    parts = urlsplit(base_url)
+    host = (parts.hostname or "").rstrip(".").lower()
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        port = 0
+    shown = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{shown}:{port}"
+
+
 def key_host_problem(name: str, host: str) -> str | None:
     """Why the key in `name` may not be sent to `host`, in one sentence; None when it may."""
     bound = key_hosts().get((name or "").upper())

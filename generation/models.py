@@ -1,7 +1,8 @@
 """Pre-generating the responses of a study's LLM conditions.
 
-* Provider: an endpoint (OpenAI-compatible or Anthropic) with its limits and prices. It names the environment
-  variable that holds its key; the key itself never enters the database.
+* Provider: an endpoint (OpenAI-compatible or Anthropic) with its limits and prices. Its key is typed in the admin
+  (stored encrypted with the host it may go to: generation.key_store), or read from the environment variable it
+  names, or there is none (a local endpoint).
 * LLMConditionConfig: what an LLM condition asks of which model (one-to-one with studies.Condition, kind llm).
 * GenerationItem: one unit of work per (prompt, condition, sample). Its status is the database's record of what is
   done; studies.Response's unique (prompt, condition, sample_index) makes a second stored response impossible.
@@ -109,11 +110,14 @@ class Provider(models.Model):
     )
     api_key_env = models.CharField(
         max_length=100,
+        blank=True,
         validators=[env_var_name_validate],
         verbose_name="API key environment variable",
-        help_text="The name of the environment variable that holds the key (e.g. OPENAI_API_KEY). "
-        "The key itself is never stored.",
+        help_text="Or: the name of an environment variable of the server that holds the key (e.g. OPENAI_API_KEY). "
+        "Used when no key is entered above. Leave both blank for an endpoint that needs no key.",
     )
+    # A key typed in the admin: encrypted with its host (generation.key_store), never shown again.
+    api_key_sealed = models.TextField(blank=True, editable=False)
     max_concurrency = models.PositiveIntegerField(default=8, validators=[MinValueValidator(1)])
     requests_per_minute = models.PositiveIntegerField(default=500, validators=[MinValueValidator(1)])
     tokens_per_minute = models.PositiveIntegerField(
@@ -138,7 +142,7 @@ class Provider(models.Model):
         """The fields, then: the key goes only to a host it is bound to (generation.keys) — checked once the key
         variable, the kind and the URL are each valid (a form leaves out the fields it already refused)."""
         super().clean_fields(exclude=exclude)
-        if set(exclude or ()) & {"api_key_env", "kind", "base_url"}:
+        if set(exclude or ()) & {"api_key_env", "kind", "base_url"} or not self.api_key_env:
             return
         problem = key_host_problem(self.api_key_env, provider_host(kind=self.kind, base_url=self.base_url))
         if problem:

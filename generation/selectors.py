@@ -222,7 +222,9 @@ def judge_progress(*, judge: Judge, conditions: list[Condition] | None = None) -
         rows = rows.filter(response__condition__in=conditions)
         responses = responses.filter(condition__in=conditions)
     counts = dict(rows.order_by().values_list("status").annotate(n=Count("id")).values_list("status", "n"))
-    totals = rows.aggregate(spend=Sum("cost"), tokens_in=Sum("input_tokens"), tokens_out=Sum("output_tokens"))
+    totals = rows.aggregate(
+        spend=Sum("cost"), tokens_in=Sum("spent_input_tokens"), tokens_out=Sum("spent_output_tokens")
+    )
     per_condition = {}
     for name, status, n in (
         rows.order_by()
@@ -243,9 +245,12 @@ def judge_progress(*, judge: Judge, conditions: list[Condition] | None = None) -
         "spend": totals["spend"] or Decimal(0),
         "tokens_in": totals["tokens_in"] or 0,
         "tokens_out": totals["tokens_out"] or 0,
-        "errors": Counter(rows.filter(status=S.FAILED).values_list("last_error", flat=True)).most_common(3),
+        # .order_by(): counting needs no order, and the default one joins three study rows to every rating.
+        "errors": Counter(
+            rows.filter(status=S.FAILED).order_by().values_list("last_error", flat=True)
+        ).most_common(3),
         "error_kinds": Counter(
-            rows.filter(status=S.FAILED).values_list("error_kind", flat=True)
+            rows.filter(status=S.FAILED).order_by().values_list("error_kind", flat=True)
         ).most_common(),
         "percent": round(100 * counts.get(S.DONE, 0) / slots) if slots else 0,
         "conditions": [

@@ -93,10 +93,13 @@ def test_a_researcher_runs_a_study_from_the_home_page_without_typing_json(
         body = json.loads(request.get_data())
         if body.get("max_tokens") == 5:  # the connection test
             return json_response(openai_body("OK", model="gpt-loop-0613"))
+        asked = body["messages"][-1]["content"]
+        # Each prompt its own reply (one canned reply for every prompt would be flagged as such).
+        situation = re.search(r"Situation (\d+),", asked)
         text = (
             FLAGGED
-            if "Situation 2," in body["messages"][-1]["content"]
-            else "That sounds so hard; I'm here for you."
+            if "Situation 2," in asked
+            else f"That sounds so hard; I'm here for you (about {situation and situation.group(1)})."
         )
         return json_response(openai_body(text, model="gpt-loop-0613"))
 

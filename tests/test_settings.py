@@ -63,3 +63,10 @@ def test_production_defaults_are_the_strict_ones():
     assert (
         result.stdout.split("\n")[-2] == "[] False False 12 1800 [['username', 'ip_address'], 'ip_address']"
     )
+
+
+def test_a_malformed_provider_keys_secret_is_refused_at_start_up():
+    env = dict(os.environ, PROVIDER_KEYS_SECRET="not-a-fernet-key")
+    result = _manage("check", env=env)
+    assert result.returncode != 0
+    assert "PROVIDER_KEYS_SECRET must hold Fernet keys" in result.stderr

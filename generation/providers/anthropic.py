@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import anthropic
-
 from generation.providers.base import Reply
 from generation.providers.sdk import SDKAdapter
 
@@ -13,7 +11,7 @@ from generation.providers.sdk import SDKAdapter
 class AnthropicAdapter(SDKAdapter):
     kind = "anthropic"
     label = "Anthropic"
-    sdk = anthropic
+    sdk_name = "anthropic"
     client_class = "Anthropic"
 
     def request_build(self, *, model: str, system: str, messages: list[dict], params: dict) -> dict:
@@ -34,12 +32,16 @@ class AnthropicAdapter(SDKAdapter):
         if data.get("type") == "error":
             raise KeyError("error body with status 200")
         text = "".join(part.get("text", "") for part in data["content"] if part.get("type") == "text")
-        usage = data.get("usage") or {}
+        usage_in, usage_out = self.usage_read(data)
         return Reply(
             text=text,
             finish_reason=data.get("stop_reason") or "",
             model_returned=data.get("model") or "",
             response_id=data.get("id") or "",
-            usage_in=usage.get("input_tokens"),
-            usage_out=usage.get("output_tokens"),
+            usage_in=usage_in,
+            usage_out=usage_out,
         )
+
+    def usage_read(self, data: dict) -> tuple[int | None, int | None]:
+        usage = data.get("usage") or {}
+        return usage.get("input_tokens"), usage.get("output_tokens")

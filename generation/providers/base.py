@@ -18,12 +18,24 @@ from typing import Any, ClassVar
 
 
 class ProviderError(Exception):
+    """A failed call. `usage_in` / `usage_out` / `cost`: what the reply said the call used, when the provider
+    answered and the answer was then refused (a malformed verdict, an empty text): a failed call is still paid
+    for, and spend must count it."""
+
     def __init__(self, kind: str, message: str, *, http_status: int | None = None, raw: Any = None):
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.http_status = http_status
         self.raw = raw
+        self.usage_in: int | None = None
+        self.usage_out: int | None = None
+        self.cost = Decimal(0)
+
+    def usage_record(self, *, provider, usage_in: int | None, usage_out: int | None) -> None:
+        """Attach the usage the reply reported, and its cost at the provider's prices."""
+        self.usage_in, self.usage_out = usage_in, usage_out
+        self.cost = cost_compute(provider=provider, usage_in=usage_in, usage_out=usage_out)
 
     def __str__(self) -> str:
         status = f"HTTP {self.http_status}: " if self.http_status else ""
@@ -115,6 +127,13 @@ _REFUSED_REASONS = frozenset({"content_filter", "refusal"})
 _KEPT_HEADERS = frozenset(
     {"x-request-id", "request-id", "openai-model", "openai-processing-ms", "anthropic-model"}
 )
+
+
+def _count(value) -> int | None:
+    """A token count from a reply body: a non-negative whole number, else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return None
+    return int(value)
 
 
 def tokens_estimate(*, system: str, messages: list[dict], max_tokens: int | None) -> int:
@@ -284,22 +303,46 @@ class ProviderAdapter(ABC):
     def reply_parse(self, data: dict) -> Reply:
         """Read a 200 reply body; raise KeyError/IndexError/TypeError/ValueError when it is not a completion."""
 
+    def usage_read(self, data: dict) -> tuple[int | None, int | None]:
+        """The (input, output) tokens a reply body reports, even when the rest of it is not a completion; a
+        wire format whose bodies carry no usage keeps this default."""
+        return None, None
+
+    def usage_of(self, text: str | dict) -> tuple[int | None, int | None]:
+        """`usage_read` of any body: (None, None) when it is not JSON or its usage is not numbers."""
+        try:
+            data = json.loads(text) if isinstance(text, str) else text
+            usage_in, usage_out = self.usage_read(data) if isinstance(data, dict) else (None, None)
+        except (ValueError, TypeError, AttributeError):
+            return None, None
+        return _count(usage_in), _count(usage_out)
+
+    def models_list(self, *, provider, api_key: str, timeout: float, limit: int = 500) -> list[str]:
+        """The names of the models the endpoint serves, sorted. A wire format with no such list keeps this
+        default (the admin then asks for the model's name as free text)."""
+        raise PermanentProviderError("no_model_list", "this kind of provider does not list its models")
+
     def complete(self, *, provider, api_key: str, body: dict) -> Completion:
         """Send `body` and return its Completion, or raise a classified ProviderError (a malformed or empty body
         is transient, a refusal permanent)."""
         started = time.monotonic()
         http = self.send(provider=provider, api_key=api_key, body=body)
         latency_ms = int((time.monotonic() - started) * 1000)
-        data, reply = self.body_read(http.text, http_status=http.status)
-        return completion_checked(
-            provider=provider,
-            reply=reply,
-            request=body,
-            raw_response=data,
-            latency_ms=latency_ms,
-            http_status=http.status,
-            headers=http.headers,
-        )
+        try:
+            data, reply = self.body_read(http.text, http_status=http.status)
+            return completion_checked(
+                provider=provider,
+                reply=reply,
+                request=body,
+                raw_response=data,
+                latency_ms=latency_ms,
+                http_status=http.status,
+                headers=http.headers,
+            )
+        except ProviderError as exc:  # answered, then refused: the usage it reported is still spent
+            usage_in, usage_out = self.usage_of(http.text)
+            exc.usage_record(provider=provider, usage_in=usage_in, usage_out=usage_out)
+            raise
 
     def body_read(self, text: str | dict, *, http_status: int) -> tuple[dict, Reply]:
         """A reply body (text or already decoded) and its Reply; TransientProviderError("malformed") if it is

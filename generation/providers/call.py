@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import os
 
-from generation.keys import key_env_problem, key_host_problem, provider_host
+from generation.key_store import SealedKeyError, sealed_key_for_origin
+from generation.keys import key_env_problem, key_host_problem, provider_host, provider_origin
 from generation.providers.base import (
     Completion,
     LimiterWait,
@@ -20,22 +21,39 @@ logger = logging.getLogger(__name__)
 
 
 def provider_api_key(provider) -> str:
-    """The key from the environment variable the provider names. PermanentProviderError (nothing is read, nothing
-    sent) when the name is not an allowed key variable (generation.keys: e.g. SECRET_KEY, DATABASE_URL,
-    PROLIFIC_TOKEN), the key is not bound to the provider's host, or the variable is not set."""
+    """The provider's key, read at call time (a key entered or changed in the admin is used by the next call, with
+    no restart): the key typed in the admin if one is stored (generation.key_store; only for the endpoint it was
+    entered for), else the environment variable the provider names, else "" (an endpoint that needs no key).
+
+    PermanentProviderError (nothing is read, nothing sent), its message a sentence saying what to do, when the
+    stored key was entered for another endpoint or cannot be decrypted, the variable's name is not an allowed key
+    variable (generation.keys: e.g. SECRET_KEY, DATABASE_URL, PROLIFIC_TOKEN), the variable's key is not bound to
+    the provider's host, or the variable is not set."""
+    if provider.api_key_sealed:
+        try:
+            return sealed_key_for_origin(
+                provider.api_key_sealed,
+                origin=provider_origin(kind=provider.kind, base_url=provider.base_url),
+            )
+        except SealedKeyError as exc:
+            raise PermanentProviderError("unbound_key_host", f"Provider {provider.name}: {exc}") from None
+    if not provider.api_key_env:
+        return ""
     problem = key_env_problem(provider.api_key_env)
     if problem:
-        raise PermanentProviderError("forbidden_key_env", f"provider {provider.name}: {problem}")
+        raise PermanentProviderError("forbidden_key_env", f"Provider {provider.name}: {problem}")
     problem = key_host_problem(
         provider.api_key_env, provider_host(kind=provider.kind, base_url=provider.base_url)
     )
     if problem:
-        raise PermanentProviderError("unbound_key_host", f"provider {provider.name}: {problem}")
+        raise PermanentProviderError("unbound_key_host", f"Provider {provider.name}: {problem}")
     value = os.environ.get(provider.api_key_env, "")
     if not value:
         raise PermanentProviderError(
             "missing_key",
-            f"the environment variable {provider.api_key_env} (API key of provider {provider.name}) is not set",
+            f"The environment variable {provider.api_key_env} (the API key of provider {provider.name}) is not "
+            "set in this server's environment. Enter the key on the provider's page instead (it is used at once), "
+            "or set the variable and restart the server and the workers.",
         )
     return value
 
@@ -92,6 +110,8 @@ def provider_complete(
         )
         return completion
     except ProviderError as exc:
+        if exc.usage_in is not None or exc.usage_out is not None:
+            actual_tokens = int(exc.usage_in or 0) + int(exc.usage_out or 0)
         logger.warning(
             "provider call failed",
             extra={

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 
-import openai
-
 from generation.providers.base import BatchAPI, BatchLine, BatchState, BatchSubmitted, Reply, status_error
 from generation.providers.sdk import SDKAdapter
 
@@ -20,7 +18,7 @@ OPEN_STATES = frozenset({"validating", "in_progress", "finalizing", "cancelling"
 class OpenAICompatAdapter(SDKAdapter, BatchAPI):
     kind = "openai"
     label = "OpenAI-compatible (OpenAI, vLLM, TGI, Ollama, llama.cpp, Together, Gemini)"
-    sdk = openai
+    sdk_name = "openai"
     client_class = "OpenAI"
     price_factor = Decimal("0.5")  # OpenAI bills Batch API tokens at half the synchronous price
 
@@ -43,16 +41,20 @@ class OpenAICompatAdapter(SDKAdapter, BatchAPI):
         text = message.get("content")
         if isinstance(text, list):  # some compatible servers return content parts
             text = "".join(part.get("text", "") for part in text if isinstance(part, dict))
-        usage = data.get("usage") or {}
+        usage_in, usage_out = self.usage_read(data)
         return Reply(
             text=text or "",
             finish_reason=choice.get("finish_reason") or "",
             model_returned=data.get("model") or "",
             system_fingerprint=data.get("system_fingerprint") or "",
             response_id=data.get("id") or "",
-            usage_in=usage.get("prompt_tokens"),
-            usage_out=usage.get("completion_tokens"),
+            usage_in=usage_in,
+            usage_out=usage_out,
         )
+
+    def usage_read(self, data: dict) -> tuple[int | None, int | None]:
+        usage = data.get("usage") or {}
+        return usage.get("prompt_tokens"), usage.get("completion_tokens")
 
     # --- Batch API ----------------------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ shape this relies on (APITimeoutError, APIConnectionError, APIStatusError, `with
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import threading
 from abc import abstractmethod
@@ -24,6 +25,8 @@ from generation.providers.base import (
     status_error,
 )
 
+#: What a provider that needs no key (a local server) is sent as its key.
+NO_KEY = "no-key"
 #: The connections an SDK client keeps open (its own default).
 POOL_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
 
@@ -45,8 +48,14 @@ class GuardedTransport(httpx2.HTTPTransport):
 
 
 class SDKAdapter(ProviderAdapter):
-    sdk: ModuleType  # the vendor's package
+    sdk_name: str  # the vendor's package
     client_class: str  # its client's class name
+
+    @property
+    def sdk(self) -> ModuleType:
+        """The vendor's package, imported when a provider is first called: importing both SDKs takes 1–2 s, which
+        every manage.py command and every worker would otherwise pay at start-up (bench/researcher.py)."""
+        return importlib.import_module(self.sdk_name)
 
     def __init__(self) -> None:
         self._clients: dict[tuple, Any] = {}
@@ -60,7 +69,10 @@ class SDKAdapter(ProviderAdapter):
             client = self._clients.get(key)
             if client is None:
                 options = {
-                    "api_key": api_key,
+                    # The SDKs refuse to build a client without a key, and given none they would read their
+                    # vendor's variable from the environment (and send it to this endpoint): a keyless endpoint
+                    # gets a word that is no one's key.
+                    "api_key": api_key or NO_KEY,
                     "timeout": float(provider.timeout_seconds),
                     "max_retries": 0,
                     "http_client": self.sdk.DefaultHttpxClient(transport=GuardedTransport()),
@@ -116,3 +128,15 @@ class SDKAdapter(ProviderAdapter):
             raw = create(**direct, extra_body=extra or None)
         http = raw.http_response
         return HTTPReply(status=http.status_code, text=http.text, headers=http.headers)
+
+    def models_list(self, *, provider, api_key: str, timeout: float, limit: int = 500) -> list[str]:
+        """The ids of the models the endpoint lists (`GET /models` through the SDK's `models.list()`, following
+        its pages up to `limit`), sorted; a classified ProviderError when it cannot."""
+        client = self.client(provider, api_key)
+        names: list[str] = []
+        with self.errors_classified(provider):
+            for model in client.models.list(timeout=timeout):
+                names.append(str(model.id))
+                if len(names) >= limit:
+                    break
+        return sorted(set(names))

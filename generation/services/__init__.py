@@ -5,7 +5,8 @@
     running.py   one item: claim, call, store exactly once; the one retry policy and loop every caller shares
     dispatch.py  start, cancel, retry, sweep; handing work to Celery or to in-process threads
     review.py    approve, edit, regenerate a response
-    connection.py  a provider's Test connection: one cheap call and what to check when it fails
+    connection.py  a provider's Test connection (one cheap call and what to check) and its own list of models
+    conditions.py  an LLM condition added and configured in one step
     judging.py   an LLM judge: rubric, reading replies, enqueue, rate one (claim, call, store once), screening
 
 Reads live in generation.selectors. Arrows point one way: review → dispatch → running → prompts → selectors;

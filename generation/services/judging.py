@@ -11,7 +11,8 @@
 * Exactly once per (judge, response, sample): the JudgeRating row is the unit of work. A worker claims it with a
   conditional UPDATE (`running.row_claim`); its value is stored by one conditional UPDATE that matches only while
   that worker's claim token still holds the row, so two workers racing (a redelivered task, an expired lease
-  taken over) store one value. Every call's cost is added to the row's spend, stored or not.
+  taken over) store one value. Every call's tokens and cost are added to the row's spend, stored or not — a
+  reply refused after it came (malformed, empty, naming no label) included, with the usage it reported.
 * The retry policy, the loop, the rate limits and the classified errors are generation's own
   (`running.retry_decision` / `held_settle` / `run_until_settled`, `providers.provider_complete`).
 * Screening: a judge with `screens_new_conditions` rates each generated response as it is stored
@@ -292,10 +293,23 @@ def judge_rating_run(*, rating_id: int) -> RunOutcome:
             params=judge_params(judge, rating.sample_index),
         )
     except ProviderError as exc:
+        # Answered, then refused (a malformed body, an empty reply): what the reply said it used is spent.
+        JudgeRating.objects.filter(id=rating_id).update(
+            **spend_of(usage_in=exc.usage_in, usage_out=exc.usage_out, cost=exc.cost)
+        )
         return held_settle(mine, error=exc, attempt=rating.attempts, max_attempts=judge.provider.max_attempts)
     if isinstance(completion, RunOutcome):
         return completion
     return judge_reply_store(rating=rating, token=token, completion=completion, batch_id="")
+
+
+def spend_of(*, usage_in: int | None, usage_out: int | None, cost) -> dict:
+    """The UPDATE that adds one call's tokens and cost to a rating's spend (every call counts, stored or not)."""
+    return {
+        "cost": F("cost") + cost,
+        "spent_input_tokens": F("spent_input_tokens") + int(usage_in or 0),
+        "spent_output_tokens": F("spent_output_tokens") + int(usage_out or 0),
+    }
 
 
 def judge_reply_store(
@@ -308,7 +322,7 @@ def judge_reply_store(
     request = dict(completion.request)
     if judge.seed is not None and "seed" not in request:
         request["_seed_not_sent"] = judge.seed + rating.sample_index  # the wire format has no seed
-    spent = {"cost": F("cost") + completion.cost}
+    spent = spend_of(usage_in=completion.usage_in, usage_out=completion.usage_out, cost=completion.cost)
     mine = JudgeRating.objects.filter(id=rating.id, claim_token=token, status=Status.RUNNING)
     try:
         value = reply_value(completion.text, scale=judge.study.scale)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -52,6 +53,9 @@ from studies.models import Response
 
 #: The flag of a regenerated response whose new text is the old one again.
 SAME_TEXT_FLAG = "same_text_again"
+#: The flag of a reply (nearly) identical to the condition's replies to other prompts: a canned answer.
+DUPLICATE_FLAG = "same_as_other_replies"
+_NOT_WORDS = re.compile(r"[\W_]+")
 
 logger = logging.getLogger(__name__)
 Status = GenerationItem.Status
@@ -174,6 +178,8 @@ def item_attempt_failed(
     permanent = isinstance(error, PermanentProviderError)
     kind = GenerationAttempt.Outcome.PERMANENT if permanent else GenerationAttempt.Outcome.TRANSIENT
     attempt_record(item.id, item.attempts, kind, started, error=error)
+    if error.cost:  # answered, then refused (malformed, empty, filtered): that call is paid for too
+        GenerationItem.objects.filter(id=item.id).update(cost=F("cost") + error.cost)
     mine = GenerationItem.objects.filter(id=item.id, claim_token=token, status=Status.RUNNING)
     outcome = held_settle(mine, error=error, attempt=item.attempts, max_attempts=max_attempts)
     if outcome.status == "failed" and permanent:
@@ -439,9 +445,54 @@ def response_store(
             status=Status.DONE, response=existing, claim_token="", last_error="", error_kind=""
         )
     else:
+        condition_duplicates_flag_if_settled(condition_id=item.condition_id)
         return RunOutcome("done")
     GenerationItem.objects.filter(id=item.id).update(cost=F("cost") + completion.cost)
     attempt_record(
         item.id, item.attempts, GenerationAttempt.Outcome.DISCARDED, started, latency_ms=completion.latency_ms
     )
     return RunOutcome("discarded")
+
+
+# --- after a condition's run: replies that are the same whatever the prompt ---------------------------------
+
+
+def reply_fingerprint(text: str) -> str:
+    """A reply reduced to its words (case, punctuation and spacing ignored): near-identical replies share it."""
+    return " ".join(_NOT_WORDS.sub(" ", (text or "").casefold()).split())
+
+
+def condition_duplicates_flag(*, condition_id: int) -> int:
+    """Flag for review every generated response of the condition whose words are those of its reply to another
+    prompt (a canned reply: "I'm sorry to hear that." twenty times). Samples of one prompt may agree. Returns
+    how many responses were newly flagged; one already carrying the flag (flagged, or approved by a reviewer
+    since) is left as it is. The rows are locked while flagged, so two passes never flag twice."""
+    groups: dict[str, set[int]] = {}
+    members: dict[str, list[int]] = {}
+    rows = Response.objects.filter(condition_id=condition_id, source=Response.Source.GENERATED)
+    for response_id, prompt_id, text in rows.values_list("id", "prompt_id", "text").iterator(chunk_size=2000):
+        key = reply_fingerprint(text)
+        if key:
+            groups.setdefault(key, set()).add(prompt_id)
+            members.setdefault(key, []).append(response_id)
+    ids = [i for key, prompts in groups.items() if len(prompts) > 1 for i in members[key]]
+    flagged = 0
+    with transaction.atomic():
+        for response in Response.objects.select_for_update().filter(id__in=ids).order_by("id"):
+            if DUPLICATE_FLAG in response.review_flags:
+                continue
+            response.review_flags = [*response.review_flags, DUPLICATE_FLAG]
+            response.review = Response.Review.FLAGGED
+            response.save(update_fields=["review", "review_flags", "updated_at"])
+            flagged += 1
+    return flagged
+
+
+def condition_duplicates_flag_if_settled(*, condition_id: int) -> int:
+    """Run `condition_duplicates_flag` once the condition has nothing left to generate (no item pending or
+    running). Every worker checks after committing its own result, so the last to finish runs it."""
+    if GenerationItem.objects.filter(
+        condition_id=condition_id, status__in=[Status.PENDING, Status.RUNNING]
+    ).exists():
+        return 0
+    return condition_duplicates_flag(condition_id=condition_id)
