@@ -1,15 +1,14 @@
 """A researcher's whole path from the admin's home, in headless Chromium, with no JSON typed anywhere: log in, "New
 study", its guided setup step by step (import a corpus, an LLM condition with a provider on a loopback server and
-its connection tested, its model, generation, review, consent and instructions, a worked example and an attention
+its key typed in the admin and its connection tested, its model picked from the provider's own list, generation, review, consent and instructions, a worked example and an attention
 check chosen by label, exclusion rules as switches, quotas against power, preview), launch, five participants from
 one address (each in a browser of their own, on a phone), watch the live status, close, analyse, export the
 ratings and extend the study as a wave starting from a condition picked in a list. Every admin and analysis page
 visited passes axe-core (no serious or critical violation) and fits the screen; with SCREENSHOTS=DIR each step
 leaves a screenshot there at 1280×800 and the researcher's pages at 390×844 too (tests/screenshots.py).
 
-Follow-ups that need other branches' pages: the provider's key typed in the admin and its model picked from the
-provider's own list (here: the key variable, and the model typed), report.html downloaded from the analysis page,
-and /api/docs/ under axe."""
+Follow-ups that need another branch's pages: report.html downloaded from the analysis page, and /api/docs/ under
+axe."""
 
 from __future__ import annotations
 
@@ -23,7 +22,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
-from generation.models import LLMConditionConfig, ResponseEdit
+from generation.models import LLMConditionConfig, Provider, ResponseEdit
 from studies.models import Participant, Rating, Response, Study
 from tests.a11y import axe_violations
 from tests.generation.conftest import TEST_KEY, json_response, openai_body
@@ -41,11 +40,10 @@ DESKTOP = {"width": 1280, "height": 800}
 
 
 @pytest.fixture
-def in_process_generation(settings, monkeypatch):
+def in_process_generation(settings):
     """No broker, as under `make run`: generation started in the admin runs on threads of the web process."""
     from config.celery import app
 
-    monkeypatch.setenv("TEST_GEN_API_KEY", TEST_KEY)
     eager = app.conf.task_always_eager
     app.conf.task_always_eager = True
     settings.REDIS_URL = ""
@@ -104,6 +102,12 @@ def test_a_researcher_runs_a_study_from_the_home_page_without_typing_json(
         return json_response(openai_body(text, model="gpt-loop-0613"))
 
     httpserver.expect_request("/v1/chat/completions").respond_with_handler(chat)
+    httpserver.expect_request("/v1/models").respond_with_json(
+        {
+            "object": "list",
+            "data": [{"id": name, "object": "model"} for name in ("gpt-loop", "gpt-loop-mini")],
+        }
+    )
 
     page = page_at("desktop")
     page.set_default_timeout(30_000)  # the first admin pages compile their templates on a busy machine
@@ -164,14 +168,17 @@ def test_a_researcher_runs_a_study_from_the_home_page_without_typing_json(
     r.look("study-change", phone=True)
     assert page.locator("textarea[name=scale], textarea[name=exclusion_rules]").count() == 0  # no JSON boxes
 
-    # ... a provider on the loopback server, tested before anything depends on it ...
+    # ... a provider on the loopback server, its key typed in the admin (never shown again), tested at once ...
     r.go("/admin/generation/provider/add/")
     page.locator("#id_name").fill("loopback")
     page.locator("#id_base_url").fill(httpserver.url_for("/v1"))
-    page.locator("#id_api_key_env").fill("TEST_GEN_API_KEY")
+    page.locator("#id_api_key").fill(TEST_KEY)
     r.look("provider-add", phone=True)
     page.get_by_role("button", name="Save and continue editing").click()
+    expect(page.locator(".messagelist")).to_contain_text("was added successfully")
+    assert page.locator("#id_api_key").input_value() == "" and TEST_KEY not in page.content()
     page.get_by_role("link", name="Test connection").first.click()
+    expect(page.locator("#id_model-models-note")).to_contain_text("2 models listed by the provider")
     page.get_by_label("Model to ask").fill("gpt-loop")
     page.get_by_role("button", name="Test connection").click()
     result = page.locator("#connection-result")
@@ -180,13 +187,16 @@ def test_a_researcher_runs_a_study_from_the_home_page_without_typing_json(
     assert TEST_KEY not in page.content()
     r.look("provider-test", phone=True)
 
-    # ... its model, from the step's own link (the condition chosen already) ...
+    # ... its model, picked from the provider's own list, from the step's link (the condition chosen already) ...
     r.go(f"/admin/studies/study/{study.pk}/setup/conditions/")
     expect(page.locator(".setup-advice")).to_contain_text("condition 'gpt' has no model yet")
     page.get_by_role("link", name="Choose the model of “gpt”").click()
     expect(page.locator("#id_condition option:checked")).to_contain_text("gpt")
-    page.locator("#id_provider").select_option(label="loopback")
-    page.locator("#id_model").fill("gpt-loop")
+    page.locator("#id_provider").select_option(value=str(Provider.objects.get(name="loopback").pk))
+    expect(page.locator("#id_model-models-note")).to_contain_text("2 models listed by the provider")
+    listed = page.locator("#id_model-models option").evaluate_all("options => options.map(o => o.value)")
+    assert listed == ["gpt-loop", "gpt-loop-mini"]
+    page.locator("#id_model").fill(listed[0])
     page.locator("#id_system_prompt").fill("You are talking with someone who feels {emotion}.")
     page.get_by_role("button", name="Save and continue editing").click()
     expect(page.locator(".messagelist")).to_contain_text("was added successfully")
