@@ -1,8 +1,15 @@
-"""Figures of a rating analysis (matplotlib, Agg backend: no display, safe in web workers)."""
+"""Figures of a rating analysis (matplotlib, Agg backend: no display, safe in web workers).
+
+Every text of a figure is at least `MIN_FONT_PT` points, and a figure shown in a page (`figure_inline`) is drawn
+at 1 px per point, so its smallest text is 11 px high on any screen: on a phone the figure scrolls sideways at
+that size rather than shrinking to an unreadable one. Each figure has a text alternative (`figure_alt`) that
+gives its numbers in words."""
 
 from __future__ import annotations
 
 import io
+import math
+import re
 
 import matplotlib
 
@@ -15,27 +22,26 @@ from matplotlib.figure import Figure  # noqa: E402
 # Bad → Okay → Good: red, grey, green (distinguishable in grey-scale print too)
 SCALE_COLOURS = ["#c0392b", "#bdbdbd", "#1e8449", "#2471a3", "#7d3c98"]
 FIGURES = ("ratings_by_condition", "top_share_by_emotion", "change_vs_baseline")
+MIN_FONT_PT = 11
 
 
 def ratings_by_condition(analysis) -> Figure:
     """Stacked bars: % of each scale value per condition."""
     dist = analysis.distribution
-    fig, ax = plt.subplots(figsize=(7, 0.6 + 0.55 * max(1, len(dist))), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7, 0.9 + 0.55 * max(1, len(dist))), layout="constrained")
     left = np.zeros(len(dist))
     for i, label in enumerate(analysis.scale.labels):
         share = dist[f"pct_{label}"].fillna(0).to_numpy() if len(dist) else np.zeros(0)
         ax.barh(dist["condition"] if len(dist) else [], share, left=left, color=SCALE_COLOURS[i], label=label)
         for y, (x0, w) in enumerate(zip(left, share, strict=True)):
-            if w >= 6:
-                ax.text(x0 + w / 2, y, f"{w:.0f}%", ha="center", va="center", fontsize=8)
+            if w >= 8:
+                ax.text(x0 + w / 2, y, f"{w:.0f}%", ha="center", va="center", fontsize=MIN_FONT_PT)
         left = left + share
     ax.set_xlim(0, 100)
     ax.invert_yaxis()
     ax.set_xlabel("% of ratings")
     ax.set_title("Ratings by condition")
-    ax.legend(
-        ncols=len(analysis.scale.labels), loc="upper center", bbox_to_anchor=(0.5, -0.35), frameon=False
-    )
+    fig.legend(ncols=len(analysis.scale.labels), loc="outside lower center", frameon=False)
     return fig
 
 
@@ -61,7 +67,7 @@ def top_share_by_emotion(analysis) -> Figure:
         )
     columns = [c for c in analysis.conditions if by.empty or c in set(by["condition"])]
     fig, ax = plt.subplots(
-        figsize=(1.8 + 1.3 * max(1, len(columns)), 1.2 + 0.28 * max(1, len(emotions))), layout="constrained"
+        figsize=(2.4 + 1.5 * max(1, len(columns)), 1.6 + 0.42 * max(1, len(emotions))), layout="constrained"
     )
     image = ax.imshow(
         table if table.size else np.zeros((1, 1)), aspect="auto", cmap="Greens", vmin=0, vmax=100
@@ -77,11 +83,11 @@ def top_share_by_emotion(analysis) -> Figure:
                 f"{v:.0f}% n={0 if np.isnan(n) else int(n)}",
                 ha="center",
                 va="center",
-                fontsize=6.5,
+                fontsize=MIN_FONT_PT,
                 color="white" if v > 60 else "black",
             )
     fig.colorbar(image, ax=ax, label=f"% {label}")
-    ax.set_title(f"Share of {label} by emotion and condition (n: ratings per cell)")
+    ax.set_title(f"Share of {label} by emotion and condition\n(n: ratings per cell)")
     return fig
 
 
@@ -108,7 +114,7 @@ def change_vs_baseline(analysis) -> Figure:
     ax.set_yticks(range(len(lines)), [f"{r['condition']} ({r['group']})" for r in lines])
     ax.invert_yaxis()
     ax.set_xlabel(
-        f"% change in {analysis.scale.top_label} vs {analysis.baseline} (95% bootstrap CI, participants)"
+        f"% change in {analysis.scale.top_label} vs {analysis.baseline}\n(95% bootstrap CI, participants)"
     )
     ax.set_title(f"Change in the share of {analysis.scale.top_label} against {analysis.baseline}")
     return fig
@@ -135,7 +141,7 @@ def figure_render(analysis, name: str, fmt: str) -> bytes:
         raise ValueError(f"unknown figure {name!r}")
     if fmt not in {"png", "svg"}:
         raise ValueError(f"unknown format {fmt!r}")
-    with matplotlib.rc_context({"svg.hashsalt": SVG_HASHSALT}):
+    with matplotlib.rc_context({"svg.hashsalt": SVG_HASHSALT, "font.size": MIN_FONT_PT}):
         fig = globals()[name](analysis)
         buffer = io.BytesIO()
         try:
@@ -148,3 +154,70 @@ def figure_render(analysis, name: str, fmt: str) -> bytes:
         finally:
             plt.close(fig)
     return buffer.getvalue()
+
+
+_SVG_SIZE = re.compile(r'<svg([^>]*?) width="([0-9.]+)pt" height="([0-9.]+)pt"')
+
+
+def figure_inline(analysis, name: str) -> str:
+    """A figure's SVG to put in a page: no XML prolog; drawn at 1 px per point (a `MIN_FONT_PT` text is then
+    11 px high; pages let a figure wider than the screen scroll sideways); an image named by its caption, whose
+    id is `figure-<name>-caption` (the page writes the caption: `figure_alt`)."""
+    svg = figure_render(analysis, name, "svg").decode("utf-8")
+    svg = svg[svg.index("<svg") :]
+    return _SVG_SIZE.sub(
+        lambda m: (
+            f'<svg{m[1]} width="{math.ceil(float(m[2]))}" height="{math.ceil(float(m[3]))}" role="img" '
+            f'aria-labelledby="figure-{name}-caption"'
+        ),
+        svg,
+        count=1,
+    )
+
+
+def _pct(value: float) -> str:
+    return "no data" if value != value else f"{value:.0f} %"
+
+
+def figure_alt(analysis, name: str) -> str:
+    """The figure's numbers in words: its text alternative, shown as its caption."""
+    top = analysis.scale.top_label
+    if name == "ratings_by_condition":
+        parts = []
+        for row in analysis.distribution.to_dict(orient="records"):
+            shares = ", ".join(
+                f"{label} {_pct(row.get(f'pct_{label}', float('nan')))}" for label in analysis.scale.labels
+            )
+            parts.append(f"{row['condition']}: {shares}")
+        return "Ratings by condition, as a share of each condition's ratings. " + "; ".join(parts) + "."
+    if name == "change_vs_baseline":
+        parts = []
+        for group, frame in (
+            ("overall", analysis.bootstrap_change),
+            (None, analysis.bootstrap_change_by_valence),
+        ):
+            for row in frame.to_dict(orient="records"):
+                where = group or row["group"]
+                parts.append(
+                    f"{row['condition']} ({where}) {100 * row['change']:+.1f} % "
+                    f"(95 % CI {100 * row['ci_low']:+.1f} to {100 * row['ci_high']:+.1f})"
+                )
+        return (
+            f"Relative change in the share of {top} against {analysis.baseline}, with 95 % bootstrap intervals "
+            "(participants resampled): "
+            + ("; ".join(parts) or "none")
+            + ". The table below gives the same numbers."
+        )
+    if name == "top_share_by_emotion":
+        by = analysis.distribution_by_emotion
+        emotions = by["emotion"].nunique() if not by.empty else 0
+        return (
+            f"Share of {top} for each of {emotions} emotion{'' if emotions == 1 else 's'} (rows) and each condition (columns), darker for a "
+            "larger share, each cell with its number of ratings. The table “Distribution by emotion” below "
+            "gives every number."
+        )
+    raise ValueError(f"unknown figure {name!r}")
+
+
+def figure_alts(analysis) -> dict[str, str]:
+    return {} if analysis.empty else {name: figure_alt(analysis, name) for name in FIGURES}

@@ -26,6 +26,13 @@ MAIN_COLUMNS = [
     "significant", "cramers_v", "top_share", "top_share_baseline", "change", "difference", "ci_low", "ci_high",
     "design_effect", "min_expected", "p_exact",
 ]  # fmt: skip
+# The same columns in the order pages show them: what a reader looks for first (which comparison, the effect,
+# the planned p and whether it is significant) before the details, so a desktop screen shows it unscrolled.
+PAGE_COLUMNS = [
+    "scope", "group", "comparison", "test", "n", "top_share", "top_share_baseline", "difference", "ci_low",
+    "ci_high", "change", "p_adjusted", "significant", "small_sample", "p", "p_exact", "procedure", "z", "chi2",
+    "dof", "cramers_v", "design_effect", "min_expected",
+]  # fmt: skip
 # What people read above the columns of the tests' HTML tables (the CSV files keep the short names scripts use).
 COLUMN_LABELS = {
     "scope": "Scope", "group": "Group", "test": "Test", "comparison": "Comparison", "n": "Ratings (n)",
@@ -113,14 +120,15 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
     figs = {}
     if inline_figures and not analysis.empty:
         for name in figures.FIGURES:
-            svg = figures.figure_render(analysis, name, "svg").decode("utf-8")
-            figs[name] = mark_safe(svg[svg.index("<svg") :])  # drop the XML prolog: inline in HTML
+            figs[name] = mark_safe(figures.figure_inline(analysis, name))  # noqa: S308 — our own SVG
     ordinal = analysis.ordinal
     main = main_table(analysis)
     return {
         "analysis": analysis,
         "design": design_of_slug(analysis.study_slug),
         "figures": figs,
+        "figure_alts": figures.figure_alts(analysis),
+        "headline": headline_lines(analysis),
         "rules": analysis.rules.describe(),
         "declared_rules": _declared_description(analysis),
         "exclusions_html": html_table(
@@ -137,11 +145,16 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
         "distribution_by_emotion_html": html_table(
             analysis.distribution_by_emotion, label="Ratings by emotion"
         ),
-        "change_html": html_table(analysis.bootstrap_change, label="Change against the baseline"),
-        "change_by_valence_html": html_table(
-            analysis.bootstrap_change_by_valence, label="Change against the baseline by valence"
+        "change_html": html_table(
+            change_in_percent(analysis.bootstrap_change), label="Change against the baseline"
         ),
-        "main_html": html_table(main, label="Main tests", readable=True, labels=adjusted_labels(analysis)),
+        "change_by_valence_html": html_table(
+            change_in_percent(analysis.bootstrap_change_by_valence),
+            label="Change against the baseline by valence",
+        ),
+        "main_html": html_table(
+            main, columns=PAGE_COLUMNS, label="Main tests", readable=True, labels=adjusted_labels(analysis)
+        ),
         "primary_line": stats.PRIMARY_LINE,
         "small_sample_min": stats.SMALL_SAMPLE_MIN_EXPECTED,
         "small_sample_tests": int(main["small_sample"].sum()) if "small_sample" in main.columns else 0,
@@ -149,7 +162,7 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
             analysis.tests[analysis.tests["test"] == stats.TEST_2XK]
             if not analysis.tests.empty
             else analysis.tests,
-            columns=MAIN_COLUMNS,
+            columns=PAGE_COLUMNS,
             label="2 × scale chi-square tests",
             readable=True,
             labels=adjusted_labels(analysis),
@@ -165,6 +178,40 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
         "drift_html": html_table(analysis.drift) if hasattr(analysis, "drift") else "",
         "drift_warning": getattr(analysis, "drift_warning", ""),
     }
+
+
+CHANGE_PERCENT_COLUMNS = {"change": "change (%)", "ci_low": "95 % CI low (%)", "ci_high": "95 % CI high (%)"}
+
+
+def change_in_percent(frame: pd.DataFrame) -> pd.DataFrame:
+    """A bootstrap change table as pages show it: in percent, as its figure is drawn (the CSV keeps fractions)."""
+    if frame is None or frame.empty:
+        return frame
+    present = [c for c in CHANGE_PERCENT_COLUMNS if c in frame.columns]
+    shown = frame.assign(**{c: (100 * frame[c]).round(1) for c in present})
+    return shown.rename(columns={c: CHANGE_PERCENT_COLUMNS[c] for c in present})
+
+
+def headline_lines(analysis) -> list[str]:
+    """The result first, in words: for each condition, the primary test against the baseline (its top share, the
+    difference in points with its 95 % interval, the relative change, the planned correction's p)."""
+    if analysis.empty:
+        return []
+    main = main_table(analysis)
+    if main.empty or "test" not in main.columns:
+        return []
+    primary = main[(main["test"] == stats.TEST_CLUSTERED) & (main["scope"] == "overall")]
+    top, out = analysis.scale.top_label, []
+    for row in primary.to_dict(orient="records"):
+        condition = str(row["comparison"]).split(" vs ")[0]
+        verdict = "significant" if row.get("significant") is True else "not significant"
+        out.append(
+            f"{condition}: {100 * row['top_share']:.1f} % {top} against {100 * row['top_share_baseline']:.1f} % for "
+            f"{analysis.baseline}, {100 * row['difference']:+.1f} points (95 % CI {100 * row['ci_low']:+.1f} to "
+            f"{100 * row['ci_high']:+.1f}), {100 * row['change']:+.1f} % relative; p ({analysis.correction_name}) = "
+            f"{_fmt(float(row['p_adjusted']))}, {verdict} at α = {analysis.alpha:g}."
+        )
+    return out
 
 
 def adjusted_labels(analysis) -> dict[str, str]:
@@ -276,6 +323,12 @@ def exclusion_lines(analysis) -> list[str]:
     return out
 
 
+def report_html(analysis, *, context: dict | None = None) -> str:
+    """report.html: the analysis in one self-contained page, figures embedded (what `analyze` writes and the
+    dashboard's download serves)."""
+    return render_to_string("analysis/report.html", context or report_context(analysis, inline_figures=True))
+
+
 def report_write(*, analysis, out_dir: Path) -> list[Path]:
     """Write every table as CSV, every figure as PNG and SVG, report.html (figures embedded, no external files)
     and report.md. Returns the paths written."""
@@ -298,9 +351,8 @@ def report_write(*, analysis, out_dir: Path) -> list[Path]:
                 written.append(path)
     context = report_context(analysis, inline_figures=True)
     written.append(design_json_write(context["design"], out_dir / "design.json"))
-    html = render_to_string("analysis/report.html", context)
     path = out_dir / "report.html"
-    path.write_text(html, encoding="utf-8")
+    path.write_text(report_html(analysis, context=context), encoding="utf-8")
     written.append(path)
     path = out_dir / "report.md"
     path.write_text(report_markdown(analysis), encoding="utf-8")

@@ -99,11 +99,7 @@ def _cache(call, *args):
 def figures_render(analysis: RatingAnalysis) -> dict[str, str]:
     if analysis.empty:
         return {}
-    out = {}
-    for name in figures.FIGURES:
-        svg = figures.figure_render(analysis, name, "svg").decode("utf-8")
-        out[name] = svg[svg.index("<svg") :]  # drop the XML prolog: inline in HTML
-    return out
+    return {name: figures.figure_inline(analysis, name) for name in figures.FIGURES}
 
 
 def snapshot_build(*, study: Study, baseline: str | None, no_exclusions: bool) -> Snapshot:

@@ -31,6 +31,7 @@ urlpatterns = [
         emotionbench_views.emotionbench_figure,
         name="emotionbench_figure",
     ),
+    path("<slug:slug>/report.html", views.report, name="report"),
     path("<slug:slug>/figures/<str:name>.<str:fmt>", views.figure, name="figure"),
     path("<slug:slug>/exports/<str:what>.csv", views.export, name="export"),
     path("<slug:slug>/tables/<str:name>.csv", views.table, name="table"),

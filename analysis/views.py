@@ -108,6 +108,7 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         no_exclusions=request.GET.get("exclusions") == "none",
         design=design_of(study),  # live: an amendment shows at once, whatever the snapshot's age
         judges=judges_list(study=study),
+        headline=reports.headline_lines(snapshot.analysis) if snapshot else [],
     )
     return render(request, "analysis/dashboard.html", context)
 
@@ -145,6 +146,21 @@ def figure(request: HttpRequest, slug: str, name: str, fmt: str) -> HttpResponse
     return design_headers(
         HttpResponse(figures.figure_render(analysis, name, fmt), content_type=content_type), study
     )
+
+
+@require_GET
+@analyst_required
+def report(request: HttpRequest, slug: str) -> HttpResponse:
+    """report.html, as `manage.py analyze` writes it, for the dashboard's analysis (same baseline and
+    exclusions), downloaded as a file."""
+    study = _study(slug)
+    if kind_of(study).analysis_page != snapshots.DASHBOARD_PAGE:
+        raise Http404("No report.html for this kind of study.")
+    analysis = _analysis(study, request)
+    response = HttpResponse(reports.report_html(analysis), content_type="text/html; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{study.slug}-report.html"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return design_headers(response, study)
 
 
 def _csv_response(lines, filename: str) -> StreamingHttpResponse:

@@ -35,6 +35,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from config.ratelimit import honeypot, honeypot_add, rate_limit
 from studies.models import Participant, Study
 from studies.participants import (
+    AlreadyInFamily,
     InvalidExternalId,
     ParticipantCannotRestart,
     StudyFull,
@@ -113,6 +114,8 @@ def _enrollment_failed(request, study: Study, error: Exception) -> HttpResponse:
     if isinstance(error, ParticipantCannotRestart):
         _remember(request, study, error.participant)
         return _outcome_page(request, error.participant)
+    if isinstance(error, AlreadyInFamily):
+        return _page(request, study, "already_in_family.html", status=200)
     if isinstance(error, StudyFull):
         return _page(request, study, "study_full.html", status=200)
     if isinstance(error, StudyNotOpen):
@@ -208,7 +211,7 @@ def study_entry(request: HttpRequest, slug: str) -> HttpResponse:
         return refusal
     try:
         participant = participant_enroll(study=study, **fields)
-    except (StudyFull, StudyNotOpen, ParticipantCannotRestart, InvalidExternalId) as error:
+    except (AlreadyInFamily, StudyFull, StudyNotOpen, ParticipantCannotRestart, InvalidExternalId) as error:
         return _enrollment_failed(request, study, error)
     _remember(
         request,

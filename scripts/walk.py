@@ -3,10 +3,12 @@ and JavaScript setting, each counting its page loads and POSTs, the statuses, an
 page it saw.
 
     .venv/bin/python scripts/walk.py [--base-url http://127.0.0.1:8000] [--slugs demo,feelings-demo]
-        [--screenshots DIR]
+        [--rounds N] [--screenshots DIR]
 
 Start the site first (`make run`). Prints ONE JSON object: for each walk, the requests a participant made, the
-violations found (every impact), the requests answered 4xx/5xx, and the completion code it ended on. With
+violations found (every impact), the requests answered 4xx/5xx, and the completion code it ended on. Every walk
+is a new participant id from the same address; `--rounds 2` walks each study eight times (the demo takes them
+all: `make run` sets no per-address cap). With
 `--screenshots`, a PNG of the first item and of the completion page of each walk.
 """
 
@@ -153,6 +155,9 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", default="http://127.0.0.1:8000")
     parser.add_argument("--slugs", default="demo,feelings-demo")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="walk every study, viewport and setting N times"
+    )
     parser.add_argument("--screenshots", type=Path)
     args = parser.parse_args(argv)
     if args.screenshots:
@@ -162,10 +167,13 @@ def main(argv=None) -> None:
     walks = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        for slug in filter(None, args.slugs.split(",")):
-            for viewport in VIEWPORTS:
-                for javascript in (True, False):
-                    walks.append(walk(browser, args.base_url, slug, viewport, javascript, args.screenshots))
+        for _ in range(args.rounds):
+            for slug in filter(None, args.slugs.split(",")):
+                for viewport in VIEWPORTS:
+                    for javascript in (True, False):
+                        walks.append(
+                            walk(browser, args.base_url, slug, viewport, javascript, args.screenshots)
+                        )
         browser.close()
     print(json.dumps({"walks": walks}, indent=2))
 

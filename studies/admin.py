@@ -84,7 +84,7 @@ class AttentionCheckInline(FriendlyProtectedDeleteInline, admin.StackedInline):
         return formset
 
     fields = [
-        ("after_item", "expected_value", "emotion_label"),
+        ("after_item", "after_item_max", "expected_value", "emotion_label"),
         "situation",
         "speaker_utterance",
         "response_text",

@@ -65,6 +65,7 @@ FROZEN_STUDY_FIELDS = (
 FROZEN_CONDITION_FIELDS = ("name", "label", "kind", "is_baseline", "quota")
 FROZEN_CHECK_FIELDS = (
     "emotion_label", "situation", "speaker_utterance", "response_text", "expected_value", "after_item",
+    "after_item_max",
 )  # fmt: skip
 FROZEN_PROMPT_FIELDS = ("dialogue_id", "emotion_id", "situation", "speaker_utterance")
 
@@ -173,7 +174,12 @@ def design_build(study: Study) -> dict:
         for p in Prompt.objects.filter(study=study).select_related("emotion").order_by("dialogue_id")
     ]
     checks = [
-        {f: getattr(check, f) for f in FROZEN_CHECK_FIELDS}
+        # a check without a range leaves `after_item_max` out, so designs frozen before ranges keep their hash
+        {
+            f: getattr(check, f)
+            for f in FROZEN_CHECK_FIELDS
+            if f != "after_item_max" or check.after_item_max is not None
+        }
         for check in study.attention_checks.order_by("after_item", "id")
     ]
     fields = {f: getattr(study, f) for f in FROZEN_STUDY_FIELDS}

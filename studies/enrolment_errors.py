@@ -27,17 +27,16 @@ class StudyFull(EnrollmentError):
         super().__init__(f"Every condition of study {study.slug!r} has reached its quota.")
 
 
-class AlreadyInFamily(StudyFull):
+class AlreadyInFamily(EnrollmentError):
     """The external id took part in another study of this study's family (its parent or another wave): a wave
-    compares new conditions with the parent's raters, so it needs other people. Shown as a full study."""
+    compares new conditions with the parent's raters, so it needs other people. Not a full study: places may
+    be free, and the participant is told the real reason (trying again later would not help)."""
 
     code = "already_in_family"
 
     def __init__(self, study: Study):
         self.study = study
-        EnrollmentError.__init__(
-            self, f"This participant already took part in a study of the family of {study.slug!r}."
-        )
+        super().__init__(f"This participant already took part in a study of the family of {study.slug!r}.")
 
 
 class InvalidExternalId(EnrollmentError):

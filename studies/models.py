@@ -16,7 +16,7 @@ constraints, so no code path can store an answer twice.
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from studies.exclusion_rules import default_exclusion_rules, exclusion_rules_normalise
 from studies.fields import PlainTextField
@@ -318,12 +318,21 @@ class AttentionCheck(models.Model):
     response_text = PlainTextField(help_text="Shown where a response would be; says which option to pick.")
     expected_value = models.SmallIntegerField()
     after_item = models.PositiveSmallIntegerField(help_text="Shown after this many regular items (0: first).")
+    after_item_max = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Blank: after 'after item' "
+        "items for all. Else each participant's own place, drawn from 'after item' to this.")  # fmt: skip
 
     class Meta:
         ordering = ["study", "after_item", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(after_item_max__isnull=True) | Q(after_item_max__gte=F("after_item")),
+                name="attention_check_range_ordered",
+                violation_error_message="The last place comes before the first.",
+            )
+        ]
 
     def __str__(self) -> str:
-        return f"check after item {self.after_item} (expects {self.expected_value})"
+        return f"check after item {self.after_item}{'–' + str(self.after_item_max) if self.after_item_max else ''}"
 
 
 class Participant(models.Model):

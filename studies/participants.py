@@ -249,7 +249,8 @@ def participant_enroll(
     * A new participant joins the enrolling condition with the fewest counted participants (completed +
       active-and-not-stale), never one at its quota; ties go to a random one. When every condition is at
       its quota, `StudyFull` is raised and nothing is written. A study that is not live raises
-      `StudyNotOpen` (staff previews work in any state).
+      `StudyNotOpen` (staff previews work in any state). An id that took part in another study of the
+      family (parent or wave) of a family-exclusive study raises `AlreadyInFamily`.
     * The participant's assignments are created in the same transaction, by the study kind's policy
       (`StudyKind.assignments_create`).
     * Staff previews (`is_preview=True`) take no slot and are not counted anywhere.

@@ -124,6 +124,7 @@ def _copy_checks(source: Study, target: Study) -> None:
                 response_text=c.response_text,
                 expected_value=c.expected_value,
                 after_item=c.after_item,
+                after_item_max=c.after_item_max,
             )
             for c in source.attention_checks.order_by("after_item", "id")
         ]

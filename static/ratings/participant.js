@@ -19,10 +19,12 @@
    - In-place answers: the item form is posted the same way and the server answers with the next item as
      JSON, which replaces the current one here: one small request per answer. Focus moves to the new item's
      heading and a polite live region says "Item N of M". The last answer's reply is the completion page,
-     shown the same way. A lost connection keeps the answer selected and offers to send it again (the same
-     position: the server stores it once). Anything else the server refuses is posted again the plain way,
-     so the participant sees the server's page.
+     shown the same way. A lost connection keeps the answer selected and sends it again by itself (the same
+     position: the server stores it once): as soon as the browser is back online, and after a growing wait
+     (2 s, 4 s, … at most a minute) in case it never says so; a button sends it at once. Anything else the
+     server refuses is posted again the plain way, so the participant sees the server's page.
    - Keyboard shortcuts on the item page: 1, 2, 3, ... press the matching scale button.
+   - The answer bar's "scroll down" tag, in browsers whose CSS cannot tell that the bar sticks.
    - A form is sent once: a double click or a held key does not send a second answer
      (the server ignores a second answer anyway; this only spares the request).
    - An error summary takes the focus, so screen readers read it and Tab reaches its links first.
@@ -32,7 +34,7 @@
   "use strict";
   var canSend = !!(window.fetch && window.URLSearchParams && window.FormData && window.DOMParser &&
     "SubmitEvent" in window && "submitter" in SubmitEvent.prototype && window.history && history.replaceState);
-  var current = { buttons: [], form: null, sending: null };  // the item page's answer form, for the shortcuts
+  var current = { buttons: [], form: null, sending: null, stuck: null };  // the item page's answer form
   var BACK = "participant-back";
   var loaded = Date.now();
   var HOLD_MARGIN_MS = 120000;  // the consent is sent on its own this long before its hold would end
@@ -92,10 +94,29 @@
     }
     current.form = form;
     current.buttons = form ? form.querySelectorAll("[data-shortcut]") : [];
+    current.stuck = stuckTag(form);
     current.sending = inPlace ? answerInPlace(form, current.buttons, backNote) : null;
     if (form) {
       form.querySelectorAll(".shortcut-key, .shortcut-hint").forEach(function (el) { el.hidden = false; });
     }
+  }
+
+  function stuckTag(form) {
+    // The bar sticks while the conversation's end is under it; CSS says so where it can (scroll-state
+    // queries), else this marks the bar `.is-stuck` on every scroll, resize and new item.
+    var bar = form && form.querySelector("[data-answer-bar]");
+    var dialogue = form && form.querySelector(".dialogue");
+    if (!bar || !dialogue || (window.CSS && CSS.supports && CSS.supports("container-type", "scroll-state"))) {
+      return null;
+    }
+    var update = function () {
+      if (!bar.isConnected) { return; }
+      bar.classList.toggle("is-stuck", dialogue.getBoundingClientRect().bottom > bar.getBoundingClientRect().top + 1);
+    };
+    window.addEventListener("scroll", update, { passive: true });
+    window.addEventListener("resize", update);
+    update();
+    return update;
   }
 
   function errorSummary() {
@@ -355,6 +376,7 @@
     };
     var pending = null;  // {body, button}: the answer in flight, or waiting to be sent again
     var busy = false;
+    var resend = { timer: 0, wait: 0 };  // the automatic re-send of an answer that was not sent
 
     function setBusy(on) {
       busy = on;
@@ -377,12 +399,14 @@
       document.title = item.title;
       if (backNote) { backNote.hidden = true; }
       pending = null;
+      calmDown();
       retry.hidden = true;
       mark(null);
       setBusy(false);
       // The step page always shows the current item: a refresh lands here too.
       history.replaceState({ position: item.position }, "", form.action);
       window.scrollTo(0, 0);
+      if (current.stuck) { current.stuck(); }
       heading.focus();
       live.textContent = "";
       window.setTimeout(function () { live.textContent = "Item " + item.number + " of " + item.total; }, 50);
@@ -394,17 +418,39 @@
       });
       try { window.sessionStorage.removeItem(AHEAD); } catch (e) { /* nothing kept */ }
     }
+    function calmDown() {
+      window.clearTimeout(resend.timer);
+      resend.timer = 0;
+      resend.wait = 0;
+    }
     function failed() {
       setBusy(false);
       retry.hidden = false;
       retry.querySelector("[data-retry-button]").focus();
+      later();
     }
+    function later() {
+      // Sent again by itself after a growing wait, with jitter so that a room of participants whose
+      // connection came back together does not answer at the same instant.
+      window.clearTimeout(resend.timer);
+      resend.wait = Math.min(resend.wait ? resend.wait * 2 : 2000, 60000);
+      resend.timer = window.setTimeout(again, resend.wait * (0.75 + Math.random() / 2));
+    }
+    function again() {
+      // The pending answer of this page (not of an item page since replaced), unless one is in flight.
+      if (!pending || busy || !form.isConnected) { return; }
+      if (navigator.onLine === false) { later(); return; }  // still offline: the `online` event will say
+      send();
+    }
+    window.addEventListener("online", again);
     function send() {
+      window.clearTimeout(resend.timer);
       setBusy(true);
       mark(pending.button);
       post(form, pending.body).then(function (reply) {
         if (reply.data) { sentAhead(); }
         if (reply.data && reply.data.item) { show(reply.data.item); return; }
+        if (reply.data && (reply.data.page || reply.data.next)) { pending = null; calmDown(); }
         if (reply.data && reply.data.page) { showPage(reply.data.page, reply.data.url); return; }
         if (reply.data && reply.data.next) { window.location.assign(reply.data.next); return; }
         if (reply.status === 429 || reply.status >= 500) { failed(); return; }
@@ -424,7 +470,7 @@
       send();
     });
     retry.querySelector("[data-retry-button]").addEventListener("click", function () {
-      if (pending && !busy) { send(); }
+      if (pending && !busy) { resend.wait = 0; send(); }
     });
     return { busy: function () { return busy; }, show: show };
   }

@@ -118,7 +118,8 @@ ATTENTION_CHECK = {
     "speaker_utterance": "I keep counting the days until she lands.",
     "response_text": "To show that you are reading carefully, please choose Okay on this page.",
     "expected_value": 2,
-    "after_item": 5,
+    "after_item": 2,  # each participant meets it after 2 to 8 of their 10 items, from their seed
+    "after_item_max": 8,
 }
 
 

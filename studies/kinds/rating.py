@@ -4,7 +4,8 @@ study's scale; each participant sees one condition only.
 Steps: consent → instructions (with worked examples) → the TEQ when asked → the items → done.
 Assignment: `items_per_participant` different responses of the condition (sample 0, not flagged), fewest live
 assignments first (random among ties), in an order shuffled by the participant's seed, with the study's
-attention checks inserted after `after_item` regular items (checks past the end go last).
+attention checks inserted after `after_item` regular items, or after a number drawn per participant from
+`after_item` to `after_item_max` when the researcher gave a range (checks past the end go last).
 """
 
 from __future__ import annotations
@@ -79,6 +80,16 @@ def _ratings_per_response(study: Study):
     )
 
 
+def check_place(after_item: int, after_item_max: int | None, rng: random.Random) -> int:
+    """How many regular items come before an attention check for one participant: `after_item` for everyone
+    when the researcher set no range; otherwise a number from `after_item` to `after_item_max` (both included),
+    drawn from the participant's generator, so a repeat worker cannot learn where the check sits. A place past
+    the participant's last item puts the check last."""
+    if after_item_max is None or after_item_max <= after_item:
+        return after_item
+    return rng.randint(after_item, after_item_max)
+
+
 class RatingKind(StudyKind):
     name = "rating"
     label = "Rating study (rate responses on a scale)"
@@ -122,15 +133,22 @@ class RatingKind(StudyKind):
         self, participant: Participant, *, rng: random.Random, now: datetime
     ) -> list[Assignment]:
         """The condition's eligible responses with the fewest live assignments (ties by the participant's
-        second tie-break), as many as the study shows, in the order of their third; the study's attention checks
-        after their `after_item` regular items. Three queries: the counts, the checks, the pages' INSERT."""
+        second tie-break), as many as the study shows, in the order of their third; each of the study's attention
+        checks after its place's number of regular items (`check_place`, drawn after the tie-breaks, check by
+        check in id order, so an enrolment still replays from its seed). Three queries: the counts, the checks,
+        the pages' INSERT."""
         study = participant.study
         counts = response_live_counts(condition=participant.condition, now=now)
         draws = tie_break_draws(rng)
         dealt = sorted(counts, key=lambda k: (counts[k], tie_break_key(k, draws), k))
         draws = tie_break_draws(rng)
         chosen = sorted(dealt[: study.items_per_participant], key=lambda k: (tie_break_key(k, draws), k))
-        checks = sorted(AttentionCheck.objects.filter(study=study).order_by().values_list("after_item", "pk"))
+        checks = sorted(
+            (check_place(first, last, rng), pk)
+            for pk, first, last in AttentionCheck.objects.filter(study=study)
+            .order_by("pk")
+            .values_list("pk", "after_item", "after_item_max")
+        )
         pages: list[Assignment] = []
 
         def add_checks(selected: Iterable[int]) -> None:

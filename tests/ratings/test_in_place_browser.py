@@ -1,12 +1,15 @@
 """In-place answers in headless Chromium on a phone (390×844): items replaced without a page load, refresh,
 double click, a lost connection and its retry, and the same study walked without JavaScript."""
 
+import time
+
 import pytest
 from playwright.sync_api import expect
 
 from studies.models import Participant, Rating
 from tests.a11y import axe_violations
 from tests.factories import AttentionCheckFactory, rating_study_build
+from tests.screenshots import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -143,9 +146,18 @@ def test_a_double_click_sends_one_answer(live_server, page_at, study):
     assert len(stored("PIDDOUBLE")) == 1
 
 
-def test_a_lost_connection_keeps_the_answer_and_sends_it_again(live_server, page_at, study):
+def bad_value(pid: str) -> int:
+    scale = Participant.objects.get(external_id=pid).study.scale
+    return next(int(option["value"]) for option in scale if option["label"] == "Bad")
+
+
+def test_an_answer_given_offline_is_sent_by_itself_once_the_connection_is_back(live_server, page_at, study):
+    """Offline, the answer stays selected with an alert; back online, it goes without pressing anything, and
+    the server stores it once."""
     page = page_at("phone")
     open_items(page, live_server, study, "PIDOFFLINE")
+    posts = []
+    page.on("request", lambda request: posts.append(request.url) if request.method == "POST" else None)
     page.context.set_offline(True)
     page.get_by_role("button", name="Bad").tap()
     retry = page.locator("[data-retry]")
@@ -153,15 +165,68 @@ def test_a_lost_connection_keeps_the_answer_and_sends_it_again(live_server, page
     expect(page.get_by_role("button", name="Bad")).to_have_attribute("aria-pressed", "true")
     expect(page.locator("h1")).to_have_text("Item 1 of 5")
     assert stored("PIDOFFLINE") == []
-    page.screenshot(path="/tmp/inplace-phone-offline.png")
+    page.wait_for_timeout(2500)  # a re-send falls due while offline: it waits for the connection
+    assert stored("PIDOFFLINE") == []
+    screenshot(page, "inplace-phone-offline", full_page=False)
     assert axe_violations(page) == []
     page.context.set_offline(False)
+    # nothing pressed; at once (the `online` event), not at the next re-send, which is seconds away
+    expect(page.locator("h1")).to_have_text("Item 2 of 5", timeout=1000)
+    expect(retry).to_be_hidden()
+    page.wait_for_timeout(5000)  # no second re-send is left waiting: the reply cancelled it
+    assert stored("PIDOFFLINE") == [bad_value("PIDOFFLINE")]
+    assert Rating.objects.filter(assignment__participant__external_id="PIDOFFLINE").count() == 1
+    page.get_by_role("button", name=choice(page)).tap()
+    expect(page.locator("h1")).to_have_text("Item 3 of 5")
+    assert len(stored("PIDOFFLINE")) == 2
+
+
+def test_an_answer_whose_reply_was_lost_is_sent_again_by_itself_and_stored_once(live_server, page_at, study):
+    """The first attempt reaches the server but its reply never comes back (the connection dropped on the way
+    back, the browser still online): the page sends the same answer again after a short wait, and the
+    server, which stored the first, stores nothing more and replies with the next item."""
+    page = page_at("phone")
+    open_items(page, live_server, study, "PIDLOSTREPLY")
+    attempts = []
+
+    def reply_lost_once(route):
+        attempts.append(route.request.post_data)
+        if len(attempts) == 1:
+            route.fetch()  # the server gets it and answers; the page never sees the answer
+            route.abort("connectionreset")
+        else:
+            route.continue_()
+
+    page.route("**/step/", reply_lost_once)
+    page.get_by_role("button", name="Bad").tap()
+    expect(page.locator("[data-retry]")).to_be_visible()
+    assert stored("PIDLOSTREPLY") == [bad_value("PIDLOSTREPLY")]  # stored by the first attempt
+    expect(page.locator("h1")).to_have_text("Item 2 of 5", timeout=8000)  # nothing pressed
+    assert len(attempts) == 2 and attempts[0] == attempts[1]
+    assert stored("PIDLOSTREPLY") == [bad_value("PIDLOSTREPLY")]
+
+
+def test_the_button_sends_an_answer_that_was_not_sent_at_once(live_server, page_at, study):
+    page = page_at("phone")
+    open_items(page, live_server, study, "PIDBUTTON")
+    attempts = []
+
+    def fail_once(route):
+        attempts.append(time.monotonic())
+        if len(attempts) == 1:
+            route.abort("connectionreset")
+        else:
+            route.continue_()
+
+    page.route("**/step/", fail_once)
+    page.get_by_role("button", name="Bad").tap()
+    expect(page.locator("[data-retry]")).to_be_visible()
+    pressed = time.monotonic()
     page.get_by_role("button", name="Send my answer again").tap()
     expect(page.locator("h1")).to_have_text("Item 2 of 5")
-    expect(retry).to_be_hidden()
-    scale = Participant.objects.get(external_id="PIDOFFLINE").study.scale
-    bad = next(int(option["value"]) for option in scale if option["label"] == "Bad")
-    assert stored("PIDOFFLINE") == [bad]
+    assert stored("PIDBUTTON") == [bad_value("PIDBUTTON")]
+    # sent by the button, not by the automatic re-send (which waits at least 1.5 s after the failure)
+    assert len(attempts) == 2 and attempts[1] - pressed < 1.0 and attempts[1] - attempts[0] < 1.5
 
 
 def test_without_javascript_every_answer_is_a_plain_form_post(live_server, page_at, study):

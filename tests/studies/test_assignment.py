@@ -4,6 +4,8 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from studies.kinds.rating import response_live_counts
@@ -172,6 +174,42 @@ def test_attention_checks_are_inserted_after_their_item():
         middle,
         late,
     ]
+
+
+def check_places(study) -> list[int]:
+    """How many regular items each participant of `study` meets before their (one) attention check."""
+    return [
+        p.assignments.get(kind=Assignment.Kind.ATTENTION).position for p in study.participants.order_by("pk")
+    ]
+
+
+def test_without_a_range_every_participant_meets_the_check_at_the_same_place():
+    study = rating_study_build(conditions=1, prompts=8, items_per_participant=6, quota_per_condition=100)
+    AttentionCheckFactory(study=study, after_item=3)
+    enroll_many(study, 12)
+    assert set(check_places(study)) == {3}
+
+
+def test_with_a_range_each_participant_meets_the_check_at_their_own_place_within_it():
+    study = rating_study_build(conditions=1, prompts=8, items_per_participant=6, quota_per_condition=100)
+    AttentionCheckFactory(study=study, after_item=1, after_item_max=4)
+    enroll_many(study, 40)
+    places = check_places(study)
+    # every place of the range is used (each is missed by 40 draws with probability 4 x 0.75**40 < 1e-4)
+    assert set(places) == {1, 2, 3, 4}
+    for participant in study.participants.all():
+        pages = list(participant.assignments.order_by("position").values_list("position", "kind"))
+        assert [position for position, _ in pages] == list(range(7))
+        assert Counter(kind for _, kind in pages) == {"response": 6, "attention": 1}
+
+
+def test_a_range_ending_before_it_starts_is_refused():
+    study = rating_study_build(conditions=1, prompts=4, items_per_participant=2)
+    check = AttentionCheckFactory.build(study=study, after_item=3, after_item_max=1)
+    with pytest.raises(ValidationError, match="comes before the first"):
+        check.full_clean()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        check.save()
 
 
 def test_a_questionnaire_study_balances_participants_over_its_situations():

@@ -104,6 +104,7 @@ CHECK_EDITS = {
     "response_text": "Choose Good.",
     "expected_value": 3,
     "after_item": 2,
+    "after_item_max": 4,
 }
 PROMPT_EDITS = {"dialogue_id": "d99", "situation": "Changed.", "speaker_utterance": "Changed too."}
 
@@ -173,6 +174,15 @@ def test_a_condition_field_edit_changes_the_hash_and_is_refused_after_launch(fie
     with pytest.raises(FrozenDesignError):
         condition.save()
     assert design_sha256(design_build(study)) == frozen.sha256
+
+
+def test_a_check_without_a_range_is_frozen_as_before_ranges_existed():
+    study = ready_study()
+    check = study.attention_checks.get()
+    assert "after_item_max" not in design_build(study)["attention_checks"][0]
+    check.after_item_max = check.after_item + 2
+    check.save()
+    assert design_build(study)["attention_checks"][0]["after_item_max"] == check.after_item + 2
 
 
 @pytest.mark.parametrize("field", sorted(CHECK_EDITS))

@@ -156,11 +156,27 @@ def test_a_participant_of_the_family_cannot_join_a_wave():
     assert seen_in_family(wave, "old1") and not seen_in_family(wave, "new1")
     with pytest.raises(AlreadyInFamily) as caught:
         participant_enroll(study=wave, external_id="old1")
-    assert isinstance(caught.value, StudyFull) and not wave.participants.exists()
+    assert not isinstance(caught.value, StudyFull) and not wave.participants.exists()
     assert participant_enroll(study=wave, external_id="new1").condition is not None
     Study.objects.filter(pk=wave.pk).update(family_exclusive=False)
     wave.refresh_from_db()
     assert participant_enroll(study=wave, external_id="old2").study == wave
+
+
+def test_a_participant_of_the_parent_opening_the_waves_link_is_told_why_they_cannot_join(client):
+    parent = closed_parent()
+    wave = study_extend(parent=parent, new_slug="wave1", conditions=["llama"])
+    llama = wave.conditions.get(name="llama")
+    for prompt in wave.prompts.all():
+        Response.objects.create(prompt=prompt, condition=llama, text=f"llama says {prompt.dialogue_id}")
+    study_launch(study=wave)
+    url = reverse("ratings:entry", kwargs={"slug": wave.slug})
+    response = client.get(url, {"PROLIFIC_PID": "old1", "STUDY_ID": "s", "SESSION_ID": "x"})
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert "You took part in an earlier study of this series" in page
+    assert "All places are taken" not in page and "try again" not in page.lower()
+    assert not wave.participants.exists()
 
 
 def test_admin_duplicate_extend_and_family(staff_client):
