@@ -13,15 +13,14 @@ QuestionnaireAnswer of a QuestionnaireRun. The database keeps these invariants w
 constraints, so no code path can store an answer twice.
 """
 
-from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 
-from studies.exclusion_rules import default_exclusion_rules, exclusion_rules_normalise
+from studies.exclusion_rules import default_exclusion_rules
 from studies.fields import PlainTextField
-from studies.planned_analysis import default_planned_analysis, default_scale, planned_analysis_normalise
-from studies.rating_settings import scale_normalise, worked_examples_normalise
+from studies.planned_analysis import default_planned_analysis, default_scale
+from studies.rating_settings import study_settings_normalise
 
 from .kinds.registry import kind_choices, step_choices
 
@@ -186,25 +185,8 @@ class Study(models.Model):
         return [int(option["value"]) for option in self.scale]
 
     def clean(self) -> None:
-        """Each JSON setting through its one validator (the admin's forms write the same shapes)."""
         super().clean()
-        errors = {}
-        try:
-            values = [option["value"] for option in scale_normalise(self.scale)]
-        except ValidationError:
-            values = None
-        for name, normalise in [
-            ("scale", scale_normalise),
-            ("worked_examples", lambda v: worked_examples_normalise(v, scale_values=values)),
-            ("exclusion_rules", lambda v: exclusion_rules_normalise(v, scale_points=values and len(values))),
-            ("planned_analysis", planned_analysis_normalise),
-        ]:
-            try:
-                setattr(self, name, normalise(getattr(self, name)))
-            except ValidationError as exc:
-                errors[name] = exc.messages
-        if errors:
-            raise ValidationError(errors)
+        study_settings_normalise(self)
 
 
 class Condition(models.Model):

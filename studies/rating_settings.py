@@ -17,6 +17,9 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from .exclusion_rules import exclusion_rules_normalise
+from .planned_analysis import planned_analysis_normalise
+
 EXAMPLE_KEYS = ("emotion", "situation", "speaker_utterance", "response", "rating", "explanation")
 EXAMPLE_TEXT_KEYS = ("situation", "speaker_utterance", "response")
 # The texts of an example (every key but its rating), and the texts it cannot do without.
@@ -81,3 +84,26 @@ def worked_examples_normalise(value: Any, *, scale_values: list[int] | None = No
     if problems:
         raise ValidationError(problems)
     return [{key: example[key] for key in EXAMPLE_KEYS} for example in out]
+
+
+def study_settings_normalise(study) -> None:
+    """`Study.clean`'s check of the study's JSON settings: each through its one validator (scale, worked examples
+    on that scale, exclusion rules for that scale's length, planned analysis), normalised in place; one
+    ValidationError naming every field with a problem (the admin's forms write the same shapes)."""
+    errors = {}
+    try:
+        values = [option["value"] for option in scale_normalise(study.scale)]
+    except ValidationError:
+        values = None
+    for name, normalise in [
+        ("scale", scale_normalise),
+        ("worked_examples", lambda v: worked_examples_normalise(v, scale_values=values)),
+        ("exclusion_rules", lambda v: exclusion_rules_normalise(v, scale_points=values and len(values))),
+        ("planned_analysis", planned_analysis_normalise),
+    ]:
+        try:
+            setattr(study, name, normalise(getattr(study, name)))
+        except ValidationError as exc:
+            errors[name] = exc.messages
+    if errors:
+        raise ValidationError(errors)
