@@ -3,12 +3,11 @@ study", its guided setup step by step (import a corpus, an LLM condition with a 
 its key typed in the admin and its connection tested, its model picked from the provider's own list, generation, review, consent and instructions, a worked example and an attention
 check chosen by label, exclusion rules as switches, quotas against power, preview), launch, five participants from
 one address (each in a browser of their own, on a phone), watch the live status, close, analyse, export the
-ratings and extend the study as a wave starting from a condition picked in a list. Every admin and analysis page
+ratings and report.html and extend the study as a wave starting from a condition picked in a list. Every admin and analysis page
 visited passes axe-core (no serious or critical violation) and fits the screen; with SCREENSHOTS=DIR each step
 leaves a screenshot there at 1280×800 and the researcher's pages at 390×844 too (tests/screenshots.py).
 
-Follow-ups that need another branch's pages: report.html downloaded from the analysis page, and /api/docs/ under
-axe."""
+Follow-up that needs another branch's page: /api/docs/ under axe."""
 
 from __future__ import annotations
 
@@ -326,6 +325,12 @@ def test_a_researcher_runs_a_study_from_the_home_page_without_typing_json(
     with open(info.value.path(), encoding="utf-8") as fh:
         rows = list(csv.DictReader(io.StringIO(fh.read())))
     assert len(rows) == 20 and {row["condition"] for row in rows} <= {"human", "gpt"}
+    with page.expect_download() as info:
+        page.get_by_role("link", name="report.html").click()
+    assert info.value.suggested_filename.endswith(".html")
+    with open(info.value.path(), encoding="utf-8") as fh:
+        report = fh.read()
+    assert f"({SLUG})" in report and "<table" in report  # the analysis in one file
 
     # 12. Extend as a wave, starting from the parent's LLM condition picked in a list.
     r.go(f"/admin/studies/study/{study.pk}/change/")
