@@ -84,7 +84,7 @@ def home_studies(*, limit: int = HOME_STUDIES) -> list[HomeStudy]:
 class ResearchAdminSite(admin.AdminSite):
     site_header = "Empathy studies"
     site_title = "Empathy studies"
-    index_title = "Your studies"
+    index_title = "Home"
     index_template = "admin/home.html"
 
     def index(self, request, extra_context=None):

@@ -124,7 +124,7 @@ def test_a_researcher_runs_a_study_from_the_home_page_without_typing_json(
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Log in").click()
     expect(page).to_have_url(f"{live_server.url}/admin/")
-    expect(page.get_by_role("heading", name="Studies", exact=True)).to_be_visible()
+    expect(page.get_by_role("heading", name="Your studies", exact=True)).to_be_visible()
     r.look("home", phone=True)
 
     # 2. New study: a draft, then its setup.
