@@ -13,6 +13,8 @@ with the smallest condition's responses and the 90 % requirement: conservative (
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 from django.template.loader import render_to_string
@@ -77,8 +79,10 @@ def _judge_ratio(study: Study, plan: StudyPower) -> float:
 
 def stored_baseline_shares(*, study: Study) -> tuple[list[float], str, float] | None:
     """For a wave: the family root's baseline, as its people rated it (counted ratings after its declared
-    exclusion rules), when it has at least MIN_OBSERVED_RATINGS of them: (shares, where they came from, the
-    within-rater ICC of its top value)."""
+    exclusion rules), whenever it has any: (shares, where they came from, the within-rater ICC of its top value,
+    estimated only from at least MIN_OBSERVED_RATINGS ratings, NaN below). The wave is analysed against these
+    ratings, so its plan starts from them, not from the published study's shares; few ratings are said to be
+    few."""
     if study.parent_id is None:
         return None
     root = family_root(study)
@@ -88,12 +92,14 @@ def stored_baseline_shares(*, study: Study) -> tuple[list[float], str, float] | 
         return None
     human = human_ratings_frame(study=root)
     mine = human[human["condition"] == baseline.name]
-    if len(mine) < MIN_OBSERVED_RATINGS:
+    if mine.empty:
         return None
     scale = stats.Scale.from_study_scale(root.scale)
     counts = mine["value"].value_counts().reindex(list(scale.values), fill_value=0)
-    source = f"stored baseline: {baseline.name} of {root.slug} ({len(mine)} ratings)"
-    return (counts / counts.sum()).tolist(), source, baseline_icc(mine["value"], mine["rater"], scale.top)
+    few = len(mine) < MIN_OBSERVED_RATINGS
+    source = f"stored baseline: {baseline.name} of {root.slug} ({len(mine)} ratings{'; few, so rough' if few else ''})"
+    icc = float("nan") if few else baseline_icc(mine["value"], mine["rater"], scale.top)
+    return (counts / counts.sum()).tolist(), source, icc
 
 
 def launch_power_context(*, study: Study) -> dict:
@@ -141,6 +147,7 @@ def launch_power_context(*, study: Study) -> dict:
     ]
     return {
         "plan": plan,
+        "quota_notes": quota_notes(study=study, plan=plan),
         "first_step": plan.alpha / max(plan.comparisons, 1),
         "rows": list(rows.values()),
         "shares": shares,
@@ -148,6 +155,38 @@ def launch_power_context(*, study: Study) -> dict:
         "study": study,
         "min_responses": MIN_RESPONSES,
     }
+
+
+def quota_notes(*, study: Study, plan: StudyPower) -> list[dict]:
+    """How each compared condition's quota stands against the participants its planned tests need: a comparison
+    has as many participants per condition as the smaller of its two quotas. One note per non-baseline
+    condition: {condition, quota, needed (by power, the most any planned test needs), enough (the highest
+    power the quota reaches, or None), text}."""
+    quotas = {c.name: c.effective_quota for c in study.conditions.all()}
+    needed: dict[str, dict[float, float]] = {}
+    for line in plan.lines:
+        per = needed.setdefault(line.condition, {})
+        n = line.participants_per_condition if line.participants_per_condition is not None else math.inf
+        per[line.power] = max(per.get(line.power, 0), n)
+    notes = []
+    for name, by_power in needed.items():
+        quota = min(quotas.get(name, 0), quotas.get(plan.baseline, 0))
+        reached = [p for p, n in sorted(by_power.items()) if quota >= n]
+        lowest = min(by_power)
+        words = ", ".join(
+            f"{'∞' if math.isinf(n) else int(n)} for {round(p * 100)} %" for p, n in sorted(by_power.items())
+        )
+        if reached:
+            text = f"{name}: the quota of {quota} per condition reaches {round(reached[-1] * 100)} % power (needs {words})."
+        else:
+            text = (
+                f"{name}: the quota of {quota} per condition is below the {words} participants the planned tests "
+                "need: the study would likely miss an effect of the assumed size. Raise the quota, or plan it as "
+                "a pilot."
+            )
+        notes.append({"condition": name, "quota": quota, "needed": by_power[lowest], "enough": bool(reached),
+                      "text": text})  # fmt: skip
+    return notes
 
 
 def _short(test: str) -> str:

@@ -37,7 +37,7 @@ else:
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "studies.apps.ResearchAdminConfig",  # django.contrib.admin, with the researcher's home as its index
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -6,10 +6,6 @@ from drf_spectacular.views import SpectacularAPIView
 from config.health import healthz
 from config.views import ApiDocsView, favicon
 
-admin.site.site_header = "Empathy studies"
-admin.site.site_title = "Empathy studies"
-admin.site.index_title = "Studies, conditions, participants"
-
 urlpatterns = [path("healthz", healthz, name="healthz"), path("favicon.ico", favicon)]
 if settings.BENCH_FLOOR_ENABLED:
     # The benchmark targets (/bench/floor/, /bench/page/): wired by name only, never imported, and absent

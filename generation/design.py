@@ -17,7 +17,7 @@ from studies.design import (
 )
 from studies.models import Condition, Study
 
-from .models import LLMConditionConfig, Provider
+from .models import GenerationItem, LLMConditionConfig, Provider
 
 # The configuration's fields that decide what the model is asked and how it decodes.
 FROZEN_CONFIG_FIELDS = (
@@ -113,8 +113,22 @@ def _guard_provider(sender, instance: Provider, raw=False, **kwargs):
         )
 
 
+def studies_generating(study_ids: list[int]) -> set[int]:
+    """The studies (of `study_ids`) with generation items pending or running."""
+    return set(
+        GenerationItem.objects.filter(
+            condition__study_id__in=study_ids,
+            status__in=[GenerationItem.Status.PENDING, GenerationItem.Status.RUNNING],
+        )
+        .values_list("condition__study_id", flat=True)
+        .distinct()
+    )
+
+
 def register() -> None:
-    condition_hook_register("llm", ConditionHook(describe=llm_configs_describe, copy=llm_config_copy))
+    condition_hook_register(
+        "llm", ConditionHook(describe=llm_configs_describe, copy=llm_config_copy, busy=studies_generating)
+    )
     pre_save.connect(_guard_config, sender=LLMConditionConfig, dispatch_uid="design_guard_llm_config")
     pre_delete.connect(
         _guard_config_delete, sender=LLMConditionConfig, dispatch_uid="design_guard_llm_delete"

@@ -23,6 +23,8 @@ from django.utils.module_loading import import_string
 from . import admin_authenticity, admin_extras  # noqa: F401 (admin_authenticity registers its admin)
 from .admin_design import FrozenInlineFormSet, StudyAdminForm, StudyDesignAdminMixin
 from .admin_extras import FriendlyProtectedDeleteInline
+from .admin_forms import JSON_SETTING_FIELDS, expected_value_field
+from .admin_setup import StudySetupAdminMixin
 from .admin_waves import StudyWavesAdminMixin
 from .importers import CorpusImportError, corpus_import
 from .kinds import kind_of, registered_kinds
@@ -74,6 +76,13 @@ class AttentionCheckInline(FriendlyProtectedDeleteInline, admin.StackedInline):
     formset = FrozenInlineFormSet
     extra = 0
     protected_what = "an attention check"
+
+    def get_formset(self, request, obj=None, **kwargs):
+        """The expected answer is chosen by its label on the study's scale (a new study's: the default)."""
+        formset = super().get_formset(request, obj, **kwargs)
+        formset.form.base_fields["expected_value"] = expected_value_field(obj.scale if obj else None)
+        return formset
+
     fields = [
         ("after_item", "after_item_max", "expected_value", "emotion_label"),
         "situation",
@@ -118,7 +127,7 @@ class ImportCorpusForm(forms.Form):
 
 
 @admin.register(Study)
-class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, admin.ModelAdmin):
+class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, StudySetupAdminMixin, admin.ModelAdmin):
     form = StudyAdminForm
     list_display = [
         "title",
@@ -183,6 +192,14 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, admin.ModelAdmin):
     def get_queryset(self, request):
         return study_list_with_counts()
 
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        """The study's JSON settings are edited as forms (studies/admin_forms.py), never typed as JSON."""
+        if db_field.name in JSON_SETTING_FIELDS:
+            field = JSON_SETTING_FIELDS[db_field.name]()
+            field.label = db_field.verbose_name.capitalize()
+            return field
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
     def get_fieldsets(self, request, obj=None):
         """The spine's fieldsets with the study kind's own after "What participants read" (every registered
         kind's on the add page, where the kind is still to be chosen)."""
@@ -195,13 +212,14 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, admin.ModelAdmin):
         own = [import_string(path) for path in kind_of(obj).admin_inlines] if obj is not None else []
         return [*self.inlines, *own]
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_form(self, request, obj=None, change=False, **kwargs):
         # Exclusion rules are declared before launch: once participants have been let in, changing them would
-        # be choosing the rules after seeing the data.
-        fields = list(super().get_readonly_fields(request, obj))
-        if obj is not None and obj.state != Study.State.DRAFT:
-            fields.append("exclusion_rules")
-        return fields
+        # be choosing the rules after seeing the data. They stay on the page as switches, disabled (a disabled
+        # field keeps its stored value whatever is posted).
+        form = super().get_form(request, obj, change=change, **kwargs)
+        if obj is not None and obj.state != Study.State.DRAFT and "exclusion_rules" in form.base_fields:
+            form.base_fields["exclusion_rules"].disabled = True
+        return form
 
     @admin.display(description="kind", ordering="kind")
     def kind_short(self, study: Study) -> str:
@@ -305,7 +323,7 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, admin.ModelAdmin):
                 name="studies_study_state",
             ),
         ]
-        return extra + self.design_urls() + self.wave_urls() + super().get_urls()
+        return extra + self.setup_urls() + self.design_urls() + self.wave_urls() + super().get_urls()
 
     def import_view(self, request: HttpRequest):
         if not self.has_add_permission(request):

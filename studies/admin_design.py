@@ -14,6 +14,14 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from .admin_forms import (
+    SPARE_EXAMPLES,
+    SPARE_OPTIONS,
+    PlannedAnalysisField,
+    ScaleField,
+    WorkedExamplesField,
+    planned_analysis_with_notes,
+)
 from .design import (
     FROZEN_STUDY_FIELDS,
     AmendmentError,
@@ -52,7 +60,30 @@ class FrozenDesignFormMixin:
 
 
 class StudyAdminForm(FrozenDesignFormMixin, forms.ModelForm):
-    """The study's admin form (ModelAdmin supplies the model and fields)."""
+    """The study's admin form (ModelAdmin supplies the model and fields; `StudyAdmin.formfield_for_dbfield` gives
+    the JSON settings their forms). The worked examples get as many slots as the study has examples, plus spare
+    ones, each rated on the study's scale; the planned analysis keeps its notes."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if isinstance(self.fields.get("scale"), ScaleField):
+            options = self.instance.scale if isinstance(self.instance.scale, list) else []
+            field = ScaleField(slots=len(options) + SPARE_OPTIONS)
+            field.label = self.fields["scale"].label
+            self.fields["scale"] = field
+        if isinstance(self.fields.get("worked_examples"), WorkedExamplesField):
+            examples = (
+                self.instance.worked_examples if isinstance(self.instance.worked_examples, list) else []
+            )
+            field = WorkedExamplesField(slots=len(examples) + SPARE_EXAMPLES, scale=self.instance.scale)
+            field.label = self.fields["worked_examples"].label
+            self.fields["worked_examples"] = field
+
+    def clean_planned_analysis(self):
+        value = self.cleaned_data.get("planned_analysis")
+        if isinstance(self.fields["planned_analysis"], PlannedAnalysisField):
+            return planned_analysis_with_notes(value, self.instance.planned_analysis)
+        return value
 
 
 class FrozenInlineFormSet(forms.BaseInlineFormSet):

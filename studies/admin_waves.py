@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from .models import Study
+from .models import Condition, Study
 from .waves import DEFAULT_RERATE_SHARE, StudyCopyError, family_members, study_copy, study_extend
 
 
@@ -35,11 +35,19 @@ class ExtendForm(forms.Form):
         max_value=1.0,
         help_text="Share of the parent's baseline raters who re-rate its baseline responses (rater drift).",
     )
-    like = forms.CharField(
+    like = forms.ChoiceField(
         label="Start from condition",
         required=False,
-        help_text="Optional: a parent LLM condition whose configuration the new ones start from.",
+        help_text="Optional: a parent LLM condition whose configuration (provider, model, prompt, decoding) the "
+        "new ones start from; change the model afterwards.",
     )
+
+    def __init__(self, *args, parent: Study, **kwargs):
+        super().__init__(*args, **kwargs)
+        llm = parent.conditions.filter(kind=Condition.Kind.LLM).order_by("position", "name")
+        self.fields["like"].choices = [("", "None: configure each new condition")] + [
+            (c.name, c.name if c.label in ("", c.name) else f"{c.name} ({c.label})") for c in llm
+        ]
 
     def clean_conditions(self) -> list[str]:
         names = [n for n in self.cleaned_data["conditions"].replace(",", " ").split() if n]
@@ -74,7 +82,9 @@ class StudyWavesAdminMixin:
         parent = get_object_or_404(Study, pk=pk)
         if not self.has_add_permission(request):
             return HttpResponseRedirect(reverse("admin:studies_study_change", args=[pk]))
-        form = ExtendForm(request.POST or None, initial={"new_slug": f"{parent.slug}-wave"[:64]})
+        form = ExtendForm(
+            request.POST or None, initial={"new_slug": f"{parent.slug}-wave"[:64]}, parent=parent
+        )
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
             try:

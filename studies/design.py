@@ -94,10 +94,12 @@ class AmendmentError(Exception):
 @dataclass(frozen=True)
 class ConditionHook:
     """`describe(conditions) -> {condition id: JSON-ready dict}` for those it knows; `copy(source, target)` copies
-    its rows of one condition onto another (study_copy, study_extend)."""
+    its rows of one condition onto another (study_copy, study_extend); `busy(study ids) -> the ids of those
+    with work in progress for a condition` (generation: items pending or running), for the researcher's home."""
 
     describe: Callable[[list[Condition]], dict[int, dict]]
     copy: Callable[[Condition, Condition], None]
+    busy: Callable[[list[int]], set[int]] | None = None
 
 
 CONDITION_HOOKS: dict[str, ConditionHook] = {}

@@ -13,14 +13,14 @@ QuestionnaireAnswer of a QuestionnaireRun. The database keeps these invariants w
 constraints, so no code path can store an answer twice.
 """
 
-from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 
-from studies.exclusion_rules import default_exclusion_rules, exclusion_rules_normalise
+from studies.exclusion_rules import default_exclusion_rules
 from studies.fields import PlainTextField
-from studies.planned_analysis import default_planned_analysis, default_scale, planned_analysis_normalise
+from studies.planned_analysis import default_planned_analysis, default_scale
+from studies.rating_settings import study_settings_normalise
 
 from .authenticity_models import REPEAT_HELP, TRAP_HELP
 from .kinds.registry import kind_choices, step_choices
@@ -190,15 +190,7 @@ class Study(models.Model):
 
     def clean(self) -> None:
         super().clean()
-        try:
-            points = len(self.scale) if isinstance(self.scale, list) else None
-            self.exclusion_rules = exclusion_rules_normalise(self.exclusion_rules, scale_points=points)
-        except ValidationError as exc:
-            raise ValidationError({"exclusion_rules": exc.messages}) from None
-        try:
-            self.planned_analysis = planned_analysis_normalise(self.planned_analysis)
-        except ValidationError as exc:
-            raise ValidationError({"planned_analysis": exc.messages}) from None
+        study_settings_normalise(self)
 
 
 class Condition(models.Model):

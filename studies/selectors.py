@@ -87,6 +87,7 @@ def study_status(*, study: Study) -> dict[str, Any]:
         },
     }
     status["summary"] = kind.status_summary(study, status)
+    status["notices"] = kind.status_notices(study, status) if study.state != Study.State.DRAFT else []
     return status
 
 

@@ -7,12 +7,13 @@ allow. Launching checks the study can actually be run (the launch gates) and say
 
 from __future__ import annotations
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
 from .design import design_freeze
-from .kinds import kind_of
+from .kinds import kind_named, kind_of
+from .kinds.base import CONDITIONS, LAUNCH, MATERIAL, TEXTS, LaunchProblem
 from .models import Study
 
 State = Study.State
@@ -30,24 +31,62 @@ class StudyLaunchError(Exception):
         super().__init__("; ".join(problems))
 
 
-def study_launch_problems(*, study: Study) -> list[str]:
-    """Everything that stops ``study`` from being launched (empty: it can be launched).
+class StudyCreateError(Exception):
+    """The study cannot be created as asked; nothing was written."""
 
-    Every kind: at least one enrolling condition and a completion code; then the kind's own checks
-    (`StudyKind.launch_problems`: e.g. responses for every prompt of a rating study, an instrument and
-    situations for a questionnaire study).
+
+def study_create(*, slug: str, title: str, kind: str, platform: str) -> Study:
+    """A new draft study with the platform's defaults (texts, codes and design are set up afterwards).
+    StudyCreateError for a taken slug or an unknown kind."""
+    kind_named(kind)  # UnknownStudyKind for a kind nobody registered
+    if not slug:
+        raise StudyCreateError("give the study a short name (letters, digits, - and _)")
+    taken = StudyCreateError(f"a study '{slug}' already exists: choose another short name")
+    if Study.objects.filter(slug=slug).exists():
+        raise taken
+    try:
+        with transaction.atomic():
+            return Study.objects.create(slug=slug, title=title, kind=kind, platform=platform)
+    except IntegrityError:  # the same slug created by someone else between the check and the insert
+        raise taken from None
+
+
+def study_launch_checks(*, study: Study) -> list[LaunchProblem]:
+    """Everything that stops ``study`` from being launched, each with the setup step that fixes it (empty: it
+    can be launched).
+
+    Every kind: at least one enrolling condition, a consent text and a completion code; then the kind's own
+    checks (`StudyKind.launch_problems`: e.g. instructions and responses for every prompt of a rating study, an
+    instrument and situations for a questionnaire study). Every problem is listed at once, so a researcher
+    fixes them in one pass.
     """
-    problems: list[str] = []
+    problems: list[LaunchProblem] = []
     conditions = list(
         study.conditions.annotate(
             with_response=Count("responses__prompt", filter=Q(responses__sample_index=0), distinct=True)
         ).order_by("position", "name")
     )
     if not any(c.enrolling for c in conditions):
-        problems.append("no condition is enrolling participants: add one or switch one on")
+        problems.append(
+            LaunchProblem(
+                CONDITIONS,
+                "no condition is enrolling participants: add one or switch one on"
+                if conditions
+                else "the study has no conditions: import a corpus or add one",
+            )
+        )
+    if not study.consent_text.strip():
+        problems.append(LaunchProblem(TEXTS, "the consent text is empty: write what participants agree to"))
     if not study.completion_code.strip():
-        problems.append("the completion code is not set")
-    return problems + kind_of(study).launch_problems(study, conditions)
+        problems.append(LaunchProblem(LAUNCH, "the completion code is not set"))
+    for problem in kind_of(study).launch_problems(study, conditions):
+        problems.append(problem if isinstance(problem, LaunchProblem) else LaunchProblem(MATERIAL, problem))
+    return problems
+
+
+def study_launch_problems(*, study: Study) -> list[str]:
+    """The texts of `study_launch_checks`: what the launch page and StudyLaunchError list."""
+    return [problem.text for problem in study_launch_checks(study=study)]
 
 
 def study_closed_problem(*, study: Study) -> str | None:

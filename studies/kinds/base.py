@@ -34,7 +34,7 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from datetime import datetime
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from django.db.models import Q
 from django.urls import reverse
@@ -48,8 +48,26 @@ DONE = "done"
 SPINE_PAGES = {CONSENT: "ratings.views.CONSENT_PAGE"}
 SPINE_STEP_LABELS = {CONSENT: "Consent", DONE: "Done"}
 
+# The researcher's setup steps (studies/admin_setup.py, the "New study" path), in order. A launch problem names
+# the step that fixes it; a kind's problem given as plain text belongs to MATERIAL.
+MATERIAL = "material"  # what participants are shown: a corpus, an instrument and situations, ...
+CONDITIONS = "conditions"  # conditions, their models and their responses
+TEXTS = "texts"  # consent, instructions and what the kind shows with them
+CHECKS = "checks"  # attention checks and exclusion rules
+QUOTAS = "quotas"  # quotas against power and coverage
+PREVIEW = "preview"
+LAUNCH = "launch"  # recruiting platform, outcome codes, launch
+SETUP_STEPS = (MATERIAL, CONDITIONS, TEXTS, CHECKS, QUOTAS, PREVIEW, LAUNCH)
 
-def corpus_coverage_problems(study: Study, conditions: list[Condition], *, asks: str) -> list[str]:
+
+class LaunchProblem(NamedTuple):
+    """What stops a launch, and the setup step that fixes it."""
+
+    step: str
+    text: str
+
+
+def corpus_coverage_problems(study: Study, conditions: list[Condition], *, asks: str) -> list[LaunchProblem]:
     """The launch checks of a kind that shows a corpus' prompts and every condition's replies to them: at least
     `items_per_participant` prompts (`asks`: what each participant does with that many, for the message), and
     every condition a reply (sample 0) to every prompt. `conditions` carry `with_response` (prompts with a
@@ -58,17 +76,30 @@ def corpus_coverage_problems(study: Study, conditions: list[Condition], *, asks:
     prompts = study.prompts.count()
     if prompts < study.items_per_participant:
         problems.append(
-            f"the study has {prompts} prompts but each participant {asks}: import a corpus or lower items per "
-            "participant"
+            LaunchProblem(
+                MATERIAL,
+                f"the study has {prompts} prompts but each participant {asks}: import a corpus or lower items "
+                "per participant",
+            )
         )
     for condition in conditions:
         missing = prompts - condition.with_response
         if missing:
             problems.append(
-                f"condition '{condition.name}' has no response for {missing} of {prompts} prompts "
-                "(generate or import them)"
+                LaunchProblem(
+                    CONDITIONS,
+                    f"condition '{condition.name}' has no response for {missing} of {prompts} prompts "
+                    "(generate or import them)",
+                )
             )
     return problems
+
+
+def instructions_problems(study: Study, *, what: str) -> list[LaunchProblem]:
+    """Empty instructions stop a launch of a kind whose participants read them (`what`: what they are told)."""
+    if study.instructions_text.strip():
+        return []
+    return [LaunchProblem(TEXTS, f"the instructions are empty: say {what}")]
 
 
 class StudyKind(ABC):
@@ -108,6 +139,10 @@ class StudyKind(ABC):
     # A follow-up wave (studies/waves.py `study_extend`) keeps every parent condition with its replies, the new
     # conditions compared with them inside the wave, instead of a re-rating copy of the parent's baseline.
     wave_keeps_conditions: ClassVar[bool] = False
+    # Attention checks are mixed into its pages (the study's AttentionCheck rows, expected answers on its scale).
+    attention_checks: ClassVar[bool] = False
+    # What the researcher's setup calls the material participants are shown (its first step).
+    material_title: ClassVar[str] = "Study material"
 
     # --- participant steps ---------------------------------------------------------------------------
 
@@ -131,8 +166,14 @@ class StudyKind(ABC):
 
     # --- launch, status ------------------------------------------------------------------------------
 
-    def launch_problems(self, study: Study, conditions: list[Condition]) -> list[str]:
-        """What stops this study from launching, beyond the spine's checks (empty: nothing)."""
+    def launch_problems(self, study: Study, conditions: list[Condition]) -> list[str | LaunchProblem]:
+        """What stops this study from launching, beyond the spine's checks (empty: nothing): each a
+        LaunchProblem naming the setup step that fixes it, or plain text (the MATERIAL step's)."""
+        return []
+
+    def coverage_problems(self, study: Study, conditions: list[Condition]) -> list[str]:
+        """Warnings (not launch problems) when the quotas cannot give the data the design asks for, e.g. too
+        few participants to rate every response as often as planned. Empty by default."""
         return []
 
     def status_counts(self, study: Study, conditions: list[Condition]) -> dict[int, dict]:
@@ -146,6 +187,11 @@ class StudyKind(ABC):
 
     def status_summary(self, study: Study, status: dict) -> list[str]:
         """Short phrases describing the study's design, shown above the status table."""
+        return []
+
+    def status_notices(self, study: Study, status: dict) -> list[str]:
+        """Warnings for the live status page and `study_status`, from the status figures (e.g. a condition whose
+        quota has filled with responses still unrated). None by default."""
         return []
 
     # --- capabilities ----------------------------------------------------------------------------------

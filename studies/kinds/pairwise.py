@@ -52,7 +52,13 @@ from studies.models import (
     Study,
 )
 
-from .base import StudyKind, corpus_coverage_problems
+from .base import (
+    CONDITIONS,
+    LaunchProblem,
+    StudyKind,
+    corpus_coverage_problems,
+    instructions_problems,
+)
 from .registry import register
 
 INSTRUCTIONS = Participant.Step.INSTRUCTIONS
@@ -130,6 +136,7 @@ class PairwiseKind(StudyKind):
     analysis = "analysis.pairwise.PAIRWISE_ANALYSIS"
     analysis_page = "analysis:pairwise"
     corpus_import = True
+    material_title = "Corpus: prompts and replies"
     answers_export = "analysis.pairwise_frame.pairwise_export"
     power_planner = "analysis.study_power.pairwise_power_plan"
     # (study) -> {(condition id, condition id): weight}, the adaptive phase's targets; read after the warm-up.
@@ -288,15 +295,18 @@ class PairwiseKind(StudyKind):
                 shares[pair] = share + excess * (share / rest_total if rest_total else 1 / len(rest))
         return shares
 
-    def launch_problems(self, study: Study, conditions: list[Condition]) -> list[str]:
-        """Two conditions or more, one of them the baseline; every condition has a reply for every prompt; at
-        least items_per_participant prompts."""
-        problems = []
+    def launch_problems(self, study: Study, conditions: list[Condition]) -> list[LaunchProblem]:
+        """Instructions are written; two conditions or more, one of them the baseline; every condition has a
+        reply for every prompt; at least items_per_participant prompts."""
+        problems = instructions_problems(study, what="what participants compare and how")
         if len(conditions) < 2:
-            problems.append("a pairwise study needs at least two conditions")
+            problems.append(LaunchProblem(CONDITIONS, "a pairwise study needs at least two conditions"))
         if sum(1 for c in conditions if c.is_baseline) != 1:
             problems.append(
-                "a pairwise study needs exactly one baseline condition (strengths are relative to it)"
+                LaunchProblem(
+                    CONDITIONS,
+                    "a pairwise study needs exactly one baseline condition (strengths are relative to it)",
+                )
             )
         n = study.items_per_participant
         return problems + corpus_coverage_problems(

@@ -77,6 +77,7 @@ class QuestionnaireKind(StudyKind):
         "studies.admin_kinds.StudySituationInline",
     ]
     generation_admin_view = "generation.admin.questionnaire_generation_view"
+    material_title = "Instrument and situations"
 
     def questionnaire(self, study: Study) -> QuestionnaireSettings:
         return self.settings(study)

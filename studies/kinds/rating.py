@@ -31,7 +31,7 @@ from studies.models import (
     Study,
 )
 
-from .base import StudyKind, corpus_coverage_problems
+from .base import CONDITIONS, LaunchProblem, StudyKind, corpus_coverage_problems, instructions_problems
 from .registry import register
 
 INSTRUCTIONS = Participant.Step.INSTRUCTIONS
@@ -119,6 +119,8 @@ class RatingKind(StudyKind):
     launch_panel = "analysis.launch_power.launch_power_html"
     corpus_import = True
     judged = True
+    attention_checks = True
+    material_title = "Corpus: prompts and responses"
     power_planner = "analysis.study_power.rating_power_plan"
     admin_fieldsets = [
         (
@@ -173,10 +175,12 @@ class RatingKind(StudyKind):
             page.position = position
         return rows.insert_many(Assignment, pages, PAGE_FIELDS)
 
-    def launch_problems(self, study: Study, conditions: list[Condition]) -> list[str]:
-        """Every condition has a response (sample 0) for every prompt; none is flagged for review; at least
-        items_per_participant prompts. `conditions` carry `with_response` (prompts with a sample-0 response)."""
-        problems = corpus_coverage_problems(study, conditions, asks=f"rates {study.items_per_participant}")
+    def launch_problems(self, study: Study, conditions: list[Condition]) -> list[LaunchProblem]:
+        """Instructions are written; every condition has a response (sample 0) for every prompt; none is
+        flagged for review; at least items_per_participant prompts. `conditions` carry `with_response` (prompts
+        with a sample-0 response)."""
+        problems = instructions_problems(study, what="what participants rate and how")
+        problems += corpus_coverage_problems(study, conditions, asks=f"rates {study.items_per_participant}")
         flagged = (
             Response.objects.filter(condition__study=study, review=Response.Review.FLAGGED)
             .values("condition__name")
@@ -185,9 +189,34 @@ class RatingKind(StudyKind):
         )
         for row in flagged:
             problems.append(
-                f"condition '{row['condition__name']}' has {row['n']} responses flagged for review: "
-                "approve, edit or replace them"
+                LaunchProblem(
+                    CONDITIONS,
+                    f"condition '{row['condition__name']}' has {row['n']} responses flagged for review: "
+                    "approve, edit or replace them",
+                )
             )
+        return problems
+
+    def coverage_problems(self, study: Study, conditions: list[Condition]) -> list[str]:
+        """A condition whose quota × items per participant is below its responses × the target ratings per
+        response cannot rate every response as often as planned (e.g. 3 × 5 < 20 × 2)."""
+        problems = []
+        responses = dict(
+            Response.objects.filter(RESPONSE_ELIGIBLE, condition__in=conditions)
+            .values("condition")
+            .annotate(n=Count("id"))
+            .values_list("condition", "n")
+        )
+        target, items = study.target_ratings_per_response, study.items_per_participant
+        for condition in conditions:
+            n = responses.get(condition.pk, 0)
+            quota = condition.effective_quota
+            if n and quota * items < n * target:
+                problems.append(
+                    f"condition '{condition.name}': {quota} participants × {items} items = {quota * items} "
+                    f"ratings, fewer than its {n} responses × {target} planned rating{'s' if target != 1 else ''} "
+                    f"= {n * target}; raise the quota to {-(-n * target // items)} or lower the target"
+                )
         return problems
 
     def status_counts(self, study: Study, conditions: list[Condition]) -> dict[int, dict]:
@@ -239,6 +268,27 @@ class RatingKind(StudyKind):
 
     def status_totals(self, study: Study, per_condition: dict[int, dict]) -> dict:
         return {"ratings": sum(row.get("ratings", 0) for row in per_condition.values())}
+
+    def status_notices(self, study: Study, status: dict) -> list[str]:
+        """A shortfall per condition whose quota has filled (its completed and active participants reach it, so
+        nobody new joins) while responses have fewer ratings than the target: how many have none, how many
+        ratings are missing, and the participants that would give them."""
+        target, items = study.target_ratings_per_response, study.items_per_participant
+        notices = []
+        for row in status["conditions"]:
+            taken = row["participants"]["completed"] + row["participants"]["active"]
+            histogram = row.get("ratings_per_response", {}).get("histogram", {})
+            missing = sum(n * max(target - int(k), 0) for k, n in histogram.items())
+            if taken < row["quota"] or not missing:
+                continue
+            unrated = histogram.get("0", 0)
+            notices.append(
+                f"condition '{row['name']}' has filled its quota ({row['quota']} participants) but {unrated} "
+                f"response{'' if unrated == 1 else 's'} have no rating and {missing} rating"
+                f"{'' if missing == 1 else 's'} are missing against the target of {target} per response: raise "
+                f"its quota by {-(-missing // items)} to collect them, or accept the shortfall"
+            )
+        return notices
 
     def status_summary(self, study: Study, status: dict) -> list[str]:
         target = study.target_ratings_per_response

@@ -4,6 +4,7 @@ nothing is removed silently."""
 
 import csv
 import io
+import re
 from collections import Counter
 
 import numpy as np
@@ -273,7 +274,8 @@ def test_the_declaration_is_validated_against_the_scale():
 
 
 def _change_form_data(response) -> dict:
-    """The admin change form's current values, as the browser would post them back."""
+    """The admin change form's current values, as the browser would post them back (a setting edited as a form
+    posts one value per input)."""
     forms = [response.context["adminform"].form]
     for inline in response.context["inline_admin_formsets"]:
         forms += [inline.formset.management_form, *inline.formset.forms]
@@ -281,10 +283,13 @@ def _change_form_data(response) -> dict:
     for form in forms:
         for name in form.fields:
             value, key = form[name].value(), form.add_prefix(name)
-            if value is True:
-                data[key] = "on"
-            elif value is not None and value is not False:
-                data[key] = list(value) if isinstance(value, list | tuple) else value
+            widget = form.fields[name].widget
+            pairs = zip(widget.widgets_names, value, strict=True) if hasattr(widget, "widgets_names") else []
+            for sub_key, sub in [(key + suffix, sub) for suffix, sub in pairs] or [(key, value)]:
+                if sub is True:
+                    data[sub_key] = "on"
+                elif sub is not None and sub is not False:
+                    data[sub_key] = list(sub) if isinstance(sub, list | tuple) else sub
     return data
 
 
@@ -294,14 +299,12 @@ def test_the_admin_edits_the_rules_before_launch_and_shows_them_read_only_after(
     study.save(update_fields=["state"])
     url = reverse("admin:studies_study_change", args=[study.pk])
     data = _change_form_data(staff_client.get(url))
-    data["exclusion_rules"] = (
-        '{"attention_checks": true, "incomplete": true, "straight_lining": {"min_items": 10, "identical_alone": true}}'
-    )
+    # Switches and thresholds (studies/admin_forms.py): straight-lining on identical answers alone.
+    data.update(exclusion_rules_4="on", exclusion_rules_5="10", exclusion_rules_7="on")
     refused = staff_client.post(url, data)
     assert refused.status_code == 400 and "at least 5 points (this one has 3)" in refused.content.decode()
-    data["exclusion_rules"] = (
-        '{"attention_checks": true, "incomplete": false, "too_fast": {"min_median_ms": 2000}}'
-    )
+    data.pop("exclusion_rules_7"), data.pop("exclusion_rules_4"), data.pop("exclusion_rules_1", None)
+    data.update(exclusion_rules_2="on", exclusion_rules_3="2000")
     assert staff_client.post(url, data).status_code == 302
     study.refresh_from_db()
     assert (
@@ -311,8 +314,13 @@ def test_the_admin_edits_the_rules_before_launch_and_shows_them_read_only_after(
     study.state = Study.State.LIVE
     study.save(update_fields=["state"])
     page = staff_client.get(url)
-    assert "exclusion_rules" not in page.context["adminform"].form.fields
-    assert "min_median_ms" in page.content.decode()  # still shown, read only
+    assert page.context["adminform"].form.fields["exclusion_rules"].disabled  # still shown, as switches
+    assert re.search(r'<input[^>]*name="exclusion_rules_2"[^>]*\bdisabled\b[^>]*>', page.content.decode())
+    data = _change_form_data(page)
+    data.pop("exclusion_rules_2")  # a switch turned off by hand is ignored
+    staff_client.post(url, data)
+    study.refresh_from_db()
+    assert study.exclusion_rules["too_fast"] == {"min_median_ms": 2000}
 
 
 def test_the_export_flags_follow_the_declared_rules_by_default(analyst_client):

@@ -114,3 +114,43 @@ def test_a_judge_with_too_few_calibrated_responses_is_not_used(db):
     judge_ratings_create(judge_create(root), agree=1.0)
     wave = draft_study("small-wave", parent=root)
     assert launch_power.calibrated_judge(study=wave) is None  # 30 responses < 50
+
+
+def test_the_launch_page_says_how_the_power_compares_with_the_quota(staff_client):
+    study = draft_study("tiny-quota")
+    Study.objects.filter(pk=study.pk).update(quota_per_condition=3)
+    study.refresh_from_db()
+    context = launch_power.launch_power_context(study=study)
+    needed = {
+        (ln.condition, ln.power): ln.participants_per_condition for ln in context["plan"].lines if ln.test
+    }
+    gpt5 = next(note for note in context["quota_notes"] if note["condition"] == "gpt5")
+    most_at_80 = max(n for (name, p), n in needed.items() if name == "gpt5" and p == 0.8)
+    assert not gpt5["enough"] and gpt5["quota"] == 3 and gpt5["needed"] == most_at_80
+    page = staff_client.get(reverse("admin:studies_study_state", args=[study.pk, "launch"])).content.decode()
+    assert f"gpt5: the quota of 3 per condition is below the {most_at_80} for 80 %" in page
+    assert "would likely miss an effect of the assumed size" in page
+    # A quota above what 90 % power needs reaches it.
+    Condition.objects.filter(study=study).update(quota=5000)
+    notes = launch_power.launch_power_context(study=study)["quota_notes"]
+    assert all(note["enough"] for note in notes)
+    assert "reaches 90 % power" in notes[0]["text"]
+
+
+def test_a_wave_plans_from_its_parents_stored_baseline_even_with_few_ratings(db):
+    from studies.design import design_freeze
+    from studies.waves import study_extend
+
+    people = participants_from_counts("human", {1: 5, 2: 5, 3: 10}, per_participant=5)
+    people += participants_from_counts("gpt4", {1: 2, 2: 8, 3: 10}, per_participant=5)
+    root = build_rating_study(slug="small-parent", conditions=["human", "gpt4"], participants=people).study
+    design_freeze(root, reason="launch")
+    wave = study_extend(parent=root, new_slug="small-wave", conditions=["gpt5"])
+    context = launch_power.launch_power_context(study=wave)
+    plan = context["plan"]
+    assert plan.shares[plan.baseline] == pytest.approx([0.25, 0.25, 0.5])  # Bad, Okay, Good of the 20 ratings
+    assert (
+        plan.share_sources[plan.baseline]
+        == "stored baseline: human of small-parent (20 ratings; few, so rough)"
+    )
+    assert "seed study (human)" not in plan.share_sources.values()

@@ -7,6 +7,7 @@ import copy
 import json
 
 import pytest
+from django import forms
 from django.core.management import CommandError, call_command
 from django.db import transaction
 from django.urls import reverse
@@ -325,8 +326,11 @@ def change_form_data(client, study: Study) -> dict:
         value = form[name].value()
         if value is None:
             continue
-        if isinstance(value, (list, dict)) and name in {"scale", "worked_examples", "planned_analysis"}:
-            value = json.dumps(value)
+        if isinstance(field.widget, forms.MultiWidget):  # a setting edited as a form: one input each
+            for suffix, sub in zip(field.widget.widgets_names, value, strict=True):
+                if sub is not None and sub is not False:
+                    data[name + suffix] = "on" if sub is True else sub
+            continue
         if field.show_hidden_initial:  # fields with a callable default post their initial value too
             data[form[name].html_initial_name] = value
         if isinstance(value, bool):

@@ -7,9 +7,11 @@ from django.db import connection
 
 from studies.models import Condition, Response, Study, StudySituation
 from studies.services import (
+    StudyCreateError,
     StudyLaunchError,
     StudyStateError,
     study_close,
+    study_create,
     study_launch,
     study_launch_problems,
     study_pause,
@@ -104,13 +106,15 @@ def test_only_the_first_sample_counts_as_the_response():
 
 
 def test_launch_gates_list_every_problem():
-    study = ready_study(completion_code="", items_per_participant=10)
+    study = ready_study(completion_code="", items_per_participant=10, consent_text=" ", instructions_text="")
     study.conditions.update(enrolling=False)
     Response.objects.filter(condition__name="human").update(review=Response.Review.FLAGGED)
     problems = study_launch_problems(study=study)
     assert problems == [
         "no condition is enrolling participants: add one or switch one on",
+        "the consent text is empty: write what participants agree to",
         "the completion code is not set",
+        "the instructions are empty: say what participants rate and how",
         "the study has 4 prompts but each participant rates 10: import a corpus or lower items per participant",
         "condition 'human' has 4 responses flagged for review: approve, edit or replace them",
     ]
@@ -161,3 +165,28 @@ def test_two_admins_launching_at_once_launch_once(requires_postgres):
         t.join()
     assert outcomes.count("launched") == 1
     assert outcomes.count("refused") == 7
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_researchers_creating_the_same_study_at_once_create_it_once(requires_postgres):
+    barrier = threading.Barrier(8)
+    outcomes = []
+
+    def create():
+        try:
+            barrier.wait()
+            study_create(slug="same", title="Same", kind="rating", platform="none")
+            outcomes.append("created")
+        except StudyCreateError as exc:
+            outcomes.append(str(exc))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=create) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert outcomes.count("created") == 1
+    assert outcomes.count("a study 'same' already exists: choose another short name") == 7
+    assert Study.objects.filter(slug="same").count() == 1

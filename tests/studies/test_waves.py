@@ -218,3 +218,17 @@ def test_a_wave_of_the_published_study_needs_the_new_conditions_share_plus_the_r
     assert (wave_ratings, full_rerun) == (4200, 10000)
     assert wave_ratings <= 2 / 5 * full_rerun + 0.10 * 2000
     assert wave.prompts.count() == published.prompts.count() == 2000
+
+
+def test_the_wave_form_offers_the_parents_llm_conditions_to_start_from(staff_client):
+    parent = closed_parent()
+    url = reverse("admin:studies_study_extend", args=[parent.pk])
+    page = staff_client.get(url).content.decode()
+    assert '<select name="like"' in page and '<option value="gpt4">' in page
+    assert '<option value="human">' not in page  # the baseline has no model to start from
+    refused = staff_client.post(
+        url, {"new_slug": "w3", "conditions": "gpt6", "rerate_share": "0.1", "like": "x"}
+    )
+    assert "Select a valid choice" in refused.content.decode()
+    staff_client.post(url, {"new_slug": "w3", "conditions": "gpt6", "rerate_share": "0.1", "like": "gpt4"})
+    assert LLMConditionConfig.objects.get(condition__study__slug="w3", condition__name="gpt6").model == "m-1"

@@ -60,6 +60,7 @@ def render_table(status: dict) -> str:
         "* baseline condition; flagged: participants flagged for exclusion (failed attention checks);"
         " authenticity: flagged by the authenticity score and not cleared in review; staff previews are never counted"
     )
+    lines += [f"shortfall: {text}" for text in status.get("notices", [])]
     return "\n".join(lines)
 
 
