@@ -204,9 +204,12 @@ class ExclusionRulesField(StoredJSONField):
                  f"{STRAIGHT_LINING_DEFAULTS['corroborating_median_ms']}) or a wrong attention check", number()),
                 ("…even with nothing to corroborate it (scales of 5 points or more only)", box()),
             ]),
+            ("Authenticity", [("Exclude participants the authenticity score flags (unless cleared in review)",
+                               box())]),
         ]  # fmt: skip
         fields = [forms.BooleanField(), forms.BooleanField(), forms.BooleanField(), forms.IntegerField(),
-                  forms.BooleanField(), forms.IntegerField(), forms.IntegerField(), forms.BooleanField()]  # fmt: skip
+                  forms.BooleanField(), forms.IntegerField(), forms.IntegerField(), forms.BooleanField(),
+                  forms.BooleanField()]  # fmt: skip
         super().__init__(fields, RowsWidget(rows), **kwargs)
         self.help_text = "Declared before launch; the analysis applies them by default (docs/analysis.md)."
 
@@ -218,12 +221,15 @@ class ExclusionRulesField(StoredJSONField):
             bool(rules.get("too_fast")), fast.get("min_median_ms"),
             bool(rules.get("straight_lining")), straight.get("min_items"),
             straight.get("corroborating_median_ms"), bool(straight.get("identical_alone", False)),
+            bool(rules.get("authenticity", False)),
         ]  # fmt: skip
 
     def compress(self, data_list) -> dict:
         if not data_list:
-            data_list = [False, False, False, None, False, None, None, False]
-        checks, incomplete, fast_on, min_median, straight_on, min_items, corroborating, alone = data_list
+            data_list = [False, False, False, None, False, None, None, False, False]
+        checks, incomplete, fast_on, min_median, straight_on, min_items, corroborating, alone, authentic = (
+            data_list
+        )
         given = lambda **kw: {k: v for k, v in kw.items() if v is not None}  # noqa: E731
         return {
             "attention_checks": bool(checks),
@@ -231,6 +237,7 @@ class ExclusionRulesField(StoredJSONField):
             "too_fast": given(min_median_ms=min_median) if fast_on else None,
             "straight_lining": given(min_items=min_items, corroborating_median_ms=corroborating,
                                      identical_alone=bool(alone)) if straight_on else None,
+            "authenticity": bool(authentic),
         }  # fmt: skip
 
 

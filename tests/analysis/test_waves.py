@@ -36,7 +36,11 @@ def seed_study() -> Study:
         slug="seed", conditions=["human", "gpt4"], baseline="human", participants=people
     ).study
     Study.objects.filter(pk=study.pk).update(
-        items_per_participant=4, completion_code="DONE", platform="prolific"
+        items_per_participant=4,
+        completion_code="DONE",
+        platform="prolific",
+        consent_text="You may stop at any time.",
+        instructions_text="Rate each reply.",
     )
     study.attention_checks.all().delete()
     study.refresh_from_db()

@@ -14,7 +14,7 @@ def test_a_pairwise_study_shows_its_settings_and_known_answer_pairs_in_the_admin
     study = pairwise_study_build(known_answers=(2,), state="draft")
     page = staff_client.get(reverse("admin:studies_study_change", args=[study.pk])).content.decode()
     assert "pairwise_settings-0-focal_design" in page and "pair_attention_checks-0-poor_reply" in page
-    assert 'name="scale_question"' not in page and 'name="worked_examples"' in page
+    assert 'name="scale_question"' not in page and 'name="worked_examples_0"' in page
     rating = StudyFactory()
     page = staff_client.get(reverse("admin:studies_study_change", args=[rating.pk])).content.decode()
     assert "pairwise_settings" not in page and "pair_attention_checks" not in page
