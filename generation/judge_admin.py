@@ -15,7 +15,6 @@ from generation import judge_batches, selectors
 from generation.judge_models import Judge, JudgeBatch, JudgeRating
 from generation.providers import batch_api_of
 from generation.services import judging
-from studies.models import Response
 
 
 @admin.register(Judge)
@@ -58,15 +57,13 @@ class JudgeAdmin(admin.ModelAdmin):
     def rendered_example(self, obj):
         if not obj or not obj.pk:
             return "Save to see the rubric filled with the study's first response."
-        response = (
-            Response.objects.filter(condition__study=obj.study).select_related("prompt__emotion").first()
-        )
-        if response is None:
-            return "The study has no responses yet."
         try:
-            system, messages_ = judging.judge_render(judge=obj, response=response)
+            example = judging.judge_example(judge=obj)
         except ValidationError as exc:
             return format_html('<p class="errornote">{}</p>', " ".join(exc.messages))
+        if example is None:
+            return "The study has no responses yet."
+        system, messages_ = example
         return format_html(
             '{}<pre style="white-space:pre-wrap">{}</pre>',
             format_html('<p><strong>System</strong></p><pre style="white-space:pre-wrap">{}</pre>', system)

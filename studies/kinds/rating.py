@@ -104,6 +104,7 @@ class RatingKind(StudyKind):
     launch_panel = "analysis.launch_power.launch_power_html"
     corpus_import = True
     judged = True
+    judge_format = "generation.judge_formats.SCALE"
     power_planner = "analysis.study_power.rating_power_plan"
     admin_fieldsets = [
         ("Rating study", {"fields": ["worked_examples", "ask_teq", "scale_question", "scale"]}),
