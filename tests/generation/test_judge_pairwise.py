@@ -18,12 +18,12 @@ from generation.judge_models import DEFAULT_RUBRIC, JudgeRating
 from generation.providers import TransientProviderError
 from generation.selectors import judge_progress, judge_verdicts_frame
 from generation.services import judging
-from generation.services.running import run_until_settled
+from generation.services.running import RunOutcome, run_until_settled
 from studies.models import Response
 from tests.analysis.test_pairwise_analysis import votes
 from tests.factories import pairwise_study_build
 
-from .conftest import make_provider
+from .conftest import make_provider, race
 from .judge_helpers import judge_reply_body, make_judge
 
 CHAT = "/v1/chat/completions"
@@ -173,3 +173,23 @@ def test_an_unreadable_verdict_is_retried_then_refused_with_the_reply_quoted_and
     assert failed.attempts == 3 and failed.cost == 3 * Decimal("0.00077")
     assert JudgeRating.objects.filter(status="done").count() == 5
     assert len(httpserver.log) == 5 + 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_judge_runs_started_at_once_create_each_order_of_each_pair_once_and_call_it_once(
+    threaded_server, api_key, requires_postgres
+):
+    # Eight starts race to create the rows (the partial unique constraint on judge, A, B, sample keeps one per
+    # order), then eight workers race on each row (one claim wins).
+    provider = make_provider(threaded_server)
+    study = pair_study(prompts=1)
+    judge = make_judge(study, provider)
+    threaded_server.expect_request(CHAT).respond_with_handler(biased_judge(position_biased_prompt=None))
+
+    race(lambda: RunOutcome(str(judging.judge_start(judge=judge, dispatch=False).created)), 8)
+    ids = list(JudgeRating.objects.filter(judge=judge).values_list("id", flat=True))
+    assert len(ids) == 6
+    for rating_id in ids:
+        outcomes = race(lambda i=rating_id: judging.judge_rating_run(rating_id=i), 4)
+        assert sorted(outcomes) == ["done"] + ["skipped"] * 3
+    assert len(threaded_server.log) == 6
