@@ -12,6 +12,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from generation import judge_batches, selectors
+from generation.judge_formats import judge_format_of
 from generation.judge_models import Judge, JudgeBatch, JudgeRating
 from generation.providers import batch_api_of
 from generation.services import judging
@@ -85,6 +86,7 @@ class JudgeAdmin(admin.ModelAdmin):
             **self.admin_site.each_context(request),
             "title": f"Judge {judge.name}: {judge.study.title}",
             "judge": judge,
+            "judge_answers": judge_format_of(judge.study).answers,
             "progress": progress,
             "busy": busy,
             "problems": judging.judge_problems(judge=judge),

@@ -133,6 +133,7 @@ class ScaleFormat:
 
     placeholders = RUBRIC_PLACEHOLDERS
     default_rubric = DEFAULT_RUBRIC
+    answers = "each response's rating on the study's scale"  # the run page's description
     rates_scale = True  # its ratings are calibrated by analysis/judge_report.py
 
     def problems(self, study: Study) -> list[str]:
@@ -157,6 +158,10 @@ class PairFormat:
 
     placeholders = PAIR_PLACEHOLDERS
     default_rubric = DEFAULT_PAIR_RUBRIC
+    answers = (
+        "each pair's verdict in both orders: every two conditions' replies to a prompt compared, each shown as A "
+        "once (a condition's row below counts the orders in which its reply was A)"
+    )
     rates_scale = False
 
     def problems(self, study: Study) -> list[str]:
