@@ -146,11 +146,16 @@ class ScaleFormat:
     def read(self, text: str, *, study: Study) -> tuple[int, bool | None]:
         return reply_value(text, scale=study.scale), None
 
-    def units(self, *, study: Study, conditions: list[Condition] | None = None) -> list[Unit]:
-        responses = Response.objects.filter(condition__study=study)
+    def units(
+        self, *, study: Study, conditions: list[Condition] | None = None, responses: set[int] | None = None
+    ) -> list[Unit]:
+        """Every response of the study (in `conditions`; among `responses` ids)."""
+        found = Response.objects.filter(condition__study=study)
         if conditions is not None:
-            responses = responses.filter(condition__in=conditions)
-        return [(pk, None) for pk in responses.order_by("pk").values_list("pk", flat=True)]
+            found = found.filter(condition__in=conditions)
+        if responses is not None:
+            found = found.filter(pk__in=responses)
+        return [(pk, None) for pk in found.order_by("pk").values_list("pk", flat=True)]
 
 
 class PairFormat:
@@ -175,10 +180,12 @@ class PairFormat:
     def read(self, text: str, *, study: Study) -> tuple[int, bool | None]:
         return verdict_read(text)
 
-    def units(self, *, study: Study, conditions: list[Condition] | None = None) -> list[Unit]:
+    def units(
+        self, *, study: Study, conditions: list[Condition] | None = None, responses: set[int] | None = None
+    ) -> list[Unit]:
         """Every pair of two conditions' replies a participant could be shown (`RESPONSE_ELIGIBLE`) on the same
         prompt, in both orders; with `conditions`, the pairs involving one of them (a new model against the
-        stored ones)."""
+        stored ones); with `responses` (ids), the pairs showing one of them (a reply just generated)."""
         replies: dict[int, dict[int, int]] = {}  # prompt -> condition -> response
         found = Response.objects.filter(RESPONSE_ELIGIBLE, condition__study=study).order_by("prompt_id", "pk")
         for prompt, condition, pk in found.values_list("prompt_id", "condition_id", "pk"):
@@ -188,6 +195,8 @@ class PairFormat:
         for by_condition in replies.values():
             for pair in combinations(sorted(by_condition), 2):
                 if wanted is not None and not wanted.intersection(pair):
+                    continue
+                if responses is not None and not responses.intersection(by_condition[c] for c in pair):
                     continue
                 units.extend((by_condition[a], by_condition[b]) for a, b in permutations(pair))
         return units

@@ -160,12 +160,9 @@ def judge_conditions(*, judge: Judge, names: list[str] | None) -> list[Condition
 
 def judge_enqueue(*, judge: Judge, conditions: list[Condition] | None = None, responses=None) -> int:
     """Create the missing rating rows (one per unit × sample) of the study's units (its kind's judge format:
-    responses, or pairs of replies in both orders) in these conditions, or of the given responses (scale
-    formats). Idempotent: existing rows are left as they are. Returns how many were new."""
-    if responses is not None:
-        units = [(pk, None) for pk in responses.values_list("id", flat=True)]
-    else:
-        units = judge_format_of(judge.study).units(study=judge.study, conditions=conditions)
+    responses, or pairs of replies in both orders) in these conditions, or showing the given responses. Idempotent: existing rows are left as they are. Returns how many were new."""
+    chosen = None if responses is None else set(responses.values_list("id", flat=True))
+    units = judge_format_of(judge.study).units(study=judge.study, conditions=conditions, responses=chosen)
     before = JudgeRating.objects.filter(judge=judge).count()
     JudgeRating.objects.bulk_create(
         [
@@ -355,7 +352,7 @@ def judge_rating_run_until_settled(rating_id: int, *, own_thread: bool = True) -
 def judge_ratings_stale(*, response: Response) -> int:
     """The response's text changed (regenerated, edited): every judge's ratings of it rated a text that is gone.
     They go back to pending (their spend stays), to be rated again. Returns how many were reset."""
-    return JudgeRating.objects.filter(response=response).update(
+    return JudgeRating.objects.filter(Q(response=response) | Q(versus=response)).update(
         status=Status.PENDING,
         value=None,
         both_inadequate=None,
@@ -383,7 +380,9 @@ def screening_enqueue(*, response: Response, replaced: bool = False) -> list[int
         return []
     for judge in judges:
         judge_enqueue(judge=judge, responses=Response.objects.filter(id=response.id))
-    rows = JudgeRating.objects.filter(judge__in=judges, response=response, status=Status.PENDING)
+    rows = JudgeRating.objects.filter(
+        Q(response=response) | Q(versus=response), judge__in=judges, status=Status.PENDING
+    )
     ids = list(rows.values_list("id", flat=True))
     transaction.on_commit(lambda: judge_dispatch(rating_ids=ids))
     return ids

@@ -193,3 +193,19 @@ def test_judge_runs_started_at_once_create_each_order_of_each_pair_once_and_call
         outcomes = race(lambda i=rating_id: judging.judge_rating_run(rating_id=i), 4)
         assert sorted(outcomes) == ["done"] + ["skipped"] * 3
     assert len(threaded_server.log) == 6
+
+
+@pytest.mark.django_db
+def test_a_screening_judge_gets_the_pairs_showing_a_new_reply_in_both_orders(openai_provider):
+    study = pair_study(prompts=2)
+    judge = make_judge(study, openai_provider, screens_new_conditions=True)
+    new = Response.objects.filter(condition__name="arm2").order_by("pk").first()
+    ids = judging.screening_enqueue(response=new)
+    rows = JudgeRating.objects.filter(id__in=ids).select_related("response", "versus")
+    assert (
+        len(ids) == 4 == JudgeRating.objects.filter(judge=judge).count()
+    )  # against arm0 and arm1, both orders
+    assert all(new in (row.response, row.versus) for row in rows)
+    assert {(r.response.condition.name, r.versus.condition.name) for r in rows} == {
+        ("arm2", "arm0"), ("arm0", "arm2"), ("arm2", "arm1"), ("arm1", "arm2"),
+    }  # fmt: skip
