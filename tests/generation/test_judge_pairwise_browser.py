@@ -19,9 +19,10 @@ from tests.screenshots import screenshot
 
 from .conftest import make_provider
 from .judge_helpers import make_judge
+from .test_judge_browser import PASSWORD
+from .test_judge_browser import _login as login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-PASSWORD = "a-long-test-password"
 
 
 def test_the_pairwise_judge_on_the_analysts_page_and_its_run_page(live_server, page_at, httpserver, api_key):
@@ -44,12 +45,7 @@ def test_the_pairwise_judge_on_the_analysts_page_and_its_run_page(live_server, p
     violations = []
     for viewport in ("phone", "desktop"):
         page = page_at(viewport)
-        page.set_default_timeout(60_000)
-        page.goto(f"{live_server.url}/admin/login/")
-        page.get_by_label("Username").fill("researcher")
-        page.get_by_label("Password").fill(PASSWORD)
-        page.get_by_role("button", name="Log in").click()
-        page.wait_for_url(f"{live_server.url}/admin/")
+        login(page, live_server)
         for name, url in urls.items():
             assert page.goto(live_server.url + url).status == 200
             if name == "analysis":
