@@ -38,6 +38,7 @@ from analysis.judge_screening import judge_per_response, screening_table
 from analysis.ppi import ppi_share_table
 from analysis.services import _jsonable, baseline_choose, study_alpha
 from generation.selectors import judge_rates_scale, judge_ratings_frame, judge_run_summary, judges_of
+from studies.kinds import kind_of
 from studies.models import Study
 
 CALIBRATION_BOOTSTRAP = 1000
@@ -271,8 +272,10 @@ def judge_report_of(*, study: Study, judge, b: int = CALIBRATION_BOOTSTRAP) -> J
     """The report of one judge of a study of a judged kind (`StudyKind.judged`), from the database (only
     reads)."""
     if not judge_rates_scale(study=study):
+        where = kind_of(study).analysis_url(study)
         raise JudgeReportError(
             f"study {study.slug!r} is a {study.kind} study: its judges do not rate responses on a scale"
+            + (f"; they are reported with its analysis ({where}, and analyze --out)" if where else "")
         )
     if judge.study_id != study.pk:
         raise JudgeReportError(f"judge {judge.name!r} belongs to another study")

@@ -10,7 +10,7 @@ from io import StringIO
 
 import pytest
 from django.core.exceptions import ValidationError
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from werkzeug import Response as WResponse
 
 from generation.judge_formats import DEFAULT_PAIR_RUBRIC, verdict_read
@@ -103,13 +103,18 @@ def test_a_pairwise_judge_gets_the_pairwise_rubric_and_refuses_a_scale_placehold
 
 @pytest.mark.django_db(transaction=True)
 def test_the_judge_answers_every_pair_in_both_orders_and_its_flips_are_reported(
-    threaded_server, api_key, tmp_path
+    threaded_server, api_key, tmp_path, client, staff_user
 ):
     provider = make_provider(threaded_server)
     study = pair_study(prompts=4)
     votes(study, 6)  # people's votes: the analysis needs some
     judge = make_judge(study, provider)
     threaded_server.expect_request(CHAT).respond_with_handler(biased_judge())
+    client.force_login(staff_user)
+    page = f"/analysis/{study.slug}/pairwise/"
+    assert (
+        "judge_flips.csv" not in client.get(page).content.decode()
+    )  # computed and kept before the judge ran
 
     out = StringIO()
     call_command("judge_run", study.slug, judge.name, "--in-process", "--no-progress", stdout=out)
@@ -153,6 +158,10 @@ def test_the_judge_answers_every_pair_in_both_orders_and_its_flips_are_reported(
     assert float(scores["arm2"]["judge_strength"]) > float(scores["arm1"]["judge_strength"]) > 0
     assert scores["arm2"]["human_strength"] != ""
     assert (tmp_path / "judge_calibration.csv").exists()
+    # The analysts' page and the API: the judge's new verdicts make the kept analysis stale.
+    assert "judge_flips.csv" in client.get(page).content.decode()
+    served = client.get(f"/api/studies/{study.slug}/pairwise/judge_flips.csv")
+    assert served.status_code == 200 and served.content.startswith(b"judge,scope,pairs,flips")
 
 
 @pytest.mark.django_db
@@ -209,3 +218,12 @@ def test_a_screening_judge_gets_the_pairs_showing_a_new_reply_in_both_orders(ope
     assert {(r.response.condition.name, r.versus.condition.name) for r in rows} == {
         ("arm2", "arm0"), ("arm0", "arm2"), ("arm2", "arm1"), ("arm1", "arm2"),
     }  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_the_rating_judge_report_sends_a_pairwise_judge_to_the_pairwise_analysis(openai_provider):
+    study = pair_study(prompts=1)
+    make_judge(study, openai_provider, name="pj")
+    with pytest.raises(CommandError) as caught:
+        call_command("judge_report", study.slug, "pj", stdout=StringIO())
+    assert f"/analysis/{study.slug}/pairwise/" in str(caught.value)
