@@ -25,6 +25,7 @@ from tests.factories import pairwise_study_build
 
 from .conftest import make_provider, race
 from .judge_helpers import judge_reply_body, make_judge
+from .test_batches import FakeBatchAPI
 
 CHAT = "/v1/chat/completions"
 QUALITY = {"arm0": 0, "arm1": 1, "arm2": 2}  # the loopback judge prefers the better condition
@@ -42,11 +43,14 @@ def pair_study(prompts=4):
     return study
 
 
-def sent_pair(request) -> tuple[str, str, str]:
-    """(condition shown as A, prompt, condition shown as B) of a judge request."""
-    content = request.get_json()["messages"][-1]["content"]
+def sent_pair_of(content: str) -> tuple[str, str, str]:
+    """(condition shown as A, prompt, condition shown as B) of a judge request's message."""
     a, prompt, b = REPLY.search(content).groups()
     return a, prompt, b
+
+
+def sent_pair(request) -> tuple[str, str, str]:
+    return sent_pair_of(request.get_json()["messages"][-1]["content"])
 
 
 def biased_judge(*, position_biased_prompt="p0", unreadable=()):
@@ -227,3 +231,29 @@ def test_the_rating_judge_report_sends_a_pairwise_judge_to_the_pairwise_analysis
     with pytest.raises(CommandError) as caught:
         call_command("judge_report", study.slug, "pj", stdout=StringIO())
     assert f"/analysis/{study.slug}/pairwise/" in str(caught.value)
+
+
+class PositionLedBatchAPI(FakeBatchAPI):
+    """A Batch API that has finished by the first poll, every line answered "A" (whatever is shown as A)."""
+
+    def retrieve(self, request):
+        batch_id = request.path.rsplit("/", 1)[1]
+        if self.batches[batch_id]["status"] == "validating":
+            self.finish(batch_id, lambda line: (200, judge_reply_body("A")))
+        return super().retrieve(request)
+
+
+@pytest.mark.django_db
+def test_a_pairwise_judge_through_the_batch_api_sends_both_orders_and_every_pair_flips(httpserver, api_key):
+    api = PositionLedBatchAPI(httpserver)
+    provider = make_provider(httpserver)
+    study = pair_study(prompts=2)
+    judge = make_judge(study, provider, name="j")
+    out = StringIO()
+    call_command("judge_run", study.slug, "j", "--batch", "--wait", "--poll-seconds", "0.01", stdout=out)
+    assert "12 ratings submitted as batch batch_0." in out.getvalue()
+    shown = {sent_pair_of(line["body"]["messages"][-1]["content"]) for line in api.requests}
+    assert len(shown) == 12 and all((b, p, a) in shown for a, p, b in shown)  # each pair in both orders
+    verdicts = judge_verdicts_frame(judge=judge)
+    assert len(verdicts) == 12 and set(verdicts["choice"]) == {"left"}
+    assert judge_progress(judge=judge)["done"] == 12
