@@ -99,6 +99,15 @@ def _scopes(frame: pd.DataFrame):
         yield f"{a} vs {b}", group
 
 
+FLIP_COLUMNS = [
+    "judge", "scope", "pairs", "flips", "reversals", "flip_rate", "reversal_rate", "ci_low", "ci_high",
+]  # fmt: skip
+CALIBRATION_COLUMNS = [
+    "judge", "scope", "pairs", "no_majority", "agreement", "agreement_low", "agreement_high", "kappa", "kappa_low",
+    "kappa_high",
+]  # fmt: skip
+
+
 def flip_table(pairs: pd.DataFrame) -> pd.DataFrame:
     """Per judge and scope (all pairs, then each condition pair): pairs answered in both orders, flips, reversals,
     the flip rate and its 95 % interval clustered by prompt (sample 0)."""
@@ -120,7 +129,7 @@ def flip_table(pairs: pd.DataFrame) -> pd.DataFrame:
                 estimate = clustered_mean(group["flipped"].astype(float), group["prompt_id"].astype(str))
                 line["ci_low"], line["ci_high"] = max(estimate.ci_low, 0.0), min(estimate.ci_high, 1.0)
             lines.append(line)
-    return pd.DataFrame(lines, columns=[*(lines[0] if lines else ["judge", "scope", "pairs", "flips"])])
+    return pd.DataFrame(lines, columns=FLIP_COLUMNS)
 
 
 def human_majority(human: pd.DataFrame) -> pd.DataFrame:
@@ -178,7 +187,7 @@ def calibration_table(
                 low_high = _bootstrap(decided, n_boot=n_boot, seed=seed)
                 line.update(low_high)
             lines.append(line)
-    return pd.DataFrame(lines)
+    return pd.DataFrame(lines, columns=CALIBRATION_COLUMNS)
 
 
 def _bootstrap(decided: pd.DataFrame, *, n_boot: int, seed: int) -> dict:

@@ -3,7 +3,14 @@
 import pandas as pd
 import pytest
 
-from analysis.judge_pairwise import agreement, calibration_table, flip_table, human_majority, judge_pairs
+from analysis.judge_pairwise import (
+    agreement,
+    calibration_table,
+    flip_table,
+    human_majority,
+    judge_pairs,
+    judge_pairwise_tables,
+)
 
 COLUMNS = ["participant", "prompt_id", "left_condition", "right_condition", "choice"]
 
@@ -75,3 +82,13 @@ def test_agreement_and_kappa_against_the_majority_match_the_hand_computation():
 
 def test_a_perfect_judge_agrees_fully_and_kappa_is_one():
     assert agreement(["a", "b", "tie"], ["a", "b", "tie"]) == pytest.approx((1.0, 1.0))
+
+
+def test_a_judge_midway_with_one_order_answered_has_tables_with_headers_and_no_rows():
+    one_order = JUDGE[JUDGE["left_condition"] == "x"]
+    tables = judge_pairwise_tables(
+        one_order, HUMAN, None, baseline="x", conditions=["x", "y"], n_boot=20, seed=0
+    )
+    for name in ("judge_pairwise", "judge_flips", "judge_calibration"):
+        assert tables[name].empty and "judge" in tables[name].columns, name
+        assert tables[name].to_csv(index=False).startswith("judge,")
