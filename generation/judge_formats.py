@@ -207,8 +207,9 @@ PAIRS = PairFormat()
 
 
 def judge_format_of(study: Study) -> ScaleFormat | PairFormat:
-    """The format of the judges of a study's kind (`StudyKind.judge_format`); ValueError for a kind without one."""
-    path = kind_of(study).judge_format
-    if not path:
+    """The format of the judges of a study's kind (`StudyKind.judge_format`); ValueError for a kind that is not
+    judged."""
+    kind = kind_of(study)
+    if not kind.judged:
         raise ValueError(f"judges do not answer {study.kind} studies")
-    return import_string(path)
+    return import_string(kind.judge_format)

@@ -99,9 +99,10 @@ class StudyKind(ABC):
     # Prompts and responses come from a corpus file (studies/importers/corpus.py, the admin's "Import corpus").
     corpus_import: ClassVar[bool] = False
     # LLM judges answer the study's items (generation's Judge), asked and read by `judge_format`: the dotted path
-    # of a generation.judge_formats object (what a judge is sent, how its reply is read, which units it answers).
+    # of a generation.judge_formats object (what a judge is sent, how its reply is read, which units it answers);
+    # a judged kind that names none has its responses rated on its scale, as the rating kind's are.
     judged: ClassVar[bool] = False
-    judge_format: ClassVar[str | None] = None
+    judge_format: ClassVar[str] = "generation.judge_formats.SCALE"
     # Dotted path of (*, study, **options) -> the power plan before launch (analysis/study_power.py).
     power_planner: ClassVar[str | None] = None
     # Dotted path of (study) -> (header, records): the study's answers export when its answers are not ratings
