@@ -157,6 +157,11 @@ class ScaleFormat:
             found = found.filter(pk__in=responses)
         return [(pk, None) for pk in found.order_by("pk").values_list("pk", flat=True)]
 
+    def unit_count(self, *, study: Study, conditions: list[Condition] | None = None) -> int:
+        """How many units `units` gives (one COUNT: the run page asks on every refresh)."""
+        found = Response.objects.filter(condition__study=study)
+        return (found if conditions is None else found.filter(condition__in=conditions)).count()
+
 
 class PairFormat:
     """Two replies to one prompt compared, in both orders (see the module's docstring)."""
@@ -200,6 +205,9 @@ class PairFormat:
                     continue
                 units.extend((by_condition[a], by_condition[b]) for a, b in permutations(pair))
         return units
+
+    def unit_count(self, *, study: Study, conditions: list[Condition] | None = None) -> int:
+        return len(self.units(study=study, conditions=conditions))
 
 
 SCALE = ScaleFormat()

@@ -231,7 +231,7 @@ def judge_progress(*, judge: Judge, conditions: list[Condition] | None = None) -
     ):
         per_condition.setdefault(name, {})[status] = n
     slots = (
-        len(judge_format_of(judge.study).units(study=judge.study, conditions=conditions)) * judge.n_samples
+        judge_format_of(judge.study).unit_count(study=judge.study, conditions=conditions) * judge.n_samples
     )
     S = JudgeRating.Status
     return {
