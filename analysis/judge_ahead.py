@@ -27,7 +27,7 @@ from django.utils import timezone
 from analysis.judge_report import JudgeReport, judge_report_of
 from analysis.services import study_data_fingerprint
 from analysis.snapshots import CacheUnavailable, _cache, _local_executor
-from generation.selectors import judge_run_summary, judges_of
+from generation.selectors import judge_rates_scale, judge_run_summary, judges_of
 from studies.kinds import kinds_with
 from studies.models import Study
 
@@ -120,6 +120,8 @@ def judge_reports_refresh() -> int:
     computes were asked for (a compute already claimed is not asked twice)."""
     asked = 0
     for study in Study.objects.filter(kind__in=kinds_with(lambda kind: kind.judged)).order_by("id"):
+        if not judge_rates_scale(study=study):  # its judges are reported with its own analysis
+            continue
         for judge in judges_of(study=study):
             state = judge_report_state(study=study, judge=judge)
             asked += int(not state.current)

@@ -37,7 +37,7 @@ from analysis.calibration import Calibration, calibrate
 from analysis.judge_screening import judge_per_response, screening_table
 from analysis.ppi import ppi_share_table
 from analysis.services import _jsonable, baseline_choose, study_alpha
-from generation.selectors import judge_ratings_frame, judge_run_summary, judges_of
+from generation.selectors import judge_rates_scale, judge_ratings_frame, judge_run_summary, judges_of
 from studies.kinds import kind_of
 from studies.models import Study
 
@@ -271,8 +271,12 @@ def judges_list(*, study: Study) -> list:
 def judge_report_of(*, study: Study, judge, b: int = CALIBRATION_BOOTSTRAP) -> JudgeReport:
     """The report of one judge of a study of a judged kind (`StudyKind.judged`), from the database (only
     reads)."""
-    if not kind_of(study).judged:
-        raise JudgeReportError(f"study {study.slug!r} is a {study.kind} study: judges do not rate its kind")
+    if not judge_rates_scale(study=study):
+        where = kind_of(study).analysis_url(study)
+        raise JudgeReportError(
+            f"study {study.slug!r} is a {study.kind} study: its judges do not rate responses on a scale"
+            + (f"; they are reported with its analysis ({where}, and analyze --out)" if where else "")
+        )
     if judge.study_id != study.pk:
         raise JudgeReportError(f"judge {judge.name!r} belongs to another study")
     infos = selectors.condition_list(study=study)

@@ -14,7 +14,7 @@ from analysis.judge_pages import judge_report_context
 from analysis.judge_report import JudgeReport, JudgeReportError, judge_of
 from analysis.permissions import analyst_required
 from analysis.snapshots import CacheUnavailable
-from studies.kinds import kind_of
+from generation.selectors import judge_rates_scale
 from studies.models import Study
 
 
@@ -24,8 +24,8 @@ def study_and_judge(slug: str, name: str):
         study = selectors.study_get_by_slug(slug=slug)
     except Study.DoesNotExist:
         raise Http404("No such study.") from None
-    if not kind_of(study).judged:
-        raise Http404(f"Judges do not rate {study.kind} studies.")
+    if not judge_rates_scale(study=study):  # a pairwise judge is reported on the study's pairwise page
+        raise Http404(f"No judge report of this kind for {study.kind} studies.")
     try:
         return study, judge_of(study=study, name=name)
     except JudgeReportError as exc:

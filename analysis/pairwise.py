@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from generation.selectors import judge_verdicts_frame, judges_of
 from studies.models import Condition, Study
 from studies.selectors import study_planned_analysis
 from studies.waves import family_members
@@ -21,6 +22,7 @@ from studies.waves import family_members
 from . import bradley_terry
 from .clustered import twoway_clustered_difference
 from .design import design_json_write, design_lines, design_of
+from .judge_pairwise import judge_pairwise_tables
 from .pairwise_frame import pairwise_frame
 from .pairwise_report import pairwise_analyze_frame, pairwise_outputs_write
 from .services import AnalysisError, AnalysisOptions
@@ -66,6 +68,7 @@ class PairwiseAnalysisEntry:
             )
         except ValueError as exc:  # e.g. a condition without votes, or comparisons that do not connect
             raise AnalysisError(f"study {study.slug!r}: {exc}") from None
+        result["judges"] = judge_tables(study, frame, result, options)
         if study.parent_id is not None:
             alpha = float(study_planned_analysis(study=study)["alpha"])
             result["drift"], result["drift_warning"] = pairwise_drift(
@@ -95,8 +98,30 @@ class PairwiseAnalysisEntry:
         if "drift" in result:
             written.append(out_dir / "drift.csv")
             result["drift"].to_csv(written[-1], index=False, lineterminator="\n")
+        for name, table in result["judges"].items():
+            written.append(out_dir / f"{name}.csv")
+            table.to_csv(written[-1], index=False, lineterminator="\n")
         written.append(design_json_write(design_of(study), out_dir / "design.json"))
         return written, result.get("drift_warning", "")
+
+
+def judge_tables(study: Study, frame: pd.DataFrame, result: dict, options: AnalysisOptions) -> dict:
+    """The tables of the study's LLM judges (analysis/judge_pairwise.py), their verdicts read through
+    generation.selectors (never mixed into the people's votes), calibrated against `frame` (the people's counted
+    votes) and beside `result`'s strengths; {} when no judge has answered both orders of a pair."""
+    verdicts = [judge_verdicts_frame(judge=judge) for judge in judges_of(study=study)]
+    verdicts = [v for v in verdicts if not v.empty]
+    if not verdicts:
+        return {}
+    return judge_pairwise_tables(
+        pd.concat(verdicts, ignore_index=True),
+        frame,
+        result.get("bt_scores"),
+        baseline=baseline_of(study, options),
+        conditions=list(Condition.objects.filter(study=study).values_list("name", flat=True)),
+        n_boot=options.bootstrap_samples,
+        seed=study.seed if options.seed is None else options.seed,
+    )
 
 
 def _family(study: Study) -> list[Study]:

@@ -19,6 +19,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from analysis.permissions import analyst_required
+from generation.selectors import judge_run_summary, judges_of
 from studies.models import PairItem, Study
 
 from .services import AnalysisError, AnalysisOptions, analysis_entry
@@ -26,7 +27,10 @@ from .services import AnalysisError, AnalysisOptions, analysis_entry
 CACHE_SECONDS = 15 * 60
 # The page draws fewer resamples than the command (it answers a request; `analyze --bootstrap` sets the command's).
 PAGE_BOOTSTRAP_SAMPLES = 500
-TABLES = ("bt_scores.csv", "win_matrix.csv", "win_rates.csv", "position_bias.csv", "drift.csv")
+TABLES = (
+    "bt_scores.csv", "win_matrix.csv", "win_rates.csv", "position_bias.csv", "drift.csv",
+    "judge_flips.csv", "judge_calibration.csv", "judge_bt_scores.csv",
+)  # fmt: skip
 # Each figure's text alternative: what it draws; its numbers are the tables the page shows above it.
 FIGURE_ALTS = {
     "bt_strengths.png": "Each condition's log-strength with its 95 % interval, the baseline at 0: the numbers of "
@@ -55,7 +59,11 @@ def _files(study: Study) -> dict[str, bytes]:
     answers = PairItem.objects.filter(participant__study=study, answered_at__isnull=False).aggregate(
         n=Count("pk"), last=Max("answered_at")
     )
-    state = f"{answers['n']}:{answers['last']}:{json.dumps(study.exclusion_rules, sort_keys=True)}"
+    runs = [
+        judge_run_summary(judge=judge) for judge in judges_of(study=study)
+    ]  # a judge's new verdicts count too
+    judged = [(run["judge"], run["done"], run["last_rating_id"]) for run in runs]
+    state = f"{answers['n']}:{answers['last']}:{json.dumps(study.exclusion_rules, sort_keys=True)}:{judged}"
     key = f"pairwise-page:{study.pk}:{hashlib.sha256(state.encode()).hexdigest()}"
     files = cache.get(key)
     if files is None:

@@ -12,10 +12,10 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from generation import judge_batches, selectors
+from generation.judge_formats import judge_format_of
 from generation.judge_models import Judge, JudgeBatch, JudgeRating
 from generation.providers import batch_api_of
 from generation.services import judging
-from studies.models import Response
 
 
 @admin.register(Judge)
@@ -58,15 +58,13 @@ class JudgeAdmin(admin.ModelAdmin):
     def rendered_example(self, obj):
         if not obj or not obj.pk:
             return "Save to see the rubric filled with the study's first response."
-        response = (
-            Response.objects.filter(condition__study=obj.study).select_related("prompt__emotion").first()
-        )
-        if response is None:
-            return "The study has no responses yet."
         try:
-            system, messages_ = judging.judge_render(judge=obj, response=response)
+            example = judging.judge_example(judge=obj)
         except ValidationError as exc:
             return format_html('<p class="errornote">{}</p>', " ".join(exc.messages))
+        if example is None:
+            return "The study has no responses yet."
+        system, messages_ = example
         return format_html(
             '{}<pre style="white-space:pre-wrap">{}</pre>',
             format_html('<p><strong>System</strong></p><pre style="white-space:pre-wrap">{}</pre>', system)
@@ -88,6 +86,7 @@ class JudgeAdmin(admin.ModelAdmin):
             **self.admin_site.each_context(request),
             "title": f"Judge {judge.name}: {judge.study.title}",
             "judge": judge,
+            "judge_answers": judge_format_of(judge.study).answers,
             "progress": progress,
             "busy": busy,
             "problems": judging.judge_problems(judge=judge),

@@ -86,11 +86,13 @@ def _held(batch: JudgeBatch):
 def _send(batch: JudgeBatch) -> None:
     judge = batch.judge
     provider = judge.provider
-    held = _held(batch).select_related("response__prompt__emotion").order_by("id")
+    held = _held(batch).select_related("response__prompt__emotion", "versus").order_by("id")
     requests = [
         (
             f"{CUSTOM_ID_PREFIX}{rating.id}",
-            judge_request(judge=judge, response=rating.response, sample_index=rating.sample_index),
+            judge_request(
+                judge=judge, response=rating.response, versus=rating.versus, sample_index=rating.sample_index
+            ),
         )
         for rating in held.iterator(chunk_size=2000)
     ]
@@ -175,7 +177,9 @@ def _collect(batch: JudgeBatch, lines, *, price_factor: Decimal) -> BatchCollect
     api = batch_api_of(provider)
     ratings = {
         rating.id: rating
-        for rating in _held(batch).select_related("response__prompt__emotion").iterator(chunk_size=2000)
+        for rating in _held(batch)
+        .select_related("response__prompt__emotion", "versus")
+        .iterator(chunk_size=2000)
     }
     turnaround_ms = int((timezone.now() - (batch.submitted_at or timezone.now())).total_seconds() * 1000)
     result = BatchCollected()
@@ -195,7 +199,12 @@ def _collect(batch: JudgeBatch, lines, *, price_factor: Decimal) -> BatchCollect
                 provider=provider,
                 line=line,
                 request={
-                    **judge_request(judge=judge, response=rating.response, sample_index=rating.sample_index),
+                    **judge_request(
+                        judge=judge,
+                        response=rating.response,
+                        versus=rating.versus,
+                        sample_index=rating.sample_index,
+                    ),
                     "_batch": batch.provider_batch_id,
                 },
                 latency_ms=turnaround_ms,

@@ -2,8 +2,10 @@
 
 * Judge: which provider and model rate, with which rubric prompt and decoding settings, how many samples per
   response, and whether it screens new conditions before any person sees them.
-* JudgeRating: one judge's rating of one response, one row per (judge, response, sample). The unique constraint
-  makes a second stored rating impossible; the row's status is the record of the work, like GenerationItem's.
+* JudgeRating: one judge's rating of one response, one row per (judge, response, sample); for a kind whose judges
+  compare two replies (generation/judge_formats.py), one row per (judge, reply shown as A, reply shown as B
+  (`versus`), sample), so each order of a pair is its own row. The unique constraints make a second stored
+  rating impossible; the row's status is the record of the work, like GenerationItem's.
 
 Judge ratings live here, apart from ratings.Rating: no human statistic reads this table. Analysis reads them
 through generation.selectors.judge_ratings_frame only.
@@ -14,42 +16,26 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from generation.batch_records import BatchRecord
+from generation.judge_formats import (
+    DEFAULT_PAIR_RUBRIC,
+    DEFAULT_RUBRIC,
+    PAIR_PLACEHOLDERS,
+    RUBRIC_PLACEHOLDERS,
+    judge_format_of,
+    scale_labels_problem,
+)
 from generation.placeholders import placeholders_validate
 from studies.kinds import kind_of
 from studies.models import Response, Study
 
-#: The fields of a response a rubric may use.
-RUBRIC_PLACEHOLDERS = ("situation", "speaker_utterance", "emotion", "response", "scale")
-
-# The seed study's definitions of Good / Okay / Bad, in our own words. {scale} lists the study's labels.
-DEFAULT_RUBRIC = (
-    "You rate how empathetic a reply is in a short conversation.\n\n"
-    "A person described a situation in which they felt {emotion}, and said something about it. Someone replied.\n"
-    "Rate the reply:\n"
-    "- Good: the reply shows it understands what the person feels and why, and responds with care; it fits "
-    "the situation and reads like something a caring person would say.\n"
-    "- Okay: the reply is relevant and not unkind, but generic, shallow, or only partly acknowledges the feeling.\n"
-    "- Bad: the reply misreads or ignores the feeling, is off-topic, dismissive, inappropriate, or incoherent.\n\n"
-    "Situation: {situation}\n"
-    "What they said: {speaker_utterance}\n"
-    "The reply: {response}\n\n"
-    "Answer with exactly one word, one of: {scale}."
-)
+# DEFAULT_RUBRIC and scale_labels_problem stay importable from here (their home is judge_formats).
+__all__ = ["DEFAULT_RUBRIC", "Judge", "JudgeBatch", "JudgeRating", "rubric_validate", "scale_labels_problem"]
+DEFAULT_RUBRICS = (DEFAULT_RUBRIC, DEFAULT_PAIR_RUBRIC)
 
 
-def rubric_validate(rubric: str) -> None:
-    """ValidationError naming any placeholder a rubric uses that a response does not have."""
-    placeholders_validate(rubric, allowed=RUBRIC_PLACEHOLDERS, what="the rubric")
-
-
-def scale_labels_problem(scale) -> str | None:
-    """Why a judge cannot answer on this scale (labels missing or equal up to case), or None."""
-    labels = [str(option.get("label", "")).strip() for option in scale or [] if isinstance(option, dict)]
-    if len(labels) < 2 or not all(labels):
-        return "the study's scale needs at least two labelled values for a judge to name one"
-    if len({label.casefold() for label in labels}) != len(labels):
-        return "the study's scale has two labels that differ only in case; a judge's reply could not tell them apart"
-    return None
+def rubric_validate(rubric: str, *, placeholders: tuple[str, ...] = RUBRIC_PLACEHOLDERS) -> None:
+    """ValidationError naming any placeholder a rubric uses that its format (`judge_formats`) does not fill."""
+    placeholders_validate(rubric, allowed=placeholders, what="the rubric")
 
 
 class Judge(models.Model):
@@ -61,7 +47,10 @@ class Judge(models.Model):
         default=DEFAULT_RUBRIC,
         help_text="The prompt sent for each response. Placeholders: "
         + ", ".join("{" + p + "}" for p in RUBRIC_PLACEHOLDERS)
-        + ". The reply must name one of the scale's labels.",
+        + ". The reply must name one of the scale's labels. A pairwise study's judge compares two replies: "
+        + ", ".join("{" + p + "}" for p in PAIR_PLACEHOLDERS)
+        + "; the reply must be A, B or SAME, optionally followed by BOTH INADEQUATE. Left as a default, the "
+        "rubric becomes the default of the study's kind.",
     )
     system_prompt = models.TextField(blank=True)
     temperature = models.FloatField(default=0.0, validators=[MinValueValidator(0), MaxValueValidator(2)])
@@ -86,14 +75,21 @@ class Judge(models.Model):
     def clean(self):
         super().clean()
         errors = {}
-        try:
-            rubric_validate(self.rubric or "")
-        except ValidationError as exc:
-            errors["rubric"] = exc.messages
         if self.study_id and not kind_of(self.study).judged:
             errors["study"] = [f"Judges do not rate {self.study.kind} studies."]
-        elif self.study_id and (problem := scale_labels_problem(self.study.scale)):
-            errors["study"] = [problem[0].upper() + problem[1:] + "."]
+            raise ValidationError(errors)
+        placeholders = RUBRIC_PLACEHOLDERS
+        if self.study_id:
+            form = judge_format_of(self.study)
+            placeholders = form.placeholders
+            if not self.rubric or self.rubric in DEFAULT_RUBRICS:  # a default: the one of the study's kind
+                self.rubric = form.default_rubric
+            if problems := form.problems(self.study):
+                errors["study"] = [problem[0].upper() + problem[1:] + "." for problem in problems]
+        try:
+            rubric_validate(self.rubric or "", placeholders=placeholders)
+        except ValidationError as exc:
+            errors["rubric"] = exc.messages
         if errors:
             raise ValidationError(errors)
 
@@ -134,7 +130,18 @@ class JudgeRating(models.Model):
     response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="judge_ratings")
     sample_index = models.PositiveSmallIntegerField(default=0)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
-    value = models.SmallIntegerField(null=True, blank=True, help_text="A value of the study's scale.")
+    # The reply shown as B beside `response` (shown as A), for a judge that compares two replies; null otherwise.
+    versus = models.ForeignKey(
+        Response, null=True, blank=True, on_delete=models.CASCADE, related_name="judge_ratings_versus"
+    )
+    value = models.SmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="A value of the study's scale; for a comparison, 1 = A (response), 2 = B (versus), 3 = about the same.",
+    )
+    both_inadequate = models.BooleanField(
+        null=True, blank=True, help_text="A comparison's verdict that both replies are inadequate."
+    )
     reply_text = models.TextField(blank=True, help_text="The judge's reply as received.")
     # Work bookkeeping, as GenerationItem's.
     attempts = models.PositiveIntegerField(default=0)
@@ -174,7 +181,14 @@ class JudgeRating(models.Model):
         ordering = ["judge", "response", "sample_index"]
         constraints = [
             models.UniqueConstraint(
-                fields=["judge", "response", "sample_index"], name="judge_rating_unique_per_response_sample"
+                fields=["judge", "response", "sample_index"],
+                condition=models.Q(versus__isnull=True),
+                name="judge_rating_unique_per_response_sample",
+            ),
+            models.UniqueConstraint(
+                fields=["judge", "response", "versus", "sample_index"],
+                condition=models.Q(versus__isnull=False),
+                name="judge_rating_unique_per_order_sample",
             ),
             models.CheckConstraint(
                 condition=~models.Q(status="done") | models.Q(value__isnull=False),

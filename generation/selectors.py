@@ -16,6 +16,7 @@ from decimal import Decimal
 
 from django.db.models import Count, Sum
 
+from generation.judge_formats import VERDICT_A, VERDICT_B, VERDICT_SAME, judge_format_of
 from generation.models import (
     GenerationItem,
     GenerationJob,
@@ -217,10 +218,8 @@ def judge_progress(*, judge: Judge, conditions: list[Condition] | None = None) -
     """How far a judge has got: ratings done / running / pending / failed (of responses × samples), spend and
     tokens so far, the most common errors of failed ratings, and the same counts per condition."""
     rows = JudgeRating.objects.filter(judge=judge)
-    responses = Response.objects.filter(condition__study_id=judge.study_id)
     if conditions is not None:
         rows = rows.filter(response__condition__in=conditions)
-        responses = responses.filter(condition__in=conditions)
     counts = dict(rows.order_by().values_list("status").annotate(n=Count("id")).values_list("status", "n"))
     totals = rows.aggregate(
         spend=Sum("cost"), tokens_in=Sum("spent_input_tokens"), tokens_out=Sum("spent_output_tokens")
@@ -233,7 +232,9 @@ def judge_progress(*, judge: Judge, conditions: list[Condition] | None = None) -
         .values_list("response__condition__name", "status", "n")
     ):
         per_condition.setdefault(name, {})[status] = n
-    slots = responses.count() * judge.n_samples
+    slots = (
+        judge_format_of(judge.study).unit_count(study=judge.study, conditions=conditions) * judge.n_samples
+    )
     S = JudgeRating.Status
     return {
         "slots": slots,
@@ -293,6 +294,54 @@ def judge_ratings_frame(*, judge: Judge, conditions: list[Condition] | None = No
             for r, s, v, c, e, t in records
         ],
         columns=["response_id", "sample_index", "value", "condition", "emotion", "words"],
+    )
+
+
+def judge_rates_scale(*, study: Study) -> bool:
+    """Whether the study's judges rate single responses on its scale (the judge report of analysis/judge_report.py
+    calibrates those); False for a kind whose judges answer otherwise, or have none."""
+    try:
+        return judge_format_of(study).rates_scale
+    except ValueError:
+        return False
+
+
+# A comparison's verdict as the pairwise frame names a choice: the reply shown as A is on the left.
+_VERDICT_CHOICE = {VERDICT_A: "left", VERDICT_B: "right", VERDICT_SAME: "tie"}
+VERDICT_COLUMNS = [
+    "judge", "prompt_id", "left_condition", "right_condition", "choice", "both_inadequate", "sample_index",
+    "left_length", "right_length",
+]  # fmt: skip
+
+
+def judge_verdicts_frame(*, judge: Judge):
+    """A comparing judge's stored verdicts (done rows), one row per order of a pair and sample, in the pairwise
+    frame's terms (analysis/pairwise_frame.py): the reply shown as A is `left`, choice left / right / tie,
+    prompt_id the prompt's dialogue id, lengths in characters. The only way analysis reads them."""
+    import pandas as pd
+    from django.db.models.functions import Length
+
+    rows = (
+        JudgeRating.objects.filter(judge=judge, status=JudgeRating.Status.DONE, versus__isnull=False)
+        .annotate(left_length=Length("response__text"), right_length=Length("versus__text"))
+        .order_by("response__prompt_id", "id")
+        .values_list(
+            "response__prompt__dialogue_id",
+            "response__condition__name",
+            "versus__condition__name",
+            "value",
+            "both_inadequate",
+            "sample_index",
+            "left_length",
+            "right_length",
+        )  # fmt: skip
+    )
+    return pd.DataFrame(
+        [
+            (judge.name, p, lc, rc, _VERDICT_CHOICE[v], bool(b), s, ll, rl)
+            for p, lc, rc, v, b, s, ll, rl in rows
+        ],
+        columns=VERDICT_COLUMNS,
     )
 
 

@@ -22,16 +22,17 @@
 from __future__ import annotations
 
 import logging
-import re
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Count, F, Q
+from django.db.models import F, Q
 from django.utils import timezone
 
-from generation.judge_models import Judge, JudgeRating, rubric_validate, scale_labels_problem
+from generation.judge_formats import judge_format_of, reply_value
+from generation.judge_models import Judge, JudgeRating, rubric_validate
 from generation.providers import (
     Completion,
     PermanentProviderError,
@@ -71,13 +72,16 @@ def scale_text(study: Study) -> str:
     return ", ".join(str(option["label"]) for option in study.scale)
 
 
-def judge_render(*, judge: Judge, response: Response) -> tuple[str, list[dict]]:
-    """The system prompt and messages the judge sends for a response (ValidationError for a bad rubric)."""
-    rubric_validate(judge.rubric)
+def judge_render(
+    *, judge: Judge, response: Response, versus: Response | None = None
+) -> tuple[str, list[dict]]:
+    """The system prompt and messages the judge sends for a response (with `versus`: the pair, `response` shown
+    as A), filled by the study kind's judge format (ValidationError for a bad rubric)."""
+    form = judge_format_of(judge.study)
+    rubric_validate(judge.rubric, placeholders=form.placeholders)
     fields = {
         **prompt_fields(response.prompt),
-        "response": response.text,
-        "scale": scale_text(judge.study),
+        **form.fields(study=judge.study, response=response, versus=versus),
     }
     return judge.system_prompt, [{"role": "user", "content": judge.rubric.format_map(fields)}]
 
@@ -90,9 +94,11 @@ def judge_params(judge: Judge, sample_index: int) -> dict:
     }
 
 
-def judge_request(*, judge: Judge, response: Response, sample_index: int) -> dict:
+def judge_request(
+    *, judge: Judge, response: Response, sample_index: int, versus: Response | None = None
+) -> dict:
     """The exact request body for one rating, as the provider's adapter builds it (batch lines use it)."""
-    system, messages = judge_render(judge=judge, response=response)
+    system, messages = judge_render(judge=judge, response=response, versus=versus)
     return provider_request_build(
         provider=judge.provider,
         model=judge.model,
@@ -102,34 +108,21 @@ def judge_request(*, judge: Judge, response: Response, sample_index: int) -> dic
     )
 
 
-# --- reading the reply ------------------------------------------------------------------------------------------
+def judge_example(*, judge: Judge) -> tuple[str, list[dict]] | None:
+    """What the judge sends for the study's first unit (its first response, or first pair), or None when the study
+    has nothing to judge yet; ValidationError for a bad rubric. Sends nothing."""
+    units = judge_format_of(judge.study).units(study=judge.study)
+    if not units:
+        return None
+    response_id, versus_id = units[0]
+    replies = (
+        Response.objects.filter(id__in=[response_id, versus_id]).select_related("prompt__emotion").in_bulk()
+    )
+    return judge_render(judge=judge, response=replies[response_id], versus=replies.get(versus_id))
 
 
-def _label_pattern(label: str) -> re.Pattern:
-    words = [re.escape(w) for w in re.findall(r"\w+", label.casefold())]
-    return re.compile(r"(?<!\w)" + r"\W+".join(words) + r"(?!\w)")
-
-
-def reply_value(text: str, *, scale: list[dict]) -> int:
-    """The scale value whose label the reply names; TransientProviderError("unparseable") when it names none or
-    several (see the module doc)."""
-    lowered = (text or "").casefold()
-    spans = []  # (start, end, value)
-    for option in scale:
-        for match in _label_pattern(str(option["label"])).finditer(lowered):
-            spans.append((match.start(), match.end(), int(option["value"])))
-    # A match inside a longer matching label ("good" within "very good") is that label's, not its own.
-    kept = {
-        value
-        for start, end, value in spans
-        if not any(s <= start and end <= e and (e - s) > (end - start) for s, e, _ in spans)
-    }
-    if len(kept) == 1:
-        return kept.pop()
-    labels = ", ".join(str(option["label"]) for option in scale)
-    shown = (text or "").strip()[:200]
-    what = "names none of" if not kept else "names more than one of"
-    raise TransientProviderError("unparseable", f"the reply {what} the labels ({labels}): {shown!r}")
+# reply_value (the scale's reading) lives with the formats; importable from here as before.
+__all__ = ["reply_value"]
 
 
 # --- checks, enqueueing, dispatch -----------------------------------------------------------------------------
@@ -138,11 +131,12 @@ def reply_value(text: str, *, scale: list[dict]) -> int:
 def judge_problems(*, judge: Judge) -> list[str]:
     """Everything that stops this judge from rating, one sentence each."""
     problems = []
+    form = judge_format_of(judge.study)
     try:
-        rubric_validate(judge.rubric)
+        rubric_validate(judge.rubric, placeholders=form.placeholders)
     except ValidationError as exc:
         problems.append(f"Judge {judge.name}: rubric: {' '.join(exc.messages)}")
-    if problem := scale_labels_problem(judge.study.scale):
+    for problem in form.problems(judge.study):
         problems.append(f"Judge {judge.name}: {problem}.")
     try:
         provider_api_key(judge.provider)
@@ -166,18 +160,15 @@ def judge_conditions(*, judge: Judge, names: list[str] | None) -> list[Condition
 
 
 def judge_enqueue(*, judge: Judge, conditions: list[Condition] | None = None, responses=None) -> int:
-    """Create the missing rating rows (one per response × sample) of the study's responses in these conditions
-    (or of the given responses). Idempotent: existing rows are left as they are. Returns how many were new."""
-    if responses is None:
-        responses = Response.objects.filter(condition__study=judge.study)
-        if conditions is not None:
-            responses = responses.filter(condition__in=conditions)
-    response_ids = list(responses.values_list("id", flat=True))
+    """Create the missing rating rows (one per unit × sample) of the study's units (its kind's judge format:
+    responses, or pairs of replies in both orders) in these conditions, or showing the given responses. Idempotent: existing rows are left as they are. Returns how many were new."""
+    chosen = None if responses is None else set(responses.values_list("id", flat=True))
+    units = judge_format_of(judge.study).units(study=judge.study, conditions=conditions, responses=chosen)
     before = JudgeRating.objects.filter(judge=judge).count()
     JudgeRating.objects.bulk_create(
         [
-            JudgeRating(judge=judge, response_id=response_id, sample_index=sample)
-            for response_id in response_ids
+            JudgeRating(judge=judge, response_id=response_id, versus_id=versus_id, sample_index=sample)
+            for response_id, versus_id in units
             for sample in range(judge.n_samples)
         ],
         ignore_conflicts=True,
@@ -272,12 +263,12 @@ def judge_rating_run(*, rating_id: int) -> RunOutcome:
     if not row_claim(JudgeRating.objects.filter(id=rating_id), token=token, now=started):
         return RunOutcome("skipped")
     rating = JudgeRating.objects.select_related(
-        "judge__provider", "judge__study", "response__prompt__emotion"
+        "judge__provider", "judge__study", "response__prompt__emotion", "versus"
     ).get(id=rating_id)
     judge = rating.judge
     mine = JudgeRating.objects.filter(id=rating_id, claim_token=token, status=Status.RUNNING)
     try:
-        system, messages = judge_render(judge=judge, response=rating.response)
+        system, messages = judge_render(judge=judge, response=rating.response, versus=rating.versus)
     except ValidationError as exc:
         mine.update(
             status=Status.FAILED, error_kind="rubric", last_error=" ".join(exc.messages), claim_token=""
@@ -325,13 +316,14 @@ def judge_reply_store(
     spent = spend_of(usage_in=completion.usage_in, usage_out=completion.usage_out, cost=completion.cost)
     mine = JudgeRating.objects.filter(id=rating.id, claim_token=token, status=Status.RUNNING)
     try:
-        value = reply_value(completion.text, scale=judge.study.scale)
+        value, both_inadequate = judge_format_of(judge.study).read(completion.text, study=judge.study)
     except TransientProviderError as exc:
         JudgeRating.objects.filter(id=rating.id).update(reply_text=completion.text, **spent)
         return held_settle(mine, error=exc, attempt=rating.attempts, max_attempts=judge.provider.max_attempts)
     held = mine.update(
         status=Status.DONE,
         value=value,
+        both_inadequate=both_inadequate,
         reply_text=completion.text,
         request=request,
         raw_response=completion.raw_response,
@@ -374,9 +366,10 @@ def judge_rating_run_until_settled(rating_id: int, *, own_thread: bool = True) -
 def judge_ratings_stale(*, response: Response) -> int:
     """The response's text changed (regenerated, edited): every judge's ratings of it rated a text that is gone.
     They go back to pending (their spend stays), to be rated again. Returns how many were reset."""
-    return JudgeRating.objects.filter(response=response).update(
+    return JudgeRating.objects.filter(Q(response=response) | Q(versus=response)).update(
         status=Status.PENDING,
         value=None,
+        both_inadequate=None,
         reply_text="",
         attempts=0,
         claim_token="",
@@ -401,7 +394,9 @@ def screening_enqueue(*, response: Response, replaced: bool = False) -> list[int
         return []
     for judge in judges:
         judge_enqueue(judge=judge, responses=Response.objects.filter(id=response.id))
-    rows = JudgeRating.objects.filter(judge__in=judges, response=response, status=Status.PENDING)
+    rows = JudgeRating.objects.filter(
+        Q(response=response) | Q(versus=response), judge__in=judges, status=Status.PENDING
+    )
     ids = list(rows.values_list("id", flat=True))
     transaction.on_commit(lambda: judge_dispatch(rating_ids=ids))
     return ids
@@ -410,20 +405,19 @@ def screening_enqueue(*, response: Response, replaced: bool = False) -> list[int
 def judge_estimate(*, judge: Judge, conditions: list[Condition] | None = None) -> dict:
     """For the ratings not yet done: calls, input tokens (estimated), output tokens at most (max_tokens each) and
     the cost at most, one call at a time and through the Batch API where the provider has one. Sends nothing."""
-    responses = Response.objects.filter(condition__study=judge.study).select_related("prompt__emotion")
-    if conditions is not None:
-        responses = responses.filter(condition__in=conditions)
-    done = dict(
-        JudgeRating.objects.filter(judge=judge, status=Status.DONE)
-        .values_list("response_id")
-        .annotate(n=Count("id"))
-        .values_list("response_id", "n")
+    units = judge_format_of(judge.study).units(study=judge.study, conditions=conditions)
+    done = Counter(
+        JudgeRating.objects.filter(judge=judge, status=Status.DONE).values_list("response_id", "versus_id")
     )
+    shown = {pk for unit in units for pk in unit if pk is not None}
+    replies = Response.objects.filter(id__in=shown).select_related("prompt__emotion").in_bulk()
     calls = tokens_in = 0
-    for response in responses.iterator(chunk_size=2000):
-        missing = judge.n_samples - done.get(response.id, 0)
+    for response_id, versus_id in units:
+        missing = judge.n_samples - done.get((response_id, versus_id), 0)
         if missing > 0:
-            system, messages = judge_render(judge=judge, response=response)
+            system, messages = judge_render(
+                judge=judge, response=replies[response_id], versus=replies.get(versus_id)
+            )
             calls += missing
             tokens_in += missing * tokens_estimate(system=system, messages=messages, max_tokens=0)
     tokens_out = calls * judge.max_tokens

@@ -20,8 +20,8 @@ entry and consent pages, recruiting-platform handling and exactly-once answers. 
   Study fields only this kind reads) and `admin_inlines` (shown on the study's admin page) and `generation_admin_view` (the kind's page under Generation, when its models
   answer in their own way), as dotted paths resolved by the admin;
 * **capabilities** — what the kind's studies offer beyond the spine, each left out by a kind that does not
-  offer it: `corpus_import` (prompts and responses from a corpus file), `judged` (LLM judges rate its
-  responses), `power_planner` (power before launch), `answers_export` (its own answers export), `wave_keeps_conditions` (what a wave copies), `questionnaire(study)` (questionnaire runs: an
+  offer it: `corpus_import` (prompts and responses from a corpus file), `judged` (LLM judges answer its
+  items, asked and read by its `judge_format`), `power_planner` (power before launch), `answers_export` (its own answers export), `wave_keeps_conditions` (what a wave copies), `questionnaire(study)` (questionnaire runs: an
   instrument answered before and after a situation, by people and models).
 
 A new kind is one subclass and one `registry.register(...)` call; nothing else branches on `study.kind`: code
@@ -129,8 +129,11 @@ class StudyKind(ABC):
     analysis_page: ClassVar[str | None] = None
     # Prompts and responses come from a corpus file (studies/importers/corpus.py, the admin's "Import corpus").
     corpus_import: ClassVar[bool] = False
-    # LLM judges rate the study's responses on its scale (generation's Judge, analysis/judge_report.py).
+    # LLM judges answer the study's items (generation's Judge), asked and read by `judge_format`: the dotted path
+    # of a generation.judge_formats object (what a judge is sent, how its reply is read, which units it answers);
+    # a judged kind that names none has its responses rated on its scale, as the rating kind's are.
     judged: ClassVar[bool] = False
+    judge_format: ClassVar[str] = "generation.judge_formats.SCALE"
     # Dotted path of (*, study, **options) -> the power plan before launch (analysis/study_power.py).
     power_planner: ClassVar[str | None] = None
     # Dotted path of (study) -> (header, records): the study's answers export when its answers are not ratings

@@ -138,6 +138,9 @@ class PairwiseKind(StudyKind):
     corpus_import = True
     material_title = "Corpus: prompts and replies"
     answers_export = "analysis.pairwise_frame.pairwise_export"
+    # LLM judges compare each pair of conditions' replies on every prompt, in both orders.
+    judged = True
+    judge_format = "generation.judge_formats.PAIRS"
     power_planner = "analysis.study_power.pairwise_power_plan"
     # (study) -> {(condition id, condition id): weight}, the adaptive phase's targets; read after the warm-up.
     pair_weights = "analysis.pairwise.adaptive_pair_weights"

@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError
 from generation.judge_models import Judge
 from generation.models import Provider
 from generation.services import judging
-from studies.models import Response, Study
+from studies.models import Study
 
 
 class Command(BaseCommand):
@@ -81,10 +81,10 @@ class Command(BaseCommand):
             f"{judge.model}, {judge.n_samples} sample(s) per response, temperature {judge.temperature}, "
             f"screens new conditions: {'yes' if judge.screens_new_conditions else 'no'}."
         )
-        response = Response.objects.filter(condition__study=study).select_related("prompt__emotion").first()
-        if response is not None:
-            system, messages = judging.judge_render(judge=judge, response=response)
-            self.stdout.write("What it sends for the study's first response (nothing was sent):")
+        example = judging.judge_example(judge=judge)
+        if example is not None:
+            system, messages = example
+            self.stdout.write("What it sends for the study's first response or pair (nothing was sent):")
             if system:
                 self.stdout.write(f"  system: {system}")
             self.stdout.write("  user:\n    " + messages[0]["content"].replace("\n", "\n    "))
