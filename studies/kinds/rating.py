@@ -4,7 +4,8 @@ study's scale; each participant sees one condition only.
 Steps: consent → instructions (with worked examples) → the TEQ when asked → the items → done.
 Assignment: `items_per_participant` different responses of the condition (sample 0, not flagged), fewest live
 assignments first (random among ties), in an order shuffled by the participant's seed, with the study's
-attention checks inserted after `after_item` regular items (checks past the end go last).
+attention checks inserted after `after_item` regular items (checks past the end go last); the consistency pairs'
+second showings last; the picture check (`trap_picture`) where the participant's seed puts it.
 """
 
 from __future__ import annotations
@@ -112,7 +113,16 @@ class RatingKind(StudyKind):
     admin_fieldsets = [
         (
             "Rating study",
-            {"fields": ["worked_examples", "ask_teq", "scale_question", "scale", "trap_repeat_items"]},
+            {
+                "fields": [
+                    "worked_examples",
+                    "ask_teq",
+                    "scale_question",
+                    "scale",
+                    "trap_repeat_items",
+                    "trap_picture",
+                ]
+            },
         ),
     ]
 
@@ -150,6 +160,10 @@ class RatingKind(StudyKind):
         # at least half the items apart; never more than half of them.
         for response_id in chosen[: min(study.trap_repeat_items, len(chosen) // 2)]:
             pages.append(Assignment(kind=Assignment.Kind.REPEAT, response_id=response_id))
+        if study.trap_picture:
+            # The picture check, among the items where the participant's seed puts it (never first: the first
+            # item page is where a person learns the task), drawn last so the other draws stay as they were.
+            pages.insert(rng.randint(1, len(pages)), Assignment(kind=Assignment.Kind.PICTURE))
         for position, page in enumerate(pages):
             page.participant = participant
             page.position = position
