@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from functools import lru_cache
 
 from django.utils.crypto import salted_hmac
 from matplotlib.font_manager import FontProperties
@@ -38,17 +39,32 @@ class Picture:
     lines: list[str]  # SVG path data, one a line of the instruction
 
 
-def _path_data(path: Path, transform) -> str:
-    """SVG path data of a matplotlib path, each point mapped by `transform` (x, y) -> (x, y), one decimal."""
-    parts: list[str] = []
-    letters = {Path.MOVETO: "M", Path.LINETO: "L", Path.CURVE3: "Q", Path.CURVE4: "C"}
-    for vertices, code in path.iter_segments(curves=True, simplify=False):
-        if code == Path.CLOSEPOLY:
-            parts.append("Z")
-            continue
-        points = [transform(vertices[i], vertices[i + 1]) for i in range(0, len(vertices), 2)]
-        parts.append(letters[code] + " ".join(f"{x:.1f} {y:.1f}" for x, y in points))
-    return "".join(parts)
+LETTERS = {Path.MOVETO: "M", Path.LINETO: "L", Path.CURVE3: "Q", Path.CURVE4: "C", Path.CLOSEPOLY: "Z"}
+
+
+@lru_cache(maxsize=64)
+def _outlines(text: str) -> tuple[float, tuple[tuple[str, tuple[tuple[float, float], ...]], ...]]:
+    """The outlines of `text` (its width, and its segments: an SVG path command with its points, y up), kept:
+    a study's few labels are laid out once per process, not once per participant."""
+    path = TextPath((0, 0), text, size=SIZE, prop=FONT)
+    segments = tuple(
+        (
+            LETTERS[code],
+            ()
+            if code == Path.CLOSEPOLY
+            else tuple((float(v[i]), float(v[i + 1])) for i in range(0, len(v), 2)),
+        )
+        for v, code in path.iter_segments(curves=True, simplify=False)
+    )
+    return float(path.get_extents().width), segments
+
+
+def _path_data(segments, transform) -> str:
+    """SVG path data of outline segments, each point mapped by `transform` (x, y) -> (x, y), one decimal."""
+    return "".join(
+        command + " ".join(f"{x:.1f} {y:.1f}" for x, y in (transform(*point) for point in points))
+        for command, points in segments
+    )
 
 
 def picture_draw(*, study: Study, participant_id: int) -> Picture:
@@ -56,11 +72,11 @@ def picture_draw(*, study: Study, participant_id: int) -> Picture:
     label = authenticity.picture_answer(study=study, participant_id=participant_id)["label"]
     texts = ["This is a check:", f"choose \u201c{label}\u201d"]
     rng = random.Random(salted_hmac("picture-drawing", f"{study.pk}:{participant_id}").hexdigest())
-    paths = [TextPath((0, 0), text, size=SIZE, prop=FONT) for text in texts]
-    width = int(max(p.get_extents().width for p in paths) + 2 * MARGIN + 8)
+    outlines = [_outlines(text) for text in texts]
+    width = int(max(line_width for line_width, _ in outlines) + 2 * MARGIN + 8)
     height = int(LINE * len(texts) + 2 * MARGIN)
     lines = []
-    for index, path in enumerate(paths):
+    for index, (_, segments) in enumerate(outlines):
         slant, angle = rng.uniform(-0.12, 0.12), math.radians(rng.uniform(-1.5, 1.5))
         dx, dy = MARGIN + rng.uniform(0, 8), MARGIN + SIZE + index * LINE + rng.uniform(-2, 2)
         cos, sin = math.cos(angle), math.sin(angle)
@@ -71,5 +87,5 @@ def picture_draw(*, study: Study, participant_id: int) -> Picture:
             x = x + slant * y  # matplotlib's y points up, the picture's down
             return dx + x * cos + y * sin, dy + x * sin - y * cos
 
-        lines.append(_path_data(path, transform))
+        lines.append(_path_data(segments, transform))
     return Picture(width=width, height=height, lines=lines)
