@@ -375,7 +375,7 @@ def flag_rates(walkers: list[Walker]) -> dict:
             if row.picture:
                 picture[row.picture] += 1
             for reason in row.reasons:
-                head = reason.split(":")[0].split(" on ")[0]
+                head = reason.split(":")[0].split(" on ")[0].split(" (-")[0]
                 reasons[head] = reasons.get(head, 0) + 1
         n = len(done)
         entry = {
