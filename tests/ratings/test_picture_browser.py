@@ -44,10 +44,11 @@ def _to_the_picture(page, answer) -> None:
 
 
 def _finish(page, answer) -> None:
-    while "Thank you" not in page.locator("h1").inner_text():
+    """Answers with `answer(page)` until the completion page, each time waiting for the next page's heading."""
+    heading = page.locator("main h1")
+    while "Thank you" not in (shown := heading.inner_text()):
         answer(page)
-        page.wait_for_load_state()
-        page.wait_for_timeout(300)
+        expect(heading).not_to_have_text(shown)
 
 
 @pytest.mark.parametrize("phone", [True, False], ids=["390x844", "1280x800"])
@@ -90,7 +91,7 @@ def test_a_keyboard_only_person_answers_the_picture_by_what_they_see(live_server
     page.wait_for_timeout(1600)
     tab_to(page, asked["label"])
     page.keyboard.press("Enter")
-    page.wait_for_load_state()
+    expect(page.locator("svg.picture")).to_have_count(0)
     _finish(page, key)
     row = ParticipantAuthenticity.objects.get(participant__external_id="KEYS")
     assert (row.picture, row.score, row.flagged) == ("passed", 100, False), row.reasons
@@ -111,7 +112,7 @@ def test_a_person_who_cannot_see_the_picture_says_so_and_is_not_counted_against(
     page.wait_for_timeout(1600)
     tab_to(page, "I can\u2019t see the picture")
     page.keyboard.press("Enter")
-    page.wait_for_load_state()
+    expect(page.locator("svg.picture")).to_have_count(0)
     _finish(page, okay)
     row = ParticipantAuthenticity.objects.get(participant__external_id="BLIND")
     assert (row.picture, row.flagged) == ("skipped", False) and not any("picture" in r for r in row.reasons)
@@ -123,6 +124,7 @@ def test_without_javascript_the_picture_page_is_a_plain_post(live_server, person
     _to_the_picture(page, lambda p: p.get_by_role("button", name="Okay").click())
     asked = _asked(study, "NOJS")
     page.get_by_role("button", name=asked["label"], exact=True).click()
+    expect(page.locator("svg.picture")).to_have_count(0)
     _finish(page, lambda p: p.get_by_role("button", name="Okay").click())
     assert Participant.objects.get(external_id="NOJS").status == Participant.Status.COMPLETED
     assert ParticipantAuthenticity.objects.get(participant__external_id="NOJS").picture == "passed"
