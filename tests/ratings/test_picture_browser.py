@@ -9,7 +9,7 @@ from studies.authenticity import picture_answer
 from studies.models import Participant, ParticipantAuthenticity
 from tests.a11y import axe_violations
 from tests.factories import rating_study_build
-from tests.ratings.test_authenticity_browser import entry, person_page, tab_to  # noqa: F401 (a fixture)
+from tests.ratings.test_authenticity_browser import entry, tab_to
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 ALL_IMPACTS = ("minor", "moderate", "serious", "critical")
