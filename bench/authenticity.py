@@ -1,11 +1,13 @@
 """Authenticity: how often the score flags people-like participants and agents, driven through the real
 participant pages in headless Chromium, and what the signals add to an answer's server time.
 
-    .venv/bin/python bench/authenticity.py [--per-kind 50] [--concurrency 4] [--compression 0.1]
+    .venv/bin/python bench/authenticity.py [--per-kind 50] [--concurrency 4] [--compression 0.1] \
+        [--no-cognitive-trap]
 
 Prints ONE JSON object (progress on stderr). A throwaway production-shaped stack (bench/lib/stack.py: gunicorn,
 its own PostgreSQL database and Redis database) serves a live rating study of the public dataset
-(bench/lib/study.py) with the hidden instruction on. Three kinds of simulated participant, `--per-kind` each,
+(bench/lib/study.py) with the hidden instruction on, and the picture check (the cognitive trap) unless
+`--no-cognitive-trap`. Three kinds of simulated participant, `--per-kind` each,
 `--concurrency` browser contexts at a time, every one with a person's user agent and `navigator.webdriver`
 hidden (as a careful agent hides them: the score must work on behaviour, not on a flag an agent can turn off):
 
@@ -25,13 +27,19 @@ hidden (as a careful agent hides them: the score must work on behaviour, not on 
   protocol (trusted events) after the same reading pauses as people; they follow the hidden instruction with
   the same probability (typing the word with `fill`).
 
+The picture check (one item page per participant, its instruction drawn as letter outlines): people see what it
+asks (the bench asks the server for it, `studies.authenticity.picture_answer`, as a person reads it off the picture)
+and answer it after a short look; scripted and pointer agents read the page's text, which does not say, and pick an
+answer as on any item. Each kind's `picture` entry counts passed, failed and skipped, with the pass rate.
+
 Time compression: every pause is multiplied by `--compression` (0.1) so the run fits in about ten minutes, and
 the server's one timing threshold (AUTHENTICITY_FAST_PAGE_MS, 1500 ms) is multiplied by the same factor, so
 compressed people are judged as uncompressed people would be. A tab switch in headless Chromium is seen by the
 page as a window blur (`bl`), not as a visibility change.
 
 Flag rates: `flag_rate` uses the score as stored; `flag_rate_behaviour_only` recomputes it without the hidden
-instruction (what the score sees when the study leaves the trap off).
+instruction and the picture check (what the score sees when the study leaves both traps off);
+`flag_rate_without_picture` without the picture check alone.
 
 Added server latency per answer: after the browser phase, in this process against the same database, fresh
 participants answer through the full Django stack (middleware, rate limiter, the step view) with Django's
@@ -88,6 +96,7 @@ class Walker:
         self.follows = rng.random() < args.follow
         self.machine_speed = rng.random() < 0.5
         self.item_pauses: list[float] = []  # uncompressed seconds, people and pointer agents
+        self.picture: str | None = None  # the answer given on the picture check: a scale label
         self.completed = False
 
     def address(self) -> str:
@@ -193,6 +202,13 @@ class Walker:
             await self.press(page, "I have read the instructions, continue")
             for number in range(1, 100):
                 await self.wait_heading(page, f"Item {number} of")
+                if await page.locator("svg.picture").count():
+                    await self.picture_check(page)
+                    heading = await self.next_heading(page, number)
+                    if heading.startswith(DONE):
+                        self.completed = True
+                        return
+                    continue
                 words = await page.evaluate(
                     "['situation', 'utterance', 'response'].map(k => document.querySelector(`[data-${k}]`)"
                     ".textContent).join(' ').split(/\\s+/).length"
@@ -222,6 +238,20 @@ class Walker:
         finally:
             await context.close()
 
+    async def picture_check(self, page) -> None:
+        """The picture check: a person answers what the picture asks after a look; an agent, which finds no
+        answer in the page's text, picks one as on any item."""
+        if self.kind == "people":
+            answer = await asyncio.to_thread(picture_label, self.pid)
+            await self.pause(self.reading_seconds(6))
+        else:
+            answer = self.rng.choices(ANSWERS, weights=(5, 3, 2))[0]
+            if self.kind != "scripted" or not self.machine_speed:
+                await self.read_while_moving(page, self.reading_seconds(6) if self.kind == "pointer" else 2)
+        await self.hidden_instruction(page)
+        self.picture = answer
+        await self.press(page, answer)
+
     async def read_page(self, *, seconds: float) -> None:
         if self.kind == "scripted" and self.machine_speed:
             return
@@ -237,13 +267,37 @@ class Walker:
             await self.pause(seconds / 3)
 
     async def next_heading(self, page, number: int) -> str:
-        await page.wait_for_function(
-            "([n, done]) => { const h = document.querySelector('main h1'); const t = h ? h.textContent.trim() : '';"
-            " return t.startsWith(done) || t.startsWith(`Item ${n + 1} of`); }",
-            arg=[number, DONE],
-            timeout=30_000,
-        )
-        return (await page.locator("main h1").text_content()).strip()
+        for attempt in range(
+            3
+        ):  # the picture page comes and goes by a navigation, which may interrupt a wait
+            try:
+                await page.wait_for_function(
+                    "([n, done]) => { const h = document.querySelector('main h1');"
+                    " const t = h ? h.textContent.trim() : '';"
+                    " return t.startsWith(done) || t.startsWith(`Item ${n + 1} of`); }",
+                    arg=[number, DONE],
+                    timeout=30_000,
+                )
+                return (await page.locator("main h1").text_content()).strip()
+            except Exception as exc:
+                if "context was destroyed" not in str(exc) or attempt == 2:
+                    raise
+                await page.wait_for_load_state()
+        raise AssertionError("unreachable")
+
+
+def picture_label(pid: str) -> str:
+    """What the participant's picture asks for, as a person reads it off the picture (asked of the server)."""
+    from django.db import connection
+
+    from studies.authenticity import picture_answer
+    from studies.models import Participant
+
+    try:
+        participant = Participant.objects.select_related("study").get(external_id=pid, study__slug=SLUG)
+        return picture_answer(study=participant.study, participant_id=participant.pk)["label"]
+    finally:
+        connection.close()  # a worker thread's own connection
 
 
 def walkers_make(args) -> list[Walker]:
@@ -305,8 +359,9 @@ def flag_rates(walkers: list[Walker]) -> dict:
         groups.setdefault((walker.kind, walker.style), []).append(walker)
     for (kind, style), members in sorted(groups.items()):
         done = [w for w in members if w.completed]
-        flagged = behaviour = 0
+        flagged = behaviour = without_picture = 0
         reasons: dict[str, int] = {}
+        picture = {"passed": 0, "failed": 0, "skipped": 0}
         no_signals = 0
         for walker in done:
             row = rows.get(walker.pid)
@@ -316,8 +371,11 @@ def flag_rates(walkers: list[Walker]) -> dict:
             flagged += row.flagged
             pages = {k: {f: v for f, v in p.items() if f != "trap"} for k, p in row.pages.items()}
             behaviour += score_compute(client=row.client, pages=pages).flagged
+            without_picture += score_compute(client=row.client, pages=row.pages, pairs=row.pairs).flagged
+            if row.picture:
+                picture[row.picture] += 1
             for reason in row.reasons:
-                head = reason.split(":")[0].split(" on ")[0]
+                head = reason.split(":")[0].split(" on ")[0].split(" (-")[0]
                 reasons[head] = reasons.get(head, 0) + 1
         n = len(done)
         entry = {
@@ -326,6 +384,13 @@ def flag_rates(walkers: list[Walker]) -> dict:
             "flagged": flagged,
             "flag_rate": round(flagged / n, 3) if n else None,
             "flag_rate_behaviour_only": round(behaviour / n, 3) if n else None,
+            "flag_rate_without_picture": round(without_picture / n, 3) if n else None,
+            "picture": {
+                **picture,
+                "pass_rate": round(picture["passed"] / sum(picture.values()), 3)
+                if any(picture.values())
+                else None,
+            },
             "no_signals": no_signals,
             "reasons": dict(sorted(reasons.items())),
         }
@@ -420,6 +485,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--latency-participants", type=int, default=60)
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--cognitive-trap",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the picture check (one item page per participant; on by default)",
+    )
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/3")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     args = parser.parse_args(argv)
@@ -436,7 +507,7 @@ def main(argv: list[str] | None = None) -> dict:
         settings.RATELIMIT_PARTICIPANT = 600
         settings.RATELIMIT_TRUSTED_PROXIES = 1  # as the server's: each latency client its own address
         seeded = study_seed(stack, slug=SLUG, corpus=args.corpus, ask_teq=False, quota_per_condition=1000)
-        Study.objects.filter(slug=SLUG).update(trap_hidden_instruction=True)
+        Study.objects.filter(slug=SLUG).update(trap_hidden_instruction=True, trap_picture=args.cognitive_trap)
         stack.start_server()
         walkers = walkers_make(args)
         log(f"{len(walkers)} walkers, {args.concurrency} at a time, pauses × {args.compression}")
@@ -459,6 +530,9 @@ def main(argv: list[str] | None = None) -> dict:
             "scripted_flag_rate": scripted["flag_rate"],
             "pointer_agent_flag_rate": rates["pointer"]["all"]["flag_rate"],
             "pointer_agent_flag_rate_behaviour_only": rates["pointer"]["all"]["flag_rate_behaviour_only"],
+            "picture_pass_rate": {
+                kind: groups["all"]["picture"]["pass_rate"] for kind, groups in rates.items()
+            },
             "added_server_ms_per_answer_p99": added_p99,
         },
         "goals": {
@@ -476,6 +550,7 @@ def main(argv: list[str] | None = None) -> dict:
             "per_item_p90_s": round(sorted(pauses)[int(0.9 * len(pauses))], 1) if pauses else None,
             "wpm_median": WPM_MEDIAN,
             "follow_hidden_instruction_probability": args.follow,
+            "cognitive_trap": args.cognitive_trap,
         },
         "setup": {
             "study": seeded,

@@ -8,6 +8,8 @@ from urllib.parse import urlsplit
 from django import forms
 from django.core.validators import RegexValidator
 
+from studies import authenticity
+
 from . import teq
 
 MTURK_PREVIEW_ASSIGNMENT = "ASSIGNMENT_ID_NOT_AVAILABLE"
@@ -96,7 +98,18 @@ class ItemAnswerForm(forms.Form):
     """One rating: which of the participant's own items (its position) and the chosen scale value."""
 
     position = forms.IntegerField(min_value=0, max_value=10_000)
-    value = forms.IntegerField(min_value=-1_000, max_value=1_000)
+    value = forms.IntegerField(min_value=-1_000, max_value=1_000, required=False)
+    # The picture check's "I can't see the picture" button (name `picture`, value `skip`) instead of a value.
+    picture = forms.ChoiceField(choices=[("skip", "skip")], required=False)
+
+    def clean(self) -> dict:
+        """One answer: a scale value, or "I can't see the picture" (the value `authenticity.PICTURE_SKIPPED`)."""
+        cleaned = super().clean()
+        if cleaned.get("picture") == "skip":
+            cleaned["value"] = authenticity.PICTURE_SKIPPED
+        elif cleaned.get("value") is None and "value" not in self.errors:
+            self.add_error("value", "Choose an answer.")
+        return cleaned
 
 
 class TeqForm(forms.Form):

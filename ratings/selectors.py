@@ -86,6 +86,11 @@ class CurrentItem:
     def answered(self) -> int:
         return self.number - 1
 
+    @property
+    def is_picture(self) -> bool:
+        """The picture check: shown only on its full page (ratings/picture.py draws it), never in place."""
+        return self.assignment.kind == Assignment.Kind.PICTURE
+
 
 def assignment_current_for_participant(*, participant: Participant) -> CurrentItem | None:
     """The participant's first unanswered assignment (with what the page shows, and where it stands among

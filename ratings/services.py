@@ -81,6 +81,8 @@ class RatingSubmitted:
     next_item: CurrentItem | None = None
     # A consistency pair's second answer: whether it lies far from the first (authenticity.pair_far); else None.
     pair_far: bool | None = None
+    # The picture check's answer: its outcome (authenticity.picture_outcome); else None.
+    picture: str | None = None
 
 
 @cache
@@ -266,7 +268,8 @@ def rating_submit(
       second tab or a resubmitted page is a no-op, never an error.
     * Only the current item (the first unanswered one) can be answered (NotCurrentItem otherwise), and only
       while the participant is active on the items step (ParticipantNotActive).
-    * `value` must be one of the study's scale values (InvalidValue).
+    * `value` must be one of the study's scale values (InvalidValue); on the picture check it may also be
+      `authenticity.PICTURE_SKIPPED` ("I can't see the picture"). Its outcome is scored after the commit.
     * An attention check compares the value with its expected value; failures beyond
       `study.attention_check_max_failures` flag the participant for exclusion with the reason.
     * The last answer completes the participant with the code their outcome earns.
@@ -299,6 +302,8 @@ def rating_submit(
         participant_state_copy(participant, locked)
     if submitted.pair_far is not None:  # after the answer's commit: the score never holds the answer up
         authenticity.pair_record(participant=participant, position=position, far=submitted.pair_far)
+    if submitted.picture is not None:
+        authenticity.picture_record(participant=participant, outcome=submitted.picture)
     return submitted
 
 
@@ -328,7 +333,8 @@ def _answer_store(
     if current != position:
         raise NotCurrentItem(f"Item {position} is not the current item ({current}).")
     study = locked.study
-    if value not in study.scale_values:
+    picture = item.kind == Assignment.Kind.PICTURE
+    if value not in study.scale_values and not (picture and value == authenticity.PICTURE_SKIPPED):
         raise InvalidValue(f"{value!r} is not on this study's scale {study.scale_values}.")
     assignment = item.assignment
     if response_time_ms is None and assignment.shown_at is not None:
@@ -367,6 +373,9 @@ def _answer_store(
         )
         if first is not None and first.rating is not None:
             pair_far = authenticity.pair_far(first.rating.value, value, study.scale_values)
+    outcome = (
+        authenticity.picture_outcome(study=study, participant_id=locked.pk, value=value) if picture else None
+    )
     completed = len(unanswered) == 1
     if completed:
         fields += participant_mark_completed(locked, now)
@@ -380,6 +389,7 @@ def _answer_store(
         if following
         else None,
         pair_far=pair_far,
+        picture=outcome,
     )
 
 

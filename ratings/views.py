@@ -49,6 +49,7 @@ from studies.participants import (
 
 from . import entry_guard, flow, services, teq, tickets
 from .forms import DEFAULT_TURK_SUBMIT_TO, ConsentForm, EntryForm, ItemAnswerForm, TeqForm
+from .picture import picture_draw
 from .selectors import (
     item_disguise_attention_check,
     item_payload,
@@ -318,6 +319,8 @@ def _in_place(request: HttpRequest, participant: Participant, response: HttpResp
             return _go(response["Location"])
         if participant.status == Participant.Status.ACTIVE and participant.step == Participant.Step.ITEMS:
             item = services.item_show(participant=participant)
+            if item is not None and item.is_picture:  # its picture comes with its own page only
+                return _go(step_url)
             if item is not None:  # the item page's shell, sent once, and the item (`item_in_place`)
                 return item_in_place(request, participant, item)
         response = _current_page(request, participant)
@@ -405,6 +408,7 @@ def item_get(request, participant: Participant) -> HttpResponse:
         item=current,
         page=current.assignment,
         scale=scale_buttons(study),
+        picture=picture_draw(study=study, participant_id=participant.pk) if current.is_picture else None,
     )
 
 
@@ -473,6 +477,8 @@ def _item_reply(
         if current is None:
             participant_complete(participant=participant)
             return page_in_place(request, participant)
+    if current.is_picture:  # its picture comes with its own page only
+        return _go(_step_url(study.slug))
     return JsonResponse({"saved": submitted is not None, "item": item_payload(current, title=study.title)})
 
 

@@ -13,7 +13,7 @@ from .models import ParticipantAuthenticity
 @admin.register(ParticipantAuthenticity)
 class ParticipantAuthenticityAdmin(admin.ModelAdmin):
     list_display = ["participant", "study", "score", "flagged", "review", "reviewed_by", "reviewed_at"]
-    list_filter = ["flagged", "review", "participant__study"]
+    list_filter = ["flagged", "review", "picture", "participant__study"]
     search_fields = ["participant__external_id"]
     list_select_related = ["participant__study", "reviewed_by"]
     readonly_fields = [
@@ -21,6 +21,7 @@ class ParticipantAuthenticityAdmin(admin.ModelAdmin):
         "score",
         "flagged",
         "reasons",
+        "picture",
         "client",
         "pages",
         "updated_at",

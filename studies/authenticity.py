@@ -30,6 +30,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 
 from .authenticity_models import ParticipantAuthenticity
 from .kinds.base import CONSENT
@@ -124,6 +125,29 @@ def trap_word(study: Study) -> str:
     return f"{words[digest[0] % len(words)]}{digest[1] % 90 + 10}"
 
 
+# The picture check's "I can't see the picture": stored as its answer's value, which no form value can be (the item
+# form takes -1,000 to 1,000) and so no scale answer either.
+PICTURE_SKIPPED = -32768
+
+
+def picture_answer(*, study: Study, participant_id: int) -> dict:
+    """The scale option (`{"value", "label"}`) the participant's picture check asks for: drawn per participant from
+    the server's secret, so neither the page's text nor another participant's picture tells it."""
+    digest = salted_hmac("authenticity-picture", f"{study.pk}:{study.seed}:{participant_id}").digest()
+    return study.scale[digest[0] % len(study.scale)]
+
+
+def picture_outcome(*, study: Study, participant_id: int, value: int) -> str:
+    """The picture check's outcome for the answer `value`: passed, failed, or skipped ("I can't see the picture",
+    never counted against anyone)."""
+    if value == PICTURE_SKIPPED:
+        return ParticipantAuthenticity.Picture.SKIPPED
+    asked = int(picture_answer(study=study, participant_id=participant_id)["value"])
+    return (
+        ParticipantAuthenticity.Picture.PASSED if value == asked else ParticipantAuthenticity.Picture.FAILED
+    )
+
+
 # --- the score -------------------------------------------------------------------------------------------
 
 
@@ -143,9 +167,16 @@ def score_compute(
     client: dict,
     pages: dict[str, dict],
     pairs: dict[str, int] | None = None,
+    picture: str = "",
     fast_page_ms: int | None = None,
 ) -> Score:
-    """The authenticity score and its reasons from what was stored (a pure function: the one rule)."""
+    """The authenticity score and its reasons from what was stored (a pure function: the one rule).
+
+    The picture check answered otherwise than the picture asked weighs 40: the strongest reason that does not flag
+    alone. People fail such a check now and then (a slip of the finger; 4.1 % of Prolific participants failed the
+    cognitive traps of Affonso 2026), which alone would break the goal of flagging at most 5 % of people; but any
+    other reason with it flags (fast, 30; leaving the page, 30 or more), and an agent that reads the page's text
+    instead of looking fails it nearly always (97 % of agents in that study)."""
     fast_page_ms = settings.AUTHENTICITY_FAST_PAGE_MS if fast_page_ms is None else fast_page_ms
     sent = [p for p in pages.values() if set(p) - {"trap"}]
     pairs = pairs or {}
@@ -156,10 +187,15 @@ def score_compute(
         if (far and far * 2 >= len(pairs))
         else None
     )
+    picture_failed = (
+        (40, "picture check answered otherwise than the picture asked")
+        if picture == ParticipantAuthenticity.Picture.FAILED
+        else None
+    )
     if not client and not sent and not any(p.get("trap") for p in pages.values()):
-        extra = [f"{inconsistent[1]} (-{inconsistent[0]})"] if inconsistent else []
+        extra = [f"{reason[1]} (-{reason[0]})" for reason in (inconsistent, picture_failed) if reason]
         return Score(None, [NO_SIGNALS, *extra], False)
-    reasons: list[tuple[int, str]] = [inconsistent] if inconsistent else []
+    reasons: list[tuple[int, str]] = [reason for reason in (inconsistent, picture_failed) if reason]
     hints = list(client.get("au", []))
     if client.get("ua") in ("headless", "bot"):
         hints.append(f"user agent {client['ua']}")
@@ -278,7 +314,7 @@ def signals_record(
 
 
 def _rescore(row: ParticipantAuthenticity) -> None:
-    result = score_compute(client=row.client, pages=row.pages, pairs=row.pairs)
+    result = score_compute(client=row.client, pages=row.pages, pairs=row.pairs, picture=row.picture)
     row.score, row.reasons, row.flagged = result.score, result.reasons, result.flagged
     row.excluded = authenticity_excluded(flagged=row.flagged, review=row.review)
 
@@ -292,6 +328,17 @@ def pair_record(*, participant: Participant, position: int, far: bool) -> Partic
         row.pairs = {**row.pairs, str(position): int(far)}
         _rescore(row)
         row.save(update_fields=["pairs", "score", "reasons", "flagged", "excluded", "updated_at"])
+    return row
+
+
+def picture_record(*, participant: Participant, outcome: str) -> ParticipantAuthenticity:
+    """Stores the outcome of the participant's picture check (passed, failed or skipped) and recomputes their
+    score. Locks the participant's authenticity row as `signals_record` does."""
+    with transaction.atomic():
+        row = _locked_row(participant)
+        row.picture = outcome
+        _rescore(row)
+        row.save(update_fields=["picture", "score", "reasons", "flagged", "excluded", "updated_at"])
     return row
 
 

@@ -1,6 +1,6 @@
 """Authenticity: whether a study's human raters behave like people (studies/authenticity.py computes it).
 
-A study's trap settings are fields of Study (`trap_hidden_instruction`); one row per participant holds what their
+A study's trap settings are fields of Study (`trap_hidden_instruction`, `trap_repeat_items`, `trap_picture`); one row per participant holds what their
 browser reported with their answers (compact JSON, one entry per page sent), the score computed from it with
 its reasons, and a researcher's review of a flag. Nothing here rejects anyone or withholds a payment: the flag
 is for review and for a declared exclusion rule (studies/exclusion_rules.py).
@@ -21,6 +21,13 @@ REPEAT_HELP = (
     "showing is never counted as a rating."
 )
 
+PICTURE_HELP = (
+    "Picture check (rating studies): one extra item page per participant, among their items, shows a picture that "
+    "asks for one of the scale's answers; a person sees what to choose, software reading the page's text cannot. "
+    "A wrong answer lowers the authenticity score; 'I can't see the picture' never counts against anyone. "
+    "Never counted as a rating (docs/participants.md)."
+)
+
 
 class ParticipantAuthenticity(models.Model):
     """What one participant's browser reported, and the authenticity score computed from it."""
@@ -29,6 +36,11 @@ class ParticipantAuthenticity(models.Model):
         OPEN = "open", "Not reviewed"
         CONFIRMED = "confirmed", "Confirmed: not an authentic participant"
         CLEARED = "cleared", "Cleared: authentic"
+
+    class Picture(models.TextChoices):
+        PASSED = "passed", "Answered as the picture asked"
+        FAILED = "failed", "Answered otherwise than the picture asked"
+        SKIPPED = "skipped", "Could not see the picture (never counted against anyone)"
 
     participant = models.OneToOneField(
         "Participant", on_delete=models.CASCADE, related_name="authenticity", primary_key=True
@@ -42,6 +54,8 @@ class ParticipantAuthenticity(models.Model):
     reasons = models.JSONField(default=list, blank=True)
     # Consistency pairs answered: {"<position of the second showing>": 1 when the answers lie far apart, else 0}.
     pairs = models.JSONField(default=dict, blank=True)
+    # The picture check's outcome (studies/authenticity.py `picture_outcome`); blank: not answered or not asked.
+    picture = models.CharField(max_length=8, choices=Picture.choices, blank=True)
     flagged = models.BooleanField(default=False, db_index=True)
     # What the declared `authenticity` exclusion rule drops: flagged and not cleared, or confirmed in review
     # (authenticity.authenticity_excluded, kept here so every reader, SQL included, reads one column).

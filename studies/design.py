@@ -64,6 +64,7 @@ FROZEN_STUDY_FIELDS = (
     # The authenticity traps: switched on or off mid-study, they would detect differently over time.
     "trap_hidden_instruction",
     "trap_repeat_items",
+    "trap_picture",
 )
 FROZEN_CONDITION_FIELDS = ("name", "label", "kind", "is_baseline", "quota")
 FROZEN_CHECK_FIELDS = (

@@ -22,7 +22,7 @@ from studies.fields import PlainTextField
 from studies.planned_analysis import default_planned_analysis, default_scale
 from studies.rating_settings import study_settings_normalise
 
-from .authenticity_models import REPEAT_HELP, TRAP_HELP
+from .authenticity_models import PICTURE_HELP, REPEAT_HELP, TRAP_HELP
 from .kinds.registry import kind_choices, step_choices
 
 
@@ -102,6 +102,7 @@ class Study(models.Model):
     seed = models.BigIntegerField(default=0, help_text="Seeds every random draw of this study.")
     trap_hidden_instruction = models.BooleanField(default=False, help_text=TRAP_HELP)
     trap_repeat_items = models.PositiveSmallIntegerField(default=0, help_text=REPEAT_HELP)
+    trap_picture = models.BooleanField(default=False, help_text=PICTURE_HELP)
     exclusion_rules = models.JSONField(
         default=default_exclusion_rules,
         blank=True,
@@ -383,6 +384,13 @@ class Participant(models.Model):
         return f"{self.external_id} ({self.study.slug})"
 
 
+def _target_only(kinds: list[str], target: str | None) -> Q:
+    """Pages of `kinds` name `target` and no other target (none at all for None)."""
+    return Q(
+        kind__in=kinds, **{f"{t}__isnull": t != target for t in ("response", "attention_check", "situation")}
+    )
+
+
 class Assignment(models.Model):
     """One page a participant is shown, in order: a response to rate, an attention check, or a situation."""
 
@@ -391,6 +399,7 @@ class Assignment(models.Model):
         ATTENTION = "attention", "Attention check"
         SITUATION = "situation", "Situation to imagine"
         REPEAT = "repeat", "Response shown again (consistency pair)"
+        PICTURE = "picture", "Picture check (cognitive trap)"
 
     participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="assignments")
     position = models.PositiveSmallIntegerField()
@@ -416,27 +425,11 @@ class Assignment(models.Model):
                 condition=Q(response__isnull=False),
                 name="assignment_unique_response_per_participant",
             ),
-            models.CheckConstraint(
-                condition=(
-                    Q(
-                        kind__in=["response", "repeat"],
-                        response__isnull=False,
-                        attention_check__isnull=True,
-                        situation__isnull=True,
-                    )
-                    | Q(
-                        kind="attention",
-                        response__isnull=True,
-                        attention_check__isnull=False,
-                        situation__isnull=True,
-                    )
-                    | Q(
-                        kind="situation",
-                        response__isnull=True,
-                        attention_check__isnull=True,
-                        situation__isnull=False,
-                    )
-                ),
+            models.CheckConstraint(  # each page names its one target; a picture check names none
+                condition=_target_only(["response", "repeat"], "response")
+                | _target_only(["attention"], "attention_check")
+                | _target_only(["situation"], "situation")
+                | _target_only(["picture"], None),
                 name="assignment_kind_matches_target",
             ),
         ]

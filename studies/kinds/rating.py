@@ -5,7 +5,8 @@ Steps: consent → instructions (with worked examples) → the TEQ when asked �
 Assignment: `items_per_participant` different responses of the condition (sample 0, not flagged), fewest live
 assignments first (random among ties), in an order shuffled by the participant's seed, with the study's
 attention checks inserted after `after_item` regular items, or after a number drawn per participant from
-`after_item` to `after_item_max` when the researcher gave a range (checks past the end go last).
+`after_item` to `after_item_max` when the researcher gave a range (checks past the end go last); the consistency
+pairs' second showings last; the picture check (`trap_picture`) where the participant's seed puts it.
 """
 
 from __future__ import annotations
@@ -126,7 +127,16 @@ class RatingKind(StudyKind):
     admin_fieldsets = [
         (
             "Rating study",
-            {"fields": ["worked_examples", "ask_teq", "scale_question", "scale", "trap_repeat_items"]},
+            {
+                "fields": [
+                    "worked_examples",
+                    "ask_teq",
+                    "scale_question",
+                    "scale",
+                    "trap_repeat_items",
+                    "trap_picture",
+                ]
+            },
         ),
     ]
 
@@ -171,6 +181,10 @@ class RatingKind(StudyKind):
         # at least half the items apart; never more than half of them.
         for response_id in chosen[: min(study.trap_repeat_items, len(chosen) // 2)]:
             pages.append(Assignment(kind=Assignment.Kind.REPEAT, response_id=response_id))
+        if study.trap_picture:
+            # The picture check, among the items where the participant's seed puts it (never first: the first
+            # item page is where a person learns the task), drawn last so the other draws stay as they were.
+            pages.insert(rng.randint(1, len(pages)), Assignment(kind=Assignment.Kind.PICTURE))
         for position, page in enumerate(pages):
             page.participant = participant
             page.position = position

@@ -24,3 +24,14 @@ def pages_uncached():
     from ratings import shared_pages
 
     caches[shared_pages.CACHE_ALIAS].clear()
+
+
+@pytest.fixture
+def person_page(page_at):
+    """A factory of pages in a person's browser (`page_at(..., person=True)`): a 390×844 phone or a 1280×800
+    desktop."""
+
+    def make(*, javascript: bool = True, phone: bool = False):
+        return page_at("phone" if phone else "desktop", javascript=javascript, person=True)
+
+    return make

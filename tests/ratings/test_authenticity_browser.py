@@ -12,45 +12,10 @@ from tests.factories import rating_study_build
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-# A person's browser: Chromium under Playwright says "HeadlessChrome" and navigator.webdriver; a person's does not.
-DESKTOP_UA = (
-    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"
-)
-NOT_DRIVEN = "Object.defineProperty(Navigator.prototype, 'webdriver', {get: () => false});"
-
 
 @pytest.fixture
 def study():
     return rating_study_build(conditions=1, prompts=6, items_per_participant=4, trap_hidden_instruction=True)
-
-
-@pytest.fixture
-def person_page(browser):
-    """A factory of pages in a person's browser; every context it opens is closed after the test."""
-    contexts = []
-
-    def make(*, javascript: bool = True, phone: bool = False):
-        context = _person_context(browser, javascript=javascript, phone=phone)
-        contexts.append(context)
-        page = context.new_page()
-        page.set_default_timeout(10_000)
-        return page
-
-    yield make
-    for context in contexts:
-        context.close()
-
-
-def _person_context(browser, *, javascript: bool, phone: bool):
-    context = browser.new_context(
-        viewport={"width": 390, "height": 844} if phone else {"width": 1280, "height": 800},
-        is_mobile=phone,
-        has_touch=phone,
-        user_agent=DESKTOP_UA,
-        java_script_enabled=javascript,
-    )
-    context.add_init_script(NOT_DRIVEN)
-    return context
 
 
 def entry(live_server, study, pid):

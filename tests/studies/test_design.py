@@ -91,6 +91,7 @@ STUDY_EDITS = {
     "family_exclusive": False,
     "trap_hidden_instruction": True,
     "trap_repeat_items": 2,
+    "trap_picture": True,
 }
 CONDITION_EDITS = {
     "name": "gpt5",
