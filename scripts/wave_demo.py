@@ -71,6 +71,12 @@ class _OpenAIHandler(BaseHTTPRequestHandler):
             return
         model = str(body.get("model", ""))
         text = REPLIES.get(model.removesuffix("-loopback"), "I'm sorry to hear that.")
+        # A reply of its own to each prompt, as a model's would be (the same reply to every prompt is flagged for
+        # review once a condition is generated): the end of what the model was sent, echoed.
+        said = next(
+            (m.get("content", "") for m in reversed(body.get("messages", [])) if m.get("role") == "user"), ""
+        )
+        text = f"{text} You said: “…{' '.join(str(said).split()[-12:])}”"
         self._send(
             200,
             {
@@ -167,6 +173,7 @@ def wave_demo_run(
 
     from generation.models import LLMConditionConfig, Provider
     from generation.ratelimit import limit_spec_for, limiter_reset
+    from studies.demo import seed as demo_seed
     from studies.models import Rating, Study
     from studies.services import study_launch
 
@@ -185,8 +192,12 @@ def wave_demo_run(
     extend = ["study_extend", PARENT, WAVE, *(a for name in NEW_CONDITIONS for a in ("--condition", name))]
     call_command(*extend, **quiet)
     wave = Study.objects.get(slug=WAVE)
+    # A draft: editable. The published study came without the texts its participants read; the wave's are the
+    # rating demo's.
     wave.completion_code = "WAVE1DONE"
-    wave.save(update_fields=["completion_code"])  # a draft: editable, and not part of the design
+    wave.consent_text = wave.consent_text or demo_seed.CONSENT
+    wave.instructions_text = wave.instructions_text or demo_seed.INSTRUCTIONS
+    wave.save(update_fields=["completion_code", "consent_text", "instructions_text"])
     os.environ.setdefault(KEY_VARIABLE, "sk-loopback-demo")
     provider = Provider.objects.create(
         name="loopback", kind="openai", base_url=provider_url, api_key_env=KEY_VARIABLE, max_concurrency=8,

@@ -24,7 +24,12 @@ from ratings.selectors import session_key
 from .models import FloorWrite
 
 _SCALE = [{"value": 1, "label": "Good"}, {"value": 2, "label": "Okay"}, {"value": 3, "label": "Bad"}]
-_STUDY = SimpleNamespace(slug="bench", title="Benchmark page", scale_question="How empathetic is the reply?")
+_STUDY = SimpleNamespace(
+    slug="bench",
+    title="Benchmark page",
+    scale_question="How empathetic is the reply?",
+    trap_hidden_instruction=False,  # the item page's authenticity trap, off as in a study that leaves it off
+)
 _ITEM = SimpleNamespace(
     number=3,
     total=10,

@@ -116,6 +116,7 @@ def test_exclusion_rules_are_switches_and_thresholds(staff_client):
         "incomplete": False,
         "too_fast": {"min_median_ms": 2000},
         "straight_lining": {"min_items": 10, "corroborating_median_ms": 3000, "identical_alone": False},
+        "authenticity": False,
     }
 
 
