@@ -174,7 +174,14 @@ def judge_enqueue(*, judge: Judge, conditions: list[Condition] | None = None, re
         ignore_conflicts=True,
         batch_size=2000,
     )
-    return JudgeRating.objects.filter(judge=judge).count() - before
+    created = JudgeRating.objects.filter(judge=judge).count() - before
+    if created >= 1000 and connection.vendor == "postgresql":
+        # Thousands of rows at once leave the planner's statistics where they were until autovacuum comes by:
+        # the run's first queries over them (the Batch API's send) would be planned for an empty table.
+        with connection.cursor() as cursor:
+            for model in (JudgeRating, Response):
+                cursor.execute(f'ANALYZE "{model._meta.db_table}"')
+    return created
 
 
 def _open(judge: Judge, conditions: list[Condition] | None):
