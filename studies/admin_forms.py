@@ -65,16 +65,14 @@ class RowsWidget(forms.MultiWidget):
 
 
 class StoredJSONField(forms.MultiValueField):
-    """A MultiValueField over one stored JSON value: `decompress` gives the inputs' values, `compress` the JSON."""
+    """A MultiValueField over one stored JSON value. Each subclass gives `decompress` (the stored JSON, or None,
+    to the inputs' values) and `compress` (the inputs' values to the JSON)."""
 
     def __init__(self, fields, widget, **kwargs):
         kwargs.setdefault("required", False)
         super().__init__(fields=fields, widget=widget, require_all_fields=False, **kwargs)
         for field in self.fields:
             field.required = False
-
-    def decompress(self, value) -> list:
-        raise NotImplementedError
 
     def clean(self, value):
         # A disabled field cleans the stored JSON; a browser posts a textarea's line ends as CRLF while the stored
