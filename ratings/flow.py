@@ -16,10 +16,12 @@ second submit of an old page finds the participant elsewhere and is a no-op.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
@@ -110,20 +112,29 @@ def steps_on_the_way(request: HttpRequest, participant: Participant) -> None:
             services.item_mark_shown(participant=participant, now=shown_before(post, participant, now))
 
 
-def signals_keep(request: HttpRequest, participant: Participant) -> None:
+@contextmanager
+def signals_kept(request: HttpRequest, participant: Participant) -> Iterator[None]:
     """Keeps what the current step's form reported about how it was answered (static/ratings/signals.js's
-    `sig` field, the hidden instruction's field) with the participant, whatever the kind: the step's own
-    post stores the answer. Malformed signals are dropped, never an error."""
+    `sig` field, the hidden instruction's field) with the participant, whatever the kind, in one transaction
+    with what the block stores (the step's own post: the answer). One commit for both: the signals cost the
+    answer two statements (authenticity.signals_record), and are stored with it or not at all. A form that
+    reported nothing opens no transaction here. Malformed signals are dropped, never an error."""
     post = request.POST
+    raw, trap_value = post.get(authenticity.SIGNALS_FIELD), post.get(authenticity.TRAP_FIELD)
+    if not raw and not trap_value:
+        yield
+        return
     try:
         position = int(post.get("position", ""))
     except ValueError:
         position = None
-    authenticity.signals_record(
-        participant=participant,
-        step=participant.step,
-        position=position,
-        raw=post.get(authenticity.SIGNALS_FIELD),
-        user_agent=request.headers.get("User-Agent", ""),
-        trap_value=post.get(authenticity.TRAP_FIELD),
-    )
+    with transaction.atomic():
+        authenticity.signals_record(
+            participant=participant,
+            step=participant.step,
+            position=position,
+            raw=raw,
+            user_agent=request.headers.get("User-Agent", ""),
+            trap_value=trap_value,
+        )
+        yield

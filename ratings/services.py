@@ -300,7 +300,7 @@ def rating_submit(
         return RatingSubmitted(rating=stored, created=False, completed=False)
     if submitted.created:
         participant_state_copy(participant, locked)
-    if submitted.pair_far is not None:  # after the answer's commit: the score never holds the answer up
+    if submitted.pair_far is not None:  # after the answer's statements, in the signals' transaction if any
         authenticity.pair_record(participant=participant, position=position, far=submitted.pair_far)
     if submitted.picture is not None:
         authenticity.picture_record(participant=participant, outcome=submitted.picture)

@@ -273,8 +273,8 @@ def study_step(request: HttpRequest, slug: str) -> HttpResponse:
         flow.steps_on_the_way(request, participant)
         if participant.status != Participant.Status.ACTIVE or request.POST.get("step") != participant.step:
             return _to_step(study)  # a page from an earlier step (back button, second tab): nothing stored
-        flow.signals_keep(request, participant)
-        return flow.page_of(participant).post(request, participant)
+        with flow.signals_kept(request, participant):
+            return flow.page_of(participant).post(request, participant)
     return _current_page(request, participant)
 
 
@@ -286,10 +286,10 @@ def step_in_place(request: HttpRequest, participant: Participant) -> JsonRespons
     handler = flow.page_of(participant) if participant.status == Participant.Status.ACTIVE else None
     if handler is None or request.POST.get("step") != participant.step:
         return _go(_step_url(participant.study.slug))  # nothing stored: the step page says where they are
-    flow.signals_keep(request, participant)
-    if handler.answer is not None:
-        return handler.answer(request, participant)
-    return _in_place(request, participant, handler.post(request, participant))
+    with flow.signals_kept(request, participant):
+        if handler.answer is not None:
+            return handler.answer(request, participant)
+        return _in_place(request, participant, handler.post(request, participant))
 
 
 def _current_page(request: HttpRequest, participant: Participant) -> HttpResponse:

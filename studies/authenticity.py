@@ -28,10 +28,11 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
+from . import rows
 from .authenticity_models import ParticipantAuthenticity
 from .kinds.base import CONSENT
 from .models import Participant, Study
@@ -250,21 +251,14 @@ def pair_far(first: int, second: int, scale_values: list[int]) -> bool:
 
 def _locked_row(participant: Participant) -> ParticipantAuthenticity:
     """The participant's authenticity row, locked (SELECT … FOR UPDATE) for the rest of the caller's transaction,
-    created first when missing (an INSERT that yields to a concurrent one). On PostgreSQL the transaction commits
-    without waiting for its WAL to reach the disk (`synchronous_commit = off` for this transaction alone): the
-    signals are worth a disk flush less than an answer is, and that wait was most of their cost on a busy machine
-    (bench/authenticity.py). A crash can lose the last fraction of a second of signals, never an answer, and
-    never leaves them half written."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit = off")
-    locked = ParticipantAuthenticity.objects.select_for_update().filter(participant_id=participant.pk)
-    row = locked.first()
+    created first when missing (an INSERT that yields to a concurrent one). Hand-written (studies.rows): it runs
+    on every answer, inside the answer's own transaction (ratings.flow.signals_kept)."""
+    row = rows.select(ParticipantAuthenticity, ("participant",), [participant.pk], lock=True)
     if row is None:
         ParticipantAuthenticity.objects.bulk_create(
             [ParticipantAuthenticity(participant_id=participant.pk)], ignore_conflicts=True
         )
-        row = locked.get()
+        row = rows.select(ParticipantAuthenticity, ("participant",), [participant.pk], lock=True)
     return row
 
 
@@ -289,14 +283,16 @@ def signals_record(
     without running the page's script: neither is flagged for it).
 
     Locking: the participant's authenticity row (created if missing, then SELECT … FOR UPDATE), so two pages
-    of one participant arriving together are both kept."""
+    of one participant arriving together are both kept. Called inside the answer's transaction
+    (ratings.flow.signals_kept), it adds no commit and no savepoint of its own: the signals are stored with the
+    answer or not at all."""
     page, client = signals_parse(raw)
     trap_answer = (trap_value or "").strip().lower()
     trapped = bool(trap_answer) and trap_answer == trap_word(participant.study)
     if page is None and client is None and not trapped:
         return None  # nothing reported (no JavaScript, or not our form): no query at all
     entry: dict[str, int] = {**(page or {}), **({"trap": 1} if trapped else {})}
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         row = _locked_row(participant)
         fields = ["pages", "score", "reasons", "flagged", "excluded", "updated_at"]
         if client is not None and not row.client:
@@ -309,7 +305,7 @@ def signals_record(
         if key in row.pages or len(row.pages) < MAX_PAGES:
             row.pages = {**row.pages, key: entry}
         _rescore(row)
-        row.save(update_fields=fields)
+        rows.update(row, tuple(fields))
     return row
 
 
@@ -323,7 +319,7 @@ def pair_record(*, participant: Participant, position: int, far: bool) -> Partic
     """Stores the outcome of a consistency pair (its second showing at `position`: far apart or not) with the
     participant and recomputes their score; the same answer again replaces it. Locks the participant's
     authenticity row as `signals_record` does."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         row = _locked_row(participant)
         row.pairs = {**row.pairs, str(position): int(far)}
         _rescore(row)
@@ -334,7 +330,7 @@ def pair_record(*, participant: Participant, position: int, far: bool) -> Partic
 def picture_record(*, participant: Participant, outcome: str) -> ParticipantAuthenticity:
     """Stores the outcome of the participant's picture check (passed, failed or skipped) and recomputes their
     score. Locks the participant's authenticity row as `signals_record` does."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         row = _locked_row(participant)
         row.picture = outcome
         _rescore(row)

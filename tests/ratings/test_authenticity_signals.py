@@ -144,6 +144,59 @@ def test_pages_of_one_participant_arriving_together_are_all_kept(requires_postgr
     assert row.score == 100
 
 
+@pytest.mark.django_db(transaction=True)
+def test_signals_are_stored_with_the_answer_or_not_at_all(monkeypatch):
+    """The signals share the answer's transaction: an answer that fails after its rating was written leaves
+    neither the rating nor the page's signals; the next attempt stores both."""
+    from ratings import services
+
+    study = rating_study_build(conditions=1, prompts=6, items_per_participant=3)
+    client = Client(raise_request_exception=False)
+    participant = _on_items(client, study)
+    store = services._answer_store
+
+    def store_then_fail(*args, **kwargs):
+        store(*args, **kwargs)
+        raise RuntimeError("the answer failed after its rating was written")
+
+    monkeypatch.setattr(services, "_answer_store", store_then_fail)
+    assert _answer(client, study, MOUSE).status_code == 500
+    assert not Rating.objects.filter(assignment__participant=participant).exists()
+    assert not ParticipantAuthenticity.objects.filter(participant=participant).exists()
+    monkeypatch.setattr(services, "_answer_store", store)
+    assert _answer(client, study, MOUSE).status_code == 200
+    assert Rating.objects.filter(assignment__participant=participant).count() == 1
+    assert list(ParticipantAuthenticity.objects.get(participant=participant).pages) == ["items:0"]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_one_answer_posted_many_times_at_once_with_signals_is_stored_once_without_deadlock(requires_postgres):
+    """A double click, retries and a second tab at once: each request locks the signals' row, then the
+    participant's, in one transaction; all succeed, one rating is stored and the page's signals once."""
+    study = rating_study_build(conditions=1, prompts=6, items_per_participant=3)
+    client = Client()
+    participant = _on_items(client, study)
+    position = current_position(client, study)
+
+    def post(i):
+        tab = Client()
+        tab.cookies = client.cookies
+        data = {
+            "step": "items",
+            "position": position,
+            "value": 3,
+            "sig": json.dumps({**MOUSE, "t": 9000 + i}),
+        }
+        return tab.post(step_url(study), data, **JSON).status_code
+
+    results, errors = race(post, 12)
+    assert not errors and set(results.values()) == {200}, (results, errors)
+    assert Rating.objects.filter(assignment__participant=participant).count() == 1
+    row = ParticipantAuthenticity.objects.get(participant=participant)
+    assert list(row.pages) == [f"items:{position}"] and row.score == 100
+
+
 def _answer_all(client, study, value_of):
     """Answers every item as a plain form post, `value_of(position, response_id)` giving the value."""
     from studies.models import Assignment
