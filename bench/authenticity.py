@@ -29,8 +29,9 @@ hidden (as a careful agent hides them: the score must work on behaviour, not on 
 
 The picture check (one item page per participant, its instruction drawn as letter outlines): people see what it
 asks (the bench asks the server for it, `studies.authenticity.picture_answer`, as a person reads it off the picture)
-and answer it after a short look; scripted and pointer agents read the page's text, which does not say, and pick an
-answer as on any item. Each kind's `picture` entry counts passed, failed and skipped, with the pass rate.
+and answer it after a short look, but slip to another answer with probability `--people-slip` (0.041: Affonso
+2026's Prolific participants failed its cognitive traps that often); scripted and pointer agents read the page's
+text, which does not say, and pick an answer as on any item. Each kind's `picture` entry counts passed, failed and skipped, with the pass rate.
 
 Time compression: every pause is multiplied by `--compression` (0.1) so the run fits in about ten minutes, and
 the server's one timing threshold (AUTHENTICITY_FAST_PAGE_MS, 1500 ms) is multiplied by the same factor, so
@@ -44,9 +45,11 @@ instruction and the picture check (what the score sees when the study leaves bot
 Added server latency per answer: after the browser phase, in this process against the same database, fresh
 participants answer through the full Django stack (middleware, rate limiter, the step view) with Django's
 test client — every other answer with the signals a person's page sends, every other without — and
-`studies.authenticity.signals_record` (parse, store, score) is timed on each answer that carries them, in wall
-time and in this process's CPU time (parsing, scoring and the ORM's work; PostgreSQL's is apart). The goal is its
-wall-time p99 below 5 ms; the answers' own server times with and without signals are reported beside it, and
+`studies.authenticity.signals_record` (parse, store, score) is timed on each answer that carries them, with
+the savepoint the answer then opens inside the signals' transaction (ratings.flow `signals_kept`: the signals
+are stored in the answer's own transaction, with no commit of their own), in wall time and in this process's
+CPU time (parsing, scoring, building the rows; PostgreSQL's is apart). The goal is its wall-time p99 below
+5 ms; the answers' own server times with and without signals are reported beside it, and
 the machine's load average after the phase (on a shared, overloaded machine every figure stretches alike).
 The study has no consistency pairs (the simulated people answer at random, which no consistency check would
 credit).
@@ -243,6 +246,8 @@ class Walker:
         answer in the page's text, picks one as on any item."""
         if self.kind == "people":
             answer = await asyncio.to_thread(picture_label, self.pid)
+            if self.rng.random() < self.args.people_slip:  # a slip of the finger: another answer
+                answer = self.rng.choice([label for label in ANSWERS if label != answer])
             await self.pause(self.reading_seconds(6))
         else:
             answer = self.rng.choices(ANSWERS, weights=(5, 3, 2))[0]
@@ -400,7 +405,10 @@ def flag_rates(walkers: list[Walker]) -> dict:
 
 def latency_phase(participants: int) -> dict:
     """Answers through the full Django stack in this process, alternately with and without signals; the
-    signals' own server cost (`signals_record`) timed on each answer that carries them."""
+    signals' own server cost timed on each answer that carries them: `signals_record` (parse, store, score),
+    and the savepoint the answer's service then opens inside the signals' transaction (ratings.flow
+    `signals_kept`), which an answer without signals does not pay."""
+    from django.db import connections
     from django.test import Client
 
     import ratings.flow
@@ -410,16 +418,22 @@ def latency_phase(participants: int) -> dict:
     costs: list[float] = []  # the answers' calls that carry signals: wall time
     cpu: list[float] = []  # and this process's CPU time (parsing, scoring, the ORM; not PostgreSQL's)
 
-    def timed(**kwargs):
-        started, started_cpu = time.perf_counter(), time.process_time()
-        try:
-            return record(**kwargs)
-        finally:
-            if kwargs["step"] == "items" and kwargs["raw"]:
-                costs.append(time.perf_counter() - started)
-                cpu.append(time.process_time() - started_cpu)
+    spent = [0.0, 0.0]  # this answer's signals work so far: wall, CPU
 
-    ratings.flow.authenticity.signals_record = timed
+    def timer(function):
+        def timed(*args, **kwargs):
+            started, started_cpu = time.perf_counter(), time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[0] += time.perf_counter() - started
+                spent[1] += time.process_time() - started_cpu
+
+        return timed
+
+    ratings.flow.authenticity.signals_record = timer(record)
+    connection = connections["default"]
+    savepoints = {name: getattr(connection, name) for name in ("savepoint", "savepoint_commit")}
     sig = json.dumps(
         {"t": 14000, "fi": 450, "pm": 95, "pd": 1, "cl": 1, "c": {"au": [], "sw": 1280, "sh": 800, "mt": 0}}
     )
@@ -454,13 +468,21 @@ def latency_phase(participants: int) -> dict:
                 carries = (i + n) % 2 == 0
                 if carries:
                     data["sig"] = sig
+                spent[:] = [0.0, 0.0]
+                for name, function in savepoints.items():  # timed on this answer only: it is in the block
+                    setattr(connection, name, timer(function) if carries else function)
                 started = time.perf_counter()
                 reply = client.post(url, data, HTTP_ACCEPT="application/json", secure=True)
                 (with_signals if carries else without).append(time.perf_counter() - started)
+                if carries:
+                    costs.append(spent[0])
+                    cpu.append(spent[1])
                 if reply.status_code != 200:
                     raise RuntimeError(f"latency answer refused: {reply.status_code} {reply.content[:200]!r}")
     finally:
         ratings.flow.authenticity.signals_record = record
+        for name in savepoints:
+            connection.__dict__.pop(name, None)
     if not with_signals or not without:
         raise RuntimeError(f"the latency phase answered nothing: {stopped[:3]}")
     return {
@@ -482,6 +504,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--compression", type=float, default=0.1)
     parser.add_argument("--follow", type=float, default=0.5, help="an agent follows the hidden instruction")
+    parser.add_argument(
+        "--people-slip",
+        type=float,
+        default=0.041,
+        help="a person answers the picture check otherwise than it asks (Affonso 2026: 4.1 %% of Prolific people)",
+    )
     parser.add_argument("--latency-participants", type=int, default=60)
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--seed", type=int, default=42)
@@ -550,6 +578,7 @@ def main(argv: list[str] | None = None) -> dict:
             "per_item_p90_s": round(sorted(pauses)[int(0.9 * len(pauses))], 1) if pauses else None,
             "wpm_median": WPM_MEDIAN,
             "follow_hidden_instruction_probability": args.follow,
+            "people_picture_slip_probability": args.people_slip,
             "cognitive_trap": args.cognitive_trap,
         },
         "setup": {
