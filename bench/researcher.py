@@ -11,8 +11,9 @@ does). Then, for each:
   start-up, imports, checks, the work) and its CPU time (user + system: what it costs whatever else runs on the
   machine), `--runs` times each, alternating between the revisions so that load on the machine falls on both
   alike;
-- the admin study change page and the launch page of the demo study (`/admin/studies/study/<pk>/change/`,
-  `/admin/studies/study/<pk>/state/launch/`): server-side response time through Django's test client, signed in
+- the admin's home (`/admin/`: the studies with what each draft still misses; `--drafts` empty drafts, 40 by
+  default, are added beside the demo's), the admin study change page and the launch page of the demo study
+  (`/admin/studies/study/<pk>/change/`, `/admin/studies/study/<pk>/state/launch/`): server-side response time through Django's test client, signed in
   as the demo admin, in three rounds of a fresh process per revision, alternating. The first request of the first
   round is reported apart (`first_ms`: what a newly started server's first visitor waits, imports included); the
   other requests after each process's first (`--requests` in all) give the median and p90.
@@ -58,6 +59,7 @@ study = Study.objects.get(slug="demo")
 client = Client()
 client.force_login(get_user_model().objects.filter(is_superuser=True).first())
 pages = {
+    "admin_home": "/admin/",
     "admin_study_change": f"/admin/studies/study/{study.pk}/change/",
     "admin_launch": f"/admin/studies/study/{study.pk}/state/launch/",
 }
@@ -90,10 +92,24 @@ def run(tree: Path, env: dict, *args: str, check: bool = True) -> subprocess.Com
     return subprocess.run([PYTHON, *args], cwd=tree, env=env, capture_output=True, text=True, check=check)
 
 
-def prepare(tree: Path, var_dir: Path) -> dict:
+#: Adds N empty draft studies (argv[1]) beside the demo's: the home page lists each with what it still misses.
+DRAFTS_SCRIPT = r"""
+import os, sys
+sys.path.insert(0, os.getcwd())
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+import django
+django.setup()
+from studies.models import Study
+for i in range(int(sys.argv[1])):
+    Study.objects.create(slug=f"draft-{i:03d}", title=f"Draft study {i}")
+"""
+
+
+def prepare(tree: Path, var_dir: Path, drafts: int) -> dict:
     env = env_for(var_dir)
     run(tree, env, "manage.py", "migrate", "--noinput")
     run(tree, env, "manage.py", "seed_demo")
+    run(tree, env, "-c", DRAFTS_SCRIPT, str(drafts))
     run(tree, env, "manage.py", "help")  # compiled bytecode and the first-run caches, not counted
     return env
 
@@ -139,6 +155,9 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument("--runs", type=int, default=5, help="Runs of each command per revision.")
     parser.add_argument("--requests", type=int, default=12, help="Requests per page after the first.")
+    parser.add_argument(
+        "--drafts", type=int, default=40, help="Empty draft studies added beside the demo's (the home page)."
+    )
     args = parser.parse_args(argv)
 
     scratch = Path(tempfile.mkdtemp(prefix="empathy-researcher-"))
@@ -157,7 +176,7 @@ def main(argv: list[str] | None = None) -> dict:
         envs = {}
         for name, tree in trees.items():
             log(f"{name}: migrating and seeding the demo in {tree}")
-            envs[name] = prepare(tree, scratch / f"var-{name}")
+            envs[name] = prepare(tree, scratch / f"var-{name}", args.drafts)
         commands = {"help": ("help",), "study_status_demo": ("study_status", "demo")}
         samples: dict[str, dict[str, list[tuple[float, float]]]] = {
             name: {c: [] for c in commands} for name in trees
@@ -194,6 +213,7 @@ def main(argv: list[str] | None = None) -> dict:
             }
         result["machine"] = {"cpus": os.cpu_count(), "load_average": [round(x, 2) for x in os.getloadavg()]}
         result["goals_ms"] = {"commands": 1500, "pages": 300}
+        result["drafts"] = args.drafts
         print(json.dumps(result))
         return result
     finally:
