@@ -1,13 +1,13 @@
 """A researcher's whole path from the admin's home, in headless Chromium, with no JSON typed anywhere: log in, "New
 study", its guided setup step by step (import a corpus, an LLM condition with a provider on a loopback server and
-its key typed in the admin and its connection tested, its model picked from the provider's own list, generation, review, consent and instructions, a worked example and an attention
-check chosen by label, exclusion rules as switches, quotas against power, preview), launch, five participants from
-one address (each in a browser of their own, on a phone), watch the live status, close, analyse, export the
-ratings and report.html and extend the study as a wave starting from a condition picked in a list. Every admin and analysis page
-visited passes axe-core (no serious or critical violation) and fits the screen; with SCREENSHOTS=DIR each step
-leaves a screenshot there at 1280×800 and the researcher's pages at 390×844 too (tests/screenshots.py).
-
-Follow-up that needs another branch's page: /api/docs/ under axe."""
+its key typed in the admin and its connection tested, its model picked from the provider's own list, generation,
+review, consent and instructions, a worked example and an attention check chosen by label, exclusion rules as
+switches, quotas against power, preview), launch, five participants from one address (each in a browser of their
+own, on a phone), watch the live status, close, analyse, export the ratings and report.html, read the API's
+documentation and extend the study as a wave starting from a condition picked in a list. Every admin, analysis
+and API documentation page visited passes axe-core (no serious or critical violation) and fits the screen; with
+SCREENSHOTS=DIR each step leaves a screenshot there at 1280×800 and the researcher's pages at 390×844 too
+(tests/screenshots.py)."""
 
 from __future__ import annotations
 
@@ -331,6 +331,9 @@ def test_a_researcher_runs_a_study_from_the_home_page_without_typing_json(
     with open(info.value.path(), encoding="utf-8") as fh:
         report = fh.read()
     assert f"({SLUG})" in report and "<table" in report  # the analysis in one file
+    r.go("/api/docs/")  # the same numbers through the API: its documentation, signed in as the researcher
+    expect(page.locator(".opblock").first).to_be_visible(timeout=20_000)
+    r.look("api-docs", phone=True)
 
     # 12. Extend as a wave, starting from the parent's LLM condition picked in a list.
     r.go(f"/admin/studies/study/{study.pk}/change/")
