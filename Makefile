@@ -13,12 +13,15 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 
 .PHONY: run test bench lint format migrate demo clean
 
+# uv installs the pinned set about six times faster than pip (downloads in parallel): most of a first start.
+UV_VERSION := 0.13.9
+
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/pip install --quiet --disable-pip-version-check --upgrade pip
+	@$(BIN)/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 	@# The site runs from this checkout: install the dependencies pyproject.toml pins, not the project itself.
 	@$(PY) scripts/requirements.py > $(VENV)/requirements.txt
-	$(BIN)/pip install --quiet --disable-pip-version-check -c requirements.lock -r $(VENV)/requirements.txt
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(PY) -c requirements.lock -r $(VENV)/requirements.txt
 	@touch $(STAMP)
 
 ## run: a local site on an embedded SQLite database with the two demo studies; tasks run in-process.
