@@ -102,6 +102,10 @@ def change_vs_baseline(analysis) -> Figure:
     fig, ax = plt.subplots(figsize=(7, 1.0 + 0.4 * max(1, len(lines))), layout="constrained")
     for y, row in enumerate(lines):
         change, low, high = (100 * row[k] for k in ("change", "ci_low", "ci_high"))
+        if change != change:  # not defined: the baseline's share is 0 (in this group); said on its row
+            ax.text(0.01, y, _UNDEFINED.format(analysis=analysis), transform=ax.get_yaxis_transform(),
+                    va="center", fontsize=MIN_FONT_PT, color="#444")  # fmt: skip
+            continue
         ax.errorbar(
             change,
             y,
@@ -112,7 +116,7 @@ def change_vs_baseline(analysis) -> Figure:
         )
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_yticks(range(len(lines)), [f"{r['condition']} ({r['group']})" for r in lines])
-    ax.invert_yaxis()
+    ax.set_ylim(len(lines) - 0.5, -0.5)  # the first row on top, each row inside the frame
     ax.set_xlabel(
         f"% change in {analysis.scale.top_label} vs {analysis.baseline}\n(95% bootstrap CI, participants)"
     )
@@ -175,6 +179,10 @@ def figure_inline(analysis, name: str) -> str:
     )
 
 
+# A relative change against a baseline with no top answer (in that group) is not a number.
+_UNDEFINED = "not defined: no {analysis.scale.top_label} among the ratings of {analysis.baseline}"
+
+
 def _pct(value: float) -> str:
     return "no data" if value != value else f"{value:.0f} %"
 
@@ -198,6 +206,9 @@ def figure_alt(analysis, name: str) -> str:
         ):
             for row in frame.to_dict(orient="records"):
                 where = group or row["group"]
+                if row["change"] != row["change"]:
+                    parts.append(f"{row['condition']} ({where}) {_UNDEFINED.format(analysis=analysis)}")
+                    continue
                 parts.append(
                     f"{row['condition']} ({where}) {100 * row['change']:+.1f} % "
                     f"(95 % CI {100 * row['ci_low']:+.1f} to {100 * row['ci_high']:+.1f})"

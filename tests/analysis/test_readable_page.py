@@ -40,6 +40,20 @@ def test_every_figure_is_drawn_at_one_pixel_a_point_with_no_text_under_eleven(ra
 
 
 @pytest.mark.django_db
+def test_a_change_against_a_baseline_with_no_top_answer_says_it_is_not_defined():
+    """The baseline's people never said Good: the relative change is not a number, and the figure's text says
+    why instead of printing nan (the figure writes the same words on the row: looked at in a screenshot)."""
+    people = participants_from_counts("human", {1: 10, 2: 10}) + participants_from_counts(
+        "gpt4", {2: 10, 3: 10}
+    )
+    study = build_rating_study(slug="no-top", conditions=["human", "gpt4"], participants=people).study
+    analysis = study_analyze(study=study, options=AnalysisOptions())
+    alt = figures.figure_alt(analysis, "change_vs_baseline")
+    assert "nan" not in alt and "gpt4 (overall) not defined: no Good among the ratings of human" in alt
+    assert "nan" not in figures.figure_alts(analysis)["change_vs_baseline"]
+
+
+@pytest.mark.django_db
 def test_the_page_puts_the_headline_first_and_the_change_table_in_percent(analyst_client, rated_study):
     snapshots.snapshot_compute(study_id=rated_study.pk, baseline=None, no_exclusions=False)
     page = analyst_client.get(f"/analysis/{rated_study.slug}/").content.decode()
