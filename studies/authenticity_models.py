@@ -10,9 +10,9 @@ from django.conf import settings
 from django.db import models
 
 TRAP_HELP = (
-    "Authenticity trap: put an instruction in the text of the consent and item pages that people never see or "
-    "hear (hidden from the screen and from screen readers) but an agent reading the page's text does; it asks "
-    "for a word in a field nobody else can reach. Following it lowers the authenticity score (docs/participants.md)."
+    "Authenticity trap: put an instruction in the text of the consent, item, pair and questionnaire pages that "
+    "people never see or hear (hidden from the screen and from screen readers) but an agent reading the page's "
+    "text does; it asks for a word in a field nobody else can reach. Following it lowers the authenticity score (docs/participants.md)."
 )
 
 REPEAT_HELP = (

@@ -112,6 +112,26 @@ def test_a_participant_answers_before_and_after_their_situation_exactly_once(cli
 
 
 @pytest.mark.django_db
+def test_the_hidden_instruction_is_on_the_questionnaire_and_following_it_flags_the_participant(
+    client, write_json
+):
+    from studies.authenticity import TRAP_FIELD, trap_word
+
+    study = _questionnaire_study(write_json, trap_hidden_instruction=True)
+    client.get(f"/s/{study.slug}/", {"PROLIFIC_PID": "P1", "STUDY_ID": "S", "SESSION_ID": "X"})
+    client.post(f"/s/{study.slug}/step/", {"step": "consent", "decision": "agree"})
+    step, page = _step(client, study)
+    assert step == "q_default" and trap_word(study) in page and f'name="{TRAP_FIELD}"' in page
+    anchors = ["very slightly or not at all", "a little", "moderately", "quite a bit", "extremely"]
+    data = {"step": step, TRAP_FIELD: trap_word(study), **{name: 3 for name in ITEM.findall(page)}}
+    data["check"] = anchors.index(CHECK.search(page).group(1)) + 1
+    client.post(f"/s/{study.slug}/step/", data)
+    participant = Participant.objects.get(external_id="P1")
+    assert QuestionnaireRun.objects.filter(participant=participant, phase="default").exists()
+    assert participant.authenticity.flagged and participant.authenticity.pages["q_default"] == {"trap": 1}
+
+
+@pytest.mark.django_db
 def test_a_failed_attention_check_flags_the_participant_and_gives_the_failed_checks_code(client, write_json):
     study = _questionnaire_study(write_json, randomise_item_order=False)
     client.get(f"/s/{study.slug}/", {"PROLIFIC_PID": "P2", "STUDY_ID": "S", "SESSION_ID": "X"})

@@ -114,3 +114,20 @@ def test_choosing_the_poor_reply_of_a_known_answer_pair_fails_the_check_like_the
     assert participant.attention_failures == 1 and participant.flagged_for_exclusion
     assert participant.exclusion_reasons == ["attention checks failed: 1 of 1"]
     assert participant.completion_code == "FAILEDCK"
+
+
+def test_the_hidden_instruction_is_on_each_pair_and_following_it_flags_the_participant(client):
+    from studies.authenticity import TRAP_FIELD, trap_word
+
+    study = pairwise_study_build(
+        conditions=3, prompts=6, items_per_participant=3, trap_hidden_instruction=True
+    )
+    enter(client, study, "PID1")
+    consent_and_instructions(client, study)
+    page = page_of(client, study)
+    assert trap_word(study) in page and f'name="{TRAP_FIELD}"' in page and 'aria-hidden="true"' in page
+    answer(client, study, position_of(page), "left", **{TRAP_FIELD: trap_word(study)})
+    participant = Participant.objects.get(external_id="PID1")
+    assert participant.pair_items.filter(choice="left").count() == 1  # the answer stands: nothing is refused
+    row = participant.authenticity
+    assert row.flagged and any(reason.startswith("hidden instruction followed") for reason in row.reasons)
