@@ -264,6 +264,8 @@ def test_an_amendment_is_recorded_and_changes_the_hash():
         ("quota_per_condition", 10, "why", "nothing to amend"),
         ("quota_per_condition", 0, "why", "quota_per_condition"),
         ("quota_per_condition", 12, "  ", "needs a reason"),
+        ("scale", [{"value": 2, "label": "Good"}, {"value": 2, "label": "Bad"}], "why", "repeated: 2"),
+        ("worked_examples", [{"situation": "s", "speaker_utterance": "u", "response": "r"}], "why", "rating"),
     ],
 )
 def test_a_bad_amendment_is_refused_and_writes_nothing(field, value, reason, message):
