@@ -8,6 +8,7 @@ import json
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import flatten_fieldsets
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
@@ -20,7 +21,7 @@ from .admin_forms import (
     PlannedAnalysisField,
     ScaleField,
     WorkedExamplesField,
-    planned_analysis_with_notes,
+    value_in_words,
 )
 from .design import (
     FROZEN_STUDY_FIELDS,
@@ -62,28 +63,26 @@ class FrozenDesignFormMixin:
 class StudyAdminForm(FrozenDesignFormMixin, forms.ModelForm):
     """The study's admin form (ModelAdmin supplies the model and fields; `StudyAdmin.formfield_for_dbfield` gives
     the JSON settings their forms). The worked examples get as many slots as the study has examples, plus spare
-    ones, each rated on the study's scale; the planned analysis keeps its notes."""
+    ones, each rated on the study's scale; the planned analysis keeps the study's notes."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        study = self.instance
         if isinstance(self.fields.get("scale"), ScaleField):
-            options = self.instance.scale if isinstance(self.instance.scale, list) else []
-            field = ScaleField(slots=len(options) + SPARE_OPTIONS)
-            field.label = self.fields["scale"].label
-            self.fields["scale"] = field
+            options = study.scale if isinstance(study.scale, list) else []
+            self._replace("scale", ScaleField(slots=len(options) + SPARE_OPTIONS))
         if isinstance(self.fields.get("worked_examples"), WorkedExamplesField):
-            examples = (
-                self.instance.worked_examples if isinstance(self.instance.worked_examples, list) else []
+            examples = study.worked_examples if isinstance(study.worked_examples, list) else []
+            self._replace(
+                "worked_examples",
+                WorkedExamplesField(slots=len(examples) + SPARE_EXAMPLES, scale=study.scale),
             )
-            field = WorkedExamplesField(slots=len(examples) + SPARE_EXAMPLES, scale=self.instance.scale)
-            field.label = self.fields["worked_examples"].label
-            self.fields["worked_examples"] = field
+        if isinstance(self.fields.get("planned_analysis"), PlannedAnalysisField):
+            self._replace("planned_analysis", PlannedAnalysisField(stored=study.planned_analysis))
 
-    def clean_planned_analysis(self):
-        value = self.cleaned_data.get("planned_analysis")
-        if isinstance(self.fields["planned_analysis"], PlannedAnalysisField):
-            return planned_analysis_with_notes(value, self.instance.planned_analysis)
-        return value
+    def _replace(self, name: str, field: forms.Field) -> None:
+        field.label = self.fields[name].label
+        self.fields[name] = field
 
 
 class FrozenInlineFormSet(forms.BaseInlineFormSet):
@@ -126,14 +125,20 @@ class FrozenInlineFormSet(forms.BaseInlineFormSet):
 
 
 class AmendForm(forms.Form):
-    field = forms.ChoiceField(choices=[(f, f) for f in AMENDABLE])
-    value = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 4}),
-        help_text='The new value as JSON (e.g. 250, "text", a list); plain text is taken as a string.',
-    )
+    """An amendment of one frozen field: the field as the study's own form edits it (its widget, its clean()),
+    filled in with the current value, and the reason."""
+
     reason = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3}), help_text="Why the frozen design changes."
     )
+
+    def __init__(self, data=None, *, study_form: forms.ModelForm, name: str):
+        super().__init__(data, initial={name: study_form.initial.get(name)})
+        field = study_form.fields[name]
+        # The change page switches the exclusion rules off once participants are in; an amendment is the
+        # recorded way to change them.
+        field.disabled = False
+        self.fields = {name: field, **self.fields}
 
 
 class StudyDesignAdminMixin:
@@ -190,20 +195,29 @@ class StudyDesignAdminMixin:
         return TemplateResponse(request, "admin/studies/study/prereg.html", context)
 
     def amend_view(self, request: HttpRequest, pk: int):
+        """The frozen fields this study's page shows, each with its current value in words; ?field=NAME gives
+        that field's own input (the study form's) and the reason, posted to `study_amend`."""
         study = self._study(request, pk, change=True)
         if design_current(study) is None:
             self.message_user(request, f"“{study.slug}” is a draft: edit it directly.", messages.WARNING)
             return HttpResponseRedirect(reverse("admin:studies_study_change", args=[study.pk]))
-        form = AmendForm(request.POST or None, initial={"field": request.GET.get("field", "")})
-        if request.method == "POST" and form.is_valid():
-            data = form.cleaned_data
-            try:
-                value = json.loads(data["value"])
-            except json.JSONDecodeError:
-                value = data["value"]
+        shown = flatten_fieldsets(self.get_fieldsets(request, study))
+        names = [name for name in shown if name in AMENDABLE]
+        study_form = self.get_form(request, study, change=True, fields=names)(instance=study)
+        name = request.GET.get("field", "")
+        form = None
+        if name in names:
+            form = AmendForm(
+                request.POST if request.method == "POST" else None, study_form=study_form, name=name
+            )
+        elif name:
+            self.message_user(
+                request, f"“{name}” cannot be amended here: choose a field below.", messages.WARNING
+            )
+        if form is not None and form.is_bound and form.is_valid():
             try:
                 amendment = study_amend(
-                    study=study, field=data["field"], value=value, reason=data["reason"],
+                    study=study, field=name, value=form.cleaned_data[name], reason=form.cleaned_data["reason"],
                     author=request.user.get_username(),
                 )  # fmt: skip
             except (AmendmentError, FrozenDesignError) as exc:
@@ -215,16 +229,27 @@ class StudyDesignAdminMixin:
                     messages.SUCCESS,
                 )
                 return HttpResponseRedirect(reverse("admin:studies_study_design", args=[study.pk]))
-        current = {f: json.dumps(getattr(study, f), ensure_ascii=False) for f in AMENDABLE}
+        # Each field's current value in its own labels: a JSON setting as its groups (one a line when its inputs
+        # are a table, like the scale's options), any other as text.
+        current = []
+        for each in names:
+            field = study_form.fields[each]
+            words = value_in_words(field, study_form.initial.get(each))
+            grouped = isinstance(words, list)
+            current.append({"name": each, "label": field.label, "words": words, "groups": grouped,
+                            "one_line": grouped and field.widget.table})  # fmt: skip
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
             "original": study,
             "title": f"Amend the design of {study.slug}",
             "form": form,
+            "field_label": study_form.fields[name].label if form is not None else "",
             "current": current,
         }
-        return TemplateResponse(request, "admin/studies/study/amend.html", context)
+        return TemplateResponse(
+            request, "admin/studies/study/amend.html", context, status=400 if form and form.errors else 200
+        )
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

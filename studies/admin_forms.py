@@ -64,6 +64,27 @@ class RowsWidget(forms.MultiWidget):
         return context
 
 
+def _in_words(widget: forms.Widget, value: Any) -> str:
+    """One input's value as a researcher reads it: Yes / No for a switch, the chosen option's label for a choice,
+    "" for a blank."""
+    if isinstance(widget, forms.CheckboxInput):
+        return "Yes" if value else "No"
+    if value is None or value == "":
+        return ""
+    for key, label in getattr(widget, "choices", ()):
+        if str(key) == str(value):
+            return str(label)
+    return str(value)
+
+
+def value_in_words(field: forms.Field, value: Any) -> str | list[tuple[str, list[tuple[str, str]]]]:
+    """A stored value of `field` as a researcher reads it, in the field's own labels: a JSON setting as its filled
+    groups (`StoredJSONField.in_words`), any other value as text."""
+    if isinstance(field, StoredJSONField):
+        return field.in_words(value)
+    return _in_words(field.widget, value)
+
+
 class StoredJSONField(forms.MultiValueField):
     """A MultiValueField over one stored JSON value. Each subclass gives `decompress` (the stored JSON, or None,
     to the inputs' values) and `compress` (the inputs' values to the JSON)."""
@@ -95,6 +116,17 @@ class StoredJSONField(forms.MultiValueField):
             return self.clean(data) != initial
         except ValidationError:
             return True
+
+    def in_words(self, value) -> list[tuple[str, list[tuple[str, str]]]]:
+        """The stored value in the inputs' labels: (group title, [(input label, value in words)]) for each group
+        with something filled in, blank inputs left out."""
+        values = iter(self.prepare_value(value))
+        groups = []
+        for title, inputs in self.widget.rows:
+            words = [(label, _in_words(widget, next(values))) for label, widget in inputs]
+            if filled := [(label, text) for label, text in words if text]:
+                groups.append((title, filled))
+        return groups
 
 
 class ScaleField(StoredJSONField):
@@ -240,10 +272,12 @@ class ExclusionRulesField(StoredJSONField):
 
 
 class PlannedAnalysisField(StoredJSONField):
-    """The planned analysis: the tests in words (one a line), α and the correction (notes kept by the form)."""
+    """The planned analysis: the tests in words (one a line), α and the correction; the stored declaration's other
+    keys (notes for the pre-registration) are kept as they are."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, *, stored: Any = None, **kwargs):
         kwargs.pop("encoder", None), kwargs.pop("decoder", None)
+        self.notes = {k: v for k, v in stored.items() if k not in KEYS} if isinstance(stored, dict) else {}
         rows = [
             ("Planned analysis", [
                 ("Tests (one a line)", forms.Textarea(attrs={"rows": 4, "cols": 60, "class": "vLargeTextField"})),
@@ -266,19 +300,13 @@ class PlannedAnalysisField(StoredJSONField):
 
     def compress(self, data_list) -> dict:
         if not data_list:
-            return {}
+            return dict(self.notes)
         tests, alpha, correction = data_list
         lines = [line.strip() for line in (tests or "").splitlines() if line.strip()]
-        out: dict = {"tests": lines, "correction": correction or DEFAULT_CORRECTION}
+        out: dict = {**self.notes, "tests": lines, "correction": correction or DEFAULT_CORRECTION}
         if alpha is not None:
             out["alpha"] = alpha
         return out
-
-
-def planned_analysis_with_notes(new: dict, stored: Any) -> dict:
-    """The form's planned analysis with the stored one's other keys (notes for the pre-registration) kept."""
-    notes = {k: v for k, v in (stored or {}).items() if k not in KEYS} if isinstance(stored, dict) else {}
-    return {**notes, **new}
 
 
 # The study's JSON settings and the form field that edits each (StudyAdmin.formfield_for_dbfield).

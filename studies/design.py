@@ -27,7 +27,6 @@ from django.db.models.signals import pre_delete, pre_save
 from django.dispatch import receiver
 from django.forms.models import model_to_dict
 
-from .exclusion_rules import exclusion_rules_normalise
 from .kinds import kind_of, registered_kinds
 from .models import (
     AttentionCheck,
@@ -39,6 +38,7 @@ from .models import (
     StudyDesign,
 )
 from .planned_analysis import planned_analysis_normalise
+from .rating_settings import STUDY_SETTINGS, study_setting_normalise
 
 FORMAT = 1
 
@@ -392,11 +392,8 @@ def _value_clean(study: Study, field: str, value: Any) -> Any:
     model_field = Study._meta.get_field(field)
     try:
         clean = model_field.clean(model_field.to_python(value), study)
-        if field == "exclusion_rules":  # validated as the admin and Study.clean validate a declaration
-            points = len(study.scale) if isinstance(study.scale, list) else None
-            clean = exclusion_rules_normalise(clean, scale_points=points)
-        if field == "planned_analysis":
-            clean = planned_analysis_normalise(clean)
+        if field in STUDY_SETTINGS:  # a JSON setting: its one validator, as Study.clean runs it
+            clean = study_setting_normalise(study, field, clean)
         return clean
     except ValidationError as exc:
         raise AmendmentError(f"{field}: " + "; ".join(exc.messages)) from None

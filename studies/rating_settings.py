@@ -86,23 +86,34 @@ def worked_examples_normalise(value: Any, *, scale_values: list[int] | None = No
     return [{key: example[key] for key in EXAMPLE_KEYS} for example in out]
 
 
-def study_settings_normalise(study) -> None:
-    """`Study.clean`'s check of the study's JSON settings: each through its one validator (scale, worked examples
-    on that scale, exclusion rules for that scale's length, planned analysis), normalised in place; one
-    ValidationError naming every field with a problem (the admin's forms write the same shapes)."""
-    errors = {}
+# The study's JSON settings, in the order they are checked (the scale first: the others are read against it).
+STUDY_SETTINGS = ("scale", "worked_examples", "exclusion_rules", "planned_analysis")
+
+
+def study_setting_normalise(study, name: str, value: Any) -> Any:
+    """One of the study's JSON settings (`name`, one of STUDY_SETTINGS) normalised by its one validator, read
+    against the study's scale as it stands (worked examples rate on it, the exclusion rules know its length), or
+    ValidationError listing every problem."""
+    if name == "scale":
+        return scale_normalise(value)
     try:
         values = [option["value"] for option in scale_normalise(study.scale)]
     except ValidationError:
         values = None
-    for name, normalise in [
-        ("scale", scale_normalise),
-        ("worked_examples", lambda v: worked_examples_normalise(v, scale_values=values)),
-        ("exclusion_rules", lambda v: exclusion_rules_normalise(v, scale_points=values and len(values))),
-        ("planned_analysis", planned_analysis_normalise),
-    ]:
+    if name == "worked_examples":
+        return worked_examples_normalise(value, scale_values=values)
+    if name == "exclusion_rules":
+        return exclusion_rules_normalise(value, scale_points=values and len(values))
+    return planned_analysis_normalise(value)
+
+
+def study_settings_normalise(study) -> None:
+    """`Study.clean`'s check of the study's JSON settings: each through `study_setting_normalise`, normalised in
+    place; one ValidationError naming every field with a problem (the admin's forms write the same shapes)."""
+    errors = {}
+    for name in STUDY_SETTINGS:
         try:
-            setattr(study, name, normalise(getattr(study, name)))
+            setattr(study, name, study_setting_normalise(study, name, getattr(study, name)))
         except ValidationError as exc:
             errors[name] = exc.messages
     if errors:

@@ -8,8 +8,9 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 from playwright.sync_api import expect
 
+from studies.demo.pairwise import PAIRWISE_SLUG
 from studies.demo.seed import DEMO_SLUG, QUESTIONNAIRE_SLUG, demo_seed
-from studies.models import Study
+from studies.models import Study, StudyAmendment
 from tests.a11y import axe_violations
 from tests.screenshots import screenshot
 
@@ -37,6 +38,7 @@ def test_the_admins_study_pages_pass_axe(admin_page, live_server):
     demo = Study.objects.get(slug=DEMO_SLUG)
     questionnaire = Study.objects.get(slug=QUESTIONNAIRE_SLUG)
     draft = Study.objects.get(slug="published-sample")
+    pairwise = Study.objects.get(slug=PAIRWISE_SLUG)
     urls = [
         reverse("admin:studies_study_changelist"),
         reverse("admin:studies_study_change", args=[demo.pk]),
@@ -47,6 +49,10 @@ def test_the_admins_study_pages_pass_axe(admin_page, live_server):
         reverse("admin:studies_study_state", args=[demo.pk, "close"]),
         reverse("admin:studies_study_state", args=[demo.pk, "pause"]),
         reverse("admin:studies_study_state", args=[draft.pk, "launch"]),
+        reverse("admin:studies_study_amend", args=[questionnaire.pk]),
+        reverse("admin:studies_study_amend", args=[pairwise.pk]) + "?field=worked_examples",
+        reverse("admin:studies_study_amend", args=[demo.pk]) + "?field=exclusion_rules",
+        reverse("admin:studies_study_amend", args=[demo.pk]) + "?field=worked_examples",
         reverse("admin:generation_generationjob_changelist"),
         reverse("admin:generation_studies"),
     ]
@@ -92,3 +98,44 @@ def test_the_live_status_refreshes_in_place_and_can_be_paused(admin_page, live_s
     assert admin_page.locator("[data-refreshed-at]").inner_text() != stamp
     admin_page.get_by_role("button", name="Pause automatic refresh").click()
     assert admin_page.get_by_role("button", name="Resume automatic refresh").is_visible()
+
+
+def test_a_frozen_field_is_amended_in_its_own_inputs_on_a_phone_and_a_desktop(admin_page, live_server):
+    """The amendment page: the frozen fields in words, then the scale's own rows; a repeated value is refused on
+    the page and nothing is written, a new label is recorded. axe and no sideways scrolling at both sizes."""
+    demo = Study.objects.get(slug=DEMO_SLUG)
+    page, violations = admin_page, []
+
+    def look(name: str) -> None:
+        for size, viewport in [("desktop", (1280, 800)), ("phone", (390, 844))]:
+            page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
+            violations.extend(axe_violations(page))
+            assert page.evaluate("document.documentElement.scrollWidth <= innerWidth"), (name, size)
+            screenshot(page, f"admin-amend-{name}-{size}")
+        page.set_viewport_size({"width": 1280, "height": 800})
+
+    page.goto(live_server.url + reverse("admin:studies_study_amend", args=[demo.pk]))
+    expect(page.locator("#amendable")).to_contain_text("Option 1: Value 3, Label Good")
+    look("fields")
+    page.get_by_role("link", name="Scale", exact=True).click()
+    expect(page.get_by_role("heading", name="Amend “Scale”")).to_be_visible()
+    expect(page.get_by_label("Option 2: Label")).to_have_value("Okay")
+    look("scale")
+    page.get_by_label("Option 2: Value").fill("3")
+    page.get_by_label("Reason").fill("The label participants saw was Fair.")
+    page.get_by_role("button", name="Record the amendment").click()
+    expect(page.locator(".errornote, .errorlist").first).to_contain_text("each value may be used once")
+    assert not StudyAmendment.objects.exists()
+    look("scale-refused")
+    page.get_by_label("Option 2: Value").fill("2")
+    page.get_by_label("Option 2: Label").fill("Fair")
+    page.get_by_role("button", name="Record the amendment").click()
+    expect(page.locator(".messagelist")).to_contain_text("Amended scale")
+    assert [o["label"] for o in Study.objects.get(pk=demo.pk).scale] == ["Good", "Fair", "Bad"]
+    # The exclusion rules, switched off on the study's page once participants are in, are switches here.
+    page.goto(
+        live_server.url + reverse("admin:studies_study_amend", args=[demo.pk]) + "?field=exclusion_rules"
+    )
+    expect(page.get_by_label("Exclude participants answering too fast")).to_be_enabled()
+    look("exclusion-rules")
+    assert violations == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 import pytest
 from django import forms
@@ -36,6 +37,7 @@ from studies.models import (
     StudyAmendment,
     StudyDesign,
 )
+from studies.planned_analysis import default_scale
 from studies.prereg import prereg_markdown
 from studies.services import study_close, study_launch
 from tests.factories import (
@@ -45,6 +47,8 @@ from tests.factories import (
     ResponseFactory,
     StudyFactory,
 )
+
+from .test_admin import change_form_data as browser_form_data
 
 pytestmark = pytest.mark.django_db
 
@@ -264,6 +268,8 @@ def test_an_amendment_is_recorded_and_changes_the_hash():
         ("quota_per_condition", 10, "why", "nothing to amend"),
         ("quota_per_condition", 0, "why", "quota_per_condition"),
         ("quota_per_condition", 12, "  ", "needs a reason"),
+        ("scale", [{"value": 2, "label": "Good"}, {"value": 2, "label": "Bad"}], "why", "repeated: 2"),
+        ("worked_examples", [{"situation": "s", "speaker_utterance": "u", "response": "r"}], "why", "rating"),
     ],
 )
 def test_a_bad_amendment_is_refused_and_writes_nothing(field, value, reason, message):
@@ -421,15 +427,121 @@ def test_the_admin_design_prereg_and_amend_pages(staff_client, staff_user):
     assert frozen.sha256 in page and "LLMs are rated Good" in page
     md = staff_client.get(reverse("admin:studies_study_prereg", args=[study.pk]) + "?format=md")
     assert md["Content-Type"].startswith("text/markdown") and frozen.sha256 in md.content.decode()
-    url = reverse("admin:studies_study_amend", args=[study.pk])
-    response = staff_client.post(url, {"field": "seed", "value": "5", "reason": ""})
-    assert response.status_code == 200 and not StudyAmendment.objects.exists()
-    response = staff_client.post(url, {"field": "seed", "value": "5", "reason": "wrong seed typed"})
+    url, data = amend_form(staff_client, study, "seed")
+    assert data["seed"] == "0"  # the current value, in the study page's own number input
+    response = staff_client.post(url, {**data, "seed": "5", "reason": ""})
+    assert response.status_code == 400 and not StudyAmendment.objects.exists()
+    response = staff_client.post(url, {**data, "seed": "5", "reason": "wrong seed typed"})
     assert response.status_code == 302
     amendment = StudyAmendment.objects.get()
     assert amendment.author == staff_user.username and amendment.new_value == 5
     page = staff_client.get(reverse("admin:studies_study_design", args=[study.pk])).content.decode()
     assert "wrong seed typed" in page and amendment.sha256_after in page
+
+
+def amend_form(client, study: Study, field: str) -> tuple[str, dict[str, str]]:
+    """The amendment page of one field and what a browser would post from it unchanged (its inputs)."""
+    url = reverse("admin:studies_study_amend", args=[study.pk]) + f"?field={field}"
+    response = client.get(url)
+    assert response.status_code == 200
+    return url, browser_form_data(response.content.decode())
+
+
+def _unchanged(study: Study, frozen: StudyDesign) -> bool:
+    return (
+        not StudyAmendment.objects.exists()
+        and design_current(study).sha256 == frozen.sha256
+        and design_sha256(design_build(Study.objects.get(pk=study.pk))) == frozen.sha256
+    )
+
+
+def test_the_amendment_page_lists_the_frozen_fields_in_words_not_json(staff_client):
+    study = ready_study(planned_analysis={"tests": ["omnibus"], "alpha": 0.05, "correction": "fdr_bh"})
+    _frozen(study)
+    response = staff_client.get(reverse("admin:studies_study_amend", args=[study.pk]))
+    page = response.content.decode()
+    assert response.status_code == 200 and "JSON" not in page and "{&quot;" not in page
+    rows = dict(re.findall(r'<th scope="row"><a href="\?field=(\w+)">([^<]+)</a>', page))
+    # The rating study's frozen fields as its page labels them (not the completion code: not frozen).
+    assert rows["quota_per_condition"] == "Quota per condition" and rows["scale"] == "Scale"
+    assert rows["ask_teq"] == "Ask the Toronto Empathy Questionnaire before rating"
+    assert "kind" not in rows and "completion_code" not in rows
+    assert "Option 1: Value 3, Label Good</li>" in page  # the scale as a list of its options
+    assert "Multiple-comparison correction: Benjamini–Hochberg (FDR)" in page  # a choice by its label
+    assert "Exclude participants who failed the attention checks: Yes" in page  # a switch as Yes / No
+
+
+def test_a_number_is_amended_in_its_own_input_and_a_bad_one_is_refused_on_the_field(staff_client):
+    study = ready_study()
+    frozen = _frozen(study)
+    url, data = amend_form(staff_client, study, "quota_per_condition")
+    assert data == {"quota_per_condition": "10", "reason": ""}  # its own input, filled in, and the reason
+    for bad, message in [("0", "greater than or equal to 1"), ("many", "Enter a whole number")]:
+        response = staff_client.post(url, {**data, "quota_per_condition": bad, "reason": "slow recruiting"})
+        assert response.status_code == 400 and message in response.content.decode()
+        assert Study.objects.get(pk=study.pk).quota_per_condition == 10 and _unchanged(study, frozen)
+    response = staff_client.post(url, {**data, "reason": "slow recruiting"})  # the same value: no amendment
+    assert response.status_code == 400 and "already has this value" in response.content.decode()
+    response = staff_client.post(url, {**data, "quota_per_condition": "12", "reason": "slow recruiting"})
+    assert response.status_code == 302
+    amendment = StudyAmendment.objects.get()
+    assert (amendment.field, amendment.old_value, amendment.new_value) == ("quota_per_condition", 10, 12)
+    assert Study.objects.get(pk=study.pk).quota_per_condition == 12
+
+
+def test_the_scale_is_amended_in_its_rows_and_a_repeated_value_is_refused(staff_client):
+    study = ready_study()
+    frozen = _frozen(study)
+    url, data = amend_form(staff_client, study, "scale")
+    assert (data["scale_0"], data["scale_1"], data["scale_3"]) == ("3", "Good", "Okay")
+    response = staff_client.post(url, {**data, "scale_2": "3", "reason": "typo"})  # 3 twice
+    assert (
+        response.status_code == 400
+        and "each value may be used once (repeated: 3)" in response.content.decode()
+    )
+    assert Study.objects.get(pk=study.pk).scale == default_scale() and _unchanged(study, frozen)
+    response = staff_client.post(url, {**data, "scale_3": "Fair", "reason": "the label participants saw"})
+    assert response.status_code == 302
+    assert [o["label"] for o in Study.objects.get(pk=study.pk).scale] == ["Good", "Fair", "Bad"]
+    assert StudyAmendment.objects.get().new_value[1] == {"value": 2, "label": "Fair"}
+
+
+def test_the_exclusion_rules_are_amended_as_switches_though_the_study_page_has_them_switched_off(
+    staff_client,
+):
+    study = ready_study()
+    frozen = _frozen(study)
+    url, data = amend_form(staff_client, study, "exclusion_rules")
+    assert "disabled" not in staff_client.get(url).content.decode().split('id="amendable"')[0]
+    # Identical answers alone are no evidence on a three-point scale: the rules' own validator says so.
+    straight = {"exclusion_rules_4": "on", "exclusion_rules_7": "on"}
+    response = staff_client.post(url, {**data, **straight, "reason": "declared in the protocol"})
+    assert response.status_code == 400 and "needs a scale of at least 5 points" in response.content.decode()
+    assert _unchanged(study, frozen)
+    fast = {"exclusion_rules_2": "on", "exclusion_rules_3": "1200"}
+    response = staff_client.post(url, {**data, **fast, "reason": "declared in the protocol"})
+    assert response.status_code == 302
+    rules = Study.objects.get(pk=study.pk).exclusion_rules
+    assert rules["too_fast"] == {"min_median_ms": 1200} and StudyAmendment.objects.get().new_value == rules
+
+
+def test_the_planned_analysis_is_amended_with_its_notes_kept(staff_client):
+    planned = {"tests": ["omnibus"], "alpha": 0.05, "correction": "holm", "note": "as registered on OSF"}
+    study = ready_study(planned_analysis=planned)
+    _frozen(study)
+    url, data = amend_form(staff_client, study, "planned_analysis")
+    response = staff_client.post(url, {**data, "planned_analysis_1": "0.01", "reason": "α typed wrong"})
+    assert response.status_code == 302
+    assert Study.objects.get(pk=study.pk).planned_analysis == {**planned, "alpha": 0.01}
+
+
+def test_a_field_the_study_page_does_not_show_is_not_offered(staff_client):
+    study = ready_study()
+    _frozen(study)
+    url = reverse("admin:studies_study_amend", args=[study.pk])
+    response = staff_client.post(url + "?field=completion_code", {"completion_code": "X", "reason": "r"})
+    assert response.status_code == 200 and "cannot be amended here" in response.content.decode()
+    assert not StudyAmendment.objects.exists()
 
 
 def test_a_draft_study_is_edited_freely_and_is_not_frozen(staff_client):
