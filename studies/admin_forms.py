@@ -318,6 +318,23 @@ JSON_SETTING_FIELDS = {
 }
 
 
+class LinesField(forms.CharField):
+    """A list of short texts (a participant's exclusion reasons) as a text box, one a line; blank lines dropped."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("help_text", "One a line.")
+        super().__init__(widget=forms.Textarea(attrs={"rows": 3, "cols": 60}), required=False, **kwargs)
+
+    def prepare_value(self, value):
+        return "\n".join(str(line) for line in value) if isinstance(value, list) else value
+
+    def to_python(self, value) -> list[str]:
+        return [line.strip() for line in (super().to_python(value) or "").splitlines() if line.strip()]
+
+    def has_changed(self, initial, data) -> bool:
+        return (initial or []) != self.to_python(data)
+
+
 def expected_value_field(scale: Any) -> forms.TypedChoiceField:
     """An attention check's expected answer, chosen by its label on the study's scale ("Okay", not 2)."""
     return forms.TypedChoiceField(

@@ -7,6 +7,7 @@ from django.contrib import admin, messages
 from django.db.models import Count, Q
 from django.utils.text import Truncator
 
+from .admin_forms import LinesField
 from .models import (
     Assignment,
     Emotion,
@@ -83,8 +84,8 @@ class ResponseAdmin(ReadMostlyAdmin):
     list_filter = ["condition__study", "condition__name", "source", "review"]
     search_fields = ["text", "prompt__dialogue_id"]
     list_select_related = ["prompt", "condition__study"]
-    readonly_fields = ["prompt", "condition", "sample_index", "source", "created_at", "updated_at"]
-    fields = ["prompt", "condition", "sample_index", "text", "source", "review", "review_flags"]
+    readonly_fields = ["prompt", "condition", "sample_index", "source", "flags", "created_at", "updated_at"]
+    fields = ["prompt", "condition", "sample_index", "text", "source", "review", "flags"]
     actions = ["approve_selected"]
 
     @admin.display(description="dialogue", ordering="prompt__dialogue_id")
@@ -98,6 +99,11 @@ class ResponseAdmin(ReadMostlyAdmin):
     @admin.display(description="text")
     def text_short(self, response: Response) -> str:
         return Truncator(response.text).chars(100)
+
+    @admin.display(description="review flags")
+    def flags(self, response: Response) -> str:
+        """What generation's review found (its record, not a setting)."""
+        return ", ".join(str(flag) for flag in response.review_flags or []) or "-"
 
     @admin.action(description="Approve selected responses after review")
     def approve_selected(self, request, queryset):
@@ -176,6 +182,11 @@ class ParticipantAdmin(ReadMostlyAdmin):
     ]
     # Only the exclusion decision is edited here; everything else is the record of what happened.
     fields = ["flagged_for_exclusion", "exclusion_reasons", *readonly_fields]
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name == "exclusion_reasons":  # a list of texts: one a line, not JSON
+            return LinesField(label="Exclusion reasons")
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def get_queryset(self, request):
         return (

@@ -1,6 +1,8 @@
 """The admin through the test client as a staff user: changelists without N+1, the study actions, the import
 page and the live status page."""
 
+import re
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
@@ -187,6 +189,31 @@ def test_participant_pages_show_external_ids_and_answers_to_staff(staff_client):
         reverse("admin:studies_participant_changelist") + "?q=" + participant.external_id
     )
     assert participant.external_id in listing.content.decode()
+
+
+def test_a_participants_exclusion_reasons_are_edited_one_a_line_and_a_responses_flags_are_a_record(
+    staff_client,
+):
+    study = build_study("reasons", participants=1)
+    participant = Participant.objects.get(study=study)
+    participant.exclusion_reasons = ["failed 2 attention checks", "too fast"]
+    participant.save(update_fields=["exclusion_reasons"])
+    url = reverse("admin:studies_participant_change", args=[participant.pk])
+    page = staff_client.get(url).content.decode()
+    assert "failed 2 attention checks\ntoo fast</textarea>" in page and '["failed' not in page
+    hidden = dict(re.findall(r'<input type="hidden" name="([\w-]+)" value="([^"]*)"', page))
+    assert "assignments-TOTAL_FORMS" in hidden  # the answers' inline, posted back as the page would
+    posted = staff_client.post(
+        url, {"flagged_for_exclusion": "on", "exclusion_reasons": "too fast\r\n\r\n duplicate ", **hidden}
+    )
+    assert posted.status_code == 302
+    participant.refresh_from_db()
+    assert participant.flagged_for_exclusion and participant.exclusion_reasons == ["too fast", "duplicate"]
+    response = participant.assignments.get().response
+    response.review_flags = ["refusal"]
+    response.save(update_fields=["review_flags"])
+    page = staff_client.get(reverse("admin:studies_response_change", args=[response.pk])).content.decode()
+    assert "refusal" in page and 'name="review_flags"' not in page
 
 
 def test_questionnaire_pages_render_without_a_query_per_row(staff_client, django_assert_max_num_queries):
