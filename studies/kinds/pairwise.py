@@ -11,8 +11,11 @@ condition pair, dealt by live counts (studies/balancing.py `live_assignments`: a
 participants who hold their place; a participant who returns or times out stops counting, so their pairs are
 dealt again):
 
-* each of the participant's pairs is the condition pair with the fewest live pairs (with the focal design: among
-  the pairs involving the participant's condition), so condition pairs never differ by more than one;
+* each of the participant's pairs is the condition pair with the fewest live pairs, so condition pairs never
+  differ by more than one; with the focal design, among the pairs involving the participant's condition, and
+  first the one this participant has been given least: each participant's pages are spread evenly over their
+  condition's pairs (the fewest live breaking ties), so that participants of all conditions keep the pairs
+  within two of each other;
 * on the prompt with the fewest live pairs of that condition pair, then the fewest live pairs at all, among the
   prompts the participant has not been given yet (each prompt at most once per participant);
 * left/right: the side that condition pair has had less often that way round, then the side its conditions have
@@ -177,6 +180,9 @@ class PairwiseKind(StudyKind):
         weights = self._adaptive_weights(study, settings, pairs)
         pair_draws, prompt_draws, side_draws = (tie_break_draws(rng) for _ in range(3))
         mine: Counter = Counter()  # this participant's left-minus-right per condition
+        mine_pairs: Counter = (
+            Counter()
+        )  # this participant's pages per condition pair (the focal design's spread)
         used: set[int] = set()
         dealt: list[PairItem] = []
         stored = self._stored_pairs(study, pairs)
@@ -184,11 +190,13 @@ class PairwiseKind(StudyKind):
             pair = min(
                 self._pool(study, deal, pairs, stored),
                 key=lambda p: (
+                    mine_pairs[p] if settings.focal_design else 0,
                     self._need(deal, p, weights),
                     tie_break_key(p[0] * 65599 + p[1], pair_draws),
                     p,
                 ),
             )
+            mine_pairs[pair] += 1
             open_prompts = [
                 p for p in prompts if p not in used and (p, pair[0]) in replies and (p, pair[1]) in replies
             ]
