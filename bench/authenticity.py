@@ -2,7 +2,9 @@
 participant pages in headless Chromium, and what the signals add to an answer's server time.
 
     .venv/bin/python bench/authenticity.py [--per-kind 50] [--concurrency 4] [--compression 0.1] \
-        [--no-cognitive-trap]
+        [--no-cognitive-trap] [--latency-participants 60]
+
+`--per-kind 0` runs the latency phase alone (below): a quick re-measure, e.g. on a quiet machine.
 
 Prints ONE JSON object (progress on stderr). A throwaway production-shaped stack (bench/lib/stack.py: gunicorn,
 its own PostgreSQL database and Redis database) serves a live rating study of the public dataset
@@ -540,7 +542,7 @@ def main(argv: list[str] | None = None) -> dict:
         walkers = walkers_make(args)
         log(f"{len(walkers)} walkers, {args.concurrency} at a time, pauses × {args.compression}")
         browser_started = time.monotonic()
-        errors = asyncio.run(browser_phase(stack.base_url, walkers, args.concurrency))
+        errors = asyncio.run(browser_phase(stack.base_url, walkers, args.concurrency)) if walkers else {}
         browser_seconds = time.monotonic() - browser_started
         rates = flag_rates(walkers)
         log(f"flag rates: {json.dumps({kind: groups['all'] for kind, groups in rates.items()})}")
@@ -551,13 +553,16 @@ def main(argv: list[str] | None = None) -> dict:
             latency = {"error": f"{type(exc).__name__}: {exc}", "signals_record_per_answer": {}}
     pauses = [p for w in walkers for p in w.item_pauses]
     added_p99 = latency["signals_record_per_answer"].get("p99_ms")
-    people, scripted = rates["people"]["all"], rates["scripted"]["all"]
+    none = {"flag_rate": None, "flag_rate_behaviour_only": None, "picture": {"pass_rate": None}}
+    people, scripted, pointer = (
+        rates.get(kind, {}).get("all", none) for kind in ("people", "scripted", "pointer")
+    )
     result = {
         "must_show": {
             "people_flag_rate": people["flag_rate"],
             "scripted_flag_rate": scripted["flag_rate"],
-            "pointer_agent_flag_rate": rates["pointer"]["all"]["flag_rate"],
-            "pointer_agent_flag_rate_behaviour_only": rates["pointer"]["all"]["flag_rate_behaviour_only"],
+            "pointer_agent_flag_rate": pointer["flag_rate"],
+            "pointer_agent_flag_rate_behaviour_only": pointer["flag_rate_behaviour_only"],
             "picture_pass_rate": {
                 kind: groups["all"]["picture"]["pass_rate"] for kind, groups in rates.items()
             },
