@@ -53,16 +53,23 @@ def _flush_postgres_by_deleting_rows():
     over 150 transactional tests. A test leaves a few rows in a few tables, and deleting them costs
     milliseconds; the tables end just as empty (Django flushes SQLite the same way). The foreign keys Django
     creates are deferrable: deferred, the deletes run in any order and are checked at the flush's commit, when
-    every row is gone. A flush that resets sequences or cascades keeps Django's TRUNCATE."""
+    every row is gone. A flush that resets sequences or cascades keeps Django's TRUNCATE.
+
+    The content types and permissions `migrate` creates are kept: no test writes them, and deleted, they were
+    created again after every flush (Django's post_migrate handlers, which still run and now find them all
+    there), half of each flush's time."""
     from django.db.backends.postgresql.operations import DatabaseOperations
 
     truncate = DatabaseOperations.sql_flush
+    kept = {"django_content_type", "auth_permission"}
 
     def sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
         if reset_sequences or allow_cascade or not tables:
             return truncate(self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade)
         deletes = [
-            f"{style.SQL_KEYWORD('DELETE FROM')} {style.SQL_FIELD(self.quote_name(t))};" for t in tables
+            f"{style.SQL_KEYWORD('DELETE FROM')} {style.SQL_FIELD(self.quote_name(t))};"
+            for t in tables
+            if t not in kept
         ]
         return ["SET CONSTRAINTS ALL DEFERRED;", *deletes]
 
@@ -85,9 +92,11 @@ def pytest_runtest_teardown(item, nextitem):
         import importlib
 
         from django.apps import apps
+        from django.db import transaction
         from pytest_django.plugin import blocking_manager_key
 
-        with item.config.stash[blocking_manager_key].unblock():
+        # One transaction, as in the migration (not a commit per emotion).
+        with item.config.stash[blocking_manager_key].unblock(), transaction.atomic():
             importlib.import_module("studies.migrations.0002_seed_emotions").seed_emotions(apps, None)
     return result
 
