@@ -7,6 +7,10 @@ missing service fails the run instead of skipping anything.
 
 import contextlib
 import os
+import shutil
+import socket
+import subprocess
+import time
 import urllib.request
 
 import pytest
@@ -164,6 +168,39 @@ def redis_url():
     except redis.exceptions.ConnectionError as exc:
         pytest.fail(f"Redis at {url} does not answer: {exc}")
     return url
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now, chosen by the system (so two suites side by side never pick the same)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def throwaway_redis():
+    """A Redis of our own on a free port, answering once the fixture returns: stopping it, or writing to it,
+    disturbs nobody (neither this suite's Redis database nor another suite's). Yields (process, url)."""
+    import redis
+
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server is not installed")
+    port = free_port()
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    for _ in range(50):
+        try:
+            redis.Redis.from_url(url).ping()
+            break
+        except redis.exceptions.ConnectionError:
+            time.sleep(0.1)
+    yield proc, url
+    proc.kill()
+    proc.wait()
 
 
 @pytest.fixture
