@@ -7,6 +7,10 @@ missing service fails the run instead of skipping anything.
 
 import contextlib
 import os
+import shutil
+import socket
+import subprocess
+import time
 import urllib.request
 
 import pytest
@@ -53,20 +57,45 @@ def _flush_postgres_by_deleting_rows():
     over 150 transactional tests. A test leaves a few rows in a few tables, and deleting them costs
     milliseconds; the tables end just as empty (Django flushes SQLite the same way). The foreign keys Django
     creates are deferrable: deferred, the deletes run in any order and are checked at the flush's commit, when
-    every row is gone. A flush that resets sequences or cascades keeps Django's TRUNCATE."""
+    every row is gone. A flush that resets sequences or cascades keeps Django's TRUNCATE.
+
+    The content types and permissions `migrate` creates are kept: no test writes them, and deleted, they were
+    created again after every flush (Django's post_migrate handlers, which still run and now find them all
+    there), half of each flush's time."""
+    from django.db import IntegrityError
     from django.db.backends.postgresql.operations import DatabaseOperations
 
     truncate = DatabaseOperations.sql_flush
+    kept = {"django_content_type", "auth_permission"}
 
     def sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
         if reset_sequences or allow_cascade or not tables:
             return truncate(self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade)
         deletes = [
-            f"{style.SQL_KEYWORD('DELETE FROM')} {style.SQL_FIELD(self.quote_name(t))};" for t in tables
+            f"{style.SQL_KEYWORD('DELETE FROM')} {style.SQL_FIELD(self.quote_name(t))};"
+            for t in tables
+            if t not in kept
         ]
         return ["SET CONSTRAINTS ALL DEFERRED;", *deletes]
 
     DatabaseOperations.sql_flush = sql_flush
+
+    execute = DatabaseOperations.execute_sql_flush
+
+    def execute_sql_flush(self, sql_list):
+        """A request a browser sent as the test closed its page (the beacon that carries a participant's consent
+        and instructions on pagehide) can still be writing while the flush runs: a row it commits after its
+        table was emptied, pointing at a row the flush deletes, fails the flush's deferred foreign-key check at
+        commit (TRUNCATE's table locks made such a request wait instead). The flush is then run again, and
+        deletes that row too."""
+        for attempt in range(3):
+            try:
+                return execute(self, sql_list)
+            except IntegrityError:
+                if attempt == 2:
+                    raise
+
+    DatabaseOperations.execute_sql_flush = execute_sql_flush
 
 
 @pytest.hookimpl(wrapper=True)
@@ -85,11 +114,31 @@ def pytest_runtest_teardown(item, nextitem):
         import importlib
 
         from django.apps import apps
+        from django.db import transaction
         from pytest_django.plugin import blocking_manager_key
 
-        with item.config.stash[blocking_manager_key].unblock():
+        # One transaction, as in the migration (not a commit per emotion).
+        with item.config.stash[blocking_manager_key].unblock(), transaction.atomic():
             importlib.import_module("studies.migrations.0002_seed_emotions").seed_emotions(apps, None)
     return result
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, with the sessions the run leaves behind ended before it is dropped.
+
+    The live server's threads keep their connections open while a browser holds its keep-alive socket (the
+    site's CONN_MAX_AGE), and a few others outlive their test, idle. PostgreSQL's DROP DATABASE waits five
+    seconds for them and then fails, which left the test database behind and the run 5 s longer."""
+    yield
+    if _postgres_in_use():
+        from django.db import connection
+
+        with django_db_blocker.unblock(), connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
 
 
 @pytest.fixture(autouse=True)
@@ -137,6 +186,39 @@ def redis_url():
     except redis.exceptions.ConnectionError as exc:
         pytest.fail(f"Redis at {url} does not answer: {exc}")
     return url
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now, chosen by the system (so two suites side by side never pick the same)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def throwaway_redis():
+    """A Redis of our own on a free port, answering once the fixture returns: stopping it, or writing to it,
+    disturbs nobody (neither this suite's Redis database nor another suite's). Yields (process, url)."""
+    import redis
+
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server is not installed")
+    port = free_port()
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    for _ in range(50):
+        try:
+            redis.Redis.from_url(url).ping()
+            break
+        except redis.exceptions.ConnectionError:
+            time.sleep(0.1)
+    yield proc, url
+    proc.kill()
+    proc.wait()
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from generation.models import LLMConditionConfig, Provider
 from generation.ratelimit import limit_spec_for, limiter_reset
 from studies.models import Condition
 from tests.factories import ConditionFactory, PromptFactory, StudyFactory
+from tests.loopback_server import LoopbackServer
 
 TEST_KEY = "sk-test-SECRET-0123456789abcdef"
 
@@ -134,9 +135,7 @@ def fast_retries(settings):
 @pytest.fixture
 def threaded_server():
     """A loopback provider that answers requests concurrently (pytest-httpserver's default is one at a time)."""
-    from pytest_httpserver import HTTPServer
-
-    server = HTTPServer(host="127.0.0.1", threaded=True)
+    server = LoopbackServer(host="127.0.0.1", threaded=True)
     server.start()
     yield server
     server.clear()

@@ -9,12 +9,12 @@ import pytest
 from cryptography.fernet import Fernet
 from django.core.cache import cache
 from django.urls import reverse
-from pytest_httpserver import HTTPServer
 
 from generation.key_store import SealedKeyError, key_reseal, key_seal, sealed_key_for_origin, sealed_origin
 from generation.models import Provider
 from generation.providers import PermanentProviderError, provider_api_key, provider_complete
 from generation.services.connection import provider_connection_test, provider_models
+from tests.loopback_server import LoopbackServer
 
 from .conftest import TEST_KEY, anthropic_body, make_provider, openai_body
 
@@ -34,7 +34,7 @@ def no_cached_model_lists():
 @pytest.fixture
 def other_server():
     """A second loopback provider, on another port of the same host."""
-    server = HTTPServer(host="localhost")
+    server = LoopbackServer(host="localhost")
     server.start()
     yield server
     server.clear()

@@ -1,11 +1,6 @@
 """Abuse and privacy on the real participant pages: tampered posts, injected script, CSRF, rate limits,
 the honeypot, who can reach what, and whose ids anyone can see."""
 
-import shutil
-import socket
-import subprocess
-import time
-
 import pytest
 from django.core.cache import caches
 from django.test import Client
@@ -235,53 +230,28 @@ def test_a_form_bot_filling_the_honeypot_gets_nothing_stored(client, study):
     assert Rating.objects.count() == 1
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def test_participants_keep_rating_when_redis_stops(client, study, settings, redis_url):
-    port = _free_port()
-    server = subprocess.Popen(
-        [
-            shutil.which("redis-server") or "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ],
-        stdout=subprocess.DEVNULL,
-    )
-    try:
-        time.sleep(0.3)
-        settings.REDIS_URL = f"redis://127.0.0.1:{port}/0"  # the rate limiter's store
-        settings.CACHES = {  # the sessions' cache
-            **settings.CACHES,
-            "default": {
-                "BACKEND": "django.core.cache.backends.redis.RedisCache",
-                "LOCATION": f"redis://127.0.0.1:{port}/0",
-                "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
-            },
-        }
-        participant, fields = to_first_item(client, study, "redis0001")
-        server.kill()
-        server.wait()
-        for _ in range(study.items_per_participant):
-            fields = hidden_fields(client.get(f"/s/{study.slug}/step/").content.decode())
-            assert post_step(client, study, {**fields, "value": "2"}).status_code == 302
-        participant.refresh_from_db()
-        assert participant.status == "completed"
-        assert (
-            Rating.objects.filter(assignment__participant=participant).count() == study.items_per_participant
-        )
-        # A newcomer can still enter while Redis is down.
-        assert enter(Client(), study, "redis0002").status_code == 200
-    finally:
-        server.kill()
-        server.wait()
+def test_participants_keep_rating_when_redis_stops(client, study, settings, throwaway_redis):
+    server, url = throwaway_redis
+    settings.REDIS_URL = url  # the rate limiter's store
+    settings.CACHES = {  # the sessions' cache
+        **settings.CACHES,
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": url,
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+        },
+    }
+    participant, fields = to_first_item(client, study, "redis0001")
+    server.kill()
+    server.wait()
+    for _ in range(study.items_per_participant):
+        fields = hidden_fields(client.get(f"/s/{study.slug}/step/").content.decode())
+        assert post_step(client, study, {**fields, "value": "2"}).status_code == 302
+    participant.refresh_from_db()
+    assert participant.status == "completed"
+    assert Rating.objects.filter(assignment__participant=participant).count() == study.items_per_participant
+    # A newcomer can still enter while Redis is down.
+    assert enter(Client(), study, "redis0002").status_code == 200
 
 
 # --- who can reach what -----------------------------------------------------------------------------

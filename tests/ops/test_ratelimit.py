@@ -1,8 +1,5 @@
 """Rate limits and the honeypot, on small views decorated exactly like the participant pages."""
 
-import shutil
-import socket
-import subprocess
 import time
 
 import pytest
@@ -90,37 +87,6 @@ def test_a_bot_filling_the_honeypot_gets_nothing_stored(client):
     assert FloorWrite.objects.count() == 0
     assert client.post("/form/", {"answer": "3", HONEYPOT_FIELD: ""}).content == b"stored"
     assert FloorWrite.objects.count() == 1
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-def throwaway_redis():
-    """A Redis of our own on a free port, so stopping it disturbs nobody."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.fail("redis-server is not installed")
-    port = _free_port()
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    import redis
-
-    for _ in range(50):
-        try:
-            redis.Redis.from_url(url).ping()
-            break
-        except redis.exceptions.ConnectionError:
-            time.sleep(0.1)
-    yield proc, url
-    proc.kill()
-    proc.wait()
 
 
 def test_the_rate_limiter_fails_open_when_redis_stops(client, settings, throwaway_redis):

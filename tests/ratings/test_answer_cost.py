@@ -82,9 +82,11 @@ def test_a_session_missing_from_redis_is_read_from_the_database_and_put_back(cli
 
 
 @pytest.mark.django_db
-def test_a_session_cache_on_another_redis_is_read_by_the_store_itself(client, study, redis_trips, settings):
+def test_a_session_cache_on_another_redis_is_read_by_the_store_itself(
+    client, study, redis_trips, settings, throwaway_redis
+):
     position = _ready(client, study, ticket=False)
-    settings.REDIS_URL = settings.REDIS_URL.rsplit("/", 1)[0] + "/14"  # the limiter on another database
+    settings.REDIS_URL = throwaway_redis[1]  # the limiter on another Redis
     redis_trips.clear()
     assert current_position(client, study) == position
     assert len(redis_trips) == 2  # the limiter's pipeline there, the session read from the cache here

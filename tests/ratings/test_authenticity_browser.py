@@ -31,23 +31,31 @@ def tab_to(page, name: str) -> None:
     raise AssertionError(f"Tab never reached {name!r}")
 
 
+def read(page, ms: int) -> None:
+    """A person reading for `ms` milliseconds, on the page's clock (`page.clock.install()` before its first page):
+    the page's own timers and times (the signals' time on screen) move on at once, as if the time had passed;
+    the server's clock is not involved."""
+    page.clock.fast_forward(ms)
+
+
 def authenticity_of(pid: str) -> ParticipantAuthenticity | None:
     return ParticipantAuthenticity.objects.filter(participant__external_id=pid).first()
 
 
 def test_a_keyboard_only_person_is_not_flagged_and_a_dom_clicking_agent_is(live_server, person_page, study):
     page = person_page()
+    page.clock.install()
     page.goto(entry(live_server, study, "KEYS"))
-    page.wait_for_timeout(600)
+    read(page, 600)
     tab_to(page, "I agree")
     page.keyboard.press("Enter")
     expect(page.locator("h1")).to_have_text("Instructions")
-    page.wait_for_timeout(600)
+    read(page, 600)
     tab_to(page, "I have read the instructions")
     page.keyboard.press("Enter")
     for number in range(1, 5):
         expect(page.locator("h1")).to_have_text(f"Item {number} of 4")
-        page.wait_for_timeout(1600)  # reading
+        read(page, 1600)
         page.keyboard.press("2")  # the scale's shortcut keys
     expect(page.locator("h1")).to_contain_text("Thank you")
     person = authenticity_of("KEYS")

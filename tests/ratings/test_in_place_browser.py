@@ -155,6 +155,7 @@ def test_an_answer_given_offline_is_sent_by_itself_once_the_connection_is_back(l
     """Offline, the answer stays selected with an alert; back online, it goes without pressing anything, and
     the server stores it once."""
     page = page_at("phone")
+    page.clock.install()  # the re-send's waits pass on the page's clock (below), not in real time
     open_items(page, live_server, study, "PIDOFFLINE")
     posts = []
     page.on("request", lambda request: posts.append(request.url) if request.method == "POST" else None)
@@ -165,7 +166,7 @@ def test_an_answer_given_offline_is_sent_by_itself_once_the_connection_is_back(l
     expect(page.get_by_role("button", name="Bad")).to_have_attribute("aria-pressed", "true")
     expect(page.locator("h1")).to_have_text("Item 1 of 5")
     assert stored("PIDOFFLINE") == []
-    page.wait_for_timeout(2500)  # a re-send falls due while offline: it waits for the connection
+    page.clock.fast_forward(2500)  # a re-send falls due while offline: it waits for the connection
     assert stored("PIDOFFLINE") == []
     screenshot(page, "inplace-phone-offline", full_page=False)
     assert axe_violations(page) == []
@@ -173,7 +174,7 @@ def test_an_answer_given_offline_is_sent_by_itself_once_the_connection_is_back(l
     # nothing pressed; at once (the `online` event), not at the next re-send, which is seconds away
     expect(page.locator("h1")).to_have_text("Item 2 of 5", timeout=1000)
     expect(retry).to_be_hidden()
-    page.wait_for_timeout(5000)  # no second re-send is left waiting: the reply cancelled it
+    page.clock.fast_forward(5000)  # no second re-send is left waiting: the reply cancelled it
     assert stored("PIDOFFLINE") == [bad_value("PIDOFFLINE")]
     assert Rating.objects.filter(assignment__participant__external_id="PIDOFFLINE").count() == 1
     page.get_by_role("button", name=choice(page)).tap()
@@ -186,6 +187,7 @@ def test_an_answer_whose_reply_was_lost_is_sent_again_by_itself_and_stored_once(
     back, the browser still online): the page sends the same answer again after a short wait, and the
     server, which stored the first, stores nothing more and replies with the next item."""
     page = page_at("phone")
+    page.clock.install()
     open_items(page, live_server, study, "PIDLOSTREPLY")
     attempts = []
 
@@ -201,7 +203,8 @@ def test_an_answer_whose_reply_was_lost_is_sent_again_by_itself_and_stored_once(
     page.get_by_role("button", name="Bad").tap()
     expect(page.locator("[data-retry]")).to_be_visible()
     assert stored("PIDLOSTREPLY") == [bad_value("PIDLOSTREPLY")]  # stored by the first attempt
-    expect(page.locator("h1")).to_have_text("Item 2 of 5", timeout=8000)  # nothing pressed
+    page.clock.fast_forward(2500)  # the re-send's wait (1.5 to 2.5 s), on the page's clock
+    expect(page.locator("h1")).to_have_text("Item 2 of 5")  # nothing pressed
     assert len(attempts) == 2 and attempts[0] == attempts[1]
     assert stored("PIDLOSTREPLY") == [bad_value("PIDLOSTREPLY")]
 

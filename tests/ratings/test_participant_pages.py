@@ -110,35 +110,87 @@ def walk(page, url: str, check=lambda page, step: None) -> list[str]:
     raise AssertionError(f"the study did not end: {seen}")
 
 
-@pytest.mark.parametrize("viewport", ["phone", "small-phone"])
-def test_every_demo_item_page_shows_the_whole_scale_without_scrolling(demo, page_at, viewport):
+# What every page of both demo studies is checked for, walking each study once per viewport: the whole scale in
+# view on each item page (the phones), Likert labels never broken inside a word (all three), axe-core (a phone
+# and the desktop, each Likert page also with its error summary, and the stop-and-return pages), the attention
+# check's emotion (a phone) and the situation in view on the second questionnaire page (the small phone).
+WALKED_FOR = {
+    "phone": {"scale", "labels", "axe", "attention"},
+    "small-phone": {"scale", "labels", "situation"},
+    "desktop": {"labels", "axe"},
+}
+
+
+@pytest.mark.parametrize("viewport", list(WALKED_FOR))
+def test_every_participant_page_of_both_kinds_fits_the_screen_and_passes_axe(demo, page_at, viewport):
+    checks = WALKED_FOR[viewport]
+    QuestionnaireSettings.objects.filter(study__slug=QUESTIONNAIRE_SLUG).update(ask_demographics=True)
     page = page_at(viewport)
-    item_pages = []
+    item_pages, measured, violations, checked, attention = [], [], [], [], {}
 
     def check(page, step):
-        if step == "items":
+        assert page.locator("h1").count() == 1, f"{step}: one h1"
+        assert "{#" not in page.content() and "{%" not in page.content(), f"{step}: template syntax shown"
+        if "scale" in checks and step == "items":
             assert page.evaluate(SCALE_OUT_OF_VIEW) == [], page.locator("h1").inner_text()
             item_pages.append(page.locator("h1").inner_text())
-
-    walk(page, demo.participant_link, check)
-    assert item_pages == [f"Item {n} of 11" for n in range(1, 12)]  # 10 responses and the attention check
-
-
-@pytest.mark.parametrize("viewport", ["phone", "small-phone", "desktop"])
-def test_no_likert_label_breaks_inside_a_word(demo, page_at, viewport):
-    page = page_at(viewport)
-    measured = []
-
-    def check(page, step):
-        if step in {"teq", "q_default", "q_evoked"}:
+        if "labels" in checks and step in {"teq", "q_default", "q_evoked"}:
             assert page.locator(".likert-label").count() >= 16 * 5
             assert page.evaluate(LABELS_BROKEN_INSIDE_A_WORD) == []
             assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
             measured.append(step)
+        if "attention" in checks and step == "items":
+            attention[page.locator("[data-response]").inner_text()] = page.locator(".emotion").inner_text()
+        if "situation" in checks and step == "q_evoked":
+            situation_stays_in_view(page)
+        if "axe" in checks:
+            violations.extend(axe_violations(page))
+            checked.append(step)
+            if step in {"teq", "q_default"}:  # the same page with its error summary
+                submit_incomplete(page)
+                assert page.evaluate("document.activeElement.id") == "errors"
+                violations.extend(axe_violations(page))
+                checked.append(f"{step} with errors")
 
-    walk(page, demo.participant_link, check)
-    walk(page, demo.questionnaire_link, check)
+    rating_steps = walk(page, demo.participant_link, check)
+    questionnaire_steps = walk(page, demo.questionnaire_link, check)
+    assert rating_steps.count("items") == 11 and "q_evoked" in questionnaire_steps
+    if "scale" in checks:
+        assert item_pages == [f"Item {n} of 11" for n in range(1, 12)]  # 10 responses and the attention check
     assert measured == ["teq", "q_default", "q_evoked"]
+    if "attention" in checks:
+        attention_check_shows_a_real_emotion(attention, demo.study)
+    if "axe" in checks:
+        # Stop and return: the confirmation and the page after it.
+        page.goto(demo.participant_link.replace("PROLIFIC_PID=demo-", "PROLIFIC_PID=returning-"))
+        answer(page, "consent")
+        page.get_by_role("link", name="Stop and return this study").click()
+        violations.extend(axe_violations(page))
+        page.get_by_role("button", name=re.compile("return", re.I)).click()
+        violations.extend(axe_violations(page))
+        assert violations == []
+        assert (
+            checked.count("items") == 11
+            and "teq with errors" in checked
+            and "q_default with errors" in checked
+        )
+        assert {"consent", "instructions", "demographics", "q_situation", "q_evoked", "done"} <= set(checked)
+
+
+def attention_check_shows_a_real_emotion(shown: dict[str, str], study) -> None:
+    """`shown`: each item page's response and the emotion shown with it."""
+    check_emotion = next(emotion for response, emotion in shown.items() if "choose Okay" in response)
+    emotions = set(study.prompts.values_list("emotion__name", flat=True))
+    assert check_emotion.lower() in {e.lower() for e in emotions} and "attention" not in check_emotion.lower()
+
+
+def situation_stays_in_view(page) -> None:
+    """On the second questionnaire page of a 360×640 phone, scrolled to its last statement."""
+    reminder = page.locator("[data-situation-reminder]")
+    page.locator("fieldset.likert-item").last.scroll_into_view_if_needed()
+    box = reminder.bounding_box()
+    assert box["y"] >= -0.5 and box["y"] + box["height"] <= 640
+    assert page.evaluate("scrollY") > 1000
 
 
 def test_both_kinds_complete_without_javascript(demo, page_at):
@@ -166,39 +218,6 @@ def submit_incomplete(page) -> None:
     page.locator("fieldset.likert-item").first.locator("label.likert-option").nth(1).click()
     page.get_by_role("button", name="Continue").click()
     expect(page.locator("[data-error-summary]")).to_be_visible()  # in place (participant.js) or a new page
-
-
-@pytest.mark.parametrize("viewport", ["phone", "desktop"])
-def test_every_participant_page_of_both_kinds_passes_axe(demo, page_at, viewport):
-    QuestionnaireSettings.objects.filter(study__slug=QUESTIONNAIRE_SLUG).update(ask_demographics=True)
-    page = page_at(viewport)
-    violations, checked = [], []
-
-    def check(page, step):
-        assert page.locator("h1").count() == 1, f"{step}: one h1"
-        assert "{#" not in page.content() and "{%" not in page.content(), f"{step}: template syntax shown"
-        violations.extend(axe_violations(page))
-        checked.append(step)
-        if step in {"teq", "q_default"}:  # the same page with its error summary
-            submit_incomplete(page)
-            assert page.evaluate("document.activeElement.id") == "errors"
-            violations.extend(axe_violations(page))
-            checked.append(f"{step} with errors")
-
-    walk(page, demo.participant_link, check)
-    walk(page, demo.questionnaire_link, check)
-    # Stop and return: the confirmation and the page after it.
-    page.goto(demo.participant_link.replace("PROLIFIC_PID=demo-", "PROLIFIC_PID=returning-"))
-    answer(page, "consent")
-    page.get_by_role("link", name="Stop and return this study").click()
-    violations.extend(axe_violations(page))
-    page.get_by_role("button", name=re.compile("return", re.I)).click()
-    violations.extend(axe_violations(page))
-    assert violations == []
-    assert (
-        checked.count("items") == 11 and "teq with errors" in checked and "q_default with errors" in checked
-    )
-    assert {"consent", "instructions", "demographics", "q_situation", "q_evoked", "done"} <= set(checked)
 
 
 def test_the_error_summary_takes_the_focus_and_its_links_reach_the_missing_statements(demo, page_at):
@@ -235,31 +254,3 @@ def test_back_after_an_answer_says_it_was_saved_and_the_code_can_be_copied(demo,
     page.get_by_role("button", name="Copy the code").click()
     expect(page.locator("[data-copy-status]")).to_have_text("Copied.")
     assert page.evaluate("navigator.clipboard.readText()") == "DEMO-COMPLETE"
-
-
-def test_the_attention_check_shows_a_real_emotion_of_the_study(demo, page_at):
-    page = page_at("phone")
-    shown = {}
-
-    def check(page, step):
-        if step == "items":
-            shown[page.locator("[data-response]").inner_text()] = page.locator(".emotion").inner_text()
-
-    walk(page, demo.participant_link, check)
-    check_emotion = next(emotion for response, emotion in shown.items() if "choose Okay" in response)
-    emotions = set(demo.study.prompts.values_list("emotion__name", flat=True))
-    assert check_emotion.lower() in {e.lower() for e in emotions} and "attention" not in check_emotion.lower()
-
-
-def test_the_situation_stays_in_view_on_the_second_questionnaire_page(demo, page_at):
-    page = page_at("small-phone")
-
-    def check(page, step):
-        if step == "q_evoked":
-            reminder = page.locator("[data-situation-reminder]")
-            page.locator("fieldset.likert-item").last.scroll_into_view_if_needed()
-            box = reminder.bounding_box()
-            assert box["y"] >= -0.5 and box["y"] + box["height"] <= 640
-            assert page.evaluate("scrollY") > 1000
-
-    assert "q_evoked" in walk(page, demo.questionnaire_link, check)

@@ -9,7 +9,7 @@ from studies.authenticity import picture_answer
 from studies.models import Participant, ParticipantAuthenticity
 from tests.a11y import axe_violations
 from tests.factories import rating_study_build
-from tests.ratings.test_authenticity_browser import entry, tab_to
+from tests.ratings.test_authenticity_browser import entry, read, tab_to
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 ALL_IMPACTS = ("minor", "moderate", "serious", "critical")
@@ -74,21 +74,22 @@ def test_the_picture_holds_no_answer_in_text_or_accessibility_tree_and_axe_is_cl
 
 def test_a_keyboard_only_person_answers_the_picture_by_what_they_see(live_server, person_page, study):
     page = person_page()
+    page.clock.install()
     page.goto(entry(live_server, study, "KEYS"))
-    page.wait_for_timeout(600)
+    read(page, 600)
     tab_to(page, "I agree")
     page.keyboard.press("Enter")
-    page.wait_for_timeout(600)
+    read(page, 600)
     tab_to(page, "I have read the instructions")
     page.keyboard.press("Enter")
 
     def key(p):
-        p.wait_for_timeout(1600)  # reading
+        read(p, 1600)
         p.keyboard.press("2")
 
     _to_the_picture(page, key)
     asked = _asked(study, "KEYS")
-    page.wait_for_timeout(1600)
+    read(page, 1600)
     tab_to(page, asked["label"])
     page.keyboard.press("Enter")
     expect(page.locator("svg.picture")).to_have_count(0)
@@ -102,14 +103,15 @@ def test_a_person_who_cannot_see_the_picture_says_so_and_is_not_counted_against(
     live_server, person_page, study
 ):
     page = person_page()
+    page.clock.install()
     _start(page, live_server, study, "BLIND")
 
     def okay(p):
-        p.wait_for_timeout(1600)
+        read(p, 1600)
         p.get_by_role("button", name="Okay").press("Enter")  # a screen reader's activation: no pointer
 
     _to_the_picture(page, okay)
-    page.wait_for_timeout(1600)
+    read(page, 1600)
     tab_to(page, "I can\u2019t see the picture")
     page.keyboard.press("Enter")
     expect(page.locator("svg.picture")).to_have_count(0)

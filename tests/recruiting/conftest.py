@@ -1,10 +1,10 @@
 import pytest
-from pytest_httpserver import HTTPServer
 
 from recruiting.models import ProlificStudy
 from studies.models import Participant
 from studies.participants import participant_enroll
 from tests.factories import rating_study_build
+from tests.loopback_server import LoopbackServer
 
 from .loopback import LoopbackProlific
 
@@ -33,7 +33,7 @@ def _tasks_in_process():
 @pytest.fixture
 def prolific(settings, monkeypatch):
     """A loopback Prolific on its own port, with the client pointed at it and no real waiting on retries."""
-    server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
+    server = LoopbackServer(host="127.0.0.1", port=0, threaded=True)
     server.start()
     fake = LoopbackProlific(server)
     settings.PROLIFIC_API_URL = fake.base_url

@@ -7,6 +7,7 @@ import time
 from decimal import Decimal
 
 import pytest
+from django.db import connection
 
 from recruiting.bonuses import bonuses_grant_per_rating, bonuses_pay
 from recruiting.models import BonusBatch, ProlificSubmission, WebhookEvent
@@ -95,7 +96,14 @@ def test_a_worker_running_while_another_ones_pay_call_is_in_flight_does_not_pay_
     finish(participant)
     bonuses_grant_per_rating(link=link, amount_per_rating=Decimal("0.20"))
     prolific.pay_hangs_before_paying = 1.5
-    first = threading.Thread(target=lambda: bonuses_pay(link=link))
+
+    def first_worker():
+        try:
+            bonuses_pay(link=link)
+        finally:
+            connection.close()  # the thread's own connection: left open, it outlives the test database
+
+    first = threading.Thread(target=first_worker)
     first.start()
     deadline = time.monotonic() + 10
     while not BonusBatch.objects.filter(state=BonusBatch.State.PAYING).exists():
