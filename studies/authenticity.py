@@ -294,7 +294,7 @@ def signals_record(
     entry: dict[str, int] = {**(page or {}), **({"trap": 1} if trapped else {})}
     with transaction.atomic(savepoint=False):
         row = _locked_row(participant)
-        fields = ["pages", "score", "reasons", "flagged", "excluded", "updated_at"]
+        fields = ["pages"]
         if client is not None and not row.client:
             row.client = {**client, "ua": user_agent_class(user_agent)}
             fields.append("client")
@@ -304,15 +304,16 @@ def signals_record(
         key = page_key(step, position)
         if key in row.pages or len(row.pages) < MAX_PAGES:
             row.pages = {**row.pages, key: entry}
-        _rescore(row)
-        rows.update(row, tuple(fields))
+        _rescore_and_store(row, *fields)
     return row
 
 
-def _rescore(row: ParticipantAuthenticity) -> None:
+def _rescore_and_store(row: ParticipantAuthenticity, *changed: str) -> None:
+    """Recomputes the row's score from what it holds and writes it with the fields `changed`."""
     result = score_compute(client=row.client, pages=row.pages, pairs=row.pairs, picture=row.picture)
     row.score, row.reasons, row.flagged = result.score, result.reasons, result.flagged
     row.excluded = authenticity_excluded(flagged=row.flagged, review=row.review)
+    rows.update(row, (*changed, "score", "reasons", "flagged", "excluded", "updated_at"))
 
 
 def pair_record(*, participant: Participant, position: int, far: bool) -> ParticipantAuthenticity:
@@ -322,8 +323,7 @@ def pair_record(*, participant: Participant, position: int, far: bool) -> Partic
     with transaction.atomic(savepoint=False):
         row = _locked_row(participant)
         row.pairs = {**row.pairs, str(position): int(far)}
-        _rescore(row)
-        row.save(update_fields=["pairs", "score", "reasons", "flagged", "excluded", "updated_at"])
+        _rescore_and_store(row, "pairs")
     return row
 
 
@@ -333,8 +333,7 @@ def picture_record(*, participant: Participant, outcome: str) -> ParticipantAuth
     with transaction.atomic(savepoint=False):
         row = _locked_row(participant)
         row.picture = outcome
-        _rescore(row)
-        row.save(update_fields=["picture", "score", "reasons", "flagged", "excluded", "updated_at"])
+        _rescore_and_store(row, "picture")
     return row
 
 
