@@ -183,6 +183,9 @@ class ParticipantAdmin(ReadMostlyAdmin):
     # Only the exclusion decision is edited here; everything else is the record of what happened.
     fields = ["flagged_for_exclusion", "exclusion_reasons", *readonly_fields]
 
+    class Media:
+        js = ["studies/record_tables.js"]  # the answers' table, scrolled by keyboard on a phone
+
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         if db_field.name == "exclusion_reasons":  # a list of texts: one a line, not JSON
             return LinesField(label="Exclusion reasons")
