@@ -21,7 +21,7 @@ entry and consent pages, recruiting-platform handling and exactly-once answers. 
   answer in their own way), as dotted paths resolved by the admin;
 * **capabilities** — what the kind's studies offer beyond the spine, each left out by a kind that does not
   offer it: `corpus_import` (prompts and responses from a corpus file), `judged` (LLM judges answer its
-  items, asked and read by its `judge_format`), `power_planner` (power before launch), `answers_export` (its own answers export), `wave_keeps_conditions` (what a wave copies), `questionnaire(study)` (questionnaire runs: an
+  items, asked and read by its `judge_format`), `power_planner` (power before launch), `answers_export` (its own answers export), `bundle` (its part of the open-science bundle), `wave_keeps_conditions` (what a wave copies), `questionnaire(study)` (questionnaire runs: an
   instrument answered before and after a situation, by people and models).
 
 A new kind is one subclass and one `registry.register(...)` call; nothing else branches on `study.kind`: code
@@ -146,6 +146,11 @@ class StudyKind(ABC):
     attention_checks: ClassVar[bool] = False
     # What the researcher's setup calls the material participants are shown (its first step).
     material_title: ClassVar[str] = "Study material"
+    # Dotted path of the kind's part of the open-science bundle (analysis/bundle.py): its answers table and its
+    # own tables (`tables`), materials, the script that re-runs its headline analysis from the bundle alone
+    # (`script`, `requirements`, `parameters`) and that headline as the platform computes it (`results`).
+    # None: no bundle.
+    bundle: ClassVar[str | None] = None
 
     # --- participant steps ---------------------------------------------------------------------------
 

@@ -141,6 +141,7 @@ class PairwiseKind(StudyKind):
     corpus_import = True
     material_title = "Corpus: prompts and replies"
     answers_export = "analysis.pairwise_frame.pairwise_export"
+    bundle = "analysis.bundle_pairwise.PAIRWISE_BUNDLE"
     # LLM judges compare each pair of conditions' replies on every prompt, in both orders.
     judged = True
     judge_format = "generation.judge_formats.PAIRS"

@@ -78,6 +78,7 @@ class QuestionnaireKind(StudyKind):
     ]
     generation_admin_view = "generation.admin.questionnaire_generation_view"
     material_title = "Instrument and situations"
+    bundle = "analysis.bundle_questionnaire.QUESTIONNAIRE_BUNDLE"
 
     def questionnaire(self, study: Study) -> QuestionnaireSettings:
         return self.settings(study)

@@ -122,6 +122,7 @@ class RatingKind(StudyKind):
     judged = True
     attention_checks = True
     material_title = "Corpus: prompts and responses"
+    bundle = "analysis.bundle_rating.RATING_BUNDLE"
     judge_format = "generation.judge_formats.SCALE"
     power_planner = "analysis.study_power.rating_power_plan"
     admin_fieldsets = [
