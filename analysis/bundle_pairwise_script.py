@@ -23,6 +23,7 @@ import pandas as pd
 
 BUNDLE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BUNDLE))  # the bundle's analysis/ folder holds the model's code
+sys.dont_write_bytecode = True  # the bundle stays as its manifest lists it
 
 from analysis.bradley_terry_bootstrap import twoway_bootstrap  # noqa: E402
 from analysis.bradley_terry_fit import davidson_fit, votes_from_frame  # noqa: E402

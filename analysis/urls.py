@@ -9,6 +9,7 @@ views = LazyViews("analysis.views")
 judge_views = LazyViews("analysis.judge_views")
 emotionbench_views = LazyViews("analysis.emotionbench_views")
 pairwise_views = LazyViews("analysis.pairwise_views")
+bundle_views = LazyViews("analysis.bundle_views")
 
 app_name = "analysis"
 
@@ -35,6 +36,7 @@ urlpatterns = [
     path("<slug:slug>/pairwise/", pairwise_views.pairwise_page, name="pairwise"),
     path("<slug:slug>/pairwise/<str:name>", pairwise_views.pairwise_file, name="pairwise_file"),
     path("<slug:slug>/report.html", views.report, name="report"),
+    path("<slug:slug>/bundle.zip", bundle_views.bundle_download, name="bundle"),
     path("<slug:slug>/figures/<str:name>.<str:fmt>", views.figure, name="figure"),
     path("<slug:slug>/exports/<str:what>.csv", views.export, name="export"),
     path("<slug:slug>/tables/<str:name>.csv", views.table, name="table"),

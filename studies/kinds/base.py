@@ -208,6 +208,10 @@ class StudyKind(ABC):
         """The address of the study's analysts' page (`analysis_page`); None for a kind without one."""
         return reverse(self.analysis_page, args=[study.slug]) if self.analysis_page else None
 
+    def bundle_url(self, study: Study) -> str | None:
+        """The address of the study's open-science bundle (a zip); None for a kind without one."""
+        return reverse("analysis:bundle", args=[study.slug]) if self.bundle else None
+
     def questionnaire(self, study: Study) -> QuestionnaireSettings | None:
         """The study's questionnaire settings (instrument, item order, model runs, significance level) when its
         kind records questionnaire runs: an instrument answered before and after imagining a situation, by
