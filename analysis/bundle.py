@@ -157,7 +157,7 @@ def _description(study: Study, part, options: BundleOptions, parent: dict | None
     return Description(
         slug=study.slug,
         title=study.title,
-        description=f"The data of the {kind.label.lower()} study '{study.title}' ({study.slug}): what "
+        description=f"The data of the {kind.name} study '{study.title}' ({study.slug}): what "
         "participants answered, who they were under pseudonyms, what they were shown, and the analysis that "
         "re-runs its headline figures.",
         authors=options.authors or (f"The researchers of {study.slug}",),
@@ -167,7 +167,7 @@ def _description(study: Study, part, options: BundleOptions, parent: dict | None
         created=created.isoformat().replace("+00:00", "Z"),
         date=created.date().isoformat(),
         url=options.url or f"urn:empathy-study:{study.slug}",
-        keywords=("empathy", "large language models", "crowdsourcing", kind.label.lower()),
+        keywords=("empathy", "large language models", "crowdsourcing", f"{kind.name} study"),
         privacy=PRIVACY,
         free_text=free_text,
         uses="Research on how empathetic replies written by language models are judged, compared with replies "
@@ -215,10 +215,10 @@ def _materials(study: Study, part, design: dict) -> dict[str, str]:
     return files
 
 
-def _documentation(study: Study, about: Description, parent: dict | None) -> dict[str, str]:
+def _documentation(study: Study, part, about: Description, parent: dict | None) -> dict[str, str]:
     current = design_current(study)
     canonical = current.canonical if current else canonical_json(design_build(study))
-    prereg = prereg_osf(study)
+    prereg = prereg_osf(study, answers=part.prereg_answers(study))
     files = {
         "documentation/preregistration.md": prereg_osf_markdown(prereg),
         "documentation/preregistration.json": json_text(prereg),
@@ -286,7 +286,7 @@ def _bundle_fill(study: Study, part, options: BundleOptions, root: Path) -> None
         "croissant.json": json_text(croissant(about, tables, paths, hashes)),
         "README.md": _readme(study, about, tables, paths),
         **_materials(study, part, design),
-        **_documentation(study, about, parent),
+        **_documentation(study, part, about, parent),
         "analysis/reproduce.py": part.script.read_text(encoding="utf-8"),
         "analysis/requirements.txt": part.requirements,
         "analysis/parameters.json": json_text(part.parameters(study)),

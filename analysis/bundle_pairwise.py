@@ -89,6 +89,15 @@ class PairwiseBundle:
             }
         }
 
+    def prereg_answers(self, study: Study) -> dict[str, str]:
+        """The pre-registration's answers only this kind gives (studies.prereg.prereg_osf)."""
+        return {
+            "Study type": "Experiment: each participant compares the conditions' replies to the same prompt, two at "
+            "a time (within subjects), the sides randomised.",
+            "Measured variables": f"Each pair's choice: {study.pairwise_settings.question} (the first reply, "
+            "the second, or about the same), and whether both replies are inadequate.",
+        }
+
     def parameters(self, study: Study) -> dict:
         return {
             "conditions": list(study.conditions.values_list("name", flat=True)),

@@ -146,6 +146,20 @@ class QuestionnaireBundle:
             }
         }
 
+    def prereg_answers(self, study: Study) -> dict[str, str]:
+        """The pre-registration's answers only this kind gives (studies.prereg.prereg_osf)."""
+        instrument = questionnaire_with_instrument(study).instrument
+        return {
+            "Study type": "Experiment: each subject answers the instrument as they feel now, then again after "
+            "imagining a situation (within subjects).",
+            "Manipulated variables": "The situation imagined (its emotion and factor), and the condition (people "
+            "or a model).",
+            "Measured variables": f"The {instrument.name} ({instrument.items.count()} items on a "
+            f"{instrument.scale_min}–{instrument.scale_max} scale), scored per category: "
+            f"{', '.join(instrument.categories.values_list('name', flat=True))}.",
+            "Materials": f"{study.study_situations.count()} situations",
+        }
+
     def parameters(self, study: Study) -> dict:
         analysis = emotionbench_analyse(study=study)
         return {"conditions": [name for name, _, _ in analysis.conditions], "emotions": list(EMOTIONS)}

@@ -80,6 +80,14 @@ class RatingBundle:
     def materials(self, study: Study) -> dict[str, object]:
         return {"scale": {"question": study.scale_question, "scale": study.scale}}
 
+    def prereg_answers(self, study: Study) -> dict[str, str]:
+        """The pre-registration's answers only this kind gives (studies.prereg.prereg_osf)."""
+        scale = ", ".join(f"{p.get('label', p['value'])} = {p['value']}" for p in study.scale or [])
+        return {
+            "Measured variables": f"Each rating of a reply: {study.scale_question} Scale: {scale}. "
+            f"{study.target_ratings_per_response} ratings per reply aimed for.",
+        }
+
     def parameters(self, study: Study) -> dict:
         infos = selectors.condition_list(study=study)
         return {

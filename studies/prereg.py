@@ -119,10 +119,13 @@ OSF_SECTIONS = (
 )
 
 
-def prereg_osf(study: Study) -> dict[str, Any]:
+def prereg_osf(study: Study, *, answers: dict[str, str] | None = None) -> dict[str, Any]:
     """The pre-registration in the sections of the OSF Preregistration template, each a list of (question,
-    answer) items with plain-text answers, from the same content as `prereg_markdown` (`prereg_context`)."""
+    answer) items with plain-text answers, from the same content as `prereg_markdown` (`prereg_context`).
+    `answers` replaces the answers to some questions by their question ("Study type", "Measured variables"...):
+    what the study's kind says of its own design."""
     c = prereg_context(study)
+    checks = len(c["checks"]) + len(c["design"].get("known_answer_pairs", []))
     planned = c["planned"]
     conditions = [
         f"{cond['name']} ({cond['label'] or cond['name']}; {cond['kind']}"
@@ -147,14 +150,13 @@ def prereg_osf(study: Study) -> dict[str, Any]:
         "Sampling plan": [
             ("Sample size", "; ".join(f"{name}: {quota} participants" for name, quota in c["quotas"].items())),
             ("Stopping rule", "Each condition closes when its quota of participants has completed."),
-            ("Materials", f"{c['n_prompts']} prompts; {c['items_per_participant']} items per participant; "
-                          f"{c['ratings_per_response']} ratings per reply aimed for"),
+            ("Materials", f"{c['n_prompts']} prompts; {c['items_per_participant']} items per participant"),
         ],
         "Variables": [
             ("Manipulated variables", "The condition that wrote the reply (see the design plan)."),
             ("Measured variables", f"{c['scale_question']} Scale: {c['scale']}."),
-            ("Attention checks", f"{len(c['checks'])} per participant; more than {c['check_max_failures']} "
-                                 "failed flags the participant."),
+            ("Attention checks", f"{checks} per participant; more than {c['check_max_failures']} failed flags "
+                                 "the participant."),
         ],
         "Analysis plan": [
             ("Statistical models", "; ".join(planned.get("tests", [])) or "the kind's default analysis"),
@@ -177,7 +179,12 @@ def prereg_osf(study: Study) -> dict[str, Any]:
         "frozen_at": c["frozen_at"].isoformat() if c["frozen_at"] else None,
         "design_sha256": c["sha256"],
         "sections": [
-            {"title": title, "items": [{"question": q, "answer": str(a)} for q, a in sections[title]]}
+            {
+                "title": title,
+                "items": [
+                    {"question": q, "answer": str((answers or {}).get(q, a))} for q, a in sections[title]
+                ],
+            }
             for title in OSF_SECTIONS
         ],
     }
