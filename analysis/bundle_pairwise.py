@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from analysis.bradley_terry_fit import BradleyTerryError
 from analysis.bundle_tables import Column, Table, exclusion_columns, project, pseudonymised, row_id_column
 from analysis.exclusions import ExclusionRules
 from analysis.pairwise import baseline_of
@@ -113,13 +114,16 @@ class PairwiseBundle:
         if frame.empty:
             return {"votes": 0, "strengths": [], "tie": None}
         parameters = self.parameters(study)
-        result = pairwise_analyze_frame(
-            frame,
-            baseline=parameters["baseline"],
-            seed=parameters["seed"],
-            n_boot=parameters["bootstrap_samples"],
-            conditions=parameters["conditions"],
-        )
+        try:
+            result = pairwise_analyze_frame(
+                frame,
+                baseline=parameters["baseline"],
+                seed=parameters["seed"],
+                n_boot=parameters["bootstrap_samples"],
+                conditions=parameters["conditions"],
+            )
+        except BradleyTerryError as exc:  # e.g. a condition without votes yet: no strengths, and why
+            return {"votes": len(frame), "strengths": [], "tie": None, "note": str(exc)}
         scores = result["bt_scores"]
         terms = result["model_terms"]
         tie = terms[(terms["fit"] == "plain") & (terms["term"] == "tie")]["estimate"]

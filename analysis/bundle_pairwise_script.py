@@ -26,7 +26,13 @@ sys.path.insert(0, str(BUNDLE))  # the bundle's analysis/ folder holds the model
 sys.dont_write_bytecode = True  # the bundle stays as its manifest lists it
 
 from analysis.bradley_terry_bootstrap import twoway_bootstrap  # noqa: E402
-from analysis.bradley_terry_fit import davidson_fit, votes_from_frame  # noqa: E402
+from analysis.bradley_terry_fit import (  # noqa: E402
+    BradleyTerryError,
+    davidson_fit,
+    frame_check,
+    identification_check,
+    votes_from_frame,
+)
 
 FRAME_TYPES = {
     "participant": str,
@@ -60,7 +66,13 @@ def number(value: float) -> float | None:
 def headline(frame: pd.DataFrame, parameters: dict) -> dict:
     if frame.empty:
         return {"votes": 0, "strengths": [], "tie": None}
-    votes = votes_from_frame(frame, parameters["conditions"])
+    try:  # the platform's checks, in its order: votes that cannot give strengths get its words
+        frame_check(frame)
+        votes = votes_from_frame(frame, parameters["conditions"])
+        votes.index(parameters["baseline"])
+        identification_check(votes)
+    except BradleyTerryError as exc:
+        return {"votes": len(frame), "strengths": [], "tie": None, "note": str(exc)}
     fit = davidson_fit(votes, baseline=parameters["baseline"], covariates=(), check=False)
     boot = twoway_bootstrap(
         votes, fit, covariates=(), n_boot=parameters["bootstrap_samples"], seed=parameters["seed"]

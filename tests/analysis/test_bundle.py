@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from django.core.management import CommandError, call_command
 from django.utils.module_loading import import_string
@@ -21,10 +22,10 @@ from django.utils.module_loading import import_string
 from analysis.bundle import BundleOptions, bundle_write, bundle_zip
 from analysis.pairwise import PAIRWISE_ANALYSIS
 from analysis.services import AnalysisOptions, study_analyze
-from studies.demo.seed import demo_seed
+from studies.demo.seed import PUBLISHED_RATINGS, demo_seed
 from studies.design import study_amend
 from studies.kinds import registered_kinds
-from studies.models import Participant, Study
+from studies.models import PairItem, Participant, Study
 from studies.waves import study_extend
 
 from .bundle_builders import questionnaire_fill, ratings_fill, votes_fill
@@ -174,6 +175,12 @@ def test_the_demo_bundles_validate_and_their_scripts_re_run_the_platforms_headli
             assert abs(row[key] - expected[key]) <= 1e-9
     for row, expected in zip(published["change"], platform.change.to_dict("records"), strict=True):
         assert abs(row["change"] - expected["change"]) <= 1e-9
+    # … which are the published ratings' own shares: the sample's file, read directly.
+    source = pd.read_csv(PUBLISHED_RATINGS)
+    for row in published["distribution"]:
+        ratings = source[f"rating_{row['condition']}"]
+        assert abs(row["pct_Good"] - 100 * (ratings == 3).mean()) <= 1e-9
+        assert abs(row["mean"] - ratings.mean()) <= 1e-9
 
     strengths = json.loads((tmp_path / "pairs-demo-rerun/headline.json").read_text())["strengths"]
     study = demos["pairs-demo"]
@@ -262,6 +269,28 @@ def test_a_wave_references_its_parents_answers_by_hash_and_bad_input_writes_noth
     with pytest.raises(CommandError, match="no study"):
         call_command("export_bundle", "nope", "--out", str(tmp_path / "none"))
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != "var") == ["parent", "wave"]
+
+
+def test_votes_that_cannot_give_strengths_yet_give_the_same_note_on_the_platform_and_in_the_script(
+    seeded, tmp_path, rerun_python
+):
+    study = seeded["pairs-demo"]
+    votes_fill(study, participants=2)
+    for item in PairItem.objects.filter(participant__study=study, known_answer__isnull=True).select_related(
+        "left__condition"
+    ):  # the human reply always chosen: its strength has no bound
+        human_left = item.left.condition.name == "human"
+        item.choice = PairItem.Choice.LEFT if human_left else PairItem.Choice.RIGHT
+        item.save(update_fields=["choice"])
+    bundle_write(study, tmp_path / "early")
+    results = json.loads((tmp_path / "early/results/headline.json").read_text())
+    assert results["strengths"] == [] and results["note"]
+    same(
+        results,
+        rerun(
+            tmp_path / "early", rerun_python(tmp_path / "early/analysis/requirements.txt"), tmp_path / "rerun"
+        ),
+    )
 
 
 def test_every_kind_provides_its_bundle_part_and_a_script_that_imports_no_platform_code():
