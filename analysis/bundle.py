@@ -45,7 +45,7 @@ from analysis.bundle_metadata import (
     dataset_description,
     json_text,
 )
-from analysis.bundle_tables import Table, generation_log_table, items_table, participants_table
+from analysis.bundle_tables import Table, email_redact, generation_log_table, items_table, participants_table
 from generation.selectors import judges_of
 from studies.design import canonical_json, design_build, design_current
 from studies.kinds import kind_of
@@ -53,7 +53,6 @@ from studies.models import Study
 from studies.prereg import prereg_osf, prereg_osf_markdown
 from studies.waves import family_members
 
-EMAIL = re.compile(r"[\w.+-]+@[\w-]+(\.[\w-]+)+")
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # every zip entry's time: the archive's bytes depend on its files alone
 DEFAULT_LICENCE = "CC-BY-4.0"
 PRIVACY = (
@@ -245,12 +244,19 @@ def _documentation(study: Study, part, about: Description, parent: dict | None) 
     return files
 
 
+# Written as they are: what participants were shown (materials/) and the frozen design (its hash).
+VERBATIM = ("materials/", "documentation/design.json", "analysis/")
+
+
 def _files_write(root: Path, files: dict[str, str]) -> None:
+    """The documents, e-mail addresses removed (an amendment's author may be one) except where a file must stay
+    as it is."""
     for name, text in files.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(EMAIL.sub("[e-mail removed]", text) if name.endswith((".md", ".json", ".cff")) and
-                        "design.json" not in name else text, encoding="utf-8", newline="")  # fmt: skip
+        path.write_text(
+            text if name.startswith(VERBATIM) else email_redact(text), encoding="utf-8", newline=""
+        )
 
 
 def bundle_write(study: Study, out_dir: Path, options: BundleOptions | None = None) -> list[str]:

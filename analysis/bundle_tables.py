@@ -12,6 +12,8 @@ a formula gets a leading apostrophe), so a bundle's CSV reads like the exports i
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -137,12 +139,30 @@ PARTICIPANT_COLUMNS = [
 FREE_TEXT_PARTICIPANT_COLUMNS = ["demographics"]
 
 
+EMAIL = re.compile(r"[\w.+-]+@[\w-]+(\.[\w-]+)+")
+EMAIL_REMOVED = "[e-mail removed]"
+
+
+def email_redact(text: str) -> str:
+    """`text` with every e-mail address replaced: none goes into a bundle."""
+    return EMAIL.sub(EMAIL_REMOVED, text)
+
+
 def participants_table(study: Study, *, include_free_text: bool) -> Table:
     """The study's participants (previews left out), under their pseudonyms: status, exclusion and authenticity
-    flags and their reasons, times. What they wrote about themselves (demographics) only when included."""
+    flags and their reasons, times. What they wrote about themselves (demographics) only when included, with any
+    e-mail address in it removed."""
     header = exports.participant_export_header()
     keep = PARTICIPANT_COLUMNS + (FREE_TEXT_PARTICIPANT_COLUMNS if include_free_text else [])
     records = pseudonymised(header, exports.participant_export_records(study=study), study=study)
+    i_free = [header.index(name) for name in FREE_TEXT_PARTICIPANT_COLUMNS]
+
+    def redacted(record: list) -> list:
+        for i in i_free:
+            if record[i] not in (None, "", {}):
+                record[i] = email_redact(json.dumps(record[i], ensure_ascii=False, sort_keys=True))
+        return record
+
     conditions = tuple(study.conditions.order_by("position", "name").values_list("name", flat=True))
     columns = [
         row_id_column("participant"),
@@ -170,7 +190,7 @@ def participants_table(study: Study, *, include_free_text: bool) -> Table:
         title="Participants",
         description="One row per participant (staff previews left out), under a pseudonym.",
         columns=columns,
-        rows=project(header, records, keep),
+        rows=project(header, records, keep, map_cells=redacted),
         primary_key=["participant"],
     )
 

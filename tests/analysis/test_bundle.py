@@ -216,14 +216,16 @@ def test_two_exports_of_the_same_state_are_byte_identical(seeded, tmp_path):
 def test_the_bundle_is_private_by_default_and_holds_free_text_only_when_asked(seeded, tmp_path):
     study = seeded["demo"]
     ratings_fill(study, participants=3)
-    Participant.objects.filter(study=study).update(demographics={"about": "I live at 12 High Street"})
+    Participant.objects.filter(study=study).update(
+        demographics={"about": "I live at 12 High Street", "contact": "me@example.net"}
+    )
     study_amend(study=study, field="hypotheses", value="Replies by LLMs are rated higher.", reason="typo",
                 author="alice@example.org")  # fmt: skip
     bundle_write(study, tmp_path / "private")
     text = "".join(p.read_text() for p in (tmp_path / "private").rglob("*") if p.is_file())
     ids = Participant.objects.filter(study=study).values_list("external_id", flat=True)
     assert not [pid for pid in ids if pid in text]
-    assert "High Street" not in text and "alice@example.org" not in text
+    assert "High Street" not in text and "alice@example.org" not in text and "me@example.net" not in text
     assert (
         "Free text the participants wrote is left out"
         in (tmp_path / "private/dataset_description.json").read_text()
@@ -243,7 +245,8 @@ def test_the_bundle_is_private_by_default_and_holds_free_text_only_when_asked(se
     assert "Replies by LLMs are rated higher." in prereg
 
     bundle_write(study, tmp_path / "open", BundleOptions(include_free_text=True))
-    assert "High Street" in next((tmp_path / "open/data").glob("*participants*")).read_text()
+    participants = next((tmp_path / "open/data").glob("*participants*")).read_text()
+    assert "High Street" in participants and "me@example.net" not in participants
     validate(tmp_path / "open")
 
 
