@@ -97,11 +97,11 @@ def data_path(study: Study, key: str) -> str:
     return f"data/study-{slug}_description-{key}_data.csv"
 
 
-def _tables(study: Study, part, options: BundleOptions) -> list[Table]:
+def _tables(study: Study, part, options: BundleOptions, design: dict) -> list[Table]:
     own = part.tables(study, include_free_text=options.include_free_text)
     shared = [participants_table(study, include_free_text=options.include_free_text)]
     if study.prompts.exists():  # a study that shows replies: its items and how they were generated
-        shared += [items_table(study), generation_log_table(study)]
+        shared += [items_table(study, design), generation_log_table(study)]
     return [*own, *shared]
 
 
@@ -278,14 +278,15 @@ def bundle_write(study: Study, out_dir: Path, options: BundleOptions | None = No
 
 
 def _bundle_fill(study: Study, part, options: BundleOptions, root: Path) -> None:
-    tables = _tables(study, part, options)
+    current = design_current(study)
+    design = json.loads(current.canonical) if current else json.loads(canonical_json(design_build(study)))
+    tables = _tables(study, part, options, design)
     paths = {table.key: data_path(study, table.key) for table in tables}
     for table in tables:
         _table_write(table, root / paths[table.key])
     hashes = {path: _sha256(root / path) for path in paths.values()}
     parent = _parent(study, part)
     about = _description(study, part, options, parent)
-    design = json.loads(design_current(study).canonical) if design_current(study) else design_build(study)
     files = {
         "dataset_description.json": json_text(dataset_description(about, tables)),
         "datapackage.json": json_text(datapackage(about, tables, paths)),

@@ -201,10 +201,20 @@ ITEM_COLUMNS = [
 ]  # fmt: skip
 
 
-def items_table(study: Study) -> Table:
+def items_table(study: Study, design: dict) -> Table:
     """Every reply of the study with its prompt, its condition, and for a generated reply the model and how it
-    answered (the responses export's columns without the bulky request and reply bodies)."""
+    answered (the responses export's columns without the bulky request and reply bodies), and its condition's
+    model settings as the frozen `design` records them."""
     header = exports.response_export_header()
+    settings = {
+        c["name"]: json.dumps(
+            {k: c["llm"][k] for k in ("provider", "model", "decoding", "seed")},
+            sort_keys=True,
+            ensure_ascii=False,
+        )
+        for c in design["conditions"]
+        if c.get("llm")
+    }
     conditions = tuple(study.conditions.order_by("position", "name").values_list("name", flat=True))
     columns = [
         row_id_column("reply"),
@@ -223,6 +233,8 @@ def items_table(study: Study) -> Table:
         Column("model_requested", "string", "The model asked for."),
         Column("model_returned", "string", "The model the provider says answered."),
         Column("finish_reason", "string", "Why the model stopped."),
+        Column("settings", "string", "The condition's model and settings (provider, model, decoding, seed; "
+               "JSON), for an LLM condition."),
     ]  # fmt: skip
     return Table(
         key="items",
@@ -230,7 +242,13 @@ def items_table(study: Study) -> Table:
         description="The prompts and every condition's replies to them; a generated reply's model and settings "
         "are in the generation log and in documentation/design.json.",
         columns=columns,
-        rows=project(header, exports.response_export_records(study=study), ITEM_COLUMNS),
+        rows=(
+            [*row, settings.get(record_condition)]
+            for row, record_condition in (
+                (row, row[ITEM_COLUMNS.index("condition")])
+                for row in project(header, exports.response_export_records(study=study), ITEM_COLUMNS)
+            )
+        ),
         primary_key=["response_id"],
     )
 
