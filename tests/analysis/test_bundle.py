@@ -254,7 +254,17 @@ def test_a_wave_references_its_parents_answers_by_hash_and_bad_input_writes_noth
     parent = seeded["pairs-demo"]
     votes_fill(parent, participants=3)
     study_extend(parent=parent, new_slug="pairs-demo-wave", conditions=["gpt_new"], like=None)
-    call_command("export_bundle", "pairs-demo", "--out", str(tmp_path / "parent"), stdout=io.StringIO())
+    call_command(
+        "export_bundle", "pairs-demo", "--out", str(tmp_path / "parent"), "--author", "Ada Lovelace",
+        "--author", "Alan Turing", "--license", "CC-BY-NC-4.0", stdout=io.StringIO(),
+    )  # fmt: skip
+    citation = (tmp_path / "parent/documentation/CITATION.cff").read_text()
+    assert (
+        '  - name: "Ada Lovelace"\n  - name: "Alan Turing"' in citation
+        and 'license: "CC-BY-NC-4.0"' in citation
+    )
+    package = json.loads((tmp_path / "parent/datapackage.json").read_text())
+    assert package["licenses"][0]["path"] == "https://creativecommons.org/licenses/by-nc/4.0/"
     call_command(
         "export_bundle", "pairs-demo", "--wave", "1", "--out", str(tmp_path / "wave"), stdout=io.StringIO()
     )
@@ -269,6 +279,8 @@ def test_a_wave_references_its_parents_answers_by_hash_and_bad_input_writes_noth
         call_command("export_bundle", "pairs-demo", "--wave", "2", "--out", str(tmp_path / "none"))
     with pytest.raises(CommandError, match="exists"):
         call_command("export_bundle", "pairs-demo", "--out", str(tmp_path / "parent"))
+    with pytest.raises(CommandError, match="invalid choice"):
+        call_command("export_bundle", "pairs-demo", "--license", "mine", "--out", str(tmp_path / "none"))
     with pytest.raises(CommandError, match="no study"):
         call_command("export_bundle", "nope", "--out", str(tmp_path / "none"))
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != "var") == ["parent", "wave"]

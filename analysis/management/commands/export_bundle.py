@@ -30,7 +30,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--license",
             default=DEFAULT_LICENCE,
-            help=f"The data's licence, an SPDX id (default {DEFAULT_LICENCE}; known: {', '.join(LICENCE_URLS)}).",
+            choices=sorted(LICENCE_URLS),
+            help=f"The data's licence, an SPDX id (default {DEFAULT_LICENCE}).",
         )
         parser.add_argument("--author", action="append", default=[], help="An author (repeat for several).")
         parser.add_argument("--url", default="", help="Where the bundle will be published.")
