@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from analysis import bradley_terry_bootstrap, bradley_terry_fit
 from analysis.bradley_terry_fit import BradleyTerryError
 from analysis.bundle_tables import Column, Table, exclusion_columns, project, pseudonymised, row_id_column
 from analysis.exclusions import ExclusionRules
@@ -38,10 +39,11 @@ class PairwiseBundle:
     free_text = "none: a pairwise study's participants choose a reply (or a tie) and write nothing"
     script = HERE / "bundle_pairwise_script.py"
     requirements = REQUIREMENTS
-    # The platform's model code, pure numpy/scipy/pandas, copied as it is: the script imports it from the bundle.
+    # The platform's model code, pure numpy/scipy/pandas, copied as it is under analysis/lib/ by its module's
+    # name (so its own imports hold): the script imports the modules parameters.json names.
     extra_scripts = {
-        "bradley_terry_fit.py": HERE / "bradley_terry_fit.py",
-        "bradley_terry_bootstrap.py": HERE / "bradley_terry_bootstrap.py",
+        f"lib/{module.__name__.replace('.', '/')}.py": Path(module.__file__)
+        for module in (bradley_terry_fit, bradley_terry_bootstrap)
     }
 
     def tables(self, study: Study, *, include_free_text: bool) -> list[Table]:
@@ -105,6 +107,7 @@ class PairwiseBundle:
             "baseline": baseline_of(study, AnalysisOptions()),
             "seed": int(study.seed),
             "bootstrap_samples": DEFAULT_BOOTSTRAP_SAMPLES,
+            "modules": {"fit": bradley_terry_fit.__name__, "bootstrap": bradley_terry_bootstrap.__name__},
         }
 
     def results(self, study: Study) -> dict:

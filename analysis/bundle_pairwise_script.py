@@ -8,12 +8,13 @@ conditions, the baseline, the seed and the bootstrap replicates), leaves out the
 participants (the `excluded` column: the study's declared exclusion rules), fits the Bradley–Terry model with
 ties (Davidson) with the baseline at 0 and its two-way cluster bootstrap under the bundle's seed, and writes
 headline.json (into DIR, default: the working directory): each condition's log-strength with its interval and
-standard error, and the tie parameter. The model's code is the platform's own (analysis/bradley_terry_fit.py and
-analysis/bradley_terry_bootstrap.py, copied into the bundle); results/headline.json holds the same figures as the
+standard error, and the tie parameter. The model's code is the platform's own (its Bradley–Terry fit and bootstrap
+modules, copied into the bundle under analysis/lib/); results/headline.json holds the same figures as the
 platform computed them. Needs numpy, pandas and scipy (analysis/requirements.txt).
 """
 
 import argparse
+import importlib
 import json
 import math
 import sys
@@ -22,17 +23,12 @@ from pathlib import Path
 import pandas as pd
 
 BUNDLE = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(BUNDLE))  # the bundle's analysis/ folder holds the model's code
+PARAMETERS = json.loads((BUNDLE / "analysis" / "parameters.json").read_text(encoding="utf-8"))
+sys.path.insert(0, str(BUNDLE / "analysis" / "lib"))  # the platform's model code, by its modules' names
 sys.dont_write_bytecode = True  # the bundle stays as its manifest lists it
-
-from analysis.bradley_terry_bootstrap import twoway_bootstrap  # noqa: E402
-from analysis.bradley_terry_fit import (  # noqa: E402
-    BradleyTerryError,
-    davidson_fit,
-    frame_check,
-    identification_check,
-    votes_from_frame,
-)
+fit_module = importlib.import_module(PARAMETERS["modules"]["fit"])
+bootstrap_module = importlib.import_module(PARAMETERS["modules"]["bootstrap"])
+BradleyTerryError = fit_module.BradleyTerryError
 
 FRAME_TYPES = {
     "participant": str,
@@ -67,14 +63,14 @@ def headline(frame: pd.DataFrame, parameters: dict) -> dict:
     if frame.empty:
         return {"votes": 0, "strengths": [], "tie": None}
     try:  # the platform's checks, in its order: votes that cannot give strengths get its words
-        frame_check(frame)
-        votes = votes_from_frame(frame, parameters["conditions"])
+        fit_module.frame_check(frame)
+        votes = fit_module.votes_from_frame(frame, parameters["conditions"])
         votes.index(parameters["baseline"])
-        identification_check(votes)
+        fit_module.identification_check(votes)
     except BradleyTerryError as exc:
         return {"votes": len(frame), "strengths": [], "tie": None, "note": str(exc)}
-    fit = davidson_fit(votes, baseline=parameters["baseline"], covariates=(), check=False)
-    boot = twoway_bootstrap(
+    fit = fit_module.davidson_fit(votes, baseline=parameters["baseline"], covariates=(), check=False)
+    boot = bootstrap_module.twoway_bootstrap(
         votes, fit, covariates=(), n_boot=parameters["bootstrap_samples"], seed=parameters["seed"]
     )
     strengths = [
@@ -95,8 +91,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path.cwd(), help="where headline.json goes")
     args = parser.parse_args()
-    parameters = json.loads((BUNDLE / "analysis" / "parameters.json").read_text(encoding="utf-8"))
-    result = headline(frame_read(BUNDLE), parameters)
+    result = headline(frame_read(BUNDLE), PARAMETERS)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "headline.json").write_text(
         json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8"
