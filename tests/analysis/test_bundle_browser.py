@@ -50,16 +50,15 @@ def test_the_bundle_downloads_from_the_studys_pages(settings, tmp_path, live_ser
         for url in (
             reverse("admin:studies_study_change", args=[study.pk]),
             reverse("admin:studies_study_prereg", args=[study.pk]),
+            reverse("analysis:dashboard", args=[study.slug]),
         ):
             page.goto(live_server.url + url)
             assert axe_violations(page) == [], url
-            screenshot(page, f"bundle-{viewport}-{url.rstrip('/').rsplit('/', 1)[-1]}")
+            screenshot(page, f"bundle-{viewport}-{url.strip('/').replace('/', '-')}")
         page.goto(live_server.url + reverse("admin:studies_study_change", args=[study.pk]))
         archives.append(downloaded(page, "Open-science bundle (zip)", tmp_path / f"{viewport}.zip"))
 
     page.goto(live_server.url + reverse("analysis:dashboard", args=[study.slug]))
-    page.get_by_role("link", name="Open-science bundle (zip)").first.wait_for()
-    assert axe_violations(page) == []
     archives.append(downloaded(page, "Open-science bundle (zip)", tmp_path / "analysis.zip"))
 
     files = archives[0]
