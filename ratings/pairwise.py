@@ -3,9 +3,9 @@ two replies, "A is more empathetic", "B is", "about the same", and a separate "b
 
 Exactly-once: `pair_answer_submit` locks the participant row (`studies.participants.participant_lock`, like every
 answer of every kind), checks that the pair is the participant's current one, writes the answer onto its row
-with a conditional UPDATE of an unanswered row, counts a failed known-answer pair as the rating kind counts a
-failed check (`ratings.services.attention_failure_record`), and completes the participant after the last pair,
-all in one transaction. A re-posted page (back button, double click, second tab) stores nothing.
+with a conditional UPDATE of an unanswered row, counts a failed known-answer pair as a failed attention
+check, and completes the participant after the last pair, all in one transaction: the answer protocol every kind
+goes through (studies/answers.py), with the pair's conditional UPDATE as the kind's answer. A re-posted page (back button, double click, second tab) stores nothing.
 
 With JavaScript the form is posted in the background like every step form (static/ratings/participant.js,
 `data-step-form`), and `ratings.views.study_step` answers with the next page in the same reply: one request per
@@ -25,25 +25,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
+from studies.answers import STALE, AnswerRejected, InvalidValue, Page, answer_take
 from studies.kinds.pairwise import PAIRS, PAIRWISE
 from studies.models import PairItem, Participant
-from studies.participants import (
-    TOUCH_INTERVAL,
-    participant_complete,
-    participant_lock,
-    participant_mark_completed,
-    participant_state_copy,
-)
+from studies.participants import participant_complete, participant_lock, participant_state_copy
 
 from . import flow
-from .services import (
-    AnswerRejected,
-    InvalidValue,
-    NotCurrentItem,
-    NotYourItem,
-    ParticipantNotActive,
-    attention_failure_record,
-)
 
 # The answers' buttons, in page order: (value, label, keyboard shortcut).
 ANSWERS = (
@@ -145,43 +132,35 @@ def pair_answer_submit(
     now = now or timezone.now()
     with transaction.atomic():
         locked = participant_lock(participant)
-        pages = list(
+        rows = list(
             _pages_of(locked).values_list(
                 "pk", "position", "answered_at", "shown_at", "known_answer", "good_on_left"
             )
         )
-        page = next((p for p in pages if p[1] == position), None)
-        if page is None:
-            raise NotYourItem(f"There is no pair at position {position} for this participant.")
-        pk, _position, answered_at, shown_at, check_id, good_on_left = page
-        if answered_at is not None:
-            return False
-        if locked.status != Participant.Status.ACTIVE or locked.step != PAIRS:
-            raise ParticipantNotActive(f"The participant is {locked.status} on step {locked.step}.")
-        unanswered = [p for p in pages if p[2] is None]
-        if unanswered[0][1] != position:
-            raise NotCurrentItem(f"Pair {position} is not the current pair ({unanswered[0][1]}).")
-        elapsed = int((now - shown_at).total_seconds() * 1000) if shown_at is not None else None
-        PairItem.objects.filter(pk=pk, answered_at__isnull=True).update(
-            choice=choice,
-            both_inadequate=both_inadequate,
-            response_time_ms=max(0, elapsed) if elapsed is not None else None,
-            answered_at=now,
-            shown_at=Coalesce(F("shown_at"), now),
-        )
-        fields = []
-        if locked.last_seen_at is None or now - locked.last_seen_at >= TOUCH_INTERVAL:
-            locked.last_seen_at = now
-            fields.append("last_seen_at")
-        good = PairItem.Choice.LEFT if good_on_left else PairItem.Choice.RIGHT
-        if check_id is not None and choice != good:
-            fields += attention_failure_record(locked, checks=sum(1 for p in pages if p[4] is not None))
-        if len(unanswered) == 1:
-            fields += participant_mark_completed(locked, now)
-        if fields:
-            locked.save(update_fields=fields)
-    participant_state_copy(participant, locked)
-    return True
+        pages = [
+            Page(position, PAIRS, answered is not None, check is not None)
+            for _pk, position, answered, _s, check, _g in rows
+        ]
+
+        def store(page: Page) -> bool:
+            pk, _position, _answered, shown_at, check_id, good_on_left = next(
+                r for r in rows if r[1] == page.position
+            )
+            elapsed = int((now - shown_at).total_seconds() * 1000) if shown_at is not None else None
+            PairItem.objects.filter(pk=pk, answered_at__isnull=True).update(
+                choice=choice,
+                both_inadequate=both_inadequate,
+                response_time_ms=max(0, elapsed) if elapsed is not None else None,
+                answered_at=now,
+                shown_at=Coalesce(F("shown_at"), now),
+            )
+            good = PairItem.Choice.LEFT if good_on_left else PairItem.Choice.RIGHT
+            return check_id is not None and choice != good
+
+        taken = answer_take(locked, pages=pages, position=position, now=now, store=store)
+    if taken.created:
+        participant_state_copy(participant, locked)
+    return taken.created
 
 
 # --- the page ---------------------------------------------------------------------------------------------
@@ -224,7 +203,7 @@ def pair_post(request: HttpRequest, participant: Participant) -> HttpResponse:
             choice=form.cleaned_data["choice"],
             both_inadequate=form.cleaned_data["both_inadequate"],
         )
-    except (NotCurrentItem, ParticipantNotActive):
+    except STALE:
         pass  # a stale page: nothing stored, show the current step
     except AnswerRejected as error:
         return render(

@@ -6,14 +6,15 @@ assigned situation to imagine → the instrument again (evoked) → done (comple
 Exactly-once: an instrument page is stored by `questionnaire_submit`, which locks the participant row
 (`studies.participants.participant_lock`, like every answer of every kind), checks the
 participant is still on that page's step, writes the QuestionnaireRun and its answers, and moves the step on in
-the same transaction; QuestionnaireRun's unique constraint (study, condition, subject, phase, run) backs it. A
-re-posted page (back button, double click, second tab) finds the participant elsewhere and stores nothing.
+the same transaction: the answer protocol every kind goes through (studies/answers.py);
+QuestionnaireRun's unique constraint (study, condition, subject, phase, run) backs it. A re-posted page (back
+button, double click, second tab) finds its run stored and stores nothing.
 
 Item order: shuffled per participant and phase (seeded by the participant's seed) when the study randomises,
 recorded in QuestionnaireRun.item_order with each answer's position. Each instrument page carries one
-instructed-response row (an attention check: "choose <label> here"); a wrong answer counts as a failure, and
-more failures than the study allows flags the participant for exclusion (they still finish and get the
-failed-checks code).
+instructed-response row (an attention check: "choose <label> here"); a wrong answer counts as a failure like
+any kind's failed check, and more failures than the study allows flags the participant for exclusion (they still
+finish and get the failed-checks code).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
+from studies.answers import STALE, InvalidValue, NotYourItem, Page, answer_take
 from studies.kinds.questionnaire import QUESTIONNAIRE
 from studies.models import (
     Assignment,
@@ -56,7 +58,7 @@ def _settings(study: Study) -> QuestionnaireSettings:
 # --- Services ---------------------------------------------------------------------------------------------
 
 
-class QuestionnaireAnswerRejected(Exception):
+class QuestionnaireAnswerRejected(InvalidValue):
     """Answers that do not fit the instrument (missing item, value out of range)."""
 
 
@@ -86,6 +88,17 @@ def situation_assignment_for(*, participant: Participant) -> Assignment | None:
     )
 
 
+def questionnaire_pages(participant: Participant) -> list[Page]:
+    """The participant's instrument pages for the answer protocol (studies/answers.py): the default phase's
+    (position 0) and the evoked phase's (position 1), each answered once its run is stored, each carrying one
+    attention check."""
+    done = set(QuestionnaireRun.objects.filter(participant=participant).values_list("phase", flat=True))
+    return [
+        Page(position, step, PHASE_FOR_STEP[step] in done, check=True)
+        for position, step in enumerate(PHASE_FOR_STEP)
+    ]
+
+
 def questionnaire_submit(
     *,
     participant: Participant,
@@ -94,59 +107,62 @@ def questionnaire_submit(
     check_passed: bool,
     now: datetime | None = None,
 ) -> bool:
-    """Store one instrument page (the default or the evoked phase) and move the participant on.
+    """Store one instrument page (the default or the evoked phase) and move the participant on, through the
+    answer protocol every kind goes through (studies/answers.py). True when stored now; False when that page
+    was answered before (a re-post: nothing stored).
 
-    Returns False and stores nothing when the participant is no longer active on `step` (a re-post).
-    Guarantees: every item answered within the instrument's range (else QuestionnaireAnswerRejected, nothing
-    stored); the run, its answers, the attention-check outcome and the step change are one transaction.
-    """
+    Refused, with nothing stored: a page that is not the participant's current one (NotCurrentItem), a
+    participant no longer active on its step (ParticipantNotActive), answers that do not fit the instrument
+    (QuestionnaireAnswerRejected: every item answered within the instrument's range). The run, its answers,
+    the attention check's outcome (a failure counts like any kind's failed check) and the step change are one
+    transaction."""
     now = now or timezone.now()
+    if step not in PHASE_FOR_STEP:
+        raise NotYourItem(f"{step!r} is not an instrument page.")
     phase = PHASE_FOR_STEP[step]
     with transaction.atomic():
         locked = participant_lock(participant)
-        if not is_on_step(locked, step):
-            return False
-        instrument: Instrument = _settings(locked.study).instrument
-        order = questionnaire_item_order(participant=locked, phase=phase)
-        if sorted(answers) != sorted(order):
-            raise QuestionnaireAnswerRejected("every item needs one answer")
-        if any(not instrument.scale_min <= v <= instrument.scale_max for v in answers.values()):
-            raise QuestionnaireAnswerRejected("an answer is outside the scale")
-        situation = None
-        if phase == QuestionnaireRun.Phase.EVOKED:
-            assignment = situation_assignment_for(participant=locked)
-            situation = assignment.situation if assignment else None
-            if situation is None:
-                raise QuestionnaireAnswerRejected("no situation was assigned")
-        run = QuestionnaireRun.objects.create(
-            study=locked.study,
-            condition_id=locked.condition_id,
-            participant=locked,
-            subject_key=f"participant-{locked.pk}",
-            phase=phase,
-            situation=situation,
-            run_index=0,
-            item_order=order,
-            source=QuestionnaireRun.Source.PARTICIPANT,
-            completed_at=now,
+
+        def store(page: Page) -> bool:
+            instrument: Instrument = _settings(locked.study).instrument
+            order = questionnaire_item_order(participant=locked, phase=phase)
+            if sorted(answers) != sorted(order):
+                raise QuestionnaireAnswerRejected("every item needs one answer")
+            if any(not instrument.scale_min <= v <= instrument.scale_max for v in answers.values()):
+                raise QuestionnaireAnswerRejected("an answer is outside the scale")
+            situation = None
+            if phase == QuestionnaireRun.Phase.EVOKED:
+                assignment = situation_assignment_for(participant=locked)
+                situation = assignment.situation if assignment else None
+                if situation is None:
+                    raise QuestionnaireAnswerRejected("no situation was assigned")
+            run = QuestionnaireRun.objects.create(
+                study=locked.study,
+                condition_id=locked.condition_id,
+                participant=locked,
+                subject_key=f"participant-{locked.pk}",
+                phase=phase,
+                situation=situation,
+                run_index=0,
+                item_order=order,
+                source=QuestionnaireRun.Source.PARTICIPANT,
+                completed_at=now,
+            )
+            QuestionnaireAnswer.objects.bulk_create(
+                [
+                    QuestionnaireAnswer(run=run, item_number=number, value=answers[number], position=position)
+                    for position, number in enumerate(order, start=1)
+                ]
+            )
+            return not check_passed
+
+        position = list(PHASE_FOR_STEP).index(step)
+        taken = answer_take(
+            locked, pages=questionnaire_pages(locked), position=position, now=now, store=store
         )
-        QuestionnaireAnswer.objects.bulk_create(
-            [
-                QuestionnaireAnswer(run=run, item_number=number, value=answers[number], position=position)
-                for position, number in enumerate(order, start=1)
-            ]
-        )
-        if not check_passed:
-            locked.attention_failures += 1
-            reasons = list(locked.exclusion_reasons or [])
-            if locked.attention_failures > locked.study.attention_check_max_failures:
-                locked.flagged_for_exclusion = True
-                reasons.append(f"attention check failed on the {phase} questionnaire")
-            locked.exclusion_reasons = reasons
-            locked.save(update_fields=["attention_failures", "flagged_for_exclusion", "exclusion_reasons"])
-        participant_advance(participant=locked, from_step=step, now=now)
-    participant_state_copy(participant, locked)
-    return True
+    if taken.created:
+        participant_state_copy(participant, locked)
+    return taken.created
 
 
 def situation_acknowledge(*, participant: Participant, now: datetime | None = None) -> bool:
@@ -302,6 +318,8 @@ def instrument_post(request: HttpRequest, participant: Participant) -> HttpRespo
         )
     except QuestionnaireAnswerRejected:
         return instrument_get(request, participant, posted=posted, status=400)
+    except STALE:
+        pass  # a stale page: nothing stored, show the current step
     return redirect("ratings:step", slug=participant.study.slug)
 
 
