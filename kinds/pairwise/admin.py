@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from .admin_design import FrozenInlineFormSet
-from .admin_extras import FriendlyProtectedDeleteInline
-from .models import PairAttentionCheck, PairwiseSettings
+from studies.admin_design import FrozenInlineFormSet
+from studies.admin_extras import FriendlyProtectedDeleteInline
+from studies.models import PairAttentionCheck, PairwiseSettings
 
 
 class PairwiseSettingsInline(admin.StackedInline):

@@ -14,18 +14,18 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.clustered import twoway_clustered_difference
+from analysis.design import design_json_write, design_lines, design_of
+from analysis.services import AnalysisError, AnalysisOptions
 from generation.selectors import judge_verdicts_frame, judges_of
 from studies.models import Condition, Study
 from studies.selectors import study_planned_analysis
 from studies.waves import family_members
 
 from . import bradley_terry
-from .clustered import twoway_clustered_difference
-from .design import design_json_write, design_lines, design_of
-from .judge_pairwise import judge_pairwise_tables
-from .pairwise_frame import pairwise_frame
-from .pairwise_report import pairwise_analyze_frame, pairwise_outputs_write
-from .services import AnalysisError, AnalysisOptions
+from .frame import pairwise_frame
+from .judge_analysis import judge_pairwise_tables
+from .report import pairwise_analyze_frame, pairwise_outputs_write
 
 
 def baseline_of(study: Study, options: AnalysisOptions) -> str:

@@ -1,5 +1,5 @@
 """Pairwise preference statistics, on a pandas frame of votes: Bradley–Terry with ties (Davidson) and its
-two-way cluster bootstrap (analysis.bradley_terry_fit and analysis.bradley_terry_bootstrap, re-exported here), the
+two-way cluster bootstrap (kinds.pairwise.bradley_terry_fit and kinds.pairwise.bradley_terry_bootstrap, re-exported here), the
 win matrix, win rates against the baseline, position bias, agreement on repeated pairs, the adaptive pair weights
 and power. Pure functions (numpy, scipy, pandas; no Django), so the study's analysis, the pair schedule and
 bench/pairwise.py call the same code.
@@ -20,14 +20,16 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from analysis.bradley_terry_bootstrap import (
+from analysis.clustered import clustered_mean
+
+from .bradley_terry_bootstrap import (
     BOOTSTRAP_UNITS,
     BootstrapResult,
     bootstrap_replicates,
     bootstrap_weights,
     twoway_bootstrap,
 )
-from analysis.bradley_terry_fit import (
+from .bradley_terry_fit import (
     CHOICES,
     COLUMNS,
     COVARIATES,
@@ -42,7 +44,6 @@ from analysis.bradley_terry_fit import (
     identification_check,
     votes_from_frame,
 )
-from analysis.clustered import clustered_mean
 
 __all__ = [
     "BOOTSTRAP_UNITS",

@@ -1,5 +1,5 @@
-"""The two-way cluster bootstrap of a Davidson fit (analysis.bradley_terry_fit; re-exported by
-analysis.bradley_terry).
+"""The two-way cluster bootstrap of a Davidson fit (kinds.pairwise.bradley_terry_fit; re-exported by
+kinds.pairwise.bradley_terry).
 
 Votes are clustered twice: by rater (a rater's taste and side preference) and by prompt (a prompt where one
 condition's reply is unusually good). Resampling both at once (the "pigeonhole" bootstrap, weights = rater count ×
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import t as student_t
 
-from analysis.bradley_terry_fit import (
+from .bradley_terry_fit import (
     BradleyTerryError,
     DavidsonFit,
     Votes,

@@ -1,4 +1,4 @@
-"""The Davidson Bradley–Terry fit of pairwise preference votes (the core of analysis.bradley_terry, which
+"""The Davidson Bradley–Terry fit of pairwise preference votes (the core of kinds.pairwise.bradley_terry, which
 re-exports it): the votes as arrays, the maximum-likelihood fit and the check that the strengths are identified.
 Pure numpy and pandas.
 

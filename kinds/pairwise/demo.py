@@ -3,18 +3,15 @@ replies) with the human reply against the two LLM conditions' replies, two at a 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from django.db import transaction
 
+from studies.demo.texts import DEMO_CORPUS, EMPATHY_SIDES, TAKING_PART
 from studies.importers import corpus_import
 from studies.models import PairAttentionCheck, PairwiseSettings, Study
 from studies.services import study_launch
 
-from .texts import EMPATHY_SIDES, TAKING_PART
-
 PAIRWISE_SLUG = "pairs-demo"
-PAIRWISE_CORPUS = Path(__file__).resolve().parent / "prompts.csv"
+PAIRWISE_CORPUS = DEMO_CORPUS
 
 CONSENT = f"""\
 This is a demonstration of a research study about empathy in short written conversations.

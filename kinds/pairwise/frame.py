@@ -20,10 +20,9 @@ from collections.abc import Iterator
 import pandas as pd
 from django.db.models.functions import Length
 
+from analysis.exclusions import RULE_NAMES, ExclusionRules, participant_exclusion_flags_one
+from analysis.pseudonyms import pseudonym
 from studies.models import PairItem, Study
-
-from .exclusions import RULE_NAMES, ExclusionRules, participant_exclusion_flags_one
-from .pseudonyms import pseudonym
 
 FRAME_COLUMNS = [
     "participant", "prompt_id", "left_condition", "right_condition", "choice", "both_inadequate",

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from ..design import design_freeze
-from ..kinds import DONE
-from ..models import PairItem, PairwiseSettings, Participant, Prompt, Response, Study
-from .corpus import corpus_import
-from .parse import CorpusImportError, ImportProblem
+from studies.design import design_freeze
+from studies.importers.corpus import corpus_import
+from studies.importers.parse import CorpusImportError, ImportProblem
+from studies.kinds import DONE
+from studies.models import PairItem, PairwiseSettings, Participant, Prompt, Response, Study
 
 VOTE_COLUMNS = ("prompt", "condition_a", "condition_b", "choice", "rater")
 CHOICES = {"a": PairItem.Choice.LEFT, "left": PairItem.Choice.LEFT, "b": PairItem.Choice.RIGHT,

@@ -35,9 +35,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 
-from analysis import bradley_terry
-from analysis.bradley_terry_bootstrap import _cluster_variance
 from analysis.clustered import clustered_mean
+
+from . import bradley_terry
+from .bradley_terry_bootstrap import _cluster_variance
 
 OUTCOMES = ("a", "b", "tie")
 CALIBRATION_BOOTSTRAP = 1000

@@ -40,10 +40,18 @@ from itertools import combinations
 
 from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
+from generation.judge_formats import PAIRS as PAIRS_FORMAT
 from studies import rows
 from studies.balancing import live_assignments, tie_break_draws, tie_break_key
+from studies.kinds.base import (
+    CONDITIONS,
+    LaunchProblem,
+    StudyKind,
+    corpus_coverage_problems,
+    instructions_problems,
+)
+from studies.kinds.registry import register, resolved
 from studies.models import (
     RESPONSE_ELIGIBLE,
     Condition,
@@ -54,15 +62,6 @@ from studies.models import (
     Response,
     Study,
 )
-
-from .base import (
-    CONDITIONS,
-    LaunchProblem,
-    StudyKind,
-    corpus_coverage_problems,
-    instructions_problems,
-)
-from .registry import register
 
 INSTRUCTIONS = Participant.Step.INSTRUCTIONS
 PAIRS = "pairs"
@@ -131,27 +130,29 @@ class PairwiseKind(StudyKind):
     label = "Pairwise preference study (which of two replies is more empathetic)"
     step_labels = {INSTRUCTIONS: "Instructions", PAIRS: "Pairs"}
     pages = {
-        INSTRUCTIONS: "ratings.views.INSTRUCTIONS_PAGE",
-        PAIRS: "ratings.pairwise.PAIRS_PAGE",
+        PAIRS: "kinds.pairwise.pages.PAIRS_PAGE",
     }
-    settings_model = "studies.PairwiseSettings"
+    settings_model = PairwiseSettings
     status_columns = [("responses", "replies"), ("votes", "votes"), ("wins", "wins"), ("ties", "ties")]
-    analysis = "analysis.pairwise.PAIRWISE_ANALYSIS"
+    analysis = "kinds.pairwise.analysis.PAIRWISE_ANALYSIS"
     analysis_page = "analysis:pairwise"
+    analysis_urls = "kinds.pairwise.urls.urlpatterns"
+    analysis_file = "kinds.pairwise.views.pairwise_file_response"
+    demo = "kinds.pairwise.demo.pairwise_demo_ensure"
     corpus_import = True
     material_title = "Corpus: prompts and replies"
-    answers_export = "analysis.pairwise_frame.pairwise_export"
+    answers_export = "kinds.pairwise.frame.pairwise_export"
     # LLM judges compare each pair of conditions' replies on every prompt, in both orders.
     judged = True
-    judge_format = "generation.judge_formats.PAIRS"
-    power_planner = "analysis.study_power.pairwise_power_plan"
+    judge_format = PAIRS_FORMAT
+    power_planner = "kinds.pairwise.power.pairwise_power_plan"
     # (study) -> {(condition id, condition id): weight}, the adaptive phase's targets; read after the warm-up.
-    pair_weights = "analysis.pairwise.adaptive_pair_weights"
+    pair_weights = "kinds.pairwise.analysis.adaptive_pair_weights"
     admin_fieldsets = [("Pairwise study", {"fields": ["worked_examples"]})]
     wave_keeps_conditions = True
     admin_inlines = [
-        "studies.admin_pairwise.PairwiseSettingsInline",
-        "studies.admin_pairwise.PairAttentionCheckInline",
+        "kinds.pairwise.admin.PairwiseSettingsInline",
+        "kinds.pairwise.admin.PairAttentionCheckInline",
     ]
 
     def steps(self, study: Study) -> list[str]:
@@ -286,7 +287,7 @@ class PairwiseKind(StudyKind):
         `adaptive_max_share` and normalised over `pairs`."""
         if settings.adaptive_after is None or answered_pairs(study) < settings.adaptive_after:
             return None
-        raw = import_string(self.pair_weights)(study)
+        raw = resolved(self.pair_weights)(study)
         cap = settings.adaptive_max_share
         weights = {pair: max(float(raw.get(pair, 0.0)), 0.0) for pair in pairs}
         total = sum(weights.values())

@@ -26,11 +26,11 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 
 from studies.answers import STALE, AnswerRejected, InvalidValue, Page, answer_take
-from studies.kinds.pairwise import PAIRS, PAIRWISE
 from studies.models import PairItem, Participant
+from studies.pages import StepPage
 from studies.participants import participant_complete, participant_lock, participant_state_copy
 
-from . import flow
+from .kind import PAIRS, PAIRWISE
 
 # The answers' buttons, in page order: (value, label, keyboard shortcut).
 ANSWERS = (
@@ -215,4 +215,4 @@ def pair_post(request: HttpRequest, participant: Participant) -> HttpResponse:
     return _to_step(participant)
 
 
-PAIRS_PAGE = flow.StepPage(get=pair_get, post=pair_post)
+PAIRS_PAGE = StepPage(get=pair_get, post=pair_post)

@@ -1,10 +1,10 @@
 """The pairwise preference analysis of one frame of votes, and the files it writes: Bradley–Terry strengths (plain,
 length-controlled and with the left side's advantage) with two-way cluster bootstrap intervals, the win matrix,
-win rates against the baseline, position bias and agreement on repeated pairs (analysis.bradley_terry computes
+win rates against the baseline, position bias and agreement on repeated pairs (kinds.pairwise.bradley_terry computes
 them; this module assembles, tabulates and draws).
 
 `pairwise_analyze_frame(frame, baseline=...)` takes the frame of the pairwise export (one row per answered
-non-attention pair, analysis.bradley_terry's module doc) and returns a dict of DataFrames and a JSON-serialisable
+non-attention pair, kinds.pairwise.bradley_terry's module doc) and returns a dict of DataFrames and a JSON-serialisable
 "summary"; `pairwise_outputs_write(result, out_dir)` writes bt_scores.csv (`condition,strength,ci_low,ci_high`
 first), win_matrix.csv, win_rates.csv, position_bias.csv, agreement.csv, model_terms.csv, summary.json, two PNG
 figures and a self-contained report.html. The same frame, baseline, seed and replicates give the same bytes.
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from analysis import bradley_terry as bt
+from . import bradley_terry as bt
 
 FIT_LABELS = {
     "plain": "Davidson Bradley–Terry",

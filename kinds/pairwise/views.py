@@ -19,10 +19,9 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from analysis.permissions import analyst_required
+from analysis.services import AnalysisError, AnalysisOptions, analysis_entry
 from generation.selectors import judge_run_summary, judges_of
 from studies.models import PairItem, Study
-
-from .services import AnalysisError, AnalysisOptions, analysis_entry
 
 CACHE_SECONDS = 15 * 60
 # The page draws fewer resamples than the command (it answers a request; `analyze --bootstrap` sets the command's).

@@ -7,9 +7,9 @@ from django.contrib import admin
 from django.db.models import Count
 from django.utils.text import Truncator
 
-from .admin_design import FrozenInlineFormSet
-from .admin_extras import FriendlyProtectedDeleteInline
-from .models import (
+from studies.admin_design import FrozenInlineFormSet
+from studies.admin_extras import FriendlyProtectedDeleteInline
+from studies.models import (
     Instrument,
     InstrumentCategory,
     InstrumentItem,
@@ -97,3 +97,9 @@ class SituationAdmin(admin.ModelAdmin):
     @admin.display(description="text")
     def text_short(self, situation: Situation) -> str:
         return Truncator(situation.text).chars(100)
+
+
+def generation_view(model_admin, request, study):
+    """The questionnaire kind's generation page (`StudyKind.generation_admin_view`): its LLM conditions answer the
+    study's instrument instead of writing responses (generation's admin serves it)."""
+    return model_admin._questionnaire_view(request, study)

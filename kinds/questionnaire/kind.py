@@ -15,6 +15,8 @@ from datetime import datetime
 from django.db.models import Count, Exists, OuterRef, Q
 
 from studies.balancing import fewest_first, live_assignments
+from studies.kinds.base import StudyKind
+from studies.kinds.registry import register
 from studies.models import (
     Assignment,
     Condition,
@@ -24,9 +26,6 @@ from studies.models import (
     Study,
     StudySituation,
 )
-
-from .base import StudyKind
-from .registry import register
 
 DEMOGRAPHICS = Participant.Step.DEMOGRAPHICS
 DEFAULT = Participant.Step.Q_DEFAULT
@@ -63,20 +62,21 @@ class QuestionnaireKind(StudyKind):
         EVOKED: "Questionnaire (after the situation)",
     }
     pages = {
-        DEMOGRAPHICS: "ratings.questionnaire.DEMOGRAPHICS_PAGE",
-        DEFAULT: "ratings.questionnaire.INSTRUMENT_PAGE",
-        SITUATION: "ratings.questionnaire.SITUATION_PAGE",
-        EVOKED: "ratings.questionnaire.INSTRUMENT_PAGE",
+        DEMOGRAPHICS: "kinds.questionnaire.pages.DEMOGRAPHICS_PAGE",
+        DEFAULT: "kinds.questionnaire.pages.INSTRUMENT_PAGE",
+        SITUATION: "kinds.questionnaire.pages.SITUATION_PAGE",
+        EVOKED: "kinds.questionnaire.pages.INSTRUMENT_PAGE",
     }
-    settings_model = "studies.QuestionnaireSettings"
+    settings_model = QuestionnaireSettings
     status_columns = [("questionnaire_runs", "runs")]
-    analysis = "analysis.entries.QUESTIONNAIRE_ANALYSIS"
+    analysis = "kinds.questionnaire.entry.QUESTIONNAIRE_ANALYSIS"
     analysis_page = "analysis:emotionbench"
+    analysis_urls = "kinds.questionnaire.urls.urlpatterns"
     admin_inlines = [
-        "studies.admin_kinds.QuestionnaireSettingsInline",
-        "studies.admin_kinds.StudySituationInline",
+        "kinds.questionnaire.admin.QuestionnaireSettingsInline",
+        "kinds.questionnaire.admin.StudySituationInline",
     ]
-    generation_admin_view = "generation.admin.questionnaire_generation_view"
+    generation_admin_view = "kinds.questionnaire.admin.generation_view"
     material_title = "Instrument and situations"
 
     def questionnaire(self, study: Study) -> QuestionnaireSettings:

@@ -30,7 +30,6 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 
 from studies.answers import STALE, InvalidValue, NotYourItem, Page, answer_take
-from studies.kinds.questionnaire import QUESTIONNAIRE
 from studies.models import (
     Assignment,
     Instrument,
@@ -40,9 +39,10 @@ from studies.models import (
     QuestionnaireSettings,
     Study,
 )
+from studies.pages import StepPage
 from studies.participants import is_on_step, participant_advance, participant_lock, participant_state_copy
 
-from . import flow
+from .kind import QUESTIONNAIRE
 
 STEP_DEFAULT = Participant.Step.Q_DEFAULT
 STEP_SITUATION = Participant.Step.Q_SITUATION
@@ -361,6 +361,6 @@ def demographics_post(request: HttpRequest, participant: Participant) -> HttpRes
 
 
 # The pages named by studies/kinds/questionnaire.py.
-DEMOGRAPHICS_PAGE = flow.StepPage(get=demographics_get, post=demographics_post)
-INSTRUMENT_PAGE = flow.StepPage(get=instrument_get, post=instrument_post)
-SITUATION_PAGE = flow.StepPage(get=situation_get, post=situation_post)
+DEMOGRAPHICS_PAGE = StepPage(get=demographics_get, post=demographics_post)
+INSTRUMENT_PAGE = StepPage(get=instrument_get, post=instrument_post)
+SITUATION_PAGE = StepPage(get=situation_get, post=situation_post)

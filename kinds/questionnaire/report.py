@@ -1,5 +1,5 @@
 """The EmotionBench analysis presented: the paper's side-by-side table, the per-situation agreement, the text
-report and the files `analyze` writes (analysis.emotionbench computes what these show)."""
+report and the files `analyze` writes (kinds.questionnaire.analysis computes what these show)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pandas as pd
 from studies.emotionbench.data import EMOTIONS
 from studies.models import Condition
 
-from .emotionbench import DOWN, SAME, UP, ChangeTest, EmotionBenchAnalysis
+from .analysis import DOWN, SAME, UP, ChangeTest, EmotionBenchAnalysis
 
 
 def _fmt_mean_sd(test: ChangeTest) -> str:

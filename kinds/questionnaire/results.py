@@ -10,8 +10,11 @@ from pathlib import Path
 from django.db import connection, transaction
 from django.utils import timezone
 
+from studies.emotionbench.data import (
+    EmotionBenchImportError,
+    normalise_text,
+)
 from studies.kinds import kind_of
-from studies.kinds.questionnaire import QUESTIONNAIRE
 from studies.models import (
     Condition,
     Instrument,
@@ -23,10 +26,7 @@ from studies.models import (
     StudySituation,
 )
 
-from .data import (
-    EmotionBenchImportError,
-    normalise_text,
-)
+from .kind import QUESTIONNAIRE
 from .results_parse import (
     ParsedSubject,
     PublishedKey,

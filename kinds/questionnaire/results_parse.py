@@ -8,17 +8,16 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from studies.models import (
-    Condition,
-    Instrument,
-    QuestionnaireRun,
-)
-
-from .data import (
+from studies.emotionbench.data import (
     SITUATION_PROMPT_PREFIX,
     EmotionBenchImportError,
     emotion_canonical,
     normalise_text,
+)
+from studies.models import (
+    Condition,
+    Instrument,
+    QuestionnaireRun,
 )
 
 # --- Published results ----------------------------------------------------------------------------------

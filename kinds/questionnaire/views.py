@@ -1,4 +1,4 @@
-"""The analysts' page of a questionnaire (EmotionBench) study: thin views over `analysis.emotionbench`."""
+"""The analysts' page of a questionnaire (EmotionBench) study: thin views over `kinds.questionnaire.analysis`."""
 
 from __future__ import annotations
 
@@ -8,15 +8,16 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from analysis.emotionbench import emotionbench_analyse
-from analysis.emotionbench_report import (
+from analysis.permissions import analyst_required
+from studies.kinds import NoQuestionnaire, questionnaire_with_instrument
+from studies.models import Study
+
+from .analysis import emotionbench_analyse
+from .report import (
     emotionbench_report_write,
     emotionbench_side_by_side,
     emotionbench_situation_agreement,
 )
-from analysis.permissions import analyst_required
-from studies.kinds import NoQuestionnaire, questionnaire_with_instrument
-from studies.models import Study
 
 TABLES = ("table", "groups", "situation_agreement")
 

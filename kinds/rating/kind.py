@@ -21,6 +21,14 @@ from django.utils import timezone
 
 from studies import rows
 from studies.balancing import live_assignments, tie_break_draws, tie_break_key
+from studies.kinds.base import (
+    CONDITIONS,
+    LaunchProblem,
+    StudyKind,
+    corpus_coverage_problems,
+    instructions_problems,
+)
+from studies.kinds.registry import register
 from studies.models import (
     RESPONSE_ELIGIBLE,
     Assignment,
@@ -31,9 +39,6 @@ from studies.models import (
     Response,
     Study,
 )
-
-from .base import CONDITIONS, LaunchProblem, StudyKind, corpus_coverage_problems, instructions_problems
-from .registry import register
 
 INSTRUCTIONS = Participant.Step.INSTRUCTIONS
 TEQ = Participant.Step.TEQ
@@ -104,7 +109,6 @@ class RatingKind(StudyKind):
         ITEMS: "Items",
     }
     pages = {
-        INSTRUCTIONS: "ratings.views.INSTRUCTIONS_PAGE",
         TEQ: "ratings.views.TEQ_PAGE",
         ITEMS: "ratings.views.ITEMS_PAGE",
     }
@@ -115,15 +119,14 @@ class RatingKind(StudyKind):
         ("ratings_per_response.max", "max/resp"),
         ("ratings_per_response.mean", "mean/resp"),
     ]
-    analysis = "analysis.entries.RATING_ANALYSIS"
+    analysis = "kinds.rating.entry.RATING_ANALYSIS"
     analysis_page = "analysis:dashboard"
-    launch_panel = "analysis.launch_power.launch_power_html"
+    launch_panel = "kinds.rating.launch_power.launch_power_html"
     corpus_import = True
     judged = True
     attention_checks = True
     material_title = "Corpus: prompts and responses"
-    judge_format = "generation.judge_formats.SCALE"
-    power_planner = "analysis.study_power.rating_power_plan"
+    power_planner = "kinds.rating.power.rating_power_plan"
     admin_fieldsets = [
         (
             "Rating study",

@@ -26,10 +26,12 @@ from analysis.calibration import MIN_RESPONSES, indicator_correlations, pairs_fr
 from analysis.judge_report import human_ratings_frame
 from analysis.judge_screening import judge_per_response
 from analysis.power import baseline_icc
-from analysis.study_power import MIN_OBSERVED_RATINGS, StudyPower, StudyPowerError, study_power_plan
+from analysis.study_power import StudyPower, StudyPowerError, study_power_plan
 from generation.selectors import judge_ratings_frame, judges_of
 from studies.models import Response, Study
 from studies.waves import StudyCopyError, family_root, parent_baseline
+
+from .power import MIN_OBSERVED_RATINGS
 
 
 def calibrated_judge(*, study: Study) -> dict | None:

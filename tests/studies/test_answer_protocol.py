@@ -11,8 +11,8 @@ import pytest
 from django.core.management import call_command
 from django.db import connections
 
-from ratings.pairwise import pair_answer_submit
-from ratings.questionnaire import questionnaire_item_order, questionnaire_submit
+from kinds.pairwise.pages import pair_answer_submit
+from kinds.questionnaire.pages import questionnaire_item_order, questionnaire_submit
 from ratings.services import rating_submit
 from studies import models
 from studies.answers import NotCurrentItem, NotYourItem, ParticipantNotActive

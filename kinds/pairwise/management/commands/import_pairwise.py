@@ -4,8 +4,9 @@ pairwise study."""
 from django.core.management.base import BaseCommand, CommandError
 
 from studies.importers import CorpusImportError
-from studies.importers.pairwise import pairwise_import
 from studies.management.commands.import_corpus import read_file
+
+from ...importer import pairwise_import
 
 
 class Command(BaseCommand):

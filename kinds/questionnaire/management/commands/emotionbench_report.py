@@ -2,10 +2,11 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from analysis.emotionbench import emotionbench_analyse
-from analysis.emotionbench_report import emotionbench_report_text
 from studies.kinds import NoQuestionnaire, questionnaire_with_instrument
 from studies.models import Study
+
+from ...analysis import emotionbench_analyse
+from ...report import emotionbench_report_text
 
 
 class Command(BaseCommand):

@@ -3,7 +3,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from studies.emotionbench.data import EmotionBenchImportError
-from studies.emotionbench.results import challenging_results_import, published_results_import
+
+from ...results import challenging_results_import, published_results_import
 
 
 class Command(BaseCommand):
