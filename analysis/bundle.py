@@ -16,7 +16,7 @@ it holds).
     MANIFEST.sha256            every other file's SHA-256
 
 What differs by kind (the answers table and its codebook, the kind's own tables and materials, the analysis
-script and its headline) comes from the kind's bundle part (`StudyKind.bundle`: analysis/bundle_<kind>.py); the
+script and its headline) comes from the kind's bundle part (`StudyKind.bundle`: kinds/<kind>/bundle.py, its script kinds/<kind>/bundle_script.py); the
 rest is shared. The same study state gives the same bytes (no clock is read; every JSON is written sorted).
 Private by default: participants under their pseudonyms (analysis.pseudonyms), free text only when asked for,
 no e-mail address in the documents. Written into a temporary directory beside the target and renamed into place

@@ -20,8 +20,8 @@ from django.core.management import CommandError, call_command
 from django.utils.module_loading import import_string
 
 from analysis.bundle import BundleOptions, bundle_write, bundle_zip
-from analysis.pairwise import PAIRWISE_ANALYSIS
 from analysis.services import AnalysisOptions, study_analyze
+from kinds.pairwise.analysis import PAIRWISE_ANALYSIS
 from studies.demo.seed import PUBLISHED_RATINGS, demo_seed
 from studies.design import study_amend
 from studies.kinds import registered_kinds
