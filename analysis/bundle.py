@@ -35,8 +35,6 @@ from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
 
-from django.utils.module_loading import import_string
-
 from analysis.bundle_metadata import (
     Description,
     citation_cff,
@@ -48,7 +46,7 @@ from analysis.bundle_metadata import (
 from analysis.bundle_tables import Table, email_redact, generation_log_table, items_table, participants_table
 from generation.selectors import judges_of
 from studies.design import canonical_json, design_build, design_current
-from studies.kinds import kind_of
+from studies.kinds import kind_of, resolved
 from studies.models import Study
 from studies.prereg import prereg_osf, prereg_osf_markdown
 from studies.waves import family_members
@@ -88,7 +86,7 @@ def kind_bundle(study: Study):
     path = kind_of(study).bundle
     if path is None:
         raise BundleError(f"studies of kind '{study.kind}' have no bundle")
-    return import_string(path)
+    return resolved(path)
 
 
 def data_path(study: Study, key: str) -> str:

@@ -163,11 +163,11 @@ class StudyKind(ABC):
     attention_checks: ClassVar[bool] = False
     # What the researcher's setup calls the material participants are shown (its first step).
     material_title: ClassVar[str] = "Study material"
-    # Dotted path of the kind's part of the open-science bundle (analysis/bundle.py): its answers table and its
-    # own tables (`tables`), materials, the script that re-runs its headline analysis from the bundle alone
-    # (`script`, `requirements`, `parameters`) and that headline as the platform computes it (`results`).
-    # None: no bundle.
-    bundle: ClassVar[str | None] = None
+    # The kind's part of the open-science bundle (analysis/bundle.py; the object or its dotted path, `resolved`):
+    # its answers table and its own tables (`tables`), materials, its answers to the pre-registration's design
+    # questions, the script that re-runs its headline analysis from the bundle alone (`script`, `requirements`,
+    # `parameters`) and that headline as the platform computes it (`results`). None: no bundle.
+    bundle: ClassVar[object | str | None] = None
 
     # --- participant steps ---------------------------------------------------------------------------
 

@@ -17,14 +17,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from django.core.management import CommandError, call_command
-from django.utils.module_loading import import_string
 
 from analysis.bundle import BundleOptions, bundle_write, bundle_zip
 from analysis.services import AnalysisOptions, study_analyze
 from kinds.pairwise.analysis import PAIRWISE_ANALYSIS
 from studies.demo.seed import PUBLISHED_RATINGS, demo_seed
 from studies.design import study_amend
-from studies.kinds import registered_kinds
+from studies.kinds import registered_kinds, resolved
 from studies.models import PairItem, Participant, Study
 from studies.waves import study_extend
 
@@ -310,7 +309,7 @@ def test_votes_that_cannot_give_strengths_yet_give_the_same_note_on_the_platform
 
 def test_every_kind_provides_its_bundle_part_and_a_script_that_imports_no_platform_code():
     for kind in registered_kinds():
-        part = import_string(kind.bundle)
+        part = resolved(kind.bundle)
         script = part.script.read_text()
         assert "django" not in script and "from studies" not in script
         assert set(part.requirements.split()) <= {"numpy==2.4.6", "pandas==3.1.1", "scipy==1.17.1"}
