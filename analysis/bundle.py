@@ -31,9 +31,13 @@ import re
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
+
+from django.db import connection, transaction
 
 from analysis.bundle_metadata import (
     Description,
@@ -267,12 +271,26 @@ def bundle_write(study: Study, out_dir: Path, options: BundleOptions | None = No
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
     try:
-        _bundle_fill(study, part, options, work)
+        with _one_state():
+            _bundle_fill(study, part, options, work)
         work.rename(out_dir)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
     return sorted(str(p.relative_to(out_dir)) for p in out_dir.rglob("*") if p.is_file())
+
+
+@contextmanager
+def _one_state() -> Iterator[None]:
+    """Every read of the bundle from one state of the study: on PostgreSQL a read-only REPEATABLE READ transaction
+    (one snapshot for the data files, the results and the documents, while participants keep answering), opened
+    here unless the caller's transaction already holds the reads together."""
+    outermost = not transaction.get_connection().in_atomic_block
+    with transaction.atomic():
+        if outermost and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield
 
 
 def _bundle_fill(study: Study, part, options: BundleOptions, root: Path) -> None:
