@@ -136,6 +136,7 @@ class PairwiseKind(StudyKind):
     corpus_import = True
     material_title = "Corpus: prompts and replies"
     answers_export = "kinds.pairwise.frame.pairwise_export"
+    bundle = "kinds.pairwise.bundle.PAIRWISE_BUNDLE"
     # LLM judges compare each pair of conditions' replies on every prompt, in both orders.
     judged = True
     judge_format = PAIRS_FORMAT

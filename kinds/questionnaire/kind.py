@@ -77,6 +77,7 @@ class QuestionnaireKind(StudyKind):
     ]
     generation_admin_view = "kinds.questionnaire.admin.generation_view"
     material_title = "Instrument and situations"
+    bundle = "kinds.questionnaire.bundle.QUESTIONNAIRE_BUNDLE"
 
     def questionnaire(self, study: Study) -> QuestionnaireSettings:
         return self.settings(study)

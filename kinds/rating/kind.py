@@ -126,6 +126,7 @@ class RatingKind(StudyKind):
     judged = True
     attention_checks = True
     material_title = "Corpus: prompts and responses"
+    bundle = "kinds.rating.bundle.RATING_BUNDLE"
     power_planner = "kinds.rating.power.rating_power_plan"
     admin_fieldsets = [
         (
