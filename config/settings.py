@@ -163,6 +163,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBIL
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
+# How often the beat job reads every linked study's submissions on Prolific (the admin says when it runs next).
+PROLIFIC_RECONCILE_SECONDS = env_int("PROLIFIC_RECONCILE_SECONDS", 300)
 CELERY_BEAT_SCHEDULE = {
     # Gives back the slots and items of participants who went silent (ratings/tasks.py).
     "release-stale-participants": {"task": "ratings.tasks.release_stale_participants", "schedule": 60.0},
@@ -179,7 +181,7 @@ CELERY_BEAT_SCHEDULE = {
     # Reads every linked study's submissions on Prolific and repairs what lost webhooks left (recruiting/tasks.py).
     "prolific-reconcile": {
         "task": "recruiting.tasks.prolific_reconcile_all",
-        "schedule": float(env_int("PROLIFIC_RECONCILE_SECONDS", 300)),
+        "schedule": float(PROLIFIC_RECONCILE_SECONDS),
     },
 }
 

@@ -3,7 +3,7 @@ of Prolific's public docs, served by pytest-httpserver's HTTPServer.
 
 It keeps its own state (studies, submissions, bulk bonuses) and records every call that matters to the
 invariants: approvals per participant and pay calls per bulk bonus. Faults are injected per path prefix
-(`fail(prefix, [429, 503])`) and for the pay call that succeeds and then answers too late
+(`fail(prefix, [429, 503])`), after the call took effect (`fail_after_effect(prefix, [500])`), and for the pay call that succeeds and then answers too late
 (`pay_hangs_after_success`)."""
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ class LoopbackProlific:
         self.bonus_paid: Counter = Counter()  # (participant id, amount) payments
         self.calls: list[tuple[str, str]] = []
         self.faults: dict[str, list] = defaultdict(list)
+        self.faults_after: dict[str, list] = defaultdict(list)  # the call takes effect, then this answer
         self.pay_hangs_after_success = 0.0
         self.pay_hangs_before_paying = 0.0  # the call in flight: the bulk bonus still reads as unpaid
         self.tokens_seen: set[str] = set()
@@ -56,6 +57,10 @@ class LoopbackProlific:
     def fail(self, prefix: str, statuses: list, retry_after: str = "0") -> None:
         """The next calls whose path starts with `prefix` answer these statuses, in order."""
         self.faults[prefix].extend((status, retry_after) for status in statuses)
+
+    def fail_after_effect(self, prefix: str, statuses: list) -> None:
+        """The next calls whose path starts with `prefix` do what they do, then answer these statuses."""
+        self.faults_after[prefix].extend(statuses)
 
     def add_submission(
         self, study_id: str, pid: str, status: str = "ACTIVE", submission_id: str = ""
@@ -84,6 +89,15 @@ class LoopbackProlific:
         return Response(json.dumps(data), status=status, headers=headers, content_type="application/json")
 
     def handle(self, request: Request) -> Response:
+        response = self._handle(request)
+        path = request.path.removeprefix("/api/v1/")
+        with self.lock:
+            for prefix, queue in self.faults_after.items():
+                if path.startswith(prefix) and queue:
+                    return self._json({"error": "injected after the effect"}, status=queue.pop(0))
+        return response
+
+    def _handle(self, request: Request) -> Response:
         path = request.path.removeprefix("/api/v1/")
         self.tokens_seen.add(request.headers.get("Authorization", ""))
         with self.lock:
