@@ -74,6 +74,7 @@ class LoopbackProlific:
                 "status": status,
                 "started_at": "2026-01-01T10:00:00Z",
                 "completed_at": None,
+                "bonus_payments": [],  # each bonus paid on the submission, in pence (Prolific's GET shows it)
             }
             self.submissions[submission_id] = item
             return item
@@ -248,6 +249,9 @@ class LoopbackProlific:
             bulk = self.bulk_bonuses[bulk_id]
             for pid, amount in bulk["rows"]:
                 self.bonus_paid[(pid, str(Decimal(amount)))] += 1
+                for sub in self.submissions.values():
+                    if sub["participant_id"] == pid and sub["study_id"] == bulk["study"]:
+                        sub["bonus_payments"].append(int(Decimal(amount) * 100))
             bulk["status"] = "PAID"
             hang = self.pay_hangs_after_success
             self.pay_hangs_after_success = 0.0

@@ -94,10 +94,15 @@ def test_a_payment_prolific_does_not_confirm_waits_for_the_researcher_and_is_nev
     prolific.pay_hangs_after_success = 1.0  # paid, but the answer is lost
     prolific.bonus_readback_missing = True  # and the undocumented read-back answers 404
     bonuses_pay(link=link)
+    sub = next(iter(prolific.submissions.values()))
+    sub["bonus_payments"] = [15, 40]  # and a bonus paid by hand on Prolific: the totals tell nothing
     report = bonuses_pay(link=link)
     batch = BonusBatch.objects.get()
     assert batch.state == BonusBatch.State.CHECK and report.to_check == 1
-    assert "Look at the study's bonuses on Prolific" in batch.last_error
+    assert (
+        "Look at the study's bonuses on Prolific" in batch.last_error
+        and "paid another way" in batch.last_error
+    )
     for _ in range(2):
         bonuses_pay(link=link)
         prolific_reconcile_all()

@@ -4,11 +4,15 @@ when the read-back fails too), every submission approved exactly once, and the a
 rather than "Approved 0"."""
 
 import html
+from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
-from recruiting.models import ProlificSubmission
+from recruiting.bonuses import PAYMENT_LAG, bonuses_grant_per_rating, bonuses_import_csv, bonuses_pay
+from recruiting.models import BonusBatch, ProlificSubmission
 from recruiting.submissions import approvals_pending, submission_status_apply, submissions_approve
 from recruiting.tasks import prolific_reconcile_all
 
@@ -110,3 +114,65 @@ def test_a_re_send_that_is_unknown_too_stays_pending_for_the_schedule_never_sent
     assert prolific.calls.count(("POST", APPROVE)) == 2
     prolific_reconcile_all()
     assert prolific.approvals == {"PTWICE": 1} and prolific.calls.count(("POST", APPROVE)) == 3
+
+
+def _bonus_participants(link, prolific, pids):
+    for pid in pids:
+        participant, _ = enroll(link, pid, prolific)
+        finish(participant)
+
+
+def test_a_bonus_pay_call_of_unknown_outcome_is_settled_from_the_submissions_bonus_payments(
+    prolific, settings
+):
+    """A second bonus for the same participants, paid but its answer lost, and the undocumented bulk read-back
+    answers 404: the submissions' `bonus_payments` (the first bonus, then both) settle it, with no human
+    choice, and nobody is paid twice."""
+    settings.PROLIFIC_TIMEOUT_SECONDS = 0.3
+    link = link_build(fake=prolific)
+    pids = ["PBON1", "PBON2", "PBON3"]
+    _bonus_participants(link, prolific, pids)
+    bonuses_grant_per_rating(link=link, amount_per_rating=Decimal("0.05"))
+    assert bonuses_pay(link=link).paid_batches == 1  # the first bonus, 0.15 each, confirmed
+    bonuses_import_csv(link=link, text="PBON1,1.00\nPBON2,0.50\nPBON3,0.25\n", reason="top-raters")
+    prolific.pay_hangs_after_success = 1.0  # paid, the answer lost
+    prolific.bonus_readback_missing = True
+    first = bonuses_pay(link=link)
+    assert first.pending == 1 and first.to_check == 0
+    second = bonuses_pay(link=link)
+    assert second.reconciled == 1 and second.pending == 0 and second.to_check == 0
+    batch = BonusBatch.objects.order_by("pk").last()
+    assert batch.state == BonusBatch.State.PAID and "every line shows" in batch.last_error
+    for _ in range(2):
+        bonuses_pay(link=link)
+        prolific_reconcile_all()
+    assert set(prolific.pay_calls.values()) == {1} and len(prolific.pay_calls) == 2
+    assert prolific.bonus_paid == {
+        ("PBON1", "0.15"): 1,
+        ("PBON2", "0.15"): 1,
+        ("PBON3", "0.15"): 1,
+        ("PBON1", "1.00"): 1,
+        ("PBON2", "0.50"): 1,
+        ("PBON3", "0.25"): 1,
+    }
+
+
+def test_a_pay_call_refused_without_a_read_back_waits_for_prolifics_lag_then_asks_never_paying_twice(
+    prolific,
+):
+    link = link_build(fake=prolific)
+    _bonus_participants(link, prolific, ["PLAG"])
+    bonuses_grant_per_rating(link=link, amount_per_rating=Decimal("0.05"))
+    prolific.fail("bulk-bonus-payments/", [503])  # refused before paying: its outcome unknown here
+    prolific.bonus_readback_missing = True
+    bonuses_pay(link=link)
+    report = bonuses_pay(link=link)  # no line shows yet: Prolific pays asynchronously, so it waits
+    batch = BonusBatch.objects.get()
+    assert report.pending == 1 and batch.state == BonusBatch.State.PAYING
+    assert "Waiting for Prolific" in batch.last_error
+    BonusBatch.objects.update(pay_claimed_at=timezone.now() - PAYMENT_LAG - timedelta(minutes=1))
+    report = bonuses_pay(link=link)
+    batch.refresh_from_db()
+    assert batch.state == BonusBatch.State.CHECK and report.to_check == 1
+    assert "none of its lines shows" in batch.last_error
+    assert sum(prolific.pay_calls.values()) == 0 and prolific.bonus_paid == {}
