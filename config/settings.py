@@ -389,12 +389,13 @@ CONTENT_SECURITY_POLICY = {
 # AXES_FAILURE_LIMIT failures for one username from one address, or from one address whatever the
 # usernames, further attempts from that address are refused (429, no password hashed) until
 # AXES_COOLOFF_MINUTES after the last failure; `manage.py axes_reset` (or deleting the access attempts in
-# the admin) ends a lock-out at once. Never per username alone: that would let anyone lock `admin` out from
-# anywhere. Guessing one password from many addresses is left to the 12-character minimum and Django's
-# common-password list. Addresses as the rate limiter sees them (behind RATELIMIT_TRUSTED_PROXIES proxies).
+# the admin) ends a lock-out at once. Guessing one username's password from many addresses is throttled too:
+# after AXES_FAILURE_LIMIT failures over all addresses, that username is refused from every address it never
+# signed in from, while its owner still gets in from a known one (config/login_throttle.py). Addresses as
+# the rate limiter sees them (behind RATELIMIT_TRUSTED_PROXIES proxies).
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 10)
 AXES_COOLOFF_TIME = env_int("AXES_COOLOFF_MINUTES", 15) / 60  # hours
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_LOCKOUT_PARAMETERS = "config.login_throttle.lockout_parameters"
 AXES_CLIENT_IP_CALLABLE = "config.ratelimit.client_ip"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "errors/login_locked.html"
