@@ -9,11 +9,11 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from studies.demo.pairwise import PAIRWISE_CORPUS
+from kinds.pairwise.demo import PAIRWISE_CORPUS
+from kinds.pairwise.importer import pairwise_import
+from kinds.questionnaire.results_parse import llm_results_parse_csv
 from studies.emotionbench.data import EmotionBenchImportError
-from studies.emotionbench.results_parse import llm_results_parse_csv
 from studies.importers import CorpusImportError, corpus_import, ratings_import
-from studies.importers.pairwise import pairwise_import
 from studies.models import Instrument, Participant, Prompt, Study
 
 from .helpers import DATASET, sqlite_manage

@@ -4,7 +4,7 @@ pair in a pairwise study until the researcher decides (studies/reply_review.py).
 import pytest
 from django.urls import reverse
 
-from studies.demo.pairwise import PAIRWISE_CORPUS
+from kinds.pairwise.demo import PAIRWISE_CORPUS
 from studies.importers import corpus_import
 from studies.kinds import kind_of
 from studies.models import PairItem, Response
