@@ -167,6 +167,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBIL
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
+# How often the beat job reads every linked study's submissions on Prolific (the admin says when it runs next).
+PROLIFIC_RECONCILE_SECONDS = env_int("PROLIFIC_RECONCILE_SECONDS", 300)
 CELERY_BEAT_SCHEDULE = {
     # Gives back the slots and items of participants who went silent (ratings/tasks.py).
     "release-stale-participants": {"task": "ratings.tasks.release_stale_participants", "schedule": 60.0},
@@ -183,7 +185,7 @@ CELERY_BEAT_SCHEDULE = {
     # Reads every linked study's submissions on Prolific and repairs what lost webhooks left (recruiting/tasks.py).
     "prolific-reconcile": {
         "task": "recruiting.tasks.prolific_reconcile_all",
-        "schedule": float(env_int("PROLIFIC_RECONCILE_SECONDS", 300)),
+        "schedule": float(PROLIFIC_RECONCILE_SECONDS),
     },
 }
 
@@ -391,12 +393,13 @@ CONTENT_SECURITY_POLICY = {
 # AXES_FAILURE_LIMIT failures for one username from one address, or from one address whatever the
 # usernames, further attempts from that address are refused (429, no password hashed) until
 # AXES_COOLOFF_MINUTES after the last failure; `manage.py axes_reset` (or deleting the access attempts in
-# the admin) ends a lock-out at once. Never per username alone: that would let anyone lock `admin` out from
-# anywhere. Guessing one password from many addresses is left to the 12-character minimum and Django's
-# common-password list. Addresses as the rate limiter sees them (behind RATELIMIT_TRUSTED_PROXIES proxies).
+# the admin) ends a lock-out at once. Guessing one username's password from many addresses is throttled too:
+# after AXES_FAILURE_LIMIT failures over all addresses, that username is refused from every address it never
+# signed in from, while its owner still gets in from a known one (config/login_throttle.py). Addresses as
+# the rate limiter sees them (behind RATELIMIT_TRUSTED_PROXIES proxies).
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 10)
 AXES_COOLOFF_TIME = env_int("AXES_COOLOFF_MINUTES", 15) / 60  # hours
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_LOCKOUT_PARAMETERS = "config.login_throttle.lockout_parameters"
 AXES_CLIENT_IP_CALLABLE = "config.ratelimit.client_ip"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "errors/login_locked.html"

@@ -107,7 +107,16 @@ class ResponseAdmin(ReadMostlyAdmin):
 
     @admin.action(description="Approve selected responses after review")
     def approve_selected(self, request, queryset):
-        n = queryset.filter(review=Response.Review.FLAGGED).update(review=Response.Review.APPROVED)
+        """Flagged responses, and replies with a review flag (e.g. the same as another condition's): approved,
+        the researcher's decision (a pairwise study deals two near-identical replies only once one is)."""
+        flagged = [
+            pk
+            for pk, review, flags in queryset.exclude(review=Response.Review.APPROVED).values_list(
+                "pk", "review", "review_flags"
+            )
+            if review == Response.Review.FLAGGED or flags
+        ]
+        n = Response.objects.filter(pk__in=flagged).update(review=Response.Review.APPROVED)
         self.message_user(request, f"{n} flagged responses approved.", messages.SUCCESS)
 
 

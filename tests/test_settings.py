@@ -60,9 +60,7 @@ def test_production_defaults_are_the_strict_ones():
     )
     result = _manage("shell", "-c", code, env=env)
     assert result.returncode == 0, result.stderr
-    assert (
-        result.stdout.split("\n")[-2] == "[] False False 12 1800 [['username', 'ip_address'], 'ip_address']"
-    )
+    assert result.stdout.split("\n")[-2] == "[] False False 12 1800 config.login_throttle.lockout_parameters"
 
 
 def test_a_malformed_provider_keys_secret_is_refused_at_start_up():

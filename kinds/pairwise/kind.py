@@ -56,6 +56,7 @@ from studies.models import (
     Response,
     Study,
 )
+from studies.reply_review import undecided_same_pairs
 
 INSTRUCTIONS = Participant.Step.INSTRUCTIONS
 PAIRS = "pairs"
@@ -165,6 +166,7 @@ class PairwiseKind(StudyKind):
         study = participant.study
         settings = self.settings(study)
         replies = eligible_replies(study)
+        undecided = undecided_same_pairs(study)  # near-identical replies: never a pair until decided
         conditions = sorted({c for _p, c in replies})
         pairs = [
             pair
@@ -194,7 +196,12 @@ class PairwiseKind(StudyKind):
             )
             mine_pairs[pair] += 1
             open_prompts = [
-                p for p in prompts if p not in used and (p, pair[0]) in replies and (p, pair[1]) in replies
+                p
+                for p in prompts
+                if p not in used
+                and (p, pair[0]) in replies
+                and (p, pair[1]) in replies
+                and (p, *pair) not in undecided
             ]
             if not open_prompts:
                 break  # fewer prompts than pairs: launch_problems refuses such a study
@@ -319,6 +326,17 @@ class PairwiseKind(StudyKind):
         return problems + corpus_coverage_problems(
             study, conditions, asks=f"answers {n} pairs, each on another prompt"
         )
+
+    def coverage_problems(self, study: Study, conditions: list[Condition]) -> list[str]:
+        """Two conditions' near-identical replies to a prompt are not dealt as a pair until the researcher
+        approves one of them (studies/reply_review.py)."""
+        undecided = undecided_same_pairs(study)
+        if not undecided:
+            return []
+        return [
+            f"{len(undecided)} pair(s) of near-identical replies (two conditions, one prompt) are not dealt until "
+            "you decide: review the responses flagged 'same_as_other_condition' and approve, edit or replace them"
+        ]
 
     def status_counts(self, study: Study, conditions: list[Condition]) -> dict[int, dict]:
         """Replies, votes (answered pairs showing the condition), wins and ties, by counted participants.
