@@ -354,8 +354,10 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, StudySetupAdminMix
                         form = ImportCorpusForm(initial={**request.POST.dict(), "dry_run": False})
                     else:
                         self.message_user(request, result.summary(), messages.SUCCESS)
+                        # From the guided setup (?then=setup): back to its steps; else the study's page.
+                        back = "setup" if request.GET.get("then") == "setup" else "change"
                         return HttpResponseRedirect(
-                            reverse("admin:studies_study_change", args=[result.study.pk])
+                            reverse(f"admin:studies_study_{back}", args=[result.study.pk])
                         )
         else:
             form = ImportCorpusForm(initial={"study_slug": request.GET.get("study", ""), "seed": 0})

@@ -83,17 +83,19 @@ def setup_steps(study: Study, *, with_panel: str | None = None) -> list[SetupSte
     conditions = list(study.conditions.order_by("position", "name"))
     steps: list[SetupStep] = []
 
-    def add(key: str, title: str, what: str, **more) -> SetupStep:
+    def add(key: str, title: str, what: str, *, done: bool = True, **more) -> SetupStep:
+        """A step is done when nothing it owns stops the launch and its own condition (`done`) holds: a preview
+        taken, a check chosen."""
         step = SetupStep(
             key=key, number=len(steps) + 1, title=title, what=what, missing=problems[key], **more
         )
-        step.done = step.done or not step.missing
+        step.done = done and not step.missing
         steps.append(step)
         return step
 
     material_links = [("Edit the study", _change(study))]
     if kind.corpus_import:
-        query = urlencode({"study": study.slug})
+        query = urlencode({"study": study.slug, "then": "setup"})  # the import returns to this setup
         material_links.insert(0, ("Import a corpus", reverse("admin:studies_study_import") + "?" + query))
     add(
         MATERIAL,
