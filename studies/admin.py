@@ -34,7 +34,7 @@ from .models import (
     Participant,
     Study,
 )
-from .selectors import STATUSES, status_cell, study_list_with_counts, study_status
+from .selectors import STATUSES, status_cell, study_flagged_participants, study_list_with_counts, study_status
 from .services import (
     StudyLaunchError,
     StudyStateError,
@@ -404,6 +404,8 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, StudySetupAdminMix
             "show_spread": any("ratings_per_response" in c for c in status["conditions"]),
             "refresh_seconds": STATUS_REFRESH_SECONDS,
             "preview_url": preview_url(study),
+            "has_rules": kind_of(study).exclusion_flags is not None,
+            "flagged_people": study_flagged_participants(study=study),
         }
         return TemplateResponse(request, "admin/studies/study/status.html", context)
 

@@ -21,7 +21,8 @@ entry and consent pages, recruiting-platform handling and exactly-once answers. 
   answer in their own way), as dotted paths resolved by the admin;
 * **capabilities** — what the kind's studies offer beyond the spine, each left out by a kind that does not
   offer it: `corpus_import` (prompts and responses from a corpus file), `judged` (LLM judges answer its
-  items, asked and read by its `judge_format`), `power_planner` (power before launch), `answers_export` (its own answers export), `wave_keeps_conditions` (what a wave copies), `questionnaire(study)` (questionnaire runs: an
+  items, asked and read by its `judge_format`), `exclusion_flags` (each participant's flags under the declared exclusion rules, while it runs),
+  `power_planner` (power before launch), `answers_export` (its own answers export), `wave_keeps_conditions` (what a wave copies), `questionnaire(study)` (questionnaire runs: an
   instrument answered before and after a situation, by people and models).
 
 A new kind is one subclass and one `registry.register(...)` call; nothing else branches on `study.kind`: code
@@ -134,6 +135,9 @@ class StudyKind(ABC):
     # a judged kind that names none has its responses rated on its scale, as the rating kind's are.
     judged: ClassVar[bool] = False
     judge_format: ClassVar[str] = "generation.judge_formats.SCALE"
+    # Dotted path of (study) -> {participant id: the declared exclusion rules that exclude them, in words}: the
+    # analysis's own computation, shown on the live status page and the participant list while the study runs.
+    exclusion_flags: ClassVar[str | None] = None
     # Dotted path of (*, study, **options) -> the power plan before launch (analysis/study_power.py).
     power_planner: ClassVar[str | None] = None
     # Dotted path of (study) -> (header, records): the study's answers export when its answers are not ratings

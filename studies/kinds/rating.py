@@ -110,7 +110,7 @@ class RatingKind(StudyKind):
     }
     status_columns = [
         ("responses", "responses"),
-        ("ratings", "ratings"),
+        ("ratings", "ratings (attention checks not counted)"),
         ("ratings_per_response.min", "min/resp"),
         ("ratings_per_response.max", "max/resp"),
         ("ratings_per_response.mean", "mean/resp"),
@@ -124,6 +124,7 @@ class RatingKind(StudyKind):
     material_title = "Corpus: prompts and responses"
     judge_format = "generation.judge_formats.SCALE"
     power_planner = "analysis.study_power.rating_power_plan"
+    exclusion_flags = "analysis.live_exclusions.rating_exclusion_flags"
     admin_fieldsets = [
         (
             "Rating study",
