@@ -9,8 +9,8 @@ entry and consent pages, recruiting-platform handling and exactly-once answers. 
   when first needed, so studies/ never imports the app that serves pages);
 * **assignment policy** — `enrollable` (which conditions can take a newcomer at all) and
   `assignments_create` (the pages a new participant gets, balanced by live counts, see studies/balancing.py);
-* **launch checks** — `launch_problems`, and `launch_panel`: the dotted path of a callable (study) → HTML shown
-  on the launch page (the rating kind's: power before launch, from analysis);
+* **launch checks** — `launch_problems`, and `launch_panel`: the dotted path of a callable (study, query) → HTML
+  shown on the launch page and the quotas step, `query` holding what the researcher typed in it (the rating kind's: power before launch, from analysis);
 * **status counts** — `status_columns`, `status_counts`, `status_totals` and `status_summary` (per-condition
   numbers and a design summary for the live status page and the `study_status` command);
 * **analysis entry** — `analysis`: the dotted path of an object with `analyze(study, options)` and
@@ -122,7 +122,7 @@ class StudyKind(ABC):
     admin_inlines: ClassVar[list[str]] = []
     generation_admin_view: ClassVar[str | None] = None  # (model_admin, request, study) -> HttpResponse
     launch_panel: ClassVar[str | None] = (
-        None  # (study) -> safe HTML for the launch page, e.g. power before launch
+        None  # (study, query) -> safe HTML for the launch page, e.g. power before launch on typed shares
     )
 
     # --- capabilities (generic code asks them; a kind that lacks one leaves the default) ----------------

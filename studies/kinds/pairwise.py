@@ -145,6 +145,7 @@ class PairwiseKind(StudyKind):
     judged = True
     judge_format = "generation.judge_formats.PAIRS"
     power_planner = "analysis.study_power.pairwise_power_plan"
+    launch_panel = "analysis.launch_power.pairwise_power_html"
     # (study) -> {(condition id, condition id): weight}, the adaptive phase's targets; read after the warm-up.
     pair_weights = "analysis.pairwise.adaptive_pair_weights"
     admin_fieldsets = [("Pairwise study", {"fields": ["worked_examples"]})]
