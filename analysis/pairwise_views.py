@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET
 
 from analysis.permissions import analyst_required
 from generation.selectors import judge_run_summary, judges_of
+from studies.kinds import kinds_with
 from studies.models import PairItem, Study
 
 from .services import AnalysisError, AnalysisOptions, analysis_entry
@@ -120,3 +121,25 @@ def pairwise_file_response(study: Study, name: str) -> HttpResponse:
 @analyst_required
 def pairwise_file(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     return pairwise_file_response(_study(slug), name)
+
+
+PAGE_NAME = "analysis:pairwise"  # the page these files serve (a kind's `StudyKind.analysis_page`)
+
+
+def pairwise_pages_refresh() -> int:
+    """Compute ahead the page's files of every live or closed study whose analysts' page is this one and whose
+    answers changed since (its cache key is their state, so an unchanged study costs one count): beat runs it
+    every minute, a server without a broker once at start (config/warm.py), so that the page answers from the
+    cache. Returns how many studies it looked at."""
+    studies = Study.objects.filter(
+        kind__in=kinds_with(lambda kind: kind.analysis_page == PAGE_NAME),
+        state__in=[Study.State.LIVE, Study.State.CLOSED],
+    ).order_by("pk")
+    seen = 0
+    for study in studies:
+        try:
+            _files(study)
+        except AnalysisError:  # nothing to analyse yet: the page says why when opened
+            pass
+        seen += 1
+    return seen
