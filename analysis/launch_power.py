@@ -167,7 +167,13 @@ def launch_power_context(
     typing_errors += [
         f"{name}: not a condition of this plan" for name in sorted(set(typed) - set(plan.shares))
     ]
-    typed = {name: values for name, values in typed.items() if name in plan.shares}
+    # A field sent back as it was filled (the default, to the rounding of its percentages) is no assumption typed.
+    typed = {
+        name: values
+        for name, values in typed.items()
+        if name in plan.shares
+        and not np.allclose(values, plan.shares[name], atol=0.0006)  # 0.05 % at most: the field's rounding
+    }
     given = {**stored_shares, **typed} or None
     if typed:
         try:

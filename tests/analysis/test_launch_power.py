@@ -174,6 +174,9 @@ def test_the_quotas_step_and_the_launch_page_recompute_power_on_typed_shares(sta
         assert "Bad 10.0 %, Okay 40.0 %, Good 50.0 % <small>(typed on this page)" in page
         assert f"<td>{needed[('gpt5', 0.8)]}</td><td>{needed[('gpt5', 0.9)]}</td>" in page
         assert 'name="shares-gpt5" value="10, 40, 50"' in page
+    # Sent back with the defaults as they were filled in: only the changed field counts as typed.
+    both = staff_client.get(quotas, {**typed, "shares-human": "17.1, 33.6, 49.3"}).content.decode()
+    assert "(seed study (human))" in both and "(typed on this page)" in both
     wrong = staff_client.get(quotas, {"shares-gpt5": "10, 40", "shares-nobody": "50 50"}).content.decode()
     assert "gpt5: the shares must be percentages summing to 100" in wrong
     assert "nobody: not a condition of this plan" in wrong and "(seed study (chatgpt_empathy))" in wrong
