@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import tempfile
+import threading
 from pathlib import Path
 
 import pandas as pd
@@ -26,6 +27,7 @@ from studies.models import PairItem, Study
 from .services import AnalysisError, AnalysisOptions, analysis_entry
 
 CACHE_SECONDS = 15 * 60
+_computing = threading.Lock()
 # The page draws fewer resamples than the command (it answers a request; `analyze --bootstrap` sets the command's).
 PAGE_BOOTSTRAP_SAMPLES = 500
 TABLES = (
@@ -68,11 +70,16 @@ def _files(study: Study) -> dict[str, bytes]:
     key = f"pairwise-page:{study.pk}:{hashlib.sha256(state.encode()).hexdigest()}"
     files = cache.get(key)
     if files is None:
-        options = AnalysisOptions(bootstrap_samples=PAGE_BOOTSTRAP_SAMPLES)
-        with tempfile.TemporaryDirectory() as folder:
-            written = analysis_entry(study=study).outputs(study, options, Path(folder))
-            files = {path.name: path.read_bytes() for path in written if path.is_file()}
-        cache.set(key, files, CACHE_SECONDS)
+        # One compute at a time in a process: a request that finds the files being computed ahead (beat's task,
+        # or a local server's background thread) waits for them instead of computing them a second time.
+        with _computing:
+            files = cache.get(key)
+            if files is None:
+                options = AnalysisOptions(bootstrap_samples=PAGE_BOOTSTRAP_SAMPLES)
+                with tempfile.TemporaryDirectory() as folder:
+                    written = analysis_entry(study=study).outputs(study, options, Path(folder))
+                    files = {path.name: path.read_bytes() for path in written if path.is_file()}
+                cache.set(key, files, CACHE_SECONDS)
     return files
 
 

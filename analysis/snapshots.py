@@ -6,7 +6,9 @@ that result is current, and when the data has changed since, asks a worker to co
 
 - The data version is `services.study_data_fingerprint` (counts and last ids of ratings and participants, the
   conditions, the emotions' valence groups, the scale): any new rating changes it.
-- One snapshot per (study, options) — the latest — under `_result_key`, with the fingerprint it was computed on.
+- One snapshot per (study, options) — the latest — under `_result_key`, with the fingerprint it was computed on,
+  which is also kept alone under `_fingerprint_key`: whether a snapshot is current is known without reading it
+  (a snapshot is the whole analysis, its figures and its pages: a read unpickles them all).
 - A compute is requested at most once per (study, options, fingerprint): `cache.add` on `_running_key` is the
   claim (atomic in Redis), released when the compute ends or fails and expiring with the task's time limit.
 - With a broker the work goes to Celery (`analysis.tasks.analysis_snapshot_task`); without one (`make run`) to a
@@ -86,6 +88,10 @@ def _result_key(study_id: int, token: str) -> str:
     return f"analysis:snapshot:{study_id}:{token}"
 
 
+def _fingerprint_key(study_id: int, token: str) -> str:
+    return f"analysis:snapshot-fingerprint:{study_id}:{token}"
+
+
 def _running_key(study_id: int, token: str) -> str:
     return f"analysis:computing:{study_id}:{token}"
 
@@ -137,9 +143,11 @@ def snapshot_compute(*, study_id: int, baseline: str | None, no_exclusions: bool
             return None
         found = cache.get(_result_key(study.pk, token))
         if found is not None and found.fingerprint == study_data_fingerprint(study=study):
+            cache.set(_fingerprint_key(study.pk, token), found.fingerprint, SNAPSHOT_SECONDS)
             return found
         snapshot = snapshot_build(study=study, baseline=baseline, no_exclusions=no_exclusions)
         cache.set(_result_key(study.pk, token), snapshot, SNAPSHOT_SECONDS)
+        cache.set(_fingerprint_key(study.pk, token), snapshot.fingerprint, SNAPSHOT_SECONDS)
         return snapshot
     finally:
         # Release the claim: the next change of the data may ask again at once.
@@ -170,8 +178,9 @@ def snapshot_request(*, study: Study, baseline: str | None, no_exclusions: bool)
 
 
 def _stale(*, study: Study, fingerprint: str, baseline: str | None, no_exclusions: bool) -> bool:
-    found = snapshot_get(study=study, baseline=baseline, no_exclusions=no_exclusions)
-    return found is None or found.fingerprint != fingerprint
+    """No snapshot of these options computed on `fingerprint` (read from its small key, not the snapshot)."""
+    token = options_token(baseline=baseline, no_exclusions=no_exclusions)
+    return _cache(cache.get, _fingerprint_key(study.pk, token)) != fingerprint
 
 
 def dashboard_state(*, study: Study, baseline: str | None, no_exclusions: bool) -> DashboardState:

@@ -26,8 +26,8 @@ logger = logging.getLogger(__name__)
 
 #: The kinds' capabilities that name an analysis object by its dotted path (studies/kinds/base.py).
 DOTTED_CAPABILITIES = ("analysis", "launch_panel", "exclusion_flags", "power_planner")
-#: What beat runs every minute (config/settings.py), asked once at start without a broker: the dashboards'
-#: analyses go to the background thread of analysis/snapshots.py, and the pairwise pages' files after them.
+#: What beat runs every minute (config/settings.py), asked once at start without a broker, on the background
+#: thread of analysis/snapshots.py: the pairwise pages' files, then the dashboards' analyses.
 SNAPSHOTS_REFRESH = "analysis.snapshots.snapshots_refresh"
 PAIRWISE_REFRESH = "analysis.pairwise_views.pairwise_pages_refresh"
 LOCAL_SUBMIT = "analysis.snapshots.local_submit"
@@ -50,9 +50,9 @@ def server_warm() -> None:
     for module in warm_modules():
         import_module(module)
     if settings.CELERY_TASK_ALWAYS_EAGER and settings.DJANGO_ENV == "local":
+        # The pairwise pages first: they have no progress indicator, where the dashboards show theirs.
+        import_string(LOCAL_SUBMIT)(import_string(PAIRWISE_REFRESH))
         try:
             import_string(SNAPSHOTS_REFRESH)()
         except DatabaseError:  # not migrated yet: the first views ask instead
             logger.warning("warm: the analyses were not asked for ahead", exc_info=True)
-            return
-        import_string(LOCAL_SUBMIT)(import_string(PAIRWISE_REFRESH))
