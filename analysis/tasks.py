@@ -3,7 +3,7 @@ snapshot already computed on the current data is kept)."""
 
 from celery import shared_task
 
-from analysis import judge_ahead, pairwise_views, snapshots
+from analysis import judge_ahead, snapshots
 
 
 @shared_task(acks_late=True, ignore_result=True, soft_time_limit=540, time_limit=snapshots.RUNNING_SECONDS)
@@ -21,12 +21,6 @@ def analysis_refresh_live_task() -> int:
     data changed since its last snapshots (`snapshots.snapshots_refresh`), so the dashboard is current before
     anyone opens it. Returns how many were asked for."""
     return snapshots.snapshots_refresh()
-
-
-@shared_task(acks_late=True, ignore_result=True, soft_time_limit=110, time_limit=120)
-def pairwise_pages_refresh_task() -> int:
-    """Run by beat: the pairwise analysts' pages' files computed ahead for studies whose answers changed."""
-    return pairwise_views.pairwise_pages_refresh()
 
 
 @shared_task(acks_late=True, ignore_result=True, soft_time_limit=540, time_limit=judge_ahead.RUNNING_SECONDS)

@@ -6,7 +6,7 @@
   server pays once at start, and under `gunicorn --preload` once for all its workers, which share the pages.
 - Without a broker (`make run`: no beat either), what beat computes ahead every minute where there is one: the
   dashboards' analyses of the live and closed studies (analysis/snapshots.py) and the pairwise pages' files
-  (analysis/pairwise_views.py), once, on the background thread; the server answers meanwhile.
+  (kinds/pairwise/views.py), once, on the background thread; the server answers meanwhile.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ DOTTED_CAPABILITIES = ("analysis", "launch_panel", "exclusion_flags", "power_pla
 #: What beat runs every minute (config/settings.py), asked once at start without a broker, on the background
 #: thread of analysis/snapshots.py: the pairwise pages' files, then the dashboards' analyses.
 SNAPSHOTS_REFRESH = "analysis.snapshots.snapshots_refresh"
-PAIRWISE_REFRESH = "analysis.pairwise_views.pairwise_pages_refresh"
+PAIRWISE_REFRESH = "kinds.pairwise.views.pairwise_pages_refresh"
 LOCAL_SUBMIT = "analysis.snapshots.local_submit"
 
 

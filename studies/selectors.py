@@ -7,10 +7,10 @@ from typing import Any
 
 from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
-from django.utils.module_loading import import_string
 
 from .design import planned_analysis_of
 from .kinds import kind_of
+from .kinds.base import resolved
 from .models import Assignment, Condition, Participant, Prompt, Study
 
 STATUSES = [status.value for status in Participant.Status]
@@ -169,7 +169,7 @@ def declared_exclusion_flags(*, study: Study) -> dict[int, list[str]]:
     """{participant id: the declared exclusion rules that exclude them, in words; []: kept} by the kind's
     `exclusion_flags` (the analysis's own computation); {} for a kind without declared rules."""
     path = kind_of(study).exclusion_flags
-    return import_string(path)(study=study) if path else {}
+    return resolved(path)(study=study) if path else {}
 
 
 def participants_exclusion_flags(participants: list[Participant]) -> dict[int, list[str]]:
@@ -181,7 +181,7 @@ def participants_exclusion_flags(participants: list[Participant]) -> dict[int, l
             by_path[path][participant.pk] = participant.study
     out: dict[int, list[str]] = {}
     for path, mine in by_path.items():
-        out.update(import_string(path)(participants=mine))
+        out.update(resolved(path)(participants=mine))
     return out
 
 

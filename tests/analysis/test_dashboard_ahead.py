@@ -207,5 +207,5 @@ def test_a_server_loads_the_analysis_modules_the_views_and_kinds_name():
     from config.warm import warm_modules
 
     modules = warm_modules()
-    assert {"analysis.views", "analysis.pairwise_views", "analysis.launch_power"} <= set(modules)
-    assert "analysis.live_exclusions" in modules and "analysis.study_power" in modules
+    assert {"analysis.views", "kinds.pairwise.views", "kinds.rating.launch_power"} <= set(modules)
+    assert "kinds.rating.live_exclusions" in modules and "kinds.rating.power" in modules

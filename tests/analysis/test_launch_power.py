@@ -6,8 +6,9 @@ import re
 import pytest
 from django.urls import reverse
 
-from analysis import launch_power, power
+from analysis import power
 from analysis.study_power import study_power_plan
+from kinds.rating import launch_power
 from studies.models import Condition, Prompt, Response, Study
 
 from .builders import build_rating_study, participants_from_counts
@@ -180,17 +181,3 @@ def test_the_quotas_step_and_the_launch_page_recompute_power_on_typed_shares(sta
     wrong = staff_client.get(quotas, {"shares-gpt5": "10, 40", "shares-nobody": "50 50"}).content.decode()
     assert "gpt5: the shares must be percentages summing to 100" in wrong
     assert "nobody: not a condition of this plan" in wrong and "(seed study (chatgpt_empathy))" in wrong
-
-
-def test_the_pairwise_launch_page_takes_the_same_form(staff_client):
-    from tests.factories import ConditionFactory, StudyFactory
-
-    study = StudyFactory(slug="pairs-typed", kind="pairwise", state=Study.State.DRAFT)
-    ConditionFactory(study=study, name="human", is_baseline=True)
-    ConditionFactory(study=study, name="gpt", position=1)
-    launch = reverse("admin:studies_study_state", args=[study.pk, "launch"])
-    assert 'name="shares-gpt"' in staff_client.get(launch).content.decode()
-    page = staff_client.get(launch, {"shares-gpt": "20, 20, 60"}).content.decode()
-    plan = study_power_plan(study=study, shares={"gpt": [0.2, 0.2, 0.6]})
-    assert "baseline preferred 20.0 %, about the same 20.0 %, condition preferred 60.0 %" in page
-    assert f"<td>{plan.lines[0].participants_per_condition}</td>" in page
