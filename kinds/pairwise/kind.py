@@ -44,14 +44,8 @@ from django.utils import timezone
 from generation.judge_formats import PAIRS as PAIRS_FORMAT
 from studies import rows
 from studies.balancing import live_assignments, tie_break_draws, tie_break_key
-from studies.kinds.base import (
-    CONDITIONS,
-    LaunchProblem,
-    StudyKind,
-    corpus_coverage_problems,
-    instructions_problems,
-)
-from studies.kinds.registry import register, resolved
+from studies.kinds import StudyKind, register, resolved
+from studies.kinds.base import CONDITIONS, LaunchProblem, corpus_coverage_problems, instructions_problems
 from studies.models import (
     RESPONSE_ELIGIBLE,
     Condition,
