@@ -180,6 +180,8 @@ CELERY_BEAT_SCHEDULE = {
     "judge-batches-poll": {"task": "generation.tasks.judge_batches_poll_task", "schedule": 60.0},
     # Analyses live rating studies whose ratings changed, ahead of the next dashboard view (analysis/tasks.py).
     "analysis-refresh-live": {"task": "analysis.tasks.analysis_refresh_live_task", "schedule": 60.0},
+    # The same for the pairwise studies' analysts' page (kinds/pairwise/views.py).
+    "pairwise-pages-refresh": {"task": "kinds.pairwise.tasks.pairwise_pages_refresh_task", "schedule": 60.0},
     # Reports each LLM judge whose study's data or ratings changed, ahead of the next view (analysis/judge_ahead.py).
     "judge-reports-refresh": {"task": "analysis.tasks.judge_reports_refresh_task", "schedule": 120.0},
     # Reads every linked study's submissions on Prolific and repairs what lost webhooks left (recruiting/tasks.py).

@@ -4,7 +4,8 @@ imports, generation and participants write (read-mostly here)."""
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.db.models import Count, Q
+from django.contrib.admin.views.main import ChangeList
+from django.db.models import Count
 from django.utils.text import Truncator
 
 from .admin_forms import LinesField
@@ -15,6 +16,7 @@ from .models import (
     Prompt,
     Response,
 )
+from .selectors import AUTHENTICITY_FLAGGED, COUNTED_RATINGS, participants_exclusion_flags
 
 # --- Emotions -----------------------------------------------------------------------------------------------
 
@@ -157,6 +159,8 @@ class ParticipantAdmin(ReadMostlyAdmin):
         "status",
         "step",
         "flagged_for_exclusion",
+        "declared_rules",
+        "authenticity_flag",
         "is_preview",
         "n_ratings",
         "started_at",
@@ -204,12 +208,43 @@ class ParticipantAdmin(ReadMostlyAdmin):
         return (
             super()
             .get_queryset(request)
-            .annotate(ratings_count=Count("assignments__rating", filter=Q(assignments__rating__isnull=False)))
+            .annotate(
+                ratings_count=Count("assignments__rating", filter=COUNTED_RATINGS),
+                unauthentic=Count("id", filter=AUTHENTICITY_FLAGGED),
+            )
         )
 
-    @admin.display(description="ratings", ordering="ratings_count")
+    def get_changelist(self, request, **kwargs):
+        return FlaggedChangeList
+
+    @admin.display(description="ratings (attention checks not counted)", ordering="ratings_count")
     def n_ratings(self, participant: Participant) -> int:
         return participant.ratings_count
+
+    @admin.display(description="excluded by the declared rules")
+    def declared_rules(self, participant: Participant) -> str:
+        rules = getattr(participant, "declared_rules", None)
+        if rules is None:
+            return "-" if participant.is_preview else "no rating yet"
+        return ", ".join(rules) or "kept"
+
+    @admin.display(description="authenticity flag", boolean=True)
+    def authenticity_flag(self, participant: Participant) -> bool:
+        return bool(participant.unauthentic)
+
+
+class FlaggedChangeList(ChangeList):
+    """The participant list's page, each participant with their flags under their study's declared exclusion
+    rules (`declared_rules`: the rules in words, [] kept, absent without a counted rating): the analysis's own
+    computation, one query for the page (studies.selectors.participants_exclusion_flags)."""
+
+    def get_results(self, request):
+        super().get_results(request)
+        flags = participants_exclusion_flags(list(self.result_list))
+        for participant in self.result_list:
+            found = flags.get(participant.pk)
+            if found is not None:
+                participant.declared_rules = found
 
 
 # The study kinds' own admin pieces (their settings, instruments, situations) register beside these.

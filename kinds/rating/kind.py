@@ -114,7 +114,7 @@ class RatingKind(StudyKind):
     }
     status_columns = [
         ("responses", "responses"),
-        ("ratings", "ratings"),
+        ("ratings", "ratings (attention checks not counted)"),
         ("ratings_per_response.min", "min/resp"),
         ("ratings_per_response.max", "max/resp"),
         ("ratings_per_response.mean", "mean/resp"),
@@ -128,6 +128,7 @@ class RatingKind(StudyKind):
     material_title = "Corpus: prompts and responses"
     bundle = "kinds.rating.bundle.RATING_BUNDLE"
     power_planner = "kinds.rating.power.rating_power_plan"
+    exclusion_flags = "kinds.rating.live_exclusions.rating_exclusion_flags"
     admin_fieldsets = [
         (
             "Rating study",
