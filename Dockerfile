@@ -2,7 +2,7 @@ FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 VAR_DIR=/app/var
 WORKDIR /app
 COPY pyproject.toml requirements.lock ./
-RUN pip install --no-cache-dir -c requirements.lock . && useradd --create-home app
+RUN pip install --no-cache-dir -c requirements.lock . && useradd --create-home --uid 1000 app
 COPY . .
 # Collected with the production storage (hashed names + manifest), which production pages look files up in.
 RUN DJANGO_ENV=production SECRET_KEY=collectstatic-only-not-a-secret-collectstatic-only-not-a-secret \
