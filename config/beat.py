@@ -40,7 +40,9 @@ class LeaderScheduler(PersistentScheduler):
         self.leading = False
         super().__init__(*args, **kwargs)
         self.max_interval = min(self.max_interval, LEASE_SECONDS / 3)
-        self.redis = redis.Redis.from_url(self.app.conf.broker_url, socket_timeout=2, socket_connect_timeout=2)
+        self.redis = redis.Redis.from_url(
+            self.app.conf.broker_url, socket_timeout=2, socket_connect_timeout=2
+        )
 
     def lead(self) -> bool:
         """Take or renew the lease; whether this beat leads now."""
