@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from ..balance_counts import counts_rebuild
 from ..design import design_freeze
 from ..kinds import DONE
 from ..models import PairItem, PairwiseSettings, Participant, Prompt, Response, Study
@@ -171,4 +172,5 @@ def pairwise_import(
         study.state, study.closed_at = Study.State.CLOSED, now
         study.save(update_fields=["items_per_participant", "state", "closed_at"])
         design_freeze(study, reason="import of a finished study")
+        counts_rebuild(study)  # the balance's running totals (studies/balance_counts.py)
     return PairwiseImportResult(study=study, prompts=len(prompts), raters=len(by_rater), votes=len(pages))
