@@ -7,10 +7,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from kinds.questionnaire.kind import situation_live_counts
+from kinds.rating.kind import eligible_responses, response_live_counts
 from studies import balance_counts
 from studies.balancing import condition_counts
-from studies.kinds.questionnaire import situation_live_counts
-from studies.kinds.rating import eligible_responses, response_live_counts
 from studies.models import Assignment, BalanceCount, Participant, Situation, Study, StudySituation
 from studies.participants import (
     participant_enroll,
