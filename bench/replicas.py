@@ -32,6 +32,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -99,7 +100,10 @@ class Processes:
         )
 
     def worker_start(self, index: int) -> None:
-        command = [PYTHON, "-m", "celery", "-A", "config", "worker", "-Q", f"celery,{GENERATION_QUEUE}"]
+        # As the chart runs them: worker 0 on generation's queue alone (a long analysis never holds up an LLM
+        # call), worker 1 on the default queue and generation's.
+        queues = GENERATION_QUEUE if index == 0 else f"celery,{GENERATION_QUEUE}"
+        command = [PYTHON, "-m", "celery", "-A", "config", "worker", "-Q", queues]
         command += ["--concurrency", "2", "--loglevel", "INFO", "-n", f"w{index}@%h", "--without-mingle"]
         self.workers[index] = self._spawn(command, f"worker{index}.log")
 
@@ -207,6 +211,11 @@ def generation_check(study, prompts: int) -> dict:
         "lost": prompts - len(per_slot),
         "doubled": sum(row["n"] - 1 for row in per_slot if row["n"] > 1),
         "failed_items": GenerationItem.objects.filter(condition__study=study, status="failed").count(),
+        "items_by_status": dict(
+            GenerationItem.objects.filter(condition__study=study)
+            .values_list("status")
+            .annotate(n=Count("id"))
+        ),
     }
 
 
@@ -275,6 +284,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--think-ms", type=float, default=300.0)
     parser.add_argument("--prompts", type=int, default=60, help="LLM responses generated during the run")
     parser.add_argument("--kill-at", type=float, default=20.0, help="seconds into the arrivals: web 2 killed")
+    parser.add_argument("--logs", type=Path, default=None, help="copy the processes' logs here at the end")
     parser.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/7"))
     parser.add_argument(
         "--settle-seconds", type=float, default=300.0, help="at most, for generation to finish"
@@ -292,7 +302,8 @@ def main(argv: list[str] | None = None) -> dict:
         "GENERATION_LEASE_SECONDS": "20",
         "BENCH_GENERATION_KEY": "bench-key-not-secret",
         "PROVIDER_URL_ALLOWLIST": "127.0.0.0/8",
-        "RATELIMIT_TRUSTED_PROXIES": "1",
+        # Each simulated participant's address in X-Forwarded-For, then nginx's append: two hops to trust.
+        "RATELIMIT_TRUSTED_PROXIES": "2",
         "RATELIMIT_ENROLL_PER_STUDY": "100000",
     }
     loopback = Loopback(latency=1.0)
@@ -322,6 +333,10 @@ def main(argv: list[str] | None = None) -> dict:
             if proxy is not None:
                 proxy.stop()
             procs.stop_all()
+            if args.logs is not None:
+                args.logs.mkdir(parents=True, exist_ok=True)
+                for path in stack.var_dir.glob("*.log"):
+                    shutil.copy(path, args.logs / path.name)
     print(json.dumps(result, indent=1))
     return result
 

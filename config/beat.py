@@ -1,12 +1,14 @@
 """Celery beat that sends only while it leads: a second beat started by mistake (or one left over while a
 Deployment is replaced) sends nothing, so no periodic task runs twice in its interval.
 
+Each send also takes a Redis key of its task for nine tenths of its interval (`SENT_KEY`): a task another beat
+(or this one before a restart) sent within that time is not sent again, so not even a change of leader, nor a
+beat restarted right after a send, runs a task twice.
+
 The leader holds a Redis key (`LEADER_KEY`) for `LEASE_SECONDS`, renewing it every tick (ticks are at most
 `LEASE_SECONDS / 3` apart); a beat that does not hold it only checks again. When the leader stops, it gives the
 key back; when it dies, the key lapses and the other beat leads within `LEASE_SECONDS`. It then runs each task
-on its own schedule from its start, so after such a failover a task may run once sooner than its interval (every
-periodic task is idempotent: they sweep, poll and refresh). Without Redis nobody leads, and nothing could be
-sent anyway."""
+on its own schedule from its start, which the sent keys hold back. Without Redis nobody leads, and nothing could be sent anyway."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from celery.beat import PersistentScheduler
 logger = logging.getLogger(__name__)
 
 LEADER_KEY = "celery-beat:leader"
+SENT_KEY = "celery-beat:sent"
 LEASE_SECONDS = 30
 
 # Renews the lease only if this beat still holds it (compare and extend, atomically).
@@ -63,6 +66,19 @@ class LeaderScheduler(PersistentScheduler):
         if not self.lead():
             return self.max_interval
         return min(super().tick(*args, **kwargs), self.max_interval)
+
+    def apply_entry(self, entry, producer=None):
+        every = getattr(entry.schedule, "run_every", None)
+        if every is not None:
+            window_ms = max(1, int(every.total_seconds() * 900))
+            try:
+                fresh = self.redis.set(f"{SENT_KEY}:{entry.name}", self.token, nx=True, px=window_ms)
+            except redis.RedisError:
+                fresh = False
+            if not fresh:
+                logger.info("beat: %s was sent within its interval already: not sent again", entry.name)
+                return
+        super().apply_entry(entry, producer=producer)
 
     def close(self):
         try:
