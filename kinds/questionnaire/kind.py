@@ -16,8 +16,7 @@ from django.db.models import Count, Exists, OuterRef, Q
 
 from studies.balance_counts import live_pages
 from studies.balancing import fewest_first, live_assignments
-from studies.kinds.base import StudyKind
-from studies.kinds.registry import register
+from studies.kinds import StudyKind, register
 from studies.models import (
     Assignment,
     Condition,
@@ -81,6 +80,7 @@ class QuestionnaireKind(StudyKind):
     ]
     generation_admin_view = "kinds.questionnaire.admin.generation_view"
     material_title = "Instrument and situations"
+    bundle = "kinds.questionnaire.bundle.QUESTIONNAIRE_BUNDLE"
 
     def questionnaire(self, study: Study) -> QuestionnaireSettings:
         return self.settings(study)

@@ -22,6 +22,7 @@ from django.utils import timezone
 from studies import rows
 from studies.balance_counts import live_pages
 from studies.balancing import live_assignments, tie_break_draws, tie_break_key
+from studies.kinds import register
 from studies.kinds.base import (
     CONDITIONS,
     LaunchProblem,
@@ -29,7 +30,6 @@ from studies.kinds.base import (
     corpus_coverage_problems,
     instructions_problems,
 )
-from studies.kinds.registry import register
 from studies.models import (
     RESPONSE_ELIGIBLE,
     Assignment,
@@ -111,8 +111,8 @@ class RatingKind(StudyKind):
         ITEMS: "Items",
     }
     pages = {
-        TEQ: "ratings.views.TEQ_PAGE",
-        ITEMS: "ratings.views.ITEMS_PAGE",
+        TEQ: "kinds.rating.pages.TEQ_PAGE",
+        ITEMS: "kinds.rating.pages.ITEMS_PAGE",
     }
     status_columns = [
         ("responses", "responses"),
@@ -128,6 +128,7 @@ class RatingKind(StudyKind):
     judged = True
     attention_checks = True
     material_title = "Corpus: prompts and responses"
+    bundle = "kinds.rating.bundle.RATING_BUNDLE"
     power_planner = "kinds.rating.power.rating_power_plan"
     admin_fieldsets = [
         (
