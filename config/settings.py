@@ -11,6 +11,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 from .env import env_bool, env_int, env_list, env_str, fernet_key_valid, local_secret
 from .logging import build_logging, sentry_init
+from .production import process_local_problems
+from .storage import default_storage
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
@@ -136,15 +138,17 @@ STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise warns on every request when it is missing
 STATICFILES_DIRS = [BASE_DIR / "static"]
+MEDIA_ROOT = VAR_DIR / "media"
+# Files another replica must read (reports, exports, uploads): config/storage.py. Local disk only off production.
+FILE_STORAGE = env_str("FILE_STORAGE", "none" if PRODUCTION else "local")
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": default_storage(FILE_STORAGE, MEDIA_ROOT),
     "staticfiles": {
         "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
         if PRODUCTION
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },
 }
-MEDIA_ROOT = VAR_DIR / "media"
 
 LOGIN_URL = "admin:login"
 # Where a sign-in without `next` lands (the analysts' login page; the admin's own goes to the admin).
@@ -169,6 +173,8 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 # How often the beat job reads every linked study's submissions on Prolific (the admin says when it runs next).
 PROLIFIC_RECONCILE_SECONDS = env_int("PROLIFIC_RECONCILE_SECONDS", 300)
+# Sends only while it holds a lease in Redis: a second beat started by mistake sends nothing (config/beat.py).
+CELERY_BEAT_SCHEDULER = "config.beat.LeaderScheduler"
 CELERY_BEAT_SCHEDULE = {
     # Gives back the slots and items of participants who went silent (ratings/tasks.py).
     "release-stale-participants": {"task": "ratings.tasks.release_stale_participants", "schedule": 60.0},
@@ -282,7 +288,9 @@ CACHES = {
 }
 
 # Sessions: read from Redis when there is one, the database being the record (see config/sessions.py).
-SESSION_ENGINE = "config.sessions" if REDIS_URL else "django.contrib.sessions.backends.db"
+SESSION_ENGINE = env_str(
+    "SESSION_ENGINE", "config.sessions" if REDIS_URL else "django.contrib.sessions.backends.db"
+)
 # The admin's messages ("… was changed successfully") are kept in the session rather than in a signed cookie:
 # Django's default (a cookie, falling back to the session) sets up a cookie signer on every request,
 # participant pages included (~0.2 ms of CPU), though only the admin ever shows a message.
@@ -448,3 +456,14 @@ REQUEST_BODY_LARGE_PATHS = [r"^/admin/studies/study/import/$"]
 BENCH_FLOOR_ENABLED = env_bool("BENCH_FLOOR_ENABLED", DJANGO_ENV == "test")
 if BENCH_FLOOR_ENABLED:
     INSTALLED_APPS.append("bench.targets")
+
+# Every replica must see what another wrote: production refuses process-local caches, sessions and files
+# (config/production.py). Every replica must also share SECRET_KEY and PROVIDER_KEYS_SECRET (docs/deployment.md).
+if PRODUCTION:
+    _problems = process_local_problems(
+        caches=CACHES, session_engine=SESSION_ENGINE, session_cache_alias="default", storages=STORAGES
+    )
+    if _problems:
+        raise ImproperlyConfigured(
+            "Production settings keep state in one process: " + "; ".join(_problems) + "."
+        )

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
+from django.db import transaction
 from django.db.models import Count
 from django.utils.text import Truncator
 
 from .admin_forms import LinesField
+from .balance_counts import counts_rebuild
 from .models import (
     Assignment,
     Emotion,
     Participant,
     Prompt,
     Response,
+    Study,
 )
 from .selectors import AUTHENTICITY_FLAGGED, COUNTED_RATINGS, participants_exclusion_flags
 
@@ -198,6 +201,19 @@ class ParticipantAdmin(ReadMostlyAdmin):
 
     class Media:
         js = ["studies/record_tables.js"]  # the answers' table, scrolled by keyboard on a phone
+
+    def delete_queryset(self, request, queryset):
+        """Deleting participants takes them and their pages off the balance's running totals."""
+        studies = list(Study.objects.filter(participants__in=queryset).distinct())
+        with transaction.atomic():
+            super().delete_queryset(request, queryset)
+            for study in studies:
+                counts_rebuild(study)
+
+    def delete_model(self, request, obj):
+        with transaction.atomic():
+            super().delete_model(request, obj)
+            counts_rebuild(obj.study)
 
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         if db_field.name == "exclusion_reasons":  # a list of texts: one a line, not JSON

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from studies.balance_counts import counts_rebuild
 from studies.design import design_freeze
 from studies.importers.corpus import corpus_import
 from studies.importers.reading import CorpusImportError, ImportProblem, csv_text
@@ -167,4 +168,5 @@ def pairwise_import(
         study.state, study.closed_at = Study.State.CLOSED, now
         study.save(update_fields=["items_per_participant", "state", "closed_at"])
         design_freeze(study, reason="import of a finished study")
+        counts_rebuild(study)  # the balance's running totals (studies/balance_counts.py)
     return PairwiseImportResult(study=study, prompts=len(prompts), raters=len(by_rater), votes=len(pages))
