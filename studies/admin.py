@@ -24,6 +24,7 @@ from . import admin_authenticity, admin_extras  # noqa: F401 (admin_authenticity
 from .admin_design import FrozenInlineFormSet, StudyAdminForm, StudyDesignAdminMixin
 from .admin_extras import FriendlyProtectedDeleteInline
 from .admin_forms import JSON_SETTING_FIELDS, expected_value_field
+from .admin_markdown import markdown_formfield
 from .admin_setup import StudySetupAdminMixin
 from .admin_waves import StudyWavesAdminMixin
 from .importers import CorpusImportError, corpus_import
@@ -193,7 +194,10 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, StudySetupAdminMix
         return study_list_with_counts()
 
     def formfield_for_dbfield(self, db_field, request, **kwargs):
-        """The study's JSON settings are edited as forms (studies/admin_forms.py), never typed as JSON."""
+        """The study's JSON settings are edited as forms (studies/admin_forms.py), never typed as JSON; the texts
+        participants read are Markdown (studies/admin_markdown.py)."""
+        if (field := markdown_formfield(db_field, **kwargs)) is not None:
+            return field
         if db_field.name in JSON_SETTING_FIELDS:
             field = JSON_SETTING_FIELDS[db_field.name]()
             field.label = db_field.verbose_name.capitalize()

@@ -14,6 +14,7 @@ from django.utils import timezone
 from .design import design_freeze
 from .kinds import kind_named, kind_of
 from .kinds.base import CONDITIONS, LAUNCH, MATERIAL, TEXTS, LaunchProblem
+from .markdown import template_blanks
 from .models import Study
 
 State = Study.State
@@ -77,6 +78,12 @@ def study_launch_checks(*, study: Study) -> list[LaunchProblem]:
         )
     if not study.consent_text.strip():
         problems.append(LaunchProblem(TEXTS, "the consent text is empty: write what participants agree to"))
+    elif blanks := template_blanks(study.consent_text):
+        problems.append(
+            LaunchProblem(
+                TEXTS, f"the consent text still has the template's blanks to fill in: {', '.join(blanks)}"
+            )
+        )
     if not study.completion_code.strip():
         problems.append(LaunchProblem(LAUNCH, "the completion code is not set"))
     for problem in kind_of(study).launch_problems(study, conditions):

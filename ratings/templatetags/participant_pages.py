@@ -6,8 +6,10 @@ from django import template
 
 from studies import authenticity
 from studies.kinds import participant_steps
+from studies.markdown import markdown_html
 
 register = template.Library()
+register.filter("markdown", markdown_html)  # the consent and instructions (studies/markdown.py)
 
 # Steps a participant passes through without a page of their own.
 _NOT_SHOWN = {"done"}
