@@ -10,7 +10,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from analysis import exports, figures, reports, selectors, snapshots
-from analysis.design import design_headers, design_of
+from analysis.design import design_headers, design_of, dry_run_of
 from analysis.exclusions import ExclusionRules
 from analysis.judge_report import judges_list
 from analysis.permissions import analyst_required
@@ -107,6 +107,7 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         query=_query_suffix(request),
         no_exclusions=request.GET.get("exclusions") == "none",
         design=design_of(study),  # live: an amendment shows at once, whatever the snapshot's age
+        placeholders=dry_run_of(study),
         judges=judges_list(study=study),
         headline=reports.headline_lines(snapshot.analysis) if snapshot else [],
     )
