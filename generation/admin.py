@@ -331,7 +331,9 @@ class GeneratedResponseAdmin(admin.ModelAdmin):
         if config is None:
             return "-"
         if config.provider.kind in placeholder_kinds():
-            return format_html('<strong class="placeholder-mark">{}</strong>', "Test model: placeholder reply")
+            return format_html(
+                '<strong class="placeholder-mark">{}</strong>', "Test model: placeholder reply"
+            )
         return f"{config.provider.name} / {config.model}"
 
     @admin.display(description="Text")
