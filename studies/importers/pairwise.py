@@ -21,7 +21,7 @@ from ..design import design_freeze
 from ..kinds import DONE
 from ..models import PairItem, PairwiseSettings, Participant, Prompt, Response, Study
 from .corpus import corpus_import
-from .parse import CorpusImportError, ImportProblem
+from .parse import CorpusImportError, ImportProblem, spreadsheet_refused
 
 VOTE_COLUMNS = ("prompt", "condition_a", "condition_b", "choice", "rater")
 CHOICES = {"a": PairItem.Choice.LEFT, "left": PairItem.Choice.LEFT, "b": PairItem.Choice.RIGHT,
@@ -55,6 +55,7 @@ class _Vote:
 
 def votes_parse(data: bytes) -> dict[str, list[_Vote]]:
     """The votes file's rows by rater, in file order; CorpusImportError with every problem otherwise."""
+    spreadsheet_refused(data)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:

@@ -116,9 +116,27 @@ class ImportResult:
 # --- Reading ----------------------------------------------------------------------------------------------
 
 
+# The first bytes of an Excel workbook: .xlsx (a ZIP archive) and the older .xls (an OLE2 compound file).
+_EXCEL_SIGNATURES = (b"PK\x03\x04", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1")
+
+
+def spreadsheet_refused(data: bytes) -> None:
+    """CorpusImportError saying what to do when `data` is an Excel workbook rather than CSV text."""
+    if data.startswith(_EXCEL_SIGNATURES):
+        raise CorpusImportError(
+            [
+                ImportProblem(
+                    "this is an Excel file, not CSV: in Excel (or LibreOffice) choose File › Save As, pick "
+                    "“CSV UTF-8 (comma delimited)”, and import the .csv file"
+                )
+            ]
+        )
+
+
 def _decode(data: bytes) -> str:
     if not data.strip():
         raise CorpusImportError([ImportProblem("the file is empty")])
+    spreadsheet_refused(data)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
