@@ -24,7 +24,7 @@ from analysis.pairwise_views import pairwise_file_response
 from analysis.permissions import IsAnalyst
 from analysis.services import AnalysisError, study_analyze_cached
 from analysis.tokens import token_studies
-from analysis.views import options_from_query
+from analysis.views import download_name, options_from_query
 from studies.models import Study
 
 READ_ONLY = ["get", "head", "options"]
@@ -166,7 +166,8 @@ class StudyExport(CSVView):
             ),
             content_type="text/csv; charset=utf-8",
         )
-        response["Content-Disposition"] = f'attachment; filename="{study.slug}-{what}.csv"'
+        name = download_name(study.slug, f"{what}.csv", request.query_params)
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
         return design_headers(response, study)
 
 
@@ -191,7 +192,8 @@ class StudyTable(CSVView):
         response = StreamingHttpResponse(
             exports.table_lines(tables[name]), content_type="text/csv; charset=utf-8"
         )
-        response["Content-Disposition"] = f'attachment; filename="{analysis.study_slug}-{name}.csv"'
+        filename = download_name(analysis.study_slug, f"{name}.csv", request.query_params)
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return design_headers(response, study)
 
 

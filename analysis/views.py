@@ -32,6 +32,14 @@ def options_from_query(query) -> AnalysisOptions:
     return AnalysisOptions(rules=rules, baseline=query.get("baseline") or None)
 
 
+def download_name(slug: str, name: str, query) -> str:
+    """A downloaded file's name, saying whether the study's declared exclusion rules were applied
+    (`empathy-ratings-declared-exclusions.csv`) or none (`empathy-ratings-no-exclusions.csv`)."""
+    stem, dot, ext = name.rpartition(".")
+    applied = "no-exclusions" if query.get("exclusions") == "none" else "declared-exclusions"
+    return f"{slug}-{stem}-{applied}.{ext}" if dot else f"{slug}-{name}-{applied}"
+
+
 def _analysis(study: Study, request: HttpRequest):
     """The analysis the dashboard shows (the latest snapshot, current or not), else one computed now."""
     baseline, no_exclusions = _snapshot_options(study, request)
@@ -159,7 +167,9 @@ def report(request: HttpRequest, slug: str) -> HttpResponse:
         raise Http404("No report.html for this kind of study.")
     analysis = _analysis(study, request)
     response = HttpResponse(reports.report_html(analysis), content_type="text/html; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{study.slug}-report.html"'
+    response["Content-Disposition"] = (
+        f'attachment; filename="{download_name(study.slug, "report.html", request.GET)}"'
+    )
     response["X-Content-Type-Options"] = "nosniff"
     return design_headers(response, study)
 
@@ -185,7 +195,7 @@ def export(request: HttpRequest, slug: str, what: str) -> StreamingHttpResponse:
             rules=rules,
             reveal_participant_ids=exports.reveals_participant_ids(request.user),
         ),
-        f"{study.slug}-{what}.csv",
+        download_name(study.slug, f"{what}.csv", request.GET),
     )
     return design_headers(response, study)
 
@@ -200,5 +210,9 @@ def table(request: HttpRequest, slug: str, name: str) -> StreamingHttpResponse:
     if name not in tables:
         raise Http404("No such table.")
     return design_headers(
-        _csv_response(exports.table_lines(tables[name]), f"{analysis.study_slug}-{name}.csv"), study
+        _csv_response(
+            exports.table_lines(tables[name]),
+            download_name(analysis.study_slug, f"{name}.csv", request.GET),
+        ),
+        study,
     )

@@ -78,7 +78,10 @@ def test_analysts_download_report_html_and_nobody_else_does(analyst_client, rate
     url = f"/analysis/{rated_study.slug}/report.html"
     response = analyst_client.get(url)
     assert response.status_code == 200
-    assert response["Content-Disposition"] == f'attachment; filename="{rated_study.slug}-report.html"'
+    named = f'attachment; filename="{rated_study.slug}-report-declared-exclusions.html"'
+    assert response["Content-Disposition"] == named
+    unfiltered = analyst_client.get(url, {"exclusions": "none"})["Content-Disposition"]
+    assert unfiltered.endswith('-report-no-exclusions.html"')
     analysis = study_analyze(study=rated_study, options=AnalysisOptions())
     assert response.content.decode() == reports.report_html(analysis)  # what `analyze` writes
     assert (
