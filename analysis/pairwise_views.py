@@ -18,6 +18,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from analysis.contents import with_contents
 from analysis.permissions import analyst_required
 from generation.selectors import judge_run_summary, judges_of
 from studies.models import PairItem, Study
@@ -95,7 +96,7 @@ def pairwise_page(request: HttpRequest, slug: str) -> HttpResponse:
         if name.endswith(".png")
     ]
     context = {"study": study, "tables": tables, "figures": figures, "downloads": sorted(files)}
-    return render(request, "analysis/pairwise.html", context)
+    return with_contents(render(request, "analysis/pairwise.html", context))
 
 
 def pairwise_file_response(study: Study, name: str) -> HttpResponse:

@@ -11,6 +11,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from analysis import figures, stats
+from analysis.contents import contents_insert
 from analysis.design import amendment_line, design_json_write, design_of_slug, dry_run_of
 from analysis.exclusions import ExclusionRules
 from analysis.exports import table_lines
@@ -353,7 +354,9 @@ def exclusion_lines(analysis) -> list[str]:
 def report_html(analysis, *, context: dict | None = None) -> str:
     """report.html: the analysis in one self-contained page, figures embedded (what `analyze` writes and the
     dashboard's download serves)."""
-    return render_to_string("analysis/report.html", context or report_context(analysis, inline_figures=True))
+    return contents_insert(
+        render_to_string("analysis/report.html", context or report_context(analysis, inline_figures=True))
+    )
 
 
 def report_write(*, analysis, out_dir: Path) -> list[Path]:

@@ -10,6 +10,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from analysis import exports, figures, reports, selectors, snapshots
+from analysis.contents import with_contents
 from analysis.design import design_headers, design_of, dry_run_of
 from analysis.exclusions import ExclusionRules
 from analysis.judge_report import judges_list
@@ -119,7 +120,7 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         judges=judges_list(study=study),
         headline=reports.headline_lines(snapshot.analysis) if snapshot else [],
     )
-    return render(request, "analysis/dashboard.html", context)
+    return with_contents(render(request, "analysis/dashboard.html", context))
 
 
 @require_GET
