@@ -242,7 +242,9 @@ def test_a_researcher_runs_a_study_from_the_home_page_without_typing_json(
     setup_step("Consent and instructions")
     expect(page.locator(".problems")).to_contain_text("the consent text is empty")
     page.get_by_role("link", name="Edit the texts").click()
-    expect(page.locator(".markdown-template summary")).to_contain_text("Start from a consent template")
+    page.locator(".markdown-template summary").click()  # the consent template, put in the box by its button
+    page.get_by_role("button", name="Put this template in the box").click()
+    expect(page.locator("#id_consent_text")).to_have_value(re.compile(r"^# What this study is about"))
     page.locator("#id_consent_text").fill(CONSENT)
     page.locator("#id_instructions_text").fill("Say how empathetic each reply is.")
     page.locator("#id_worked_examples_0").fill("sad")
