@@ -427,6 +427,7 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, StudySetupAdminMix
             extra_context["participant_link"] = admin_extras.participant_link(request, study)
             extra_context["state_changes"] = admin_extras.state_changes_for(study)
             extra_context["analysis_url"] = kind_of(study).analysis_url(study)
+            extra_context["bundle_url"] = kind_of(study).bundle_url(study)
             extra_context["import_url"] = import_url(study)
             # Generation's page: for the LLM conditions' responses, or for a kind whose models answer in their
             # own way (`StudyKind.generation_admin_view`).

@@ -44,14 +44,8 @@ from django.utils import timezone
 from generation.judge_formats import PAIRS as PAIRS_FORMAT
 from studies import rows
 from studies.balancing import live_assignments, tie_break_draws, tie_break_key
-from studies.kinds.base import (
-    CONDITIONS,
-    LaunchProblem,
-    StudyKind,
-    corpus_coverage_problems,
-    instructions_problems,
-)
-from studies.kinds.registry import register, resolved
+from studies.kinds import StudyKind, register, resolved
+from studies.kinds.base import CONDITIONS, LaunchProblem, corpus_coverage_problems, instructions_problems
 from studies.models import (
     RESPONSE_ELIGIBLE,
     Condition,
@@ -142,6 +136,7 @@ class PairwiseKind(StudyKind):
     corpus_import = True
     material_title = "Corpus: prompts and replies"
     answers_export = "kinds.pairwise.frame.pairwise_export"
+    bundle = "kinds.pairwise.bundle.PAIRWISE_BUNDLE"
     # LLM judges compare each pair of conditions' replies on every prompt, in both orders.
     judged = True
     judge_format = PAIRS_FORMAT

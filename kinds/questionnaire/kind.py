@@ -15,8 +15,7 @@ from datetime import datetime
 from django.db.models import Count, Exists, OuterRef, Q
 
 from studies.balancing import fewest_first, live_assignments
-from studies.kinds.base import StudyKind
-from studies.kinds.registry import register
+from studies.kinds import StudyKind, register
 from studies.models import (
     Assignment,
     Condition,
@@ -78,6 +77,7 @@ class QuestionnaireKind(StudyKind):
     ]
     generation_admin_view = "kinds.questionnaire.admin.generation_view"
     material_title = "Instrument and situations"
+    bundle = "kinds.questionnaire.bundle.QUESTIONNAIRE_BUNDLE"
 
     def questionnaire(self, study: Study) -> QuestionnaireSettings:
         return self.settings(study)

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from studies import rows
 from studies.balancing import live_assignments, tie_break_draws, tie_break_key
+from studies.kinds import register
 from studies.kinds.base import (
     CONDITIONS,
     LaunchProblem,
@@ -28,7 +29,6 @@ from studies.kinds.base import (
     corpus_coverage_problems,
     instructions_problems,
 )
-from studies.kinds.registry import register
 from studies.models import (
     RESPONSE_ELIGIBLE,
     Assignment,
@@ -109,8 +109,8 @@ class RatingKind(StudyKind):
         ITEMS: "Items",
     }
     pages = {
-        TEQ: "ratings.views.TEQ_PAGE",
-        ITEMS: "ratings.views.ITEMS_PAGE",
+        TEQ: "kinds.rating.pages.TEQ_PAGE",
+        ITEMS: "kinds.rating.pages.ITEMS_PAGE",
     }
     status_columns = [
         ("responses", "responses"),
@@ -126,6 +126,7 @@ class RatingKind(StudyKind):
     judged = True
     attention_checks = True
     material_title = "Corpus: prompts and responses"
+    bundle = "kinds.rating.bundle.RATING_BUNDLE"
     power_planner = "kinds.rating.power.rating_power_plan"
     admin_fieldsets = [
         (

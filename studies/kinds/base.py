@@ -21,7 +21,7 @@ entry and consent pages, recruiting-platform handling and exactly-once answers. 
   answer in their own way), as dotted paths resolved by the admin;
 * **capabilities** — what the kind's studies offer beyond the spine, each left out by a kind that does not
   offer it: `corpus_import` (prompts and responses from a corpus file), `judged` (LLM judges answer its
-  items, asked and read by its `judge_format`), `power_planner` (power before launch), `answers_export` (its own answers export), `wave_keeps_conditions` (what a wave copies), `questionnaire(study)` (questionnaire runs: an
+  items, asked and read by its `judge_format`), `power_planner` (power before launch), `answers_export` (its own answers export), `bundle` (its part of the open-science bundle), `wave_keeps_conditions` (what a wave copies), `questionnaire(study)` (questionnaire runs: an
   instrument answered before and after a situation, by people and models).
 
 A new kind is one subclass and one `registry.register(...)` call; nothing else branches on `study.kind`: code
@@ -163,6 +163,11 @@ class StudyKind(ABC):
     attention_checks: ClassVar[bool] = False
     # What the researcher's setup calls the material participants are shown (its first step).
     material_title: ClassVar[str] = "Study material"
+    # The kind's part of the open-science bundle (analysis/bundle.py; the object or its dotted path, `resolved`):
+    # its answers table and its own tables (`tables`), materials, its answers to the pre-registration's design
+    # questions, the script that re-runs its headline analysis from the bundle alone (`script`, `requirements`,
+    # `parameters`) and that headline as the platform computes it (`results`). None: no bundle.
+    bundle: ClassVar[object | str | None] = None
 
     # --- participant steps ---------------------------------------------------------------------------
 
@@ -219,6 +224,10 @@ class StudyKind(ABC):
     def analysis_url(self, study: Study) -> str | None:
         """The address of the study's analysts' page (`analysis_page`); None for a kind without one."""
         return reverse(self.analysis_page, args=[study.slug]) if self.analysis_page else None
+
+    def bundle_url(self, study: Study) -> str | None:
+        """The address of the study's open-science bundle (a zip); None for a kind without one."""
+        return reverse("analysis:bundle", args=[study.slug]) if self.bundle else None
 
     def questionnaire(self, study: Study) -> QuestionnaireSettings | None:
         """The study's questionnaire settings (instrument, item order, model runs, significance level) when its
