@@ -1,7 +1,7 @@
 """The read-only REST API for analysts: studies, their aggregates (the analysis summary) and streamed CSV exports.
 
 Only GET (and HEAD/OPTIONS) exist, so a token can read and never write: read-only by construction. Authentication:
-a token (`Authorization: Token <key>`, created with `manage.py analyst_token`: hashed, expiring, optionally limited
+a token (`Authorization: Token <key>`, created on the admin's *API tokens* page or with `manage.py analyst_token`: hashed, expiring, optionally limited
 to one study, never reading drafts — analysis.tokens) or the admin session; permission: staff or the Analysts
 group, as on the dashboard.
 """
@@ -23,7 +23,7 @@ from analysis.judge_views import report_for
 from analysis.permissions import IsAnalyst
 from analysis.services import AnalysisError, study_analyze_cached
 from analysis.tokens import token_studies
-from analysis.views import options_from_query
+from analysis.views import download_name, options_from_query
 from studies.kinds import kind_of, resolved
 from studies.models import Study
 
@@ -131,12 +131,22 @@ class CSVRenderer(BaseRenderer):
         return data
 
 
-class StudyExport(APIView):
-    """A streamed CSV export: `ratings` (long format with exclusion flags), `participants` or `responses`."""
+class CSVView(APIView):
+    """A view whose success is a CSV file and whose refusal (401, 403, 404...) is JSON, `{"detail": ...}`, even
+    when the client asked for `text/csv`: a refused download is never a CSV file holding the word `detail`."""
 
     permission_classes = [IsAnalyst]
     http_method_names = READ_ONLY
     renderer_classes = [CSVRenderer, JSONRenderer]
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        if isinstance(response, Response) and response.status_code >= 400:
+            request.accepted_renderer, request.accepted_media_type = JSONRenderer(), "application/json"
+        return super().finalize_response(request, response, *args, **kwargs)
+
+
+class StudyExport(CSVView):
+    """A streamed CSV export: `ratings` (long format with exclusion flags), `participants` or `responses`."""
 
     @extend_schema(
         parameters=[ANALYSIS_PARAMETERS[1]],
@@ -156,18 +166,15 @@ class StudyExport(APIView):
             ),
             content_type="text/csv; charset=utf-8",
         )
-        response["Content-Disposition"] = f'attachment; filename="{study.slug}-{what}.csv"'
+        name = download_name(study.slug, f"{what}.csv", request.query_params)
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
         return design_headers(response, study)
 
 
-class StudyTable(APIView):
+class StudyTable(CSVView):
     """One aggregate table of the analysis as CSV (the same files `analyze` writes: main_tests, tests,
     distribution, distribution_by_valence, distribution_by_emotion, change_vs_baseline..., bootstrap_...,
     ordinal_model, exclusions)."""
-
-    permission_classes = [IsAnalyst]
-    http_method_names = READ_ONLY
-    renderer_classes = [CSVRenderer, JSONRenderer]
 
     @extend_schema(
         parameters=ANALYSIS_PARAMETERS,
@@ -185,7 +192,8 @@ class StudyTable(APIView):
         response = StreamingHttpResponse(
             exports.table_lines(tables[name]), content_type="text/csv; charset=utf-8"
         )
-        response["Content-Disposition"] = f'attachment; filename="{analysis.study_slug}-{name}.csv"'
+        filename = download_name(analysis.study_slug, f"{name}.csv", request.query_params)
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return design_headers(response, study)
 
 
@@ -202,13 +210,9 @@ class StudyJudgeReport(APIView):
         return Response(report_for(slug, judge).summary())
 
 
-class StudyPairwiseFile(APIView):
+class StudyPairwiseFile(CSVView):
     """One output file of a pairwise study's analysis (the analysts' page's: bt_scores.csv, win_matrix.csv,
     win_rates.csv, position_bias.csv, agreement.csv, summary.json, drift.csv for a wave, the figures)."""
-
-    permission_classes = [IsAnalyst]
-    http_method_names = READ_ONLY
-    renderer_classes = [CSVRenderer, JSONRenderer]
 
     @extend_schema(responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="the file")})
     def get(self, request: Request, slug: str, name: str):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from generation.selectors import placeholder_conditions
 from studies.models import Study
 from studies.selectors import study_design_summary
 
@@ -17,6 +18,12 @@ NOT_FROZEN = "not frozen (draft)"
 
 def design_of(study: Study) -> dict | None:
     return study_design_summary(study=study)
+
+
+def dry_run_of(study: Study | None) -> list[str]:
+    """The conditions whose replies are the test model's placeholders: the analysis pages and the report say that
+    their figures test the pipeline, not a model."""
+    return placeholder_conditions(study=study) if study is not None else []
 
 
 def design_of_slug(slug: str) -> dict | None:

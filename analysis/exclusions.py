@@ -23,7 +23,7 @@ import pandas as pd
 from scipy.stats import MonteCarloMethod, chi2_contingency, fisher_exact
 
 from analysis import stats
-from studies.exclusion_rules import STRAIGHT_LINING_DEFAULTS, exclusion_rules_normalise
+from studies.exclusion_rules import STRAIGHT_LINING_DEFAULTS, exclusion_rules_normalise, exclusion_rules_words
 from studies.models import Participant
 
 RULE_NAMES = ("attention_checks", "incomplete", "too_fast", "straight_lining", "authenticity")
@@ -102,29 +102,7 @@ class ExclusionRules:
         }
 
     def describe(self) -> dict[str, str]:
-        straight = "off"
-        if self.straight_lining_min_items is not None:
-            straight = f"the same value for all of at least {self.straight_lining_min_items} items"
-            if not self.straight_lining_identical_alone:
-                straight += (
-                    f", with at least one wrong attention-check answer or a median response time below "
-                    f"{self.straight_lining_corroborating_ms:g} ms"
-                )
-        return {
-            "attention_checks": "participants flagged for failed attention checks"
-            if self.attention_checks
-            else "off",
-            "incomplete": "participants who did not complete (returned, timed out, or never finished)"
-            if self.incomplete
-            else "off",
-            "too_fast": f"median response time below {self.min_median_response_ms:g} ms"
-            if self.min_median_response_ms is not None
-            else "off",
-            "straight_lining": straight,
-            "authenticity": "participants the authenticity score flags (not cleared in review) or confirmed in review"
-            if self.authenticity
-            else "off",
-        }
+        return exclusion_rules_words(self.as_declared())
 
     def is_on(self, rule: str) -> bool:
         return {

@@ -166,7 +166,7 @@ def participant_export_records(*, study: Study) -> Iterator[tuple]:
 # id, leaving out the bulky request/response bodies (those are in the generation app's own provenance export).
 # The join map holds one small dict per GENERATED response: memory grows with the stimuli, never with the ratings.
 PROVENANCE_COLUMNS = [
-    "edited", "provider", "provider_kind", "base_url", "model_requested", "model_returned", "system_fingerprint",
+    "edited", "provider", "provider_kind", "placeholder_reply", "base_url", "model_requested", "model_returned", "system_fingerprint",
     "provider_response_id", "finish_reason", "input_tokens", "output_tokens", "cost_usd", "latency_ms", "attempts",
     "requested_at", "completed_at",
 ]  # fmt: skip

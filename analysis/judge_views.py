@@ -10,6 +10,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from analysis import exports, judge_ahead, selectors
+from analysis.contents import with_contents
 from analysis.judge_pages import judge_report_context
 from analysis.judge_report import JudgeReport, JudgeReportError, judge_of
 from analysis.permissions import analyst_required
@@ -54,7 +55,7 @@ def judge_report_page(request: HttpRequest, slug: str, name: str) -> HttpRespons
     state = _state(study, judge)
     context = judge_report_context(state.stored.report) if state.stored else {}
     context.update(study=study, judge=judge, state=state, stored=state.stored)
-    return render(request, "analysis/judge_report.html", context)
+    return with_contents(render(request, "analysis/judge_report.html", context))
 
 
 @require_GET

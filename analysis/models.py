@@ -29,6 +29,7 @@ class AnalystToken(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        verbose_name = "API token"
 
     def __str__(self) -> str:
         scope = self.study.slug if self.study_id else "all studies"

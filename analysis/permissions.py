@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import wraps
 
+from django.contrib.auth.models import Group
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.urls import reverse
@@ -17,6 +18,12 @@ from rest_framework.permissions import BasePermission
 from analysis.tokens import token_allows_slug
 
 ANALYSTS_GROUP = "Analysts"
+
+
+def analyst_grant(user) -> None:
+    """Puts `user` in the Analysts group (created on first use): they may then read analyses and the API."""
+    group, _ = Group.objects.get_or_create(name=ANALYSTS_GROUP)
+    user.groups.add(group)
 
 
 def user_is_analyst(user) -> bool:

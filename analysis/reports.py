@@ -11,9 +11,11 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from analysis import figures, stats
-from analysis.design import amendment_line, design_json_write, design_of_slug
+from analysis.contents import contents_insert
+from analysis.design import amendment_line, design_json_write, design_of_slug, dry_run_of
 from analysis.exclusions import ExclusionRules
 from analysis.exports import table_lines
+from studies.models import Study
 
 TEST_SHORT = {
     stats.TEST_OMNIBUS: "omnibus χ²",
@@ -126,6 +128,7 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
     return {
         "analysis": analysis,
         "design": design_of_slug(analysis.study_slug),
+        "placeholders": dry_run_of(Study.objects.filter(slug=analysis.study_slug).first()),
         "figures": figs,
         "figure_alts": figures.figure_alts(analysis),
         "headline": headline_lines(analysis),
@@ -351,7 +354,9 @@ def exclusion_lines(analysis) -> list[str]:
 def report_html(analysis, *, context: dict | None = None) -> str:
     """report.html: the analysis in one self-contained page, figures embedded (what `analyze` writes and the
     dashboard's download serves)."""
-    return render_to_string("analysis/report.html", context or report_context(analysis, inline_figures=True))
+    return contents_insert(
+        render_to_string("analysis/report.html", context or report_context(analysis, inline_figures=True))
+    )
 
 
 def report_write(*, analysis, out_dir: Path) -> list[Path]:

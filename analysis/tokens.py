@@ -1,7 +1,9 @@
 """Analysts' API tokens: hashed, expiring, optionally limited to one study.
 
-* Issued by `analyst_token_issue` (`manage.py analyst_token`): a random 40-hex-character key, shown once; only
-  its SHA-256 is stored (AnalystToken.key_hash), so a database dump reveals no usable token.
+* Issued by `analyst_token_create` (the admin's *API tokens* page, analysis/admin.py, and `manage.py
+  analyst_token` for scripts): a random 40-hex-character key, shown once; only its SHA-256 is stored
+  (AnalystToken.key_hash), so a database dump reveals no usable token. DRF's own Token model is not used (its
+  admin page is removed: its tokens were never accepted here).
 * Valid until `expires_at` (settings.ANALYST_TOKEN_DAYS after issue, 90 by default); an expired token is
   refused with 401 and says so.
 * A token limited to a study reads that study only; any token reads studies that are not drafts only (a draft
@@ -31,17 +33,24 @@ def token_hash(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def analyst_token_issue(*, user, study: Study | None = None, days: int | None = None) -> str:
-    """A new token for `user`: returns the key (shown once; only its hash is kept)."""
+def analyst_token_create(
+    *, user, study: Study | None = None, days: int | None = None
+) -> tuple[AnalystToken, str]:
+    """A new token for `user`: the stored row and the key (shown once; only its hash is kept)."""
     key = secrets.token_hex(20)
-    AnalystToken.objects.create(
+    token = AnalystToken.objects.create(
         user=user,
         key_hash=token_hash(key),
         prefix=key[:8],
         study=study,
         expires_at=timezone.now() + timedelta(days=days or settings.ANALYST_TOKEN_DAYS),
     )
-    return key
+    return token, key
+
+
+def analyst_token_issue(*, user, study: Study | None = None, days: int | None = None) -> str:
+    """A new token for `user`: returns the key alone."""
+    return analyst_token_create(user=user, study=study, days=days)[1]
 
 
 class HashedTokenAuthentication(TokenAuthentication):
@@ -54,7 +63,7 @@ class HashedTokenAuthentication(TokenAuthentication):
         now = timezone.now()
         if token.expires_at <= now:
             raise exceptions.AuthenticationFailed(
-                "This token has expired: ask for a new one (manage.py analyst_token)."
+                "This token has expired: create a new one in the admin (API tokens)."
             )
         if not token.user.is_active:
             raise exceptions.AuthenticationFailed("User inactive or deleted.")

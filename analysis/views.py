@@ -10,7 +10,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from analysis import exports, figures, reports, selectors, snapshots
-from analysis.design import design_headers, design_of
+from analysis.contents import with_contents
+from analysis.design import design_headers, design_of, dry_run_of
 from analysis.exclusions import ExclusionRules
 from analysis.judge_report import judges_list
 from analysis.permissions import analyst_required
@@ -30,6 +31,14 @@ def options_from_query(query) -> AnalysisOptions:
     """?baseline=<condition> and ?exclusions=none (default: the study's declared rules)."""
     rules = ExclusionRules.none() if query.get("exclusions") == "none" else None
     return AnalysisOptions(rules=rules, baseline=query.get("baseline") or None)
+
+
+def download_name(slug: str, name: str, query) -> str:
+    """A downloaded file's name, saying whether the study's declared exclusion rules were applied
+    (`empathy-ratings-declared-exclusions.csv`) or none (`empathy-ratings-no-exclusions.csv`)."""
+    stem, dot, ext = name.rpartition(".")
+    applied = "no-exclusions" if query.get("exclusions") == "none" else "declared-exclusions"
+    return f"{slug}-{stem}-{applied}.{ext}" if dot else f"{slug}-{name}-{applied}"
 
 
 def _snapshot(study: Study, request: HttpRequest) -> snapshots.Snapshot | None:
@@ -112,10 +121,11 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         query=_query_suffix(request),
         no_exclusions=request.GET.get("exclusions") == "none",
         design=design_of(study),  # live: an amendment shows at once, whatever the snapshot's age
+        placeholders=dry_run_of(study),
         judges=judges_list(study=study),
         headline=reports.headline_lines(snapshot.analysis) if snapshot else [],
     )
-    return render(request, "analysis/dashboard.html", context)
+    return with_contents(render(request, "analysis/dashboard.html", context))
 
 
 @require_GET
@@ -166,7 +176,9 @@ def report(request: HttpRequest, slug: str) -> HttpResponse:
     html = found.report_html if found is not None else ""
     html = html or reports.report_html(_analysis(study, request))
     response = HttpResponse(html, content_type="text/html; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{study.slug}-report.html"'
+    response["Content-Disposition"] = (
+        f'attachment; filename="{download_name(study.slug, "report.html", request.GET)}"'
+    )
     response["X-Content-Type-Options"] = "nosniff"
     return design_headers(response, study)
 
@@ -192,7 +204,7 @@ def export(request: HttpRequest, slug: str, what: str) -> StreamingHttpResponse:
             rules=rules,
             reveal_participant_ids=exports.reveals_participant_ids(request.user),
         ),
-        f"{study.slug}-{what}.csv",
+        download_name(study.slug, f"{what}.csv", request.GET),
     )
     return design_headers(response, study)
 
@@ -207,5 +219,9 @@ def table(request: HttpRequest, slug: str, name: str) -> StreamingHttpResponse:
     if name not in tables:
         raise Http404("No such table.")
     return design_headers(
-        _csv_response(exports.table_lines(tables[name]), f"{analysis.study_slug}-{name}.csv"), study
+        _csv_response(
+            exports.table_lines(tables[name]),
+            download_name(analysis.study_slug, f"{name}.csv", request.GET),
+        ),
+        study,
     )

@@ -4,6 +4,7 @@ generated responses (approve, edit with an audit trail, regenerate). Every actio
 (generation.services.*) or selector."""
 
 from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import ValidationError
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
@@ -21,7 +22,9 @@ from generation.models import (
     ResponseEdit,
     ResponseProvenance,
 )
+from generation.providers.registry import placeholder_kinds
 from generation.services import dispatch, prompts, review
+from generation.services.prompts import REVEALS_MODEL
 from generation.services.running import SAME_TEXT_FLAG
 from studies.kinds import kind_of, resolved
 from studies.models import Condition, Study
@@ -232,6 +235,7 @@ class GenerationJobAdmin(admin.ModelAdmin):
 FLAG_LABELS = {
     SAME_TEXT_FLAG: "same text again after regenerating (change the seed or edit the text)",
     SAME_AS_OTHER_CONDITION: "the same as another condition's reply to this prompt (approve, edit or replace)",
+    REVEALS_MODEL: "reveals the model (it says it is an AI)",
 }
 
 
@@ -281,7 +285,17 @@ class ProvenanceInline(admin.StackedInline):
 class GeneratedResponseAdmin(admin.ModelAdmin):
     """Review queue: flagged responses first. Saving a changed text records who changed what (ResponseEdit)."""
 
-    list_display = ["id", "condition", "dialogue", "excerpt", "words", "review", "flags", "source"]
+    list_display = [
+        "id",
+        "condition",
+        "model_shown",
+        "prompt_shown",
+        "excerpt",
+        "words",
+        "review",
+        "flags",
+        "source",
+    ]
     list_filter = ["review", "source", "condition__study", "condition"]
     list_select_related = ["condition__study", "prompt"]
     search_fields = ["text", "prompt__dialogue_id"]
@@ -291,14 +305,37 @@ class GeneratedResponseAdmin(admin.ModelAdmin):
     actions = ["approve", "regenerate"]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).filter(condition__kind=Condition.Kind.LLM)
+        # Each row's model: prefetched (a select_related through the reverse one-to-one loses the condition).
+        queryset = super().get_queryset(request).filter(condition__kind=Condition.Kind.LLM)
+        return queryset.prefetch_related("condition__llm_config__provider")
 
     def has_add_permission(self, request):
         return False
 
-    @admin.display(description="Dialogue")
-    def dialogue(self, obj):
-        return obj.prompt.dialogue_id
+    class Media:
+        css = {"all": ["studies/admin.css"]}
+
+    @admin.display(description="Prompt")
+    def prompt_shown(self, obj):
+        """What the model answered: the situation and what the speaker said (the dialogue id beside them)."""
+        prompt = obj.prompt
+        said = (
+            prompt.speaker_utterance
+            if len(prompt.speaker_utterance) <= 120
+            else prompt.speaker_utterance[:117] + "…"
+        )
+        return format_html("{} <small>({})</small>", said or prompt.situation[:120], prompt.dialogue_id)
+
+    @admin.display(description="Model")
+    def model_shown(self, obj):
+        config = getattr(obj.condition, "llm_config", None)
+        if config is None:
+            return "-"
+        if config.provider.kind in placeholder_kinds():
+            return format_html(
+                '<strong class="placeholder-mark">{}</strong>', "Test model: placeholder reply"
+            )
+        return f"{config.provider.name} / {config.model}"
 
     @admin.display(description="Text")
     def excerpt(self, obj):
@@ -343,9 +380,24 @@ class GeneratedResponseAdmin(admin.ModelAdmin):
 
     @admin.action(description="Approve the selected responses")
     def approve(self, request, queryset):
+        """Approves at once, unless some selected responses say they are an AI ("reveals the model"): then a page
+        lists those and asks first (a participant reading one would know the condition)."""
+        revealing = [r for r in queryset.select_related("prompt") if REVEALS_MODEL in (r.review_flags or [])]
+        if revealing and request.POST.get("confirm") != "yes":
+            context = {
+                **self.admin_site.each_context(request),
+                "title": "Approve responses that reveal the model?",
+                "opts": self.opts,
+                "revealing": revealing,
+                "selected": request.POST.getlist(ACTION_CHECKBOX_NAME),
+                "select_across": request.POST.get("select_across", "0"),
+                "count": queryset.count(),
+            }
+            return TemplateResponse(request, "admin/generation/approve_confirm.html", context)
         for response in queryset:
             review.response_approve(response=response)
         messages.success(request, f"Approved {queryset.count()} responses.")
+        return None
 
     @admin.action(description="Regenerate the selected responses (ask the model again)")
     def regenerate(self, request, queryset):

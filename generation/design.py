@@ -18,6 +18,7 @@ from studies.design import (
 from studies.models import Condition, Study
 
 from .models import GenerationItem, LLMConditionConfig, Provider
+from .selectors import placeholder_conditions
 
 # The configuration's fields that decide what the model is asked and how it decodes.
 FROZEN_CONFIG_FIELDS = (
@@ -125,9 +126,20 @@ def studies_generating(study_ids: list[int]) -> set[int]:
     )
 
 
+def placeholders_of(study: Study) -> list[str]:
+    """The study's conditions answered by the test model (placeholder replies): a dry run's."""
+    return placeholder_conditions(study=study)
+
+
 def register() -> None:
     condition_hook_register(
-        "llm", ConditionHook(describe=llm_configs_describe, copy=llm_config_copy, busy=studies_generating)
+        "llm",
+        ConditionHook(
+            describe=llm_configs_describe,
+            copy=llm_config_copy,
+            busy=studies_generating,
+            placeholders=placeholders_of,
+        ),
     )
     pre_save.connect(_guard_config, sender=LLMConditionConfig, dispatch_uid="design_guard_llm_config")
     pre_delete.connect(

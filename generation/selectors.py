@@ -25,6 +25,7 @@ from generation.models import (
     LLMConditionConfig,
     ResponseProvenance,
 )
+from generation.providers.registry import placeholder_kinds
 from studies.models import Condition, Prompt, Response, Study
 
 Status = GenerationItem.Status
@@ -42,11 +43,26 @@ def generation_unsettled(*, conditions: list[Condition]) -> int:
     ).count()
 
 
+def placeholder_conditions(*, study: Study) -> list[str]:
+    """The names of the study's conditions whose replies come from the test model (placeholders made here, not a
+    model's words): configured with it, or holding a response it wrote. Every page and file that shows such
+    replies says so."""
+    kinds = placeholder_kinds()
+    configured = LLMConditionConfig.objects.filter(
+        condition__study=study, provider__kind__in=kinds
+    ).values_list("condition__name", flat=True)
+    written = ResponseProvenance.objects.filter(
+        response__condition__study=study, provider_kind__in=kinds, superseded_at__isnull=True
+    ).values_list("response__condition__name", flat=True)
+    return sorted(set(configured) | set(written))
+
+
 def generation_progress(*, study: Study) -> list[dict]:
     """Per LLM condition: slots (prompts × samples), done / running / pending / failed / cancelled / not started,
     spend so far (USD), responses flagged for review, and the most common errors."""
     n_prompts = Prompt.objects.filter(study=study).count()
     rows = []
+    placeholders = set(placeholder_conditions(study=study))
     for condition in study.conditions.filter(kind=Condition.Kind.LLM).order_by("position", "name"):
         config = LLMConditionConfig.objects.select_related("provider").filter(condition=condition).first()
         slots = n_prompts * (config.n_samples if config else 1)
@@ -70,6 +86,7 @@ def generation_progress(*, study: Study) -> list[dict]:
                 "condition": condition,
                 "name": condition.name,
                 "config": config,
+                "placeholder": condition.name in placeholders,
                 "slots": slots,
                 "responses": stored,
                 "done": counts.get(Status.DONE, 0),
@@ -126,6 +143,7 @@ PROVENANCE_COLUMNS = [
     "edited",
     "provider",
     "provider_kind",
+    "placeholder_reply",
     "base_url",
     "model_requested",
     "model_returned",
@@ -158,6 +176,7 @@ def provenance_rows(*, study: Study, include_superseded: bool = False):
     )
     if not include_superseded:
         queryset = queryset.filter(superseded_at__isnull=True)
+    kinds = set(placeholder_kinds())
     for row in queryset.iterator(chunk_size=500):
         response = row.response
         yield {
@@ -173,6 +192,7 @@ def provenance_rows(*, study: Study, include_superseded: bool = False):
             "edited": row.n_edits > 0,
             "provider": row.provider_name,
             "provider_kind": row.provider_kind,
+            "placeholder_reply": row.provider_kind in kinds,
             "base_url": row.base_url,
             "model_requested": row.model_requested,
             "model_returned": row.model_returned,

@@ -5,7 +5,8 @@
 * Resuming: knowing a participant's id is not enough to become them. A browser that does not already hold
   the participant in its session may resume only with the same Prolific SESSION_ID or MTurk assignmentId
   the participant started with; otherwise (including when the platform sent none) it gets the "already
-  started in another browser" page and nothing of theirs.
+  started in another browser" page and nothing of theirs. A participant who has finished, or left, sees their
+  outcome in any browser ("you have finished, your code is ...").
 * New enrollments are counted per study, and per address where the study sets a limit
   (`Study.enrollments_per_address`, `config.ratelimit.enrollment_refused`).
 
@@ -23,9 +24,16 @@ from config.ratelimit import enrollment_refused
 from studies.models import Participant, Study
 from studies.participants import participant_find
 
-# Participants whose outcome may be shown to any browser with their id: it reveals nothing but the outcome,
-# and `participant_enroll` refuses to restart them.
-_FINISHED_FOR_GOOD = (Participant.Status.RETURNED, Participant.Status.TIMED_OUT)
+# Participants whose outcome may be shown to any browser with their id: they can do nothing more, and it reveals
+# nothing but the outcome (for a finished one, "you have finished" and the study's code, which every finished
+# participant is given), never their answers; `participant_enroll` never restarts them.
+_FINISHED_FOR_GOOD = (
+    Participant.Status.COMPLETED,
+    Participant.Status.EXCLUDED,
+    Participant.Status.SCREENED_OUT,
+    Participant.Status.RETURNED,
+    Participant.Status.TIMED_OUT,
+)
 
 
 def _page(request: HttpRequest, study: Study, template: str, *, status: int, **context) -> HttpResponse:

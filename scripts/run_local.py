@@ -43,6 +43,8 @@ def main(host: str, port: str) -> int:
     if seeded.returncode != 0:
         sys.stdout.write(seeded.stdout)
         return seeded.returncode
+    # The test model's provider, so a study can be generated and tried with no key and no network.
+    subprocess.run([*manage, "seed_test_model"], env=env, cwd=ROOT, check=False)
     server = subprocess.Popen([*manage, "runserver", f"{host}:{port}"], env=env, cwd=ROOT)
     probe_host = "127.0.0.1" if host in {"0.0.0.0", "::"} else host
     probe = f"http://{probe_host}:{port}/healthz"

@@ -20,9 +20,10 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from . import admin_authenticity, admin_extras  # noqa: F401 (admin_authenticity registers its admin)
-from .admin_design import FrozenInlineFormSet, StudyAdminForm, StudyDesignAdminMixin
+from .admin_design import FrozenInlineFormSet, StudyAdminForm, StudyDesignAdminMixin, frozen_fields_lock
 from .admin_extras import FriendlyProtectedDeleteInline
 from .admin_forms import JSON_SETTING_FIELDS, expected_value_field
+from .admin_markdown import markdown_formfield
 from .admin_setup import StudySetupAdminMixin
 from .admin_waves import StudyWavesAdminMixin
 from .importers import CorpusImportError, corpus_import
@@ -52,8 +53,9 @@ def preview_url(study: Study) -> str:
 
 
 def import_url(study: Study) -> str | None:
-    """The corpus import for the study, when its kind takes a corpus (`StudyKind.corpus_import`)."""
-    if not kind_of(study).corpus_import:
+    """The corpus import for the study, when its kind takes a corpus (`StudyKind.corpus_import`) and it is a draft
+    (an import goes into a draft only)."""
+    if not kind_of(study).corpus_import or study.state != Study.State.DRAFT:
         return None
     return reverse("admin:studies_study_import") + "?" + urlencode({"study": study.slug})
 
@@ -192,7 +194,10 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, StudySetupAdminMix
         return study_list_with_counts()
 
     def formfield_for_dbfield(self, db_field, request, **kwargs):
-        """The study's JSON settings are edited as forms (studies/admin_forms.py), never typed as JSON."""
+        """The study's JSON settings are edited as forms (studies/admin_forms.py), never typed as JSON; the texts
+        participants read are Markdown (studies/admin_markdown.py)."""
+        if (field := markdown_formfield(db_field, **kwargs)) is not None:
+            return field
         if db_field.name in JSON_SETTING_FIELDS:
             field = JSON_SETTING_FIELDS[db_field.name]()
             field.label = db_field.verbose_name.capitalize()
@@ -212,13 +217,23 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, StudySetupAdminMix
         return [*self.inlines, *own]
 
     def get_form(self, request, obj=None, change=False, **kwargs):
-        # Exclusion rules are declared before launch: once participants have been let in, changing them would
-        # be choosing the rules after seeing the data. They stay on the page as switches, disabled (a disabled
-        # field keeps its stored value whatever is posted).
+        # A launched study's frozen fields (the exclusion rules among them: changing them once participants are
+        # in would be choosing the rules after seeing the data) are shown read-only, each with its amendment link.
         form = super().get_form(request, obj, change=change, **kwargs)
-        if obj is not None and obj.state != Study.State.DRAFT and "exclusion_rules" in form.base_fields:
-            form.base_fields["exclusion_rules"].disabled = True
+        if obj is not None and obj.state != Study.State.DRAFT:
+            frozen_fields_lock(form, obj)
         return form
+
+    def get_readonly_fields(self, request, obj=None):
+        """The kind of a launched study is shown, never offered: no amendment changes it."""
+        fields = super().get_readonly_fields(request, obj)
+        return [*fields, "kind"] if obj is not None and obj.state != Study.State.DRAFT else fields
+
+    def has_delete_permission(self, request, obj=None):
+        """A live or paused study is not offered for deletion (participants may be taking part): close it."""
+        if obj is not None and obj.state in (Study.State.LIVE, Study.State.PAUSED):
+            return False
+        return super().has_delete_permission(request, obj)
 
     @admin.display(description="kind", ordering="kind")
     def kind_short(self, study: Study) -> str:

@@ -14,6 +14,7 @@ from django.http import HttpRequest, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.html import format_html
 
 from .admin_forms import (
     SPARE_EXAMPLES,
@@ -58,7 +59,28 @@ class FrozenDesignFormMixin:
             for name in self.changed_data:
                 if name in FROZEN_STUDY_FIELDS and cleaned.get(name) != _newlines(self[name].initial):
                     self.add_error(name, frozen_message(study, f"“{self.fields[name].label}”"))
+            for name in self._frozen_posted_changes():
+                self.add_error(name, frozen_message(study, f"“{self.fields[name].label}”"))
         return cleaned
+
+    def _frozen_posted_changes(self) -> list[str]:
+        """The read-only (disabled) frozen fields posted with another value: a browser never posts a disabled
+        input, so this is a page opened before launch, or a script, and it is told why rather than ignored."""
+        changed = []
+        for name, field in self.fields.items():
+            key = self.add_prefix(name)
+            if not field.disabled or name not in FROZEN_STUDY_FIELDS or key not in self.data:
+                continue
+            if isinstance(field.widget, forms.MultiWidget):
+                continue  # a setting of several inputs: the stored value is kept, whatever was posted
+            try:
+                posted = field.clean(field.widget.value_from_datadict(self.data, self.files, key))
+            except ValidationError:
+                changed.append(name)
+                continue
+            if _newlines(posted) != _newlines(self[name].initial):
+                changed.append(name)
+        return changed
 
 
 class StudyAdminForm(FrozenDesignFormMixin, forms.ModelForm):
@@ -84,6 +106,26 @@ class StudyAdminForm(FrozenDesignFormMixin, forms.ModelForm):
     def _replace(self, name: str, field: forms.Field) -> None:
         field.label = self.fields[name].label
         self.fields[name] = field
+
+
+def frozen_fields_lock(form_class: type[forms.ModelForm], study: Study) -> None:
+    """On a launched study's page, every frozen field is shown read-only (a disabled field keeps its stored value
+    whatever is posted), each with an "Amend this field" link to its amendment form; the kind is read-only
+    outright (StudyAdmin.get_readonly_fields: no amendment changes it)."""
+    amend = reverse("admin:studies_study_amend", args=[study.pk])
+    for name, field in form_class.base_fields.items():
+        if name not in AMENDABLE:
+            continue
+        field.disabled = True
+        field.help_text_unfrozen = field.help_text
+        field.help_text = format_html(
+            '{} <span class="frozen-note">Frozen at launch. <a href="{}?field={}" aria-label="Amend this field: {}">'
+            "Amend this field</a></span>",
+            field.help_text,
+            amend,
+            name,
+            field.label or name,
+        )
 
 
 class FrozenInlineFormSet(forms.BaseInlineFormSet):
@@ -136,9 +178,10 @@ class AmendForm(forms.Form):
     def __init__(self, data=None, *, study_form: forms.ModelForm, name: str):
         super().__init__(data, initial={name: study_form.initial.get(name)})
         field = study_form.fields[name]
-        # The change page switches the exclusion rules off once participants are in; an amendment is the
-        # recorded way to change them.
+        # The change page shows a launched study's frozen fields read-only; an amendment is the recorded way to
+        # change them.
         field.disabled = False
+        field.help_text = getattr(field, "help_text_unfrozen", field.help_text)
         self.fields = {name: field, **self.fields}
 
 

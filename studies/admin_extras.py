@@ -28,6 +28,7 @@ from .services import (
     study_launch,
     study_launch_problems,
     study_pause,
+    study_placeholder_conditions,
     study_resume,
 )
 
@@ -85,9 +86,12 @@ def state_change_view(model_admin, request: HttpRequest, pk: int, verb: str):
         raise PermissionDenied
     service, sources, words = STATE_CHANGES[verb]
     change_url = reverse("admin:studies_study_change", args=[study.pk])
+    placeholders = study_placeholder_conditions(study=study) if verb == "launch" else []
     if request.method == "POST":
         try:
-            service(study=study)
+            service(
+                study=study, **({"dry_run": request.POST.get("dry_run") == "yes"} if placeholders else {})
+            )
         except StudyLaunchError as exc:
             model_admin.message_user(
                 request, f"Cannot launch “{study.slug}”: {'; '.join(exc.problems)}", messages.ERROR
@@ -107,6 +111,7 @@ def state_change_view(model_admin, request: HttpRequest, pk: int, verb: str):
         "allowed": study.state in sources,
         "problems": study_launch_problems(study=study) if verb == "launch" else [],
         "launch_panel": launch_panel(study, request.GET) if verb == "launch" else "",
+        "placeholders": placeholders,
         "active": active_participants(study) if verb in {"close", "pause"} else 0,
         "change_url": change_url,
         "participant_link": participant_link(request, study),

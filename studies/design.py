@@ -96,11 +96,14 @@ class AmendmentError(Exception):
 class ConditionHook:
     """`describe(conditions) -> {condition id: JSON-ready dict}` for those it knows; `copy(source, target)` copies
     its rows of one condition onto another (study_copy, study_extend); `busy(study ids) -> the ids of those
-    with work in progress for a condition` (generation: items pending or running), for the researcher's home."""
+    with work in progress for a condition` (generation: items pending or running), for the researcher's home;
+    `placeholders(study) -> names of its conditions whose stimuli are placeholders, not real ones` (generation:
+    the test model's), which a study launches with only as a confirmed dry run (studies.services.study_launch)."""
 
     describe: Callable[[list[Condition]], dict[int, dict]]
     copy: Callable[[Condition, Condition], None]
     busy: Callable[[list[int]], set[int]] | None = None
+    placeholders: Callable[[Study], list[str]] | None = None
 
 
 CONDITION_HOOKS: dict[str, ConditionHook] = {}

@@ -122,3 +122,43 @@ def exclusion_rules_normalise(value: Any, *, scale_points: int | None = None) ->
     if problems:
         raise ValidationError(problems)
     return copy.deepcopy(out)
+
+
+#: Each rule's name in words, in RULE_KEYS order.
+RULE_TITLES = {
+    "attention_checks": "Attention checks",
+    "incomplete": "Incomplete participation",
+    "too_fast": "Too fast",
+    "straight_lining": "Straight-lining",
+    "authenticity": "Authenticity",
+}
+
+
+def exclusion_rules_words(declared: dict) -> dict[str, str]:
+    """Rule → what it excludes, in words ("off" for a rule not declared): the one wording of the rules, for the
+    pre-registration, the analysis and the report."""
+    rules = exclusion_rules_normalise(declared)
+    too_fast, straight = rules["too_fast"], rules["straight_lining"]
+    straight_words = "off"
+    if straight is not None:
+        straight_words = f"the same value for all of at least {straight['min_items']} items"
+        if not straight["identical_alone"]:
+            straight_words += (
+                ", with at least one wrong attention-check answer or a median response time below "
+                f"{float(straight['corroborating_median_ms']):g} ms"
+            )
+    return {
+        "attention_checks": "participants flagged for failed attention checks"
+        if rules["attention_checks"]
+        else "off",
+        "incomplete": "participants who did not complete (returned, timed out, or never finished)"
+        if rules["incomplete"]
+        else "off",
+        "too_fast": f"median response time below {float(too_fast['min_median_ms']):g} ms"
+        if too_fast is not None
+        else "off",
+        "straight_lining": straight_words,
+        "authenticity": "participants the authenticity score flags (not cleared in review) or confirmed in review"
+        if rules["authenticity"]
+        else "off",
+    }

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from .design import canonical_json, design_build, design_current, design_sha256
+from .exclusion_rules import RULE_TITLES, exclusion_rules_words
 from .models import Study
 from .selectors import study_design_summary
 
@@ -36,10 +37,18 @@ def prereg_context(study: Study) -> dict[str, Any]:
         "checks": design["attention_checks"],
         "check_max_failures": fields["attention_check_max_failures"],
         "exclusion_rules": design["exclusion_rules"],
+        "exclusion_words": _rules_in_words(design["exclusion_rules"]),
         "seed": fields["seed"],
         "parent": design.get("parent"),
         "amendments": summary["amendments"] if summary else [],
     }
+
+
+def _rules_in_words(declared: dict | None) -> list[tuple[str, str]] | None:
+    """(rule, what it excludes) of a declaration, in words; None when the study declared none."""
+    if declared is None:
+        return None
+    return [(RULE_TITLES[rule], words) for rule, words in exclusion_rules_words(declared).items()]
 
 
 def _llm_line(llm: dict | None) -> str:
@@ -83,10 +92,10 @@ def prereg_markdown(study: Study) -> str:
         "",
         "## Exclusion rules",
         "",
-        (
-            f"```json\n{json.dumps(c['exclusion_rules'], indent=2, sort_keys=True)}\n```"
-            if c["exclusion_rules"] is not None
-            else "The analysis' default rules (attention checks, too fast, straight-lining)."
+        *(
+            [f"- {title}: {words}" for title, words in c["exclusion_words"]]
+            if c["exclusion_words"] is not None
+            else ["The analysis' default rules (attention checks, too fast, straight-lining)."]
         ),
         "",
         "## Planned analysis",

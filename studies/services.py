@@ -11,9 +11,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from .design import design_freeze
+from .design import CONDITION_HOOKS, design_freeze
 from .kinds import kind_named, kind_of
 from .kinds.base import CONDITIONS, LAUNCH, MATERIAL, TEXTS, LaunchProblem
+from .markdown import template_blanks
 from .models import Study
 
 State = Study.State
@@ -78,6 +79,12 @@ def study_launch_checks(*, study: Study) -> list[LaunchProblem]:
         )
     if not study.consent_text.strip():
         problems.append(LaunchProblem(TEXTS, "the consent text is empty: write what participants agree to"))
+    elif blanks := template_blanks(study.consent_text):
+        problems.append(
+            LaunchProblem(
+                TEXTS, f"the consent text still has the template's blanks to fill in: {', '.join(blanks)}"
+            )
+        )
     if study.platform != Study.Platform.NONE and not study.completion_code.strip():
         problems.append(LaunchProblem(LAUNCH, "the completion code is not set"))
     for problem in kind_of(study).launch_problems(study, conditions):
@@ -112,13 +119,28 @@ def _transition(*, study: Study, allowed_from: set[str], to: str, verb: str, **f
     return study
 
 
-def study_launch(*, study: Study) -> Study:
+def study_placeholder_conditions(*, study: Study) -> list[str]:
+    """The study's conditions whose stimuli are placeholders (the test model's replies), from the apps' condition
+    hooks: a study with any launches only as a dry run."""
+    return sorted(
+        {name for hook in CONDITION_HOOKS.values() if hook.placeholders for name in hook.placeholders(study)}
+    )
+
+
+def study_launch(*, study: Study, dry_run: bool = False) -> Study:
     """Make a draft study live, taking participants. Guarantees: the launch gates passed just before
-    (StudyLaunchError lists what fails), the study moved from draft to live exactly once
+    (StudyLaunchError lists what fails; a study with placeholder conditions launches only with `dry_run`, the
+    researcher's word that it is a dry run), the study moved from draft to live exactly once
     (StudyStateError otherwise), and its design was frozen in the same transaction (studies/design.py)."""
     if study.state != State.DRAFT:
         raise StudyStateError(f"cannot launch study '{study.slug}': it is {study.state}, not draft")
     problems = study_launch_problems(study=study)
+    placeholders = study_placeholder_conditions(study=study)
+    if placeholders and not dry_run:
+        problems.append(
+            f"{', '.join(placeholders)} {'answers' if len(placeholders) == 1 else 'answer'} with the test model "
+            "(placeholder replies): launch only as a dry run, confirmed on the launch page"
+        )
     if problems:
         raise StudyLaunchError(problems)
     with transaction.atomic():

@@ -1,10 +1,11 @@
 """A researcher's whole path from the admin's home, in headless Chromium, with no JSON typed anywhere: log in, "New
 study", its guided setup step by step (import a corpus, an LLM condition with a provider on a loopback server and
 its key typed in the admin and its connection tested, its model picked from the provider's own list, generation,
-review, consent and instructions, a worked example and an attention check chosen by label, exclusion rules as
-switches, quotas against power, preview), launch, five participants from one address (each in a browser of their
-own, on a phone), watch the live status, close, analyse, export the ratings and report.html, read the API's
-documentation and extend the study as a wave starting from a condition picked in a list. Every admin, analysis
+review, consent in Markdown (a link rendered, a planted script and handler inert) and instructions, a worked example and an attention check chosen by label, exclusion rules as
+switches, quotas against power, preview), launch, a frozen field amended from its link on the study's page, five participants from one address (each in a browser of their
+own, on a phone), watch the live status, close, analyse, export the ratings and report.html, create an API token in the admin and read the
+API with it, read the API's documentation, extend the study as a wave starting from a condition picked in a list,
+and generate the wave's new condition with the test model (placeholder replies made locally, marked as such). Every admin, analysis
 and API documentation page visited passes axe-core (no serious or critical violation) and fits the screen; with
 SCREENSHOTS=DIR each step leaves a screenshot there at 1280×800 and the researcher's pages at 390×844 too
 (tests/screenshots.py)."""
@@ -16,9 +17,12 @@ import io
 import json
 import re
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.urls import reverse
 from playwright.sync_api import expect
 
 from generation.models import LLMConditionConfig, Provider, ResponseEdit
@@ -34,6 +38,12 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 PASSWORD = "a-long-test-password"
 SLUG = "empathy-replication"
 FLAGGED = "As an AI language model, I cannot feel, but I am sorry."
+# Markdown with a heading and a link, and HTML planted to run: it must stay text.
+CONSENT = (
+    "# Why we ask\nYou will rate a few short replies. Read [our study page](https://example.org/study).\n\n"
+    "You may stop at any time.\n\n<script>window.planted = 1</script>\n\n"
+    '<img src="x" onerror="window.planted = 2">'
+)
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 800}
 
@@ -232,7 +242,10 @@ def test_a_researcher_runs_a_study_from_the_home_page_without_typing_json(
     setup_step("Consent and instructions")
     expect(page.locator(".problems")).to_contain_text("the consent text is empty")
     page.get_by_role("link", name="Edit the texts").click()
-    page.locator("#id_consent_text").fill("You agree to rate a few short replies. You may stop at any time.")
+    page.locator(".markdown-template summary").click()  # the consent template, put in the box by its button
+    page.get_by_role("button", name="Put this template in the box").click()
+    expect(page.locator("#id_consent_text")).to_have_value(re.compile(r"^# What this study is about"))
+    page.locator("#id_consent_text").fill(CONSENT)
     page.locator("#id_instructions_text").fill("Say how empathetic each reply is.")
     page.locator("#id_worked_examples_0").fill("sad")
     page.locator("#id_worked_examples_1").fill("My dog died last week.")
@@ -280,7 +293,19 @@ def test_a_researcher_runs_a_study_from_the_home_page_without_typing_json(
         page.get_by_role("link", name="Preview as participant").click()
     preview = popup.value
     expect(preview.get_by_role("button", name="I agree, start the study")).to_be_visible()
+    prose = preview.locator(".prose")
+    expect(prose.get_by_role("heading", name="Why we ask", level=2)).to_be_visible()
+    link = prose.get_by_role("link", name="our study page")
+    assert link.get_attribute("href") == "https://example.org/study"
+    assert link.get_attribute("rel") == "noopener noreferrer"
+    assert prose.locator("script, img, [onerror]").count() == 0
+    expect(prose).to_contain_text("<script>window.planted = 1</script>")  # shown as the text it is
+    assert preview.evaluate("window.planted") is None
+    expect(prose).to_contain_text("each page also records how it was answered")  # the fixed paragraph
+    r.violations += axe_violations(preview)
     screenshot(preview, f"researcher-{r.n:02d}b-preview-desktop")
+    preview.set_viewport_size(PHONE)
+    screenshot(preview, f"researcher-{r.n:02d}b-preview-phone")
     preview.close()
 
     # 8. Step 7: nothing is missing; launch.
@@ -292,6 +317,22 @@ def test_a_researcher_runs_a_study_from_the_home_page_without_typing_json(
     study.refresh_from_db()
     assert study.state == Study.State.LIVE
     link = page.locator("#participant-link").inner_text()
+
+    # A frozen field, read-only on the live study's page, amended from its own link.
+    expect(page.locator("#id_quota_per_condition")).to_be_disabled()
+    assert (
+        page.locator("select#id_kind").count() == 0
+        and page.get_by_role("link", name="Import corpus").count() == 0
+    )
+    r.look("live-study", phone=True)
+    page.get_by_role("link", name="Amend this field: Quota per condition").click()
+    page.locator("#id_quota_per_condition").fill("150")
+    page.locator("#id_reason").fill("The pilot showed that 150 participants per condition are enough.")
+    r.look("amend", phone=True)
+    page.get_by_role("button", name="Record the amendment").click()
+    expect(page.locator(".messagelist")).to_contain_text("Amended quota_per_condition")
+    study.refresh_from_db()
+    assert study.quota_per_condition == 150
 
     # 9. Five participants from one address (the test's own), each on a phone in a browser of their own, while
     # the researcher watches the live status.
@@ -346,8 +387,29 @@ def test_a_researcher_runs_a_study_from_the_home_page_without_typing_json(
     with open(info.value.path(), encoding="utf-8") as fh:
         report = fh.read()
     assert f"({SLUG})" in report and "<table" in report  # the analysis in one file
+    # An API token from the admin, shown once, read by a script.
+    r.go("/admin/analysis/analysttoken/add/")
+    page.get_by_label("Study").select_option(value=str(study.pk))
+    page.get_by_label("Valid for (days)").fill("7")
+    r.look("token-add", phone=True)
+    page.get_by_role("button", name="Save", exact=True).click()
+    key = page.locator("#token-key").input_value()
+    r.look("token-issued", phone=True)
+    api = f"{live_server.url}/api/studies/{SLUG}/"
+    with urllib.request.urlopen(
+        urllib.request.Request(api, headers={"Authorization": f"Token {key}"})
+    ) as got:
+        assert json.load(got)["participants"] == 5
+    export = urllib.request.Request(api + "exports/ratings.csv", headers={"Authorization": f"Token {key}"})
+    with urllib.request.urlopen(export) as got:
+        assert len(list(csv.DictReader(io.StringIO(got.read().decode())))) == 20
+    refused = urllib.request.Request(api + "exports/ratings.csv", headers={"Authorization": "Token wrong"})
+    with pytest.raises(urllib.error.HTTPError) as answer:
+        urllib.request.urlopen(refused)
+    assert answer.value.code == 401 and json.load(answer.value) == {"detail": "Invalid token."}
     r.go("/api/docs/")  # the same numbers through the API: its documentation, signed in as the researcher
     expect(page.locator(".opblock").first).to_be_visible(timeout=20_000)
+    expect(page.locator(".token-help")).to_contain_text("Getting a token")
     r.look("api-docs", phone=True)
 
     # 12. Extend as a wave, starting from the parent's LLM condition picked in a list.
@@ -361,6 +423,33 @@ def test_a_researcher_runs_a_study_from_the_home_page_without_typing_json(
     wave = Study.objects.get(parent=study)
     assert LLMConditionConfig.objects.get(condition__study=wave, condition__name="gpt6").model == "gpt-loop"
     r.look("wave", phone=True)
+
+    # 13. The wave's new condition answered by the test model: no key, no network, marked as placeholders.
+    r.go("/admin/generation/provider/add/")
+    page.locator("#id_name").fill("test-model")
+    page.locator("#id_kind").select_option(label="Test model (replies generated locally)")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator(".messagelist")).to_contain_text("was added successfully")
+    config = LLMConditionConfig.objects.get(condition__study=wave, condition__name="gpt6")
+    r.go(f"/admin/generation/llmconditionconfig/{config.pk}/change/")
+    page.locator("#id_provider").select_option(label="test-model")
+    page.locator("#id_model").fill("test-model")
+    page.get_by_role("button", name="Save and continue editing").click()
+    expect(page.locator(".messagelist")).to_contain_text("was changed successfully")
+    r.go(reverse("admin:generation_study", args=[wave.pk]))
+    page.locator("#condition-gpt6").get_by_role("button", name="Start / resume").click()
+    for _ in range(60):
+        if Response.objects.filter(condition__study=wave, condition__name="gpt6").count() == 6:
+            break
+        time.sleep(0.25)
+    page.reload()
+    expect(page.locator("#condition-gpt6")).to_contain_text("6 / 6")
+    expect(page.locator("#condition-gpt6")).to_contain_text("Test model: placeholder replies")
+    r.look("test-model-generated", phone=True)
+    texts = set(
+        Response.objects.filter(condition__study=wave, condition__name="gpt6").values_list("text", flat=True)
+    )
+    assert len(texts) >= 5  # each prompt its own placeholder
 
     assert r.violations == [], "\n".join(r.violations)
     assert r.wide == []

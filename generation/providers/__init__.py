@@ -4,6 +4,7 @@
     sdk.py            what the two official SDKs share (cached clients, their errors classified)
     openai_compat.py  OpenAI-compatible chat completions, and OpenAI's Batch API
     anthropic.py      Anthropic's Messages API
+    placeholder.py    the test model: placeholder replies made here, no network, no key (a dry run)
     registry.py       Provider.kind → adapter (one registration per wire format)
     call.py           provider_complete: key, limits, adapter, log
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from generation.providers.anthropic import AnthropicAdapter
 from generation.providers.base import BatchAPI, PermanentProviderError, ProviderAdapter
 from generation.providers.openai_compat import OpenAICompatAdapter
+from generation.providers.placeholder import PlaceholderAdapter
 
 _ADAPTERS: dict[str, ProviderAdapter] = {}
 
@@ -23,6 +24,11 @@ def adapter_unregister(kind: str) -> None:
 def adapter_choices() -> list[tuple[str, str]]:
     """Provider.kind's choices: one per registered adapter (a callable, so a new one needs no migration)."""
     return [(kind, adapter.label) for kind, adapter in _ADAPTERS.items()]
+
+
+def placeholder_kinds() -> list[str]:
+    """The provider kinds whose replies are placeholders made here, not a model's (the test model)."""
+    return [kind for kind, adapter in _ADAPTERS.items() if getattr(adapter, "placeholder", False)]
 
 
 def adapter_for(provider) -> ProviderAdapter:
@@ -54,3 +60,4 @@ def batch_api_of(provider) -> BatchAPI | None:
 
 adapter_register(OpenAICompatAdapter())
 adapter_register(AnthropicAdapter())
+adapter_register(PlaceholderAdapter())

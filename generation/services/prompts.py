@@ -68,6 +68,9 @@ _REVEALING = re.compile(
 )
 
 
+REVEALS_MODEL = "reveals_model"
+
+
 def response_quality_flags(*, text: str, finish_reason: str = "") -> list[str]:
     """Reasons a response needs a human look: empty, truncated (stopped at max tokens), reveals_model."""
     flags = []
@@ -76,7 +79,7 @@ def response_quality_flags(*, text: str, finish_reason: str = "") -> list[str]:
     if finish_reason in TRUNCATED_REASONS:
         flags.append("truncated")
     if _REVEALING.search(text or ""):
-        flags.append("reveals_model")
+        flags.append(REVEALS_MODEL)
     return flags
 
 

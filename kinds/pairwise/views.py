@@ -19,6 +19,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from analysis.contents import with_contents
 from analysis.permissions import analyst_required
 from analysis.services import AnalysisError, AnalysisOptions, analysis_entry
 from generation.selectors import judge_run_summary, judges_of
@@ -102,7 +103,7 @@ def pairwise_page(request: HttpRequest, slug: str) -> HttpResponse:
         if name.endswith(".png")
     ]
     context = {"study": study, "tables": tables, "figures": figures, "downloads": sorted(files)}
-    return render(request, "analysis/pairwise.html", context)
+    return with_contents(render(request, "analysis/pairwise.html", context))
 
 
 def pairwise_file_response(study: Study, name: str) -> HttpResponse:

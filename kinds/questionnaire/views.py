@@ -8,6 +8,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from analysis.contents import with_contents
 from analysis.permissions import analyst_required
 from studies.kinds import NoQuestionnaire, questionnaire_with_instrument
 from studies.models import Study
@@ -58,7 +59,7 @@ def emotionbench_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         "tables": TABLES,
         "alpha_query": f"?alpha={analysis.alpha}" if _alpha(request) else "",
     }
-    return render(request, "analysis/emotionbench.html", context)
+    return with_contents(render(request, "analysis/emotionbench.html", context))
 
 
 @require_GET

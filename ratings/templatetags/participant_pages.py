@@ -5,8 +5,10 @@ from __future__ import annotations
 from django import template
 
 from studies import authenticity, pages
+from studies.markdown import markdown_html
 
 register = template.Library()
+register.filter("markdown", markdown_html)  # the consent and instructions (studies/markdown.py)
 
 
 @register.inclusion_tag("ratings/_step_progress.html")

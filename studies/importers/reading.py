@@ -57,11 +57,25 @@ class CorpusImportError(Exception):
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
+# The first bytes of an Excel workbook: .xlsx (a ZIP archive) and the older .xls (an OLE2 compound file).
+_EXCEL_SIGNATURES = (b"PK\x03\x04", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1")
+
+
 def text_decode(data: bytes) -> str:
-    """The file's text (UTF-8, its byte-order mark dropped); refused when empty or not UTF-8. NUL bytes are
-    left for the format's own check, which can say in which cell they are."""
+    """The file's text (UTF-8, its byte-order mark dropped); refused when empty, an Excel workbook (with what
+    to do instead) or not UTF-8. NUL bytes are left for the format's own check, which can say in which cell
+    they are."""
     if not data.strip():
         raise CorpusImportError([ImportProblem("the file is empty")])
+    if data.startswith(_EXCEL_SIGNATURES):
+        raise CorpusImportError(
+            [
+                ImportProblem(
+                    "this is an Excel file, not CSV: in Excel (or LibreOffice) choose File › Save As, pick "
+                    "“CSV UTF-8 (comma delimited)”, and import the .csv file"
+                )
+            ]
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -41,7 +41,7 @@ def test_an_analyst_signs_in_opens_the_dashboard_and_downloads_the_ratings(
     with page.expect_download() as info:
         page.get_by_role("link", name="Ratings (long format, CSV)").click()
     download = info.value
-    assert download.suggested_filename == f"{study.slug}-ratings.csv"
+    assert download.suggested_filename == f"{study.slug}-ratings-declared-exclusions.csv"
     with open(download.path(), encoding="utf-8") as fh:
         rows = list(csv.DictReader(io.StringIO(fh.read())))
     assert len(rows) == 200

@@ -57,9 +57,9 @@ def test_a_change_against_a_baseline_with_no_top_answer_says_it_is_not_defined()
 def test_the_page_puts_the_headline_first_and_the_change_table_in_percent(analyst_client, rated_study):
     snapshots.snapshot_compute(study_id=rated_study.pk, baseline=None, no_exclusions=False)
     page = analyst_client.get(f"/analysis/{rated_study.slug}/").content.decode()
-    headline = page.index('id="headline"')
+    headline = page.index('<h2 id="headline"')
     assert headline < page.index("Frozen design") if "Frozen design" in page else True
-    assert headline < page.index("Downloads") < page.index('id="distribution"')
+    assert headline < page.index('<h2 id="downloads"') < page.index('<h2 id="distribution"')
     analysis = study_analyze(study=rated_study, options=AnalysisOptions())
     change = analysis.bootstrap_change.iloc[0]["change"]
     assert f"{100 * change:+.1f} % relative" in page  # the headline's relative change, in percent
@@ -78,7 +78,10 @@ def test_analysts_download_report_html_and_nobody_else_does(analyst_client, rate
     url = f"/analysis/{rated_study.slug}/report.html"
     response = analyst_client.get(url)
     assert response.status_code == 200
-    assert response["Content-Disposition"] == f'attachment; filename="{rated_study.slug}-report.html"'
+    named = f'attachment; filename="{rated_study.slug}-report-declared-exclusions.html"'
+    assert response["Content-Disposition"] == named
+    unfiltered = analyst_client.get(url, {"exclusions": "none"})["Content-Disposition"]
+    assert unfiltered.endswith('-report-no-exclusions.html"')
     analysis = study_analyze(study=rated_study, options=AnalysisOptions())
     assert response.content.decode() == reports.report_html(analysis)  # what `analyze` writes
     assert (
@@ -133,3 +136,15 @@ def test_on_a_phone_the_figures_keep_a_readable_size_and_at_1280_the_tests_fit(
             assert edges[0] <= edges[1], edges
         if viewport != "small-phone":
             assert axe_violations(page) == []
+
+
+@pytest.mark.django_db
+def test_the_dashboard_and_the_report_open_with_a_table_of_contents(analyst_client, rated_study):
+    snapshots.snapshot_compute(study_id=rated_study.pk, baseline=None, no_exclusions=False)
+    for url in (f"/analysis/{rated_study.slug}/", f"/analysis/{rated_study.slug}/report.html"):
+        page = analyst_client.get(url).content.decode()
+        nav = page.split('<nav class="toc" aria-label="Contents">', 1)[1].split("</nav>", 1)[0]
+        targets = re.findall(r'href="#([^"]+)"', nav)
+        assert {"headline", "exclusions", "main"} <= set(targets), url
+        assert all(f'id="{target}"' in page for target in targets) and len(targets) == len(set(targets))
+        assert page.index("</h1>") < page.index('<nav class="toc"')

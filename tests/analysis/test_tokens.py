@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from django.apps import apps
 from django.core.management import call_command
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
@@ -68,3 +69,38 @@ def test_the_migration_turns_clear_tokens_into_hashed_ones_that_keep_working(cli
     importlib.import_module("analysis.migrations.0001_analyst_tokens").tokens_hash(apps, None)
     assert not Token.objects.exists()
     assert _get(client, reverse("api:study-detail", args=[rated_study.slug]), clear.key).status_code == 200
+
+
+def test_the_admin_issues_a_working_token_shown_once(staff_client, django_user_model, rated_study):
+    reader = django_user_model.objects.create_user(username="reader")
+    answer = staff_client.post(
+        reverse("admin:analysis_analysttoken_add"), {"user": reader.pk, "study": rated_study.pk, "days": 3}
+    )
+    assert answer.status_code == 200 and "no-store" in answer["Cache-Control"]
+    key = answer.context["key"]
+    row = AnalystToken.objects.get()
+    assert key.startswith(row.prefix) and row.study == rated_study and row.user == reader
+    assert timedelta(days=2) < row.expires_at - timezone.now() <= timedelta(days=3)
+    assert reader.groups.filter(name="Analysts").exists()  # a non-staff reader may read the API
+    assert key in answer.content.decode()
+    client = Client()
+    assert _get(client, reverse("api:study-detail", args=[rated_study.slug]), key).status_code == 200
+    # Never shown again: the list and the token's own page show its first characters only.
+    for url in (
+        reverse("admin:analysis_analysttoken_changelist"),
+        reverse("admin:analysis_analysttoken_change", args=[row.pk]),
+    ):
+        page = staff_client.get(url).content.decode()
+        assert row.prefix in page and key not in page
+
+
+def test_the_stock_tokens_page_is_gone(staff_client):
+    assert staff_client.get("/admin/authtoken/tokenproxy/").status_code == 404
+
+
+def test_a_refused_csv_download_answers_json_not_a_csv(client, rated_study):
+    url = reverse("api:study-export", args=[rated_study.slug, "ratings"])
+    for accept in ("text/csv", "*/*"):
+        answer = client.get(url, HTTP_ACCEPT=accept, HTTP_AUTHORIZATION="Token not-a-token")
+        assert answer.status_code == 401 and answer["Content-Type"].startswith("application/json")
+        assert answer.json() == {"detail": "Invalid token."}

@@ -124,7 +124,8 @@ def test_editing_a_generated_response_keeps_an_audit_trail(
     changelist = staff_client.get(
         reverse("admin:generation_generatedresponse_changelist") + "?review__exact=flagged"
     ).content.decode()
-    assert "reveals_model" in changelist
+    assert "reveals the model" in changelist
+    assert "I miss him 0." in changelist  # each response's prompt beside it
 
     url = reverse("admin:generation_generatedresponse_change", args=[response.id])
     form = hidden_inputs(staff_client.get(url).content.decode())
@@ -167,6 +168,12 @@ def test_approve_and_regenerate_from_the_review_queue(
     truncated.refresh_from_db()
     assert truncated.review == "approved"
 
+    # Approving one that says it is an AI asks first, and approves nothing until confirmed.
+    asked = staff_client.post(url, {"action": "approve", "_selected_action": [revealing.id]})
+    assert asked.status_code == 200 and "Approve responses that reveal the model?" in asked.content.decode()
+    revealing.refresh_from_db()
+    assert revealing.review == "flagged"
+
     with django_capture_on_commit_callbacks(execute=False):
         staff_client.post(url, {"action": "regenerate", "_selected_action": [revealing.id]})
     item = GenerationItem.objects.get(response=revealing)
@@ -204,3 +211,22 @@ def test_without_a_broker_generation_started_in_the_admin_runs_in_the_web_proces
         app.conf.task_always_eager = eager
     assert Response.objects.filter(condition__name="gpt").count() == 3
     assert len(httpserver.log) == 3
+
+
+@pytest.mark.django_db
+def test_approving_responses_that_reveal_the_model_is_confirmed_first(
+    staff_client, openai_provider, httpserver
+):
+    study = make_study(provider=openai_provider, n_prompts=2)
+    httpserver.expect_ordered_request(CHAT).respond_with_json(openai_body("I'm Claude, and I'm sorry."))
+    httpserver.expect_ordered_request(CHAT).respond_with_json(openai_body("Cut off in the", finish="length"))
+    call_command(
+        "generate_responses", study.slug, "--in-process", "--threads", "1", "--no-progress", stdout=StringIO()
+    )
+    both = list(Response.objects.filter(condition__name="gpt").values_list("id", flat=True))
+    url = reverse("admin:generation_generatedresponse_changelist")
+    asked = staff_client.post(url, {"action": "approve", "_selected_action": both}).content.decode()
+    assert "I&#x27;m Claude" in asked and 'name="confirm" value="yes"' in asked
+    assert set(Response.objects.filter(id__in=both).values_list("review", flat=True)) == {"flagged"}
+    staff_client.post(url, {"action": "approve", "_selected_action": both, "confirm": "yes"})
+    assert set(Response.objects.filter(id__in=both).values_list("review", flat=True)) == {"approved"}

@@ -1,5 +1,6 @@
 """Made-up ids, session takeover and the per-participant limit, on the real participant pages."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -207,3 +208,16 @@ def test_made_up_ids_in_the_query_do_not_reset_the_per_participant_limit(study, 
     codes = [client.get(f"/s/{study.slug}/step/", {"PROLIFIC_PID": f"r{i}"}).status_code for i in range(8)]
     assert codes[:5] == [200] * 5  # then by the session, whatever the query says
     assert set(codes[5:]) == {429}
+
+
+def test_a_finished_participant_opening_the_link_again_elsewhere_sees_their_code(study):
+    _started(study, pid="dora", session_id=None)
+    Participant.objects.filter(study=study, external_id="dora").update(
+        status=Participant.Status.COMPLETED, completion_code=study.completion_code
+    )
+    again = _enter(Client(), study, "dora", session_id=None, follow=True)
+    page = again.content.decode()
+    assert again.status_code == 200 and "you have finished" in page and study.completion_code in page, (
+        re.findall(r"<h1>.*?</h1>|<p[^>]*>.*?</p>", page)
+    )
+    assert "Already started in another browser" not in page

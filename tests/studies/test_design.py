@@ -425,8 +425,16 @@ def test_the_admin_design_prereg_and_amend_pages(staff_client, staff_user):
     assert frozen.sha256 in page
     page = staff_client.get(reverse("admin:studies_study_prereg", args=[study.pk])).content.decode()
     assert frozen.sha256 in page and "LLMs are rated Good" in page
+    # The exclusion rules in words, never the declaration's JSON.
+    assert "<li>Attention checks: participants flagged for failed attention checks</li>" in page
+    assert (
+        "<li>Too fast: off</li>" in page
+        and "&quot;too_fast&quot;" not in page
+        and "{" not in page.split('id="exclusion-rules"')[1].split("</ul>")[0]
+    )
     md = staff_client.get(reverse("admin:studies_study_prereg", args=[study.pk]) + "?format=md")
     assert md["Content-Type"].startswith("text/markdown") and frozen.sha256 in md.content.decode()
+    assert "- Incomplete participation: participants who did not complete" in md.content.decode()
     url, data = amend_form(staff_client, study, "seed")
     assert data["seed"] == "0"  # the current value, in the study page's own number input
     response = staff_client.post(url, {**data, "seed": "5", "reason": ""})

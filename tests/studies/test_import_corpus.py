@@ -1,7 +1,9 @@
 """import_corpus through the management command: both formats, sampling, and every malformed file refused whole."""
 
+import io
 import time
 
+import openpyxl
 import pytest
 from django.core.management import CommandError, call_command
 
@@ -88,6 +90,7 @@ def _bad_files():
             "row 2, column 'situation': contains a NUL byte (0x00)",
         ),
         "empty file": (b"", "the file is empty"),
+        "Excel workbook": (_workbook(good), "this is an Excel file, not CSV"),
         "header only": (public_csv([]), "row 1: the file has a header but no data rows"),
         "unknown format": (b"a,b,c\n1,2,3\n", "row 1: unrecognised header"),
         "ED ragged row": (
@@ -97,6 +100,16 @@ def _bad_files():
             "row 3: has 9 fields but the header has 8",
         ),
     }
+
+
+def _workbook(rows) -> bytes:
+    """The rows as an .xlsx workbook, as a researcher's spreadsheet program saves them."""
+    book = openpyxl.Workbook()
+    for row in rows:
+        book.active.append(list(row))
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
 
 
 @pytest.mark.parametrize("case", list(_bad_files()))

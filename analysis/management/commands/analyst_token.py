@@ -3,7 +3,8 @@ API token for an analyst (read-only by construction: the API has no write endpoi
 only its hash is kept (analysis.tokens); it expires after --days (ANALYST_TOKEN_DAYS by default) and, with --study,
 reads that study only.
 
-The token is for scripts. To sign in to the analysis pages in a browser the user needs a password: `--password`
+The admin's *API tokens* page (analysis/admin.py) issues the same tokens without a terminal. The token is for
+scripts. To sign in to the analysis pages in a browser the user needs a password: `--password`
 (with --create) sets a generated one and prints it once; otherwise the command says how to set one
 (`manage.py changepassword`). The key alone is printed on stdout, so scripts can read it; the rest goes to
 stderr."""
@@ -11,12 +12,11 @@ stderr."""
 import secrets
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from analysis.models import AnalystToken
-from analysis.permissions import ANALYSTS_GROUP
+from analysis.permissions import analyst_grant
 from analysis.tokens import analyst_token_issue
 from studies.models import Study
 
@@ -77,8 +77,7 @@ class Command(BaseCommand):
                     f"{username} has no password: the token below is for scripts. To sign in to the analysis "
                     f"pages in a browser too, run: python manage.py changepassword {username}"
                 )
-        group, _ = Group.objects.get_or_create(name=ANALYSTS_GROUP)
-        user.groups.add(group)
+        analyst_grant(user)
         if rotate:
             AnalystToken.objects.filter(user=user).delete()
         self.stdout.write(analyst_token_issue(user=user, study=scope, days=days))
