@@ -38,6 +38,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from . import rows
+from .authenticity_answers import answers_review
 from .balancing import condition_choose, hold_cutoff, lapsed
 from .enrolment_errors import (  # noqa: F401 (the enrolment's errors are raised, and imported, from here)
     AlreadyInFamily,
@@ -144,6 +145,7 @@ def _complete(participant: Participant, now: datetime, *, on_step: str | None) -
         fields = participant_mark_completed(locked, now)
         locked.last_seen_at = now
         locked.save(update_fields=[*fields, "last_seen_at"])
+        answers_review(locked)  # what their answers show, for the authenticity score: read once, here
     participant_state_copy(participant, locked)
     return True
 

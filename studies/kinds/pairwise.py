@@ -144,6 +144,7 @@ class PairwiseKind(StudyKind):
     # LLM judges compare each pair of conditions' replies on every prompt, in both orders.
     judged = True
     judge_format = "generation.judge_formats.PAIRS"
+    answer_review = "generation.pairwise_answer_review.pairwise_answer_review"
     power_planner = "analysis.study_power.pairwise_power_plan"
     # (study) -> {(condition id, condition id): weight}, the adaptive phase's targets; read after the warm-up.
     pair_weights = "analysis.pairwise.adaptive_pair_weights"

@@ -123,6 +123,7 @@ class RatingKind(StudyKind):
     attention_checks = True
     material_title = "Corpus: prompts and responses"
     judge_format = "generation.judge_formats.SCALE"
+    answer_review = "generation.rating_answer_review.rating_answer_review"
     power_planner = "analysis.study_power.rating_power_plan"
     admin_fieldsets = [
         (
