@@ -102,7 +102,11 @@ def signals_parse(raw: str | None) -> tuple[dict[str, int] | None, dict[str, Any
         return page, None
     hints = client.get("au")
     parsed: dict[str, Any] = _clamped(client, CLIENT_FIELDS)
-    parsed["au"] = sorted({h for h in hints if isinstance(h, str) and h in AUTOMATION_HINTS}) if isinstance(hints, list) else []
+    parsed["au"] = (
+        sorted({h for h in hints if isinstance(h, str) and h in AUTOMATION_HINTS})
+        if isinstance(hints, list)
+        else []
+    )
     footprints = client.get("fp")
     if isinstance(footprints, list):
         parsed["fp"] = sorted({h for h in footprints if isinstance(h, str) and h in FOOTPRINT_HINTS})

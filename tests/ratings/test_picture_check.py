@@ -91,9 +91,7 @@ def test_the_picture_page_text_says_nothing_of_the_answer(study):
 
 
 @pytest.mark.parametrize("answer, outcome", [("right", "passed"), ("wrong", "failed"), ("skip", "neither")])
-def test_the_picture_answer_is_scored_and_only_a_wrong_one_costs(
-    pages_seconds_apart, study, answer, outcome
-):
+def test_the_picture_answer_is_scored_and_only_a_wrong_one_costs(pages_seconds_apart, study, answer, outcome):
     client = Client(HTTP_USER_AGENT="Mozilla/5.0 (Windows NT 10.0; Win64; x64) Chrome/120.0")
     participant = _on_items(client, study)
     asked = _asked(study, participant)

@@ -3,7 +3,7 @@ signals, a driven browser's footprints, machine-made pointer paths, and what the
 
 import random
 
-from studies.authenticity import NO_SIGNALS, signals_parse, score_compute
+from studies.authenticity import NO_SIGNALS, score_compute, signals_parse
 from studies.authenticity_reasons import answers_summary, cohen_kappa, spearman
 
 CLIENT = {"au": [], "sw": 1280, "sh": 800, "mt": 0, "ua": "desktop"}
@@ -45,7 +45,9 @@ def test_counts_contradicting_their_own_page_are_impossible():
 
 
 def test_footprints_are_weighted_reasons_and_none_flags_alone():
-    _, client = signals_parse('{"t": 1, "c": {"au": [], "fp": ["getter", "headless", "swgl", "nonsense", 3]}}')
+    _, client = signals_parse(
+        '{"t": 1, "c": {"au": [], "fp": ["getter", "headless", "swgl", "nonsense", 3]}}'
+    )
     assert client["fp"] == ["getter", "headless", "swgl"]
     for hint, score in (("getter", 60), ("headless", 70), ("swgl", 90)):
         result = score_compute(client={**CLIENT, "fp": [hint]}, pages=pages_of(MOUSE), fast_page_ms=1500)
@@ -70,7 +72,9 @@ def test_answers_agreeing_with_the_judges_and_timing_that_ignores_length_flag_to
     judge = [rng.choice([1, 2, 3]) for _ in range(10)]
     person = answers_summary(
         timed=[(w, int(w / 4 * 1000 + rng.uniform(1000, 4000))) for w in words],
-        judged=list(zip([j if rng.random() < 0.5 else rng.choice([1, 2, 3]) for j in judge], judge, strict=True)),
+        judged=list(
+            zip([j if rng.random() < 0.5 else rng.choice([1, 2, 3]) for j in judge], judge, strict=True)
+        ),
     )
     assert score_compute(client={}, pages={}, answers=person).score is None
     agent = answers_summary(
@@ -79,7 +83,9 @@ def test_answers_agreeing_with_the_judges_and_timing_that_ignores_length_flag_to
     result = score_compute(client={}, pages={}, answers=agent)
     assert result.flagged and result.reasons[1].startswith("agrees with the study's LLM judges at kappa 1.00")
     same = answers_summary(timed=[(w, 3000 + i) for i, w in enumerate(words)], judged=[])
-    assert score_compute(client={}, pages={}, answers=same).reasons[-1].startswith("the same time on every page")
+    assert (
+        score_compute(client={}, pages={}, answers=same).reasons[-1].startswith("the same time on every page")
+    )
 
 
 def test_kappa_and_rank_correlation():
