@@ -65,6 +65,7 @@ PAGE_FIELDS = {
     "pc": 1_000_000,  # characters pasted
     "tc": 1_000_000,  # characters typed
     "tm": 6 * HOUR_MS,  # from the first to the last keystroke in text fields
+    "pp": 1_000_000,  # points of the pointer's path (moves and the ones coalesced into them)
     "lv": 100_000,  # pointer moves continuing a straight line at the same speed
     "sm": 100_000,  # pointer moves continuing a perfectly smooth curve
     "sp": 100_000,  # pointer moves at sub-pixel positions
@@ -336,8 +337,16 @@ def signals_record(
         if client is not None and not row.client:
             row.client = {**client, "ua": user_agent_class(user_agent)}
             fields.append("client")
-        elif client is not None and client["au"] and not set(client["au"]) <= set(row.client.get("au", [])):
-            row.client = {**row.client, "au": sorted({*row.client.get("au", []), *client["au"]})}
+        elif client is not None and any(
+            not set(client.get(hints, [])) <= set(row.client.get(hints, [])) for hints in ("au", "fp")
+        ):
+            row.client = {
+                **row.client,
+                **{
+                    hints: sorted({*row.client.get(hints, []), *client.get(hints, [])})
+                    for hints in ("au", "fp")
+                },
+            }
             fields.append("client")
         if key in row.pages or len(row.pages) < MAX_PAGES:
             row.pages = {**row.pages, key: entry}

@@ -55,12 +55,17 @@ def impossible_reason(pages: list[dict], client: dict) -> tuple[int, str] | None
 FOOTPRINTS = {
     "getter": (40, "a browser property's getter is replaced by a script (a hidden webdriver flag)"),
     "headless": (30, "a headless browser's window (no toolbar, no taskbar, the screen the page's size)"),
-    "swgl": (10, "software rendering (no graphics card)"),
+    "swgl": (10, "software rendering (no graphics card) in a browser with another footprint"),
 }
 
 
 def footprint_reasons(client: dict) -> list[tuple[int, str]]:
-    return [FOOTPRINTS[hint] for hint in sorted(set(client.get("fp", [])) & set(FOOTPRINTS))]
+    """Each footprint signals.js found, weighted; software rendering only beside another (virtual machines and
+    computers whose graphics card the browser does not trust render in software too)."""
+    found = set(client.get("fp", [])) & set(FOOTPRINTS)
+    if found == {"swgl"}:
+        return []
+    return [FOOTPRINTS[hint] for hint in sorted(found)]
 
 
 def text_read_reason(pages: list[dict]) -> tuple[int, str] | None:
@@ -80,13 +85,13 @@ PATH_MACHINE_SHARE = 0.6
 
 
 def path_reason(pages: list[dict]) -> tuple[int, str] | None:
-    moved = [page for page in pages if page.get("pm", 0) >= 3]
-    moves = sum(page["pm"] for page in moved)
-    if len(moved) < 2 or moves < PATH_MIN_MOVES:
+    moved = [page for page in pages if page.get("pp", page.get("pm", 0)) >= 3]
+    points = sum(page.get("pp", page.get("pm", 0)) for page in moved)
+    if len(moved) < 2 or points < PATH_MIN_MOVES:
         return None
     machine = sum(page.get("lv", 0) + page.get("sm", 0) for page in moved)
-    if machine / moves >= PATH_MACHINE_SHARE:
-        return 40, f"synthetic pointer paths: {machine} of {moves} moves perfectly straight or smooth"
+    if machine / points >= PATH_MACHINE_SHARE:
+        return 40, f"synthetic pointer paths: {machine} of {points} moves perfectly straight or smooth"
     return None
 
 

@@ -11,7 +11,11 @@ from tests.a11y import axe_violations
 from tests.factories import rating_study_build
 from tests.ratings.test_authenticity_browser import entry, read, tab_to
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("pages_seconds_apart"),  # the pages read on their own clock (below)
+]
 ALL_IMPACTS = ("minor", "moderate", "serious", "critical")
 
 

@@ -49,7 +49,7 @@ def test_footprints_are_weighted_reasons_and_none_flags_alone():
         '{"t": 1, "c": {"au": [], "fp": ["getter", "headless", "swgl", "nonsense", 3]}}'
     )
     assert client["fp"] == ["getter", "headless", "swgl"]
-    for hint, score in (("getter", 60), ("headless", 70), ("swgl", 90)):
+    for hint, score in (("getter", 60), ("headless", 70), ("swgl", 100)):
         result = score_compute(client={**CLIENT, "fp": [hint]}, pages=pages_of(MOUSE), fast_page_ms=1500)
         assert (result.score, result.flagged) == (score, False)
     both = score_compute(client={**CLIENT, "fp": ["getter", "headless"]}, pages=pages_of(MOUSE))
