@@ -409,6 +409,8 @@ def item_get(request, participant: Participant) -> HttpResponse:
         page=current.assignment,
         scale=scale_buttons(study),
         picture=picture_draw(study=study, participant_id=participant.pk) if current.is_picture else None,
+        # "I can't see the picture": the same check as a sound (ratings/picture_sound.py).
+        sound=current.is_picture and request.GET.get("check") == "sound",
     )
 
 
