@@ -29,6 +29,11 @@ PICTURE_HELP = (
 )
 
 
+# The traps a new study starts with (the admin's form for a new study, the demos): those that cost people
+# nothing. The picture check stays the researcher's choice: it adds a page.
+NEW_STUDY_TRAPS = {"trap_hidden_instruction": True, "trap_repeat_items": 2}
+
+
 class ParticipantAuthenticity(models.Model):
     """What one participant's browser reported, and the authenticity score computed from it."""
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from django.db import transaction
 
+from studies.authenticity_models import NEW_STUDY_TRAPS
 from studies.importers import corpus_import
 from studies.models import PairAttentionCheck, PairwiseSettings, Study
 from studies.services import study_launch
@@ -48,6 +49,7 @@ WORKED_EXAMPLES = [
 ]
 
 SETTINGS = {
+    **NEW_STUDY_TRAPS,
     "kind": Study.Kind.PAIRWISE,
     "title": "Demo: which reply is more empathetic?",
     "description": "Seeded by `manage.py seed_demo`: human against two LLM conditions on 64 published prompts.",
