@@ -122,7 +122,9 @@ def _completion_code(participant: Participant) -> str:
 def participant_mark_completed(locked: Participant, now: datetime) -> list[str]:
     """Sets a locked, active participant's fields to completed (status, step done, finished_at and the code
     their outcome earns: the failed-checks code when flagged for exclusion, else the completion code).
-    Returns the changed fields; the caller saves them in its transaction (with its own answer)."""
+    Returns the changed fields; the caller saves them in its transaction (with its own answer, already written:
+    what their answers show is read here once, for the authenticity score, `answers_review`)."""
+    answers_review(locked)
     locked.status = Participant.Status.COMPLETED
     locked.step = DONE
     locked.finished_at = now
@@ -145,7 +147,6 @@ def _complete(participant: Participant, now: datetime, *, on_step: str | None) -
         fields = participant_mark_completed(locked, now)
         locked.last_seen_at = now
         locked.save(update_fields=[*fields, "last_seen_at"])
-        answers_review(locked)  # what their answers show, for the authenticity score: read once, here
     participant_state_copy(participant, locked)
     return True
 

@@ -128,7 +128,7 @@
     if (n < 4) { return; }
     var o = path[0];
     var jx = c[0] - 3 * b[0] + 3 * a[0] - o[0], jy = c[1] - 3 * b[1] + 3 * a[1] - o[1];
-    if (Math.sqrt(jx * jx + jy * jy) < 0.02 * step + 0.05) { counts.sm += 1; }
+    if (Math.sqrt(jx * jx + jy * jy) < 0.06 * step + 0.2) { counts.sm += 1; }
   }
 
   var opts = { capture: true, passive: true };
