@@ -108,8 +108,8 @@ def typing_reason(pages: list[dict]) -> tuple[int, str] | None:
 MIN_ANSWERS = 6
 JUDGE_KAPPA = 0.7  # people agree with each other, and with the judges, at about 0.2-0.4
 LENGTH_RHO = 0.3  # people take longer on longer texts (rank correlation about 0.6-0.9 on ten pages)
-LENGTH_SPREAD = 0.25  # ... when the texts' lengths differ enough to tell (coefficient of variation)
-SAME_TIMING_CV = 0.12
+LENGTH_SPREAD = 0.15  # ... when the texts' lengths differ enough to tell (coefficient of variation)
+SAME_TIMING_CV = 0.05  # a person's times vary by 10-40 % even on texts of one length
 
 
 def cohen_kappa(first: list[int], second: list[int]) -> float | None:

@@ -248,6 +248,7 @@ class Walker:
             await self.tab_to(page, name)
             await page.keyboard.press(self.rng.choice(["Enter", " "]) if role == "button" else "Enter")
         else:
+            await target.scroll_into_view_if_needed()  # a person scrolls to a button below the fold
             box = await target.bounding_box()
             x = box["x"] + box["width"] * self.rng.uniform(0.25, 0.75)
             y = box["y"] + box["height"] * self.rng.uniform(0.3, 0.7)
