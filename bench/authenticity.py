@@ -10,7 +10,7 @@ Prints ONE JSON object (progress on stderr). A throwaway production-shaped stack
 its own PostgreSQL database and Redis database) serves one live study with the traps at a new study's defaults
 (NEW_STUDY_TRAPS: the hidden instruction and two consistency pairs) and, with `--picture` (the default for the
 rating kind), the picture check with its sound: `--kind rating` the public dataset's rating study
-(bench/lib/study.py), `--kind pairwise` the pairwise demo (studies/demo/pairwise.py). The study has one simulated
+(bench/lib/study.py), `--kind pairwise` the pairwise demo (kinds/pairwise/demo.py). The study has one simulated
 LLM judge whose answers are stored as a judge's are (generation's JudgeRating), from the latent qualities of
 bench/lib/answers_model.py: people agree with it at kappa about 0.3, agents at about 0.85 (`answers.calibration`).
 
@@ -114,7 +114,7 @@ def study_prepare(stack: Stack, args) -> tuple[dict, Latent]:
         seeded = study_seed(stack, slug=SLUG, corpus=args.corpus, ask_teq=False, quota_per_condition=1000)
         Study.objects.filter(slug=SLUG).update(**NEW_STUDY_TRAPS, trap_picture=args.picture)
     else:
-        from studies.demo.pairwise import pairwise_demo_ensure
+        from kinds.pairwise.demo import pairwise_demo_ensure
 
         study = pairwise_demo_ensure()
         Study.objects.filter(pk=study.pk).update(slug=SLUG, quota_per_condition=1000, **NEW_STUDY_TRAPS)

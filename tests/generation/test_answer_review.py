@@ -1,5 +1,5 @@
 """What a finished participant's answers show (studies/authenticity_answers.py through the rating kind's
-`answer_review`, generation/rating_answer_review.py): read once when they finish, with JavaScript or without."""
+`answer_review`, kinds/rating/answer_review.py): read once when they finish, with JavaScript or without."""
 
 import pytest
 from django.test import Client

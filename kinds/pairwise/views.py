@@ -1,0 +1,121 @@
+"""The analysts' page of a pairwise study (the kind's `analysis_page`): thin views over the kind's analysis entry
+(analysis/pairwise.py, reached through `analysis_entry`). The page shows the strengths, the win matrix, the win
+rates against the baseline and the position bias as tables, the figures with their text alternatives, and offers
+every output file; the files are computed once per state of the study's answers and kept in the cache."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+from django.core.cache import cache
+from django.db.models import Count, Max
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from analysis.permissions import analyst_required
+from analysis.services import AnalysisError, AnalysisOptions, analysis_entry
+from generation.selectors import judge_run_summary, judges_of
+from studies.models import PairItem, Study
+
+CACHE_SECONDS = 15 * 60
+# The page draws fewer resamples than the command (it answers a request; `analyze --bootstrap` sets the command's).
+PAGE_BOOTSTRAP_SAMPLES = 500
+TABLES = (
+    "bt_scores.csv", "win_matrix.csv", "win_rates.csv", "position_bias.csv", "drift.csv",
+    "judge_flips.csv", "judge_calibration.csv", "judge_bt_scores.csv",
+)  # fmt: skip
+# Each figure's text alternative: what it draws; its numbers are the tables the page shows above it.
+FIGURE_ALTS = {
+    "bt_strengths.png": "Each condition's log-strength with its 95 % interval, the baseline at 0: the numbers of "
+    "the bt_scores table above.",
+    "win_matrix.png": "How often each condition beat each other one, as shaded cells: the numbers of the "
+    "win_matrix table above.",
+}
+CONTENT_TYPES = {
+    ".csv": "text/csv; charset=utf-8",
+    ".png": "image/png",
+    ".svg": "image/svg+xml",
+    ".html": "text/html; charset=utf-8",
+    ".json": "application/json",
+}
+
+
+def _study(slug: str) -> Study:
+    study = Study.objects.filter(slug=slug).first()
+    if study is None or not hasattr(analysis_entry(study=study), "outputs"):
+        raise Http404("No pairwise analysis for this study.")
+    return study
+
+
+def _files(study: Study) -> dict[str, bytes]:
+    """The analysis' output files, from the cache while the study's answers are unchanged."""
+    answers = PairItem.objects.filter(participant__study=study, answered_at__isnull=False).aggregate(
+        n=Count("pk"), last=Max("answered_at")
+    )
+    runs = [
+        judge_run_summary(judge=judge) for judge in judges_of(study=study)
+    ]  # a judge's new verdicts count too
+    judged = [(run["judge"], run["done"], run["last_rating_id"]) for run in runs]
+    state = f"{answers['n']}:{answers['last']}:{json.dumps(study.exclusion_rules, sort_keys=True)}:{judged}"
+    key = f"pairwise-page:{study.pk}:{hashlib.sha256(state.encode()).hexdigest()}"
+    files = cache.get(key)
+    if files is None:
+        options = AnalysisOptions(bootstrap_samples=PAGE_BOOTSTRAP_SAMPLES)
+        with tempfile.TemporaryDirectory() as folder:
+            written = analysis_entry(study=study).outputs(study, options, Path(folder))
+            files = {path.name: path.read_bytes() for path in written if path.is_file()}
+        cache.set(key, files, CACHE_SECONDS)
+    return files
+
+
+def _table(data: bytes) -> str:
+    frame = pd.read_csv(io.BytesIO(data))
+    return frame.to_html(index=False, classes="pw-table", border=0, float_format=lambda v: f"{v:.3f}")
+
+
+@require_GET
+@analyst_required
+def pairwise_page(request: HttpRequest, slug: str) -> HttpResponse:
+    study = _study(slug)
+    try:
+        files = _files(study)
+    except AnalysisError as exc:
+        return render(request, "analysis/pairwise.html", {"study": study, "problem": str(exc)})
+    tables = [(name, _table(files[name])) for name in TABLES if name in files]
+    figures = [
+        (name, FIGURE_ALTS.get(name, f"{name}: the same numbers are in the tables above"))
+        for name in sorted(files)
+        if name.endswith(".png")
+    ]
+    context = {"study": study, "tables": tables, "figures": figures, "downloads": sorted(files)}
+    return render(request, "analysis/pairwise.html", context)
+
+
+def pairwise_file_response(study: Study, name: str) -> HttpResponse:
+    """One output file of the study's pairwise analysis (Http404 when the study has none, or no such file)."""
+    if not hasattr(analysis_entry(study=study), "outputs"):
+        raise Http404("No pairwise analysis for this study.")
+    try:
+        files = _files(study)
+    except AnalysisError as exc:
+        raise Http404(str(exc)) from None
+    if name not in files:
+        raise Http404("No such file.")
+    suffix = name[name.rfind(".") :]
+    response = HttpResponse(files[name], content_type=CONTENT_TYPES.get(suffix, "application/octet-stream"))
+    if suffix not in (".png", ".svg", ".html"):
+        response["Content-Disposition"] = f'attachment; filename="{study.slug}-{name}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+@require_GET
+@analyst_required
+def pairwise_file(request: HttpRequest, slug: str, name: str) -> HttpResponse:
+    return pairwise_file_response(_study(slug), name)
