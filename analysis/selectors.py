@@ -7,7 +7,7 @@ pandas DataFrame with one row per rating. The export selectors stream the same r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 import pandas as pd
@@ -48,23 +48,37 @@ def study_list() -> QuerySet[Study]:
     return Study.objects.all().order_by("-created_at", "id")
 
 
-def rating_queryset(*, study: Study) -> QuerySet[Rating]:
+def rating_queryset(
+    *, study: Study | None = None, participant_ids: Collection[int] | None = None
+) -> QuerySet[Rating]:
     """Ratings that count: answers to response pages (attention-check pages excluded) by real participants
-    (staff previews excluded)."""
+    (staff previews excluded); of `study`, or of the participants `participant_ids` (whatever their studies)."""
+    if (study is None) == (participant_ids is None):
+        raise ValueError("give a study or participant ids, not both")
+    whose = (
+        {"assignment__participant__study": study}
+        if study is not None
+        else {"assignment__participant_id__in": list(participant_ids)}
+    )
     return Rating.objects.filter(
-        assignment__participant__study=study,
-        assignment__participant__is_preview=False,
-        assignment__kind=Assignment.Kind.RESPONSE,
+        **whose, assignment__participant__is_preview=False, assignment__kind=Assignment.Kind.RESPONSE
     )
 
 
-def rating_rows_frame(*, study: Study) -> pd.DataFrame:
-    """One row per counted rating, with its design variables (see RATING_FRAME_FIELDS), in one query.
+def rating_rows_frame(
+    *, study: Study | None = None, participant_ids: Collection[int] | None = None
+) -> pd.DataFrame:
+    """One row per counted rating (of `study`, or of the participants `participant_ids`), with its design
+    variables (see RATING_FRAME_FIELDS), in one query.
 
     The ORM builds the SQL (joins through assignment → response → prompt → emotion, participant); the rows are
     fetched with a bare cursor, which skips per-row model machinery and is several times faster on large studies.
     """
-    qs = rating_queryset(study=study).order_by().values_list(*RATING_FRAME_FIELDS.values())
+    qs = (
+        rating_queryset(study=study, participant_ids=participant_ids)
+        .order_by()
+        .values_list(*RATING_FRAME_FIELDS.values())
+    )
     sql, params = qs.query.sql_with_params()
     columns = list(RATING_FRAME_FIELDS)
     frames = []

@@ -6,7 +6,9 @@ that result is current, and when the data has changed since, asks a worker to co
 
 - The data version is `services.study_data_fingerprint` (counts and last ids of ratings and participants, the
   conditions, the emotions' valence groups, the scale): any new rating changes it.
-- One snapshot per (study, options) — the latest — under `_result_key`, with the fingerprint it was computed on.
+- One snapshot per (study, options) — the latest — under `_result_key`, with the fingerprint it was computed on,
+  which is also kept alone under `_fingerprint_key`: whether a snapshot is current is known without reading it
+  (a snapshot is the whole analysis, its figures and its pages: a read unpickles them all).
 - A compute is requested at most once per (study, options, fingerprint): `cache.add` on `_running_key` is the
   claim (atomic in Redis), released when the compute ends or fails and expiring with the task's time limit.
 - With a broker the work goes to Celery (`analysis.tasks.analysis_snapshot_task`); without one (`make run`) to a
@@ -59,6 +61,7 @@ class Snapshot:
     analysis: RatingAnalysis
     figures: dict[str, str] = field(default_factory=dict)  # name → inline SVG markup
     body_html: str = ""  # the dashboard's results section, rendered once here rather than on every view
+    report_html: str = ""  # report.html with the same figures, rendered once here ("": an older snapshot)
 
     def body_safe(self) -> SafeString:
         return mark_safe(self.body_html)  # noqa: S308 — rendered by our own template, which escapes
@@ -83,6 +86,10 @@ def options_build(*, baseline: str | None, no_exclusions: bool) -> AnalysisOptio
 
 def _result_key(study_id: int, token: str) -> str:
     return f"analysis:snapshot:{study_id}:{token}"
+
+
+def _fingerprint_key(study_id: int, token: str) -> str:
+    return f"analysis:snapshot-fingerprint:{study_id}:{token}"
 
 
 def _running_key(study_id: int, token: str) -> str:
@@ -112,6 +119,8 @@ def snapshot_build(*, study: Study, baseline: str | None, no_exclusions: bool) -
     svgs = figures_render(analysis)
     context = reports.report_context(analysis, inline_figures=False)
     context["figures"] = {name: mark_safe(svg) for name, svg in svgs.items()}  # noqa: S308 — our own SVG
+    # report.html is the same context in its own page: drawn and rendered here once, not on each download.
+    report = reports.report_html(analysis, context=context)
     return Snapshot(
         fingerprint=fingerprint,
         computed_at=timezone.now(),
@@ -120,6 +129,7 @@ def snapshot_build(*, study: Study, baseline: str | None, no_exclusions: bool) -
         figures=svgs,
         body_html=render_to_string("analysis/_waves.html", context)
         + render_to_string("analysis/_body.html", context),
+        report_html=report,
     )
 
 
@@ -133,9 +143,11 @@ def snapshot_compute(*, study_id: int, baseline: str | None, no_exclusions: bool
             return None
         found = cache.get(_result_key(study.pk, token))
         if found is not None and found.fingerprint == study_data_fingerprint(study=study):
+            cache.set(_fingerprint_key(study.pk, token), found.fingerprint, SNAPSHOT_SECONDS)
             return found
         snapshot = snapshot_build(study=study, baseline=baseline, no_exclusions=no_exclusions)
         cache.set(_result_key(study.pk, token), snapshot, SNAPSHOT_SECONDS)
+        cache.set(_fingerprint_key(study.pk, token), snapshot.fingerprint, SNAPSHOT_SECONDS)
         return snapshot
     finally:
         # Release the claim: the next change of the data may ask again at once.
@@ -165,28 +177,45 @@ def snapshot_request(*, study: Study, baseline: str | None, no_exclusions: bool)
             raise
 
 
+def _stale(*, study: Study, fingerprint: str, baseline: str | None, no_exclusions: bool) -> bool:
+    """No snapshot of these options computed on `fingerprint` (read from its small key, not the snapshot)."""
+    token = options_token(baseline=baseline, no_exclusions=no_exclusions)
+    return _cache(cache.get, _fingerprint_key(study.pk, token)) != fingerprint
+
+
 def dashboard_state(*, study: Study, baseline: str | None, no_exclusions: bool) -> DashboardState:
     """What the dashboard shows now: the latest snapshot (maybe None), whether it is current, and whether a new
-    one is being computed (asked for here when the data changed). Raises CacheUnavailable."""
+    one is being computed (asked for here when the data changed). On the default baseline, the page's other
+    side of the "No exclusions" switch is asked for too, after this one, so that the switch finds its result
+    ready. Raises CacheUnavailable."""
     fingerprint = study_data_fingerprint(study=study)
     snapshot = snapshot_get(study=study, baseline=baseline, no_exclusions=no_exclusions)
-    if snapshot is not None and snapshot.fingerprint == fingerprint:
-        return DashboardState(snapshot=snapshot, current=True, computing=False)
-    snapshot_request(study=study, baseline=baseline, no_exclusions=no_exclusions)
-    return DashboardState(snapshot=snapshot, current=False, computing=True)
+    current = snapshot is not None and snapshot.fingerprint == fingerprint
+    if not current:
+        snapshot_request(study=study, baseline=baseline, no_exclusions=no_exclusions)
+    if baseline is None and _stale(
+        study=study, fingerprint=fingerprint, baseline=None, no_exclusions=not no_exclusions
+    ):
+        snapshot_request(study=study, baseline=None, no_exclusions=not no_exclusions)
+    return DashboardState(snapshot=snapshot, current=current, computing=not current)
 
 
-def snapshots_refresh_live() -> int:
-    """Ask for a new default snapshot of each live study whose analysts' page is the dashboard
-    (`StudyKind.analysis_page`) and whose data changed (beat runs this every minute: new ratings are analysed
-    ahead of the next view). Returns how many computes were asked for."""
+def snapshots_refresh() -> int:
+    """Ask for new snapshots, under the declared exclusion rules and under none (the page's switch), of each
+    live or closed study whose analysts' page is the dashboard (`StudyKind.analysis_page`) and whose data
+    changed since they were computed: beat runs this every minute, so new ratings are analysed ahead of the next
+    view; a closed study's data no longer changes, so it is computed once (after its close, or on a new cache).
+    A server without a broker (`make run`) runs it once at start (config/wsgi.py). Returns how many computes
+    were asked for."""
     asked = 0
     dashboard_kinds = kinds_with(lambda kind: kind.analysis_page == DASHBOARD_PAGE)
-    for study in Study.objects.filter(kind__in=dashboard_kinds, state=Study.State.LIVE):
-        found = snapshot_get(study=study, baseline=None, no_exclusions=False)
-        if found is None or found.fingerprint != study_data_fingerprint(study=study):
-            snapshot_request(study=study, baseline=None, no_exclusions=False)
-            asked += 1
+    states = [Study.State.LIVE, Study.State.CLOSED]
+    for study in Study.objects.filter(kind__in=dashboard_kinds, state__in=states).order_by("pk"):
+        fingerprint = study_data_fingerprint(study=study)
+        for no_exclusions in (False, True):
+            if _stale(study=study, fingerprint=fingerprint, baseline=None, no_exclusions=no_exclusions):
+                snapshot_request(study=study, baseline=None, no_exclusions=no_exclusions)
+                asked += 1
     return asked
 
 
@@ -203,6 +232,21 @@ def _local_executor() -> ThreadPoolExecutor:
         if _local is None:
             _local = ThreadPoolExecutor(max_workers=1, thread_name_prefix="analysis")
     return _local
+
+
+def local_submit(call) -> None:
+    """Run `call()` on the one background thread of a server without a broker, after the computes queued
+    before it (one at a time: they share matplotlib, which is not thread-safe, and two cores)."""
+
+    def run() -> None:
+        try:
+            call()
+        except Exception:
+            logger.exception("analysis: a background compute failed")
+        finally:
+            connections.close_all()
+
+    _local_executor().submit(run)
 
 
 def _run_here(study_id: int, baseline: str | None, no_exclusions: bool) -> None:

@@ -17,9 +17,10 @@ def analysis_snapshot_task(study_id: int, baseline: str | None = None, no_exclus
 
 @shared_task(acks_late=True, ignore_result=True, soft_time_limit=50, time_limit=60)
 def analysis_refresh_live_task() -> int:
-    """Run by beat: ask for a fresh default analysis of every live rating study whose ratings changed since its
-    last snapshot, so the dashboard is current before anyone opens it. Returns how many were asked for."""
-    return snapshots.snapshots_refresh_live()
+    """Run by beat: ask for a fresh analysis (declared exclusions and none) of every live or closed study whose
+    data changed since its last snapshots (`snapshots.snapshots_refresh`), so the dashboard is current before
+    anyone opens it. Returns how many were asked for."""
+    return snapshots.snapshots_refresh()
 
 
 @shared_task(acks_late=True, ignore_result=True, soft_time_limit=540, time_limit=judge_ahead.RUNNING_SECONDS)

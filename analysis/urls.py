@@ -8,6 +8,7 @@ from studies.kinds import registered_kinds, resolved
 # matplotlib, which no command and no other page should pay for.
 views = LazyViews("analysis.views")
 judge_views = LazyViews("analysis.judge_views")
+bundle_views = LazyViews("analysis.bundle_views")
 
 app_name = "analysis"
 
@@ -21,6 +22,7 @@ urlpatterns = [
     path("<slug:slug>/", views.dashboard, name="dashboard"),
     path("<slug:slug>/status.json", views.dashboard_status, name="dashboard_status"),
     path("<slug:slug>/report.html", views.report, name="report"),
+    path("<slug:slug>/bundle.zip", bundle_views.bundle_download, name="bundle"),
     path("<slug:slug>/figures/<str:name>.<str:fmt>", views.figure, name="figure"),
     path("<slug:slug>/exports/<str:what>.csv", views.export, name="export"),
     path("<slug:slug>/tables/<str:name>.csv", views.table, name="table"),

@@ -32,13 +32,18 @@ def options_from_query(query) -> AnalysisOptions:
     return AnalysisOptions(rules=rules, baseline=query.get("baseline") or None)
 
 
-def _analysis(study: Study, request: HttpRequest):
-    """The analysis the dashboard shows (the latest snapshot, current or not), else one computed now."""
+def _snapshot(study: Study, request: HttpRequest) -> snapshots.Snapshot | None:
+    """The latest snapshot of the dashboard's options (current or not), if any."""
     baseline, no_exclusions = _snapshot_options(study, request)
     try:
-        found = snapshots.snapshot_get(study=study, baseline=baseline, no_exclusions=no_exclusions)
+        return snapshots.snapshot_get(study=study, baseline=baseline, no_exclusions=no_exclusions)
     except snapshots.CacheUnavailable:
-        found = None
+        return None
+
+
+def _analysis(study: Study, request: HttpRequest):
+    """The analysis the dashboard shows (the latest snapshot, current or not), else one computed now."""
+    found = _snapshot(study, request)
     if found is not None:
         return found.analysis
     try:
@@ -156,8 +161,11 @@ def report(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(slug)
     if kind_of(study).analysis_page != snapshots.DASHBOARD_PAGE:
         raise Http404("No report.html for this kind of study.")
-    analysis = _analysis(study, request)
-    response = HttpResponse(reports.report_html(analysis), content_type="text/html; charset=utf-8")
+    found = _snapshot(study, request)
+    # The snapshot's report.html, rendered with it (figures drawn once); else drawn now.
+    html = found.report_html if found is not None else ""
+    html = html or reports.report_html(_analysis(study, request))
+    response = HttpResponse(html, content_type="text/html; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{study.slug}-report.html"'
     response["X-Content-Type-Options"] = "nosniff"
     return design_headers(response, study)

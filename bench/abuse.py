@@ -14,8 +14,9 @@ bench/lib/stack.py) and Debian's nginx in front of it with the repository's own 
   provider's key or URL, Test connection of a row written around the form, webhook replays, future times and
   bad bytes, a corpus CSV with a NUL byte, expired / study-limited analyst tokens and drafts, pseudonymised
   exports, an 11-character password, Permissions-Policy and HSTS, the login lock-out per username and
-  address, and idle sign-out: each answer's status and words, and what changed (`--security-only` skips
-  the slow-client and body phases).
+  address, one password guessed from 20 addresses (throttled; the owner still signs in from a known
+  address), a webhook to a study whose secret variable is unset (a generic 503), and idle sign-out: each
+  answer's status and words, and what changed (`--security-only` skips the slow-client and body phases).
 
 Prints one JSON object. Never restarts or stops PostgreSQL or Redis; everything it starts it stops.
 

@@ -94,7 +94,7 @@ class Hooks:
     def beeps(self, pid: str) -> int:
         from django.db import connection
 
-        from ratings.picture_sound import beeps_asked
+        from kinds.rating.picture_sound import beeps_asked
 
         try:
             participant = self._participant(pid)

@@ -59,6 +59,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.lib import scale  # noqa: E402
 from bench.lib.browser import Browser  # noqa: E402
 from bench.lib.cpu import CpuMeter, cpu_compare, cpu_ratio, cpu_total, per_participant  # noqa: E402
 from bench.lib.journey import Recorder, entry_path, percentiles, run_participant, run_wave  # noqa: E402
@@ -386,6 +387,22 @@ def baseline_stack(args, *, slug: str, ref: str, quota: int):
         shutil.rmtree(tree.parent, ignore_errors=True)
 
 
+def scale_main(args) -> dict:
+    sizes = sorted(int(size) for size in args.scale.split(","))
+    current = scale.run(
+        sizes, root=BASE_DIR, enrolments=args.scale_enrolments, views_at_largest=True, label="now"
+    )
+    baseline = None
+    if args.scale_baseline:
+        with scale.worktree(args.scale_baseline) as tree:
+            baseline = scale.run(
+                sizes, root=tree, enrolments=args.scale_enrolments, views_at_largest=False, label="base"
+            )
+    result = scale.report(sizes, current, baseline, args.scale_baseline)
+    print(json.dumps(result, indent=1))
+    return result
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -433,7 +450,19 @@ def main(argv: list[str] | None = None) -> dict:
         help="which flows each wave runs, one after the other: form (no JavaScript: form posts and redirects, "
         "the baseline) and/or in_place (what the item page's script does: one background POST per answer)",
     )
+    parser.add_argument(
+        "--scale",
+        default="",
+        help="instead of a launch, costs as the study grows (bench/lib/scale.py): comma-separated sizes in "
+        "participants, e.g. 1000,10000,100000",
+    )
+    parser.add_argument("--scale-enrolments", type=int, default=200, help="enrolments timed at each size")
+    parser.add_argument(
+        "--scale-baseline", default="", help="a git revision whose enrolment is measured at the same sizes"
+    )
     args = parser.parse_args(argv)
+    if args.scale:
+        return scale_main(args)
     modes = [m.strip() for m in args.wave_modes.split(",") if m.strip()]
     if not modes or set(modes) - {"form", "in_place"}:
         parser.error("--wave-modes: form and/or in_place")

@@ -24,8 +24,17 @@ from django.utils.module_loading import import_string
 ANSWERED_WITHOUT_IMPORT = frozenset({"view_class"})
 
 
+#: The modules every lazy view made so far names: what a server imports at start (config/warm.py).
+_MODULES: set[str] = set()
+
+
+def lazy_modules() -> set[str]:
+    return set(_MODULES)
+
+
 class LazyView:
     def __init__(self, dotted: str, *, as_view: bool = False, **initkwargs) -> None:
+        _MODULES.add(dotted.rpartition(".")[0])
         self._dotted = dotted
         self._as_view = as_view
         self._initkwargs = initkwargs

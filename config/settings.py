@@ -11,6 +11,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 from .env import env_bool, env_int, env_list, env_str, fernet_key_valid, local_secret
 from .logging import build_logging, sentry_init
+from .production import process_local_problems
+from .storage import default_storage
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
@@ -136,15 +138,17 @@ STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise warns on every request when it is missing
 STATICFILES_DIRS = [BASE_DIR / "static"]
+MEDIA_ROOT = VAR_DIR / "media"
+# Files another replica must read (reports, exports, uploads): config/storage.py. Local disk only off production.
+FILE_STORAGE = env_str("FILE_STORAGE", "none" if PRODUCTION else "local")
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": default_storage(FILE_STORAGE, MEDIA_ROOT),
     "staticfiles": {
         "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
         if PRODUCTION
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },
 }
-MEDIA_ROOT = VAR_DIR / "media"
 
 LOGIN_URL = "admin:login"
 # Where a sign-in without `next` lands (the analysts' login page; the admin's own goes to the admin).
@@ -167,6 +171,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBIL
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
+# How often the beat job reads every linked study's submissions on Prolific (the admin says when it runs next).
+PROLIFIC_RECONCILE_SECONDS = env_int("PROLIFIC_RECONCILE_SECONDS", 300)
+# Sends only while it holds a lease in Redis: a second beat started by mistake sends nothing (config/beat.py).
+CELERY_BEAT_SCHEDULER = "config.beat.LeaderScheduler"
 CELERY_BEAT_SCHEDULE = {
     # Gives back the slots and items of participants who went silent (ratings/tasks.py).
     "release-stale-participants": {"task": "ratings.tasks.release_stale_participants", "schedule": 60.0},
@@ -178,12 +186,14 @@ CELERY_BEAT_SCHEDULE = {
     "judge-batches-poll": {"task": "generation.tasks.judge_batches_poll_task", "schedule": 60.0},
     # Analyses live rating studies whose ratings changed, ahead of the next dashboard view (analysis/tasks.py).
     "analysis-refresh-live": {"task": "analysis.tasks.analysis_refresh_live_task", "schedule": 60.0},
+    # The same for the pairwise studies' analysts' page (kinds/pairwise/views.py).
+    "pairwise-pages-refresh": {"task": "kinds.pairwise.tasks.pairwise_pages_refresh_task", "schedule": 60.0},
     # Reports each LLM judge whose study's data or ratings changed, ahead of the next view (analysis/judge_ahead.py).
     "judge-reports-refresh": {"task": "analysis.tasks.judge_reports_refresh_task", "schedule": 120.0},
     # Reads every linked study's submissions on Prolific and repairs what lost webhooks left (recruiting/tasks.py).
     "prolific-reconcile": {
         "task": "recruiting.tasks.prolific_reconcile_all",
-        "schedule": float(env_int("PROLIFIC_RECONCILE_SECONDS", 300)),
+        "schedule": float(PROLIFIC_RECONCILE_SECONDS),
     },
 }
 
@@ -278,7 +288,9 @@ CACHES = {
 }
 
 # Sessions: read from Redis when there is one, the database being the record (see config/sessions.py).
-SESSION_ENGINE = "config.sessions" if REDIS_URL else "django.contrib.sessions.backends.db"
+SESSION_ENGINE = env_str(
+    "SESSION_ENGINE", "config.sessions" if REDIS_URL else "django.contrib.sessions.backends.db"
+)
 # The admin's messages ("… was changed successfully") are kept in the session rather than in a signed cookie:
 # Django's default (a cookie, falling back to the session) sets up a cookie signer on every request,
 # participant pages included (~0.2 ms of CPU), though only the admin ever shows a message.
@@ -391,12 +403,13 @@ CONTENT_SECURITY_POLICY = {
 # AXES_FAILURE_LIMIT failures for one username from one address, or from one address whatever the
 # usernames, further attempts from that address are refused (429, no password hashed) until
 # AXES_COOLOFF_MINUTES after the last failure; `manage.py axes_reset` (or deleting the access attempts in
-# the admin) ends a lock-out at once. Never per username alone: that would let anyone lock `admin` out from
-# anywhere. Guessing one password from many addresses is left to the 12-character minimum and Django's
-# common-password list. Addresses as the rate limiter sees them (behind RATELIMIT_TRUSTED_PROXIES proxies).
+# the admin) ends a lock-out at once. Guessing one username's password from many addresses is throttled too:
+# after AXES_FAILURE_LIMIT failures over all addresses, that username is refused from every address it never
+# signed in from, while its owner still gets in from a known one (config/login_throttle.py). Addresses as
+# the rate limiter sees them (behind RATELIMIT_TRUSTED_PROXIES proxies).
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 10)
 AXES_COOLOFF_TIME = env_int("AXES_COOLOFF_MINUTES", 15) / 60  # hours
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_LOCKOUT_PARAMETERS = "config.login_throttle.lockout_parameters"
 AXES_CLIENT_IP_CALLABLE = "config.ratelimit.client_ip"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "errors/login_locked.html"
@@ -443,3 +456,14 @@ REQUEST_BODY_LARGE_PATHS = [r"^/admin/studies/study/import/$"]
 BENCH_FLOOR_ENABLED = env_bool("BENCH_FLOOR_ENABLED", DJANGO_ENV == "test")
 if BENCH_FLOOR_ENABLED:
     INSTALLED_APPS.append("bench.targets")
+
+# Every replica must see what another wrote: production refuses process-local caches, sessions and files
+# (config/production.py). Every replica must also share SECRET_KEY and PROVIDER_KEYS_SECRET (docs/deployment.md).
+if PRODUCTION:
+    _problems = process_local_problems(
+        caches=CACHES, session_engine=SESSION_ENGINE, session_cache_alias="default", storages=STORAGES
+    )
+    if _problems:
+        raise ImproperlyConfigured(
+            "Production settings keep state in one process: " + "; ".join(_problems) + "."
+        )

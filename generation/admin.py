@@ -25,6 +25,7 @@ from generation.services import dispatch, prompts, review
 from generation.services.running import SAME_TEXT_FLAG
 from studies.kinds import kind_of, resolved
 from studies.models import Condition, Study
+from studies.reply_review import SAME_AS_OTHER_CONDITION
 
 
 class GenerationAttemptInline(admin.TabularInline):
@@ -230,6 +231,7 @@ class GenerationJobAdmin(admin.ModelAdmin):
 #: How the review queue words a response's flags (the stored flags are short names).
 FLAG_LABELS = {
     SAME_TEXT_FLAG: "same text again after regenerating (change the seed or edit the text)",
+    SAME_AS_OTHER_CONDITION: "the same as another condition's reply to this prompt (approve, edit or replace)",
 }
 
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import picture_sound, views
+from . import views
 
 app_name = "ratings"
 
@@ -9,6 +9,5 @@ urlpatterns = [
     path("s/<slug:slug>/", views.study_entry, name="entry"),
     path("s/<slug:slug>/start/", views.study_start, name="start"),
     path("s/<slug:slug>/step/", views.study_step, name="step"),
-    path("s/<slug:slug>/step/sound/", picture_sound.picture_sound, name="picture_sound"),
     path("s/<slug:slug>/return/", views.study_return, name="return"),
 ]

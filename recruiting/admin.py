@@ -35,6 +35,7 @@ from .submissions import (
     REJECTION_CATEGORIES,
     SubmissionError,
     approvable,
+    approval_report,
     needs_decision,
     submission_reject,
     submissions_approve,
@@ -108,6 +109,7 @@ class ProlificStudyAdmin(admin.ModelAdmin):
                 rows=rows,
                 mismatches=sum(1 for r in rows if r.mismatch),
                 approvable_count=approvable(link).count(),
+                approvals=approval_report(link),
                 decisions=needs_decision(link),
                 categories=REJECTION_CATEGORIES,
                 quota_places=places_for(link.study),
@@ -155,10 +157,14 @@ class ProlificStudyAdmin(admin.ModelAdmin):
                 if report.missing_on_prolific
                 else ""
             )
-            return f"{report.seen} submissions read, {report.changed} changed, {report.freed} places freed.{missing}"
+            pending = approval_report(link, report.approved)
+            return (
+                f"{report.seen} submissions read, {report.changed} changed, {report.freed} places freed."
+                f"{missing}{' ' + pending.summary() if pending.pending else ''}"
+            )
         if action == "approve":
             ids = [int(i) for i in request.POST.getlist("submission") if i.isdigit()] or None
-            return f"Approved {submissions_approve(link=link, ids=ids)} submission(s)."
+            return submissions_approve(link=link, ids=ids).summary()
         if action == "bonus-rule":
             amount = request.POST.get("amount", "")  # checked by the service (BonusError)
             n = bonuses_grant_per_rating(

@@ -10,11 +10,13 @@ Exactly once, although Prolific's pay call is not idempotent:
   PAYING for the next run. Only once its pay call is over: the worker that made it recorded an unknown
   outcome, or claimed it longer ago than a pay call can last. While the call is in flight Prolific still says
   unpaid, and reconciling then would pay the batch a second time.
-* That read-back (`GET bulk-bonus-payments/<id>/`) is not in Prolific's public API reference, so it fails
-  safe: any answer other than a status we know (a 404, another refusal, a status we do not know) moves the
-  batch to CHECK — never paid again by itself, never silently stuck: the admin shows it, and the researcher,
-  having looked at the study's bonuses on Prolific, decides (`bonus_batch_decide`: paid, or not paid and
-  released to be paid in a new batch).
+* That read-back (`GET bulk-bonus-payments/<id>/`) is not in Prolific's public API reference: any answer other
+  than a status we know (a 404, another refusal, a status we do not know) is settled from what Prolific
+  documents instead, each submission's `bonus_payments` (`_from_submissions`): every line shows → PAID; lines
+  missing → read again until PAYMENT_LAG after the pay call (Prolific pays asynchronously), then CHECK; totals
+  that match neither → CHECK. A CHECK batch is never paid again by itself, never silently stuck: the admin
+  shows it, and the researcher, having looked at the study's bonuses on Prolific, decides
+  (`bonus_batch_decide`: paid, or not paid and released to be paid in a new batch).
 
 What is paid at all:
 * only ids Prolific lists as submissions of the study: the list is read before a batch is gathered, and a
@@ -42,7 +44,7 @@ from django.utils import timezone
 from studies.models import Participant
 
 from .client import ProlificClient, ProlificError
-from .models import Bonus, BonusBatch, ProlificStudy
+from .models import Bonus, BonusBatch, ProlificStudy, ProlificSubmission
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +54,10 @@ MAX_BONUS = Decimal("100.00")  # per participant and reason: a typo (250 for 2.5
 PAID_STATUSES = {"PAID", "COMPLETED", "APPROVED"}
 UNPAID_STATUSES = {"SET_UP", "CREATED", "DRAFT", "UNPAID"}
 #: Batches still on their way to being paid (counted as pending).
+# Prolific pays a bulk bonus asynchronously ("in the following minutes"): lines of a batch of unknown outcome
+# that do not show on the submissions yet are read again until this long after the pay call.
+PAYMENT_LAG_MINUTES = 30
+PAYMENT_LAG = timedelta(minutes=PAYMENT_LAG_MINUTES)
 OPEN_STATES = (BonusBatch.State.NEW, BonusBatch.State.SET_UP, BonusBatch.State.PAYING)
 
 
@@ -227,6 +233,63 @@ def _pay(batch: BonusBatch, client: ProlificClient) -> bool:
     return True
 
 
+def _cents(amount) -> int:
+    return int((Decimal(str(amount)) * 100).to_integral_value())
+
+
+def _lines(csv_text: str) -> dict[str, int]:
+    """A batch's `participant_id,amount` lines, in cents per participant."""
+    out: dict[str, int] = {}
+    for line in csv_text.strip().splitlines():
+        pid, _, amount = line.partition(",")
+        out[pid] = out.get(pid, 0) + _cents(amount)
+    return out
+
+
+def _from_submissions(batch: BonusBatch, client: ProlificClient) -> str:
+    """Tells from Prolific's documented submissions (`GET /submissions/<id>/` lists each bonus paid on it,
+    in cents, as `bonus_payments`) whether a batch of unknown outcome was paid: per participant, the bonuses
+    Prolific lists are compared with those of our batches already paid plus this one. Returns "paid" (every
+    line shows), "unpaid" (no line shows), "partly" (some do), "unclear" (a total matches neither: a bonus paid
+    some other way) or "unread" (a submission could not be read)."""
+    link = batch.link
+    lines = _lines(batch.csv)
+    before: dict[str, int] = {}
+    for other in BonusBatch.objects.filter(link=link, state=BonusBatch.State.PAID).exclude(pk=batch.pk):
+        for pid, cents in _lines(other.csv).items():
+            before[pid] = before.get(pid, 0) + cents
+    ids = dict(
+        ProlificSubmission.objects.filter(link=link, prolific_pid__in=lines).values_list(
+            "prolific_pid", "submission_id"
+        )
+    )
+    try:
+        if set(lines) - set(ids):
+            for item in client.submissions(link.prolific_study_id):
+                pid = str(item.get("participant_id") or item.get("participant") or "")
+                ids.setdefault(pid, item.get("id", ""))
+        shown = {pid: client.submission_get(ids[pid]).get("bonus_payments") for pid in lines if ids.get(pid)}
+    except ProlificError as exc:
+        log.warning("prolific: bonus batch %s: submissions not read back: %s", batch.pk, exc)
+        return "unread"
+    paid = unpaid = 0
+    for pid, cents in lines.items():
+        payments = shown.get(pid)
+        if not isinstance(payments, list):
+            return "unclear"
+        try:
+            total = sum(int(Decimal(str(payment))) for payment in payments)
+        except InvalidOperation:
+            return "unclear"
+        if total == before.get(pid, 0) + cents:
+            paid += 1
+        elif total == before.get(pid, 0):
+            unpaid += 1
+        else:
+            return "unclear"
+    return "paid" if not unpaid else "unpaid" if not paid else "partly"
+
+
 def _reconcile(batch: BonusBatch, client: ProlificClient) -> bool:
     """A batch left PAYING: reads its status on Prolific. Returns whether it is now known to be paid."""
     paying = BonusBatch.objects.filter(pk=batch.pk, state=BonusBatch.State.PAYING)
@@ -244,11 +307,32 @@ def _reconcile(batch: BonusBatch, client: ProlificClient) -> bool:
     if status in UNPAID_STATUSES:  # Prolific says it is not paid: pay it
         paying.update(state=BonusBatch.State.SET_UP)
         return False
+    told = _from_submissions(batch, client)
+    if told == "paid":
+        return bool(
+            paying.update(
+                state=BonusBatch.State.PAID,
+                paid_at=timezone.now(),
+                last_error="Paid: every line shows in the participants' bonus payments on Prolific.",
+            )
+        )
+    called = batch.pay_claimed_at or batch.created_at
+    if told == "unread" or (told in ("unpaid", "partly") and timezone.now() - called < PAYMENT_LAG):
+        # Prolific pays asynchronously: lines not shown yet may still come. The next run reads again.
+        paying.update(
+            last_error=f"Waiting for Prolific to show these bonuses on the submissions ({told}); checking again."
+        )
+        return False
+    explain = {
+        "unpaid": f"none of its lines shows on the submissions {PAYMENT_LAG_MINUTES} minutes after the pay call",
+        "partly": "only some of its lines show on the submissions",
+        "unclear": "a participant's bonuses on Prolific match neither paid nor unpaid (a bonus paid another way?)",
+    }[told]
     paying.update(
         state=BonusBatch.State.CHECK,
         last_error=(
-            f"Prolific does not say whether bulk bonus {batch.prolific_bulk_id} was paid (its status read "
-            f"back: {status or 'none'}). Look at the study's bonuses on Prolific, then choose Paid or Not paid."
+            f"Prolific does not say whether bulk bonus {batch.prolific_bulk_id} was paid: {explain}. Look at the "
+            "study's bonuses on Prolific, then choose Paid or Not paid."
         )[:500],
     )
     return False

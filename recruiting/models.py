@@ -149,6 +149,11 @@ class ProlificSubmission(models.Model):
     last_event_id = models.CharField(max_length=100, blank=True)
     # Our calls: set by the worker that claimed the call (a conditional UPDATE), so two never make it.
     approval_claimed_at = models.DateTimeField(null=True, blank=True)
+    # Set when the approval call's outcome is unknown (no answer, a 5xx) and the read-back has not settled it:
+    # the scheduled reconciliation reads the submission's status and sends it once more if still awaiting.
+    approval_unknown_at = models.DateTimeField(null=True, blank=True)
+    # Set when Prolific accepted the approval (a 2xx): its status follows by webhook or reconciliation.
+    approval_accepted_at = models.DateTimeField(null=True, blank=True)
     rejection_claimed_at = models.DateTimeField(null=True, blank=True)
     released_at = models.DateTimeField(null=True, blank=True, help_text="When our slot and items were freed.")
     updated_at = models.DateTimeField(auto_now=True)

@@ -6,7 +6,8 @@
   at once, through the participant lifecycle in `studies.participants` (never a copy of it).
 * `submissions_approve` approves, in one bulk call, the submissions awaiting review whose participant
   completed here with their checks passed; each submission is claimed by a conditional UPDATE first, so
-  two workers never approve the same one.
+  two workers never approve the same one. An approval whose outcome is unknown (a 5xx, no answer) is read
+  back at once and settled; what cannot be read yet stays pending until the scheduled reconciliation.
 * Failed attention checks are never rejected automatically: `submission_reject` is the admin's decision.
 * `submissions_reconcile` reads every page of the study's submissions and applies them, repairing whatever
   a lost webhook left; it also flags participants who completed here but are missing on Prolific.
@@ -15,9 +16,11 @@
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -31,9 +34,6 @@ from .models import ProlificStudy, ProlificSubmission, SubmissionStatus
 log = logging.getLogger(__name__)
 
 S = SubmissionStatus
-# An approval whose outcome was unknown (no answer) is sent again only after this, if Prolific still lists the
-# submission as awaiting review (Prolific applies bulk approvals asynchronously).
-APPROVAL_UNKNOWN_AFTER = timedelta(minutes=30)
 # How far along a submission is. A status is applied only when it ranks above the one stored: Prolific's
 # statuses never go back (RESERVED → ACTIVE → {TIMED-OUT → AWAITING REVIEW} → a decision), so an event
 # delivered late or twice cannot undo a later one.
@@ -170,17 +170,70 @@ def needs_decision(link: ProlificStudy):
     )
 
 
+@dataclass
+class ApprovalReport:
+    """What one approval run did. `approved`: submissions Prolific took (its answer, or read back as approved);
+    `pending`: the study's approvals whose outcome Prolific has not confirmed yet, read back on the schedule
+    (`next_check`, minutes)."""
+
+    approved: int = 0
+    pending: int = 0
+    next_check: int = 0
+
+    def summary(self) -> str:
+        parts = [] if self.pending and not self.approved else [f"Approved {self.approved} submission(s)."]
+        if self.pending:
+            parts.append(approvals_pending_text(self.pending, self.next_check))
+        return " ".join(parts)
+
+
+def approvals_pending_text(pending: int, minutes: int) -> str:
+    return (
+        f"{pending} approval{'s are' if pending != 1 else ' is'} waiting for Prolific to confirm; checking "
+        f"again in {minutes} minute{'s' if minutes != 1 else ''}."
+    )
+
+
+def approvals_pending(link: ProlificStudy):
+    """Submissions whose approval was sent but whose outcome Prolific has not confirmed (no answer or a 5xx,
+    and the read-back failed or still said awaiting review after the one re-send)."""
+    return ProlificSubmission.objects.filter(
+        link=link, status=S.AWAITING_REVIEW, approval_unknown_at__isnull=False
+    )
+
+
+def next_check_minutes(link: ProlificStudy, now: datetime | None = None) -> int:
+    """Minutes until the scheduled reconciliation reads the study's submissions again (at least 1)."""
+    now = now or timezone.now()
+    period = timedelta(seconds=settings.PROLIFIC_RECONCILE_SECONDS)
+    due = (link.last_synced_at + period) if link.last_synced_at else now + period
+    return max(1, math.ceil((due - now).total_seconds() / 60))
+
+
+def approval_report(link: ProlificStudy, approved: int = 0) -> ApprovalReport:
+    link.refresh_from_db(fields=["last_synced_at"])
+    return ApprovalReport(
+        approved=approved, pending=approvals_pending(link).count(), next_check=next_check_minutes(link)
+    )
+
+
 def submissions_approve(
     *, link: ProlificStudy, ids: list[int] | None = None, client: ProlificClient | None = None
-) -> int:
+) -> ApprovalReport:
     """Approves submissions in one bulk call: the approvable ones (auto-approve), or the admin's choice
     `ids` among those awaiting review. Each is claimed first (a conditional UPDATE on `approval_claimed_at`),
-    so concurrent callers never approve one twice, and a claimed submission is never sent again: Prolific
-    does not document bulk approval as idempotent, so the call is made once (no retries). If Prolific answers
-    that it did not do it (a 4xx, 429 included) the claims are withdrawn at once; if the outcome is unknown
-    (no answer, a 5xx) they are kept, and reconciliation — which reads each submission's status back first —
-    withdraws those still awaiting review once APPROVAL_UNKNOWN_AFTER has passed. Returns how many were
-    approved."""
+    so concurrent callers never approve one twice. Prolific does not document bulk approval as idempotent,
+    so the call itself is never retried blindly:
+
+    * Prolific answers that it did not do it (a 4xx, 429 included): the claims are withdrawn at once and
+      the error raised.
+    * The outcome is unknown (no answer, or a 5xx, which can come after the approval took effect): each
+      submission is read back at once (`GET /submissions/<id>/`, documented by Prolific). Approved: done.
+      Still awaiting review: released and sent again, once. The read-back fails too: the claim is kept as
+      pending (`approval_unknown_at`) and the scheduled reconciliation settles it from the statuses it reads
+      (`_pending_approvals_settle`).
+
+    Returns how many were approved and how many of the study's approvals are still pending."""
     candidates = (
         approvable(link)
         if ids is None
@@ -189,40 +242,92 @@ def submissions_approve(
         )
     )
     now = timezone.now()
-    claimed = []
-    for pk in candidates.values_list("pk", flat=True):
+    claimed = [
+        pk
+        for pk in candidates.values_list("pk", flat=True)
         if ProlificSubmission.objects.filter(pk=pk, approval_claimed_at__isnull=True).update(
             approval_claimed_at=now
-        ):
-            claimed.append(pk)
-    if not claimed:
-        return 0
-    pids = list(ProlificSubmission.objects.filter(pk__in=claimed).values_list("prolific_pid", flat=True))
-    client = client or ProlificClient.for_link(link)
+        )
+    ]
+    approved = 0
+    if claimed:
+        client = client or ProlificClient.for_link(link)
+        approved = _approval_send(link, claimed, now, client, resend=True)
+    return approval_report(link, approved)
+
+
+def _approval_send(link: ProlificStudy, pks: list[int], claimed_at, client, *, resend: bool) -> int:
+    """One bulk approval of the claimed submissions `pks`; returns how many are known to be approved."""
+    pids = list(ProlificSubmission.objects.filter(pk__in=pks).values_list("prolific_pid", flat=True))
+    mine = ProlificSubmission.objects.filter(pk__in=pks, approval_claimed_at=claimed_at)
     try:
         client.submissions_bulk_approve(link.prolific_study_id, pids)
     except ProlificError as exc:
         if exc.status is not None and exc.status < 500:  # Prolific answered that it did not approve them
-            ProlificSubmission.objects.filter(pk__in=claimed, approval_claimed_at=now).update(
-                approval_claimed_at=None
-            )
-        raise
+            mine.update(approval_claimed_at=None, approval_unknown_at=None)
+            raise
+        log.warning("prolific: approval of %d submission(s) of %s: outcome unknown: %s", len(pks), link, exc)
+        mine.update(approval_unknown_at=timezone.now())
+        return _approvals_read_back(link, pks, client, resend=resend)
     except Exception:
-        ProlificSubmission.objects.filter(pk__in=claimed, approval_claimed_at=now).update(
-            approval_claimed_at=None
-        )
+        mine.update(approval_claimed_at=None, approval_unknown_at=None)
         raise
-    return len(claimed)
+    mine.update(approval_accepted_at=timezone.now())
+    return len(pks)
 
 
-def _unknown_approvals_release(link: ProlificStudy) -> int:
-    """Claims of an approval whose outcome was unknown, on submissions Prolific still lists as awaiting
-    review long after: withdrawn, so the next approval includes them (sent once more, never twice at once)."""
-    return ProlificSubmission.objects.filter(
+def _approvals_read_back(link: ProlificStudy, pks: list[int], client, *, resend: bool) -> int:
+    """Settles approvals of unknown outcome by reading each submission back; returns how many read back as
+    approved (plus those the one re-send approved)."""
+    rows = list(ProlificSubmission.objects.filter(pk__in=pks, approval_unknown_at__isnull=False))
+    try:
+        answers = [client.submission_get(row.submission_id) for row in rows]
+    except ProlificError as exc:  # kept pending: the scheduled reconciliation reads them again
+        log.warning("prolific: read-back of %d approval(s) of %s failed: %s", len(rows), link, exc)
+        return 0
+    for row, answer in zip(rows, answers, strict=True):
+        submission_status_apply(
+            link=link, submission_id=row.submission_id, pid=row.prolific_pid, status=answer.get("status", "")
+        )
+    settled = ProlificSubmission.objects.filter(pk__in=[r.pk for r in rows]).exclude(status=S.AWAITING_REVIEW)
+    approved = settled.filter(status__in=(S.APPROVED, S.PARTIALLY_APPROVED)).count()
+    settled.update(approval_unknown_at=None)
+    if resend:
+        approved += _pending_approvals_resend(link, pks, client)
+    return approved
+
+
+def _pending_approvals_resend(link: ProlificStudy, pks, client) -> int:
+    """Pending approvals among `pks` that Prolific still lists as awaiting review: claimed afresh (a
+    conditional UPDATE, so one caller re-sends each) and sent once more, without a further re-send."""
+    now = timezone.now()
+    again = [
+        pk
+        for pk in approvals_pending(link).filter(pk__in=pks).values_list("pk", flat=True)
+        if ProlificSubmission.objects.filter(pk=pk, approval_unknown_at__isnull=False).update(
+            approval_claimed_at=now, approval_unknown_at=None
+        )
+    ]
+    return _approval_send(link, again, now, client, resend=False) if again else 0
+
+
+def _pending_approvals_settle(link: ProlificStudy, client) -> int:
+    """The scheduled read-back, once reconciliation has applied every status Prolific lists: pending
+    approvals that were approved are settled by those statuses; those still awaiting review are sent once
+    more, with claims whose worker died mid-call (claimed longer ago than a call can last)."""
+    ProlificSubmission.objects.filter(link=link, approval_unknown_at__isnull=False).exclude(
+        status=S.AWAITING_REVIEW
+    ).update(approval_unknown_at=None)
+    longest = timedelta(seconds=2 * settings.PROLIFIC_TIMEOUT_SECONDS + 60)  # connect and read, a margin
+    ProlificSubmission.objects.filter(
         link=link,
         status=S.AWAITING_REVIEW,
-        approval_claimed_at__lt=timezone.now() - APPROVAL_UNKNOWN_AFTER,
-    ).update(approval_claimed_at=None)
+        approval_unknown_at__isnull=True,
+        approval_accepted_at__isnull=True,
+        approval_claimed_at__lt=timezone.now() - longest,
+    ).update(approval_unknown_at=timezone.now())
+    pending = list(approvals_pending(link).values_list("pk", flat=True))
+    return _pending_approvals_resend(link, pending, client) if pending else 0
 
 
 def submission_reject(
@@ -295,9 +400,9 @@ def submissions_reconcile(*, link: ProlificStudy, client: ProlificClient | None 
         )
         report.changed += result.changed
         report.freed += result.freed
-    _unknown_approvals_release(link)
+    report.approved = _pending_approvals_settle(link, client)
     if link.auto_approve:
-        report.approved = submissions_approve(link=link, client=client)
+        report.approved += submissions_approve(link=link, client=client).approved
     completed = Participant.objects.filter(
         study=link.study, status=Participant.Status.COMPLETED, is_preview=False
     ).values_list("external_id", flat=True)

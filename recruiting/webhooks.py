@@ -52,6 +52,8 @@ SIGNATURE_FUTURE_SKEW_SECONDS = 30
 SUBMISSION_EVENT = "submission.status.change"
 STUDY_EVENT = "study.status.change"
 EVENT_ID_MAX = WebhookEvent._meta.get_field("event_id").max_length
+# What a caller is told when the site cannot check signatures: nothing about its configuration.
+UNAVAILABLE = "The webhook is not available; try again later."
 
 
 class WebhookRejected(Exception):
@@ -71,8 +73,14 @@ def signature_check(*, link: ProlificStudy, headers, body: bytes, now: float | N
     """The signed timestamp of a request carrying Prolific's valid, fresh signature; WebhookRejected otherwise."""
     secret = os.environ.get(link.webhook_secret_env, "")
     if not secret:
-        # Refuse rather than accept unsigned events: a missing secret is a configuration error to fix.
-        raise WebhookRejected(f"The environment variable {link.webhook_secret_env} is not set.", status=503)
+        # Refuse rather than accept unsigned events: a missing secret is a configuration error to fix. The
+        # operator reads which variable in the log; the caller, who may be anyone, learns nothing of it.
+        log.error(
+            "prolific: webhook for %s refused: the environment variable %s (its secret) is not set",
+            link.study.slug,
+            link.webhook_secret_env,
+        )
+        raise WebhookRejected(UNAVAILABLE, status=503)
     signature = headers.get("X-Prolific-Request-Signature", "")
     timestamp = headers.get("X-Prolific-Request-Timestamp", "")
     if not signature or not timestamp:

@@ -34,7 +34,7 @@ from .models import (
     Participant,
     Study,
 )
-from .selectors import STATUSES, status_cell, study_list_with_counts, study_status
+from .selectors import STATUSES, status_cell, study_flagged_participants, study_list_with_counts, study_status
 from .services import (
     StudyLaunchError,
     StudyStateError,
@@ -358,8 +358,10 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, StudySetupAdminMix
                         form = ImportCorpusForm(initial={**request.POST.dict(), "dry_run": False})
                     else:
                         self.message_user(request, result.summary(), messages.SUCCESS)
+                        # From the guided setup (?then=setup): back to its steps; else the study's page.
+                        back = "setup" if request.GET.get("then") == "setup" else "change"
                         return HttpResponseRedirect(
-                            reverse("admin:studies_study_change", args=[result.study.pk])
+                            reverse(f"admin:studies_study_{back}", args=[result.study.pk])
                         )
         else:
             form = ImportCorpusForm(initial={"study_slug": request.GET.get("study", ""), "seed": 0})
@@ -406,6 +408,8 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, StudySetupAdminMix
             "show_spread": any("ratings_per_response" in c for c in status["conditions"]),
             "refresh_seconds": STATUS_REFRESH_SECONDS,
             "preview_url": preview_url(study),
+            "has_rules": kind_of(study).exclusion_flags is not None,
+            "flagged_people": study_flagged_participants(study=study),
         }
         return TemplateResponse(request, "admin/studies/study/status.html", context)
 
@@ -417,6 +421,7 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, StudySetupAdminMix
             extra_context["participant_link"] = admin_extras.participant_link(request, study)
             extra_context["state_changes"] = admin_extras.state_changes_for(study)
             extra_context["analysis_url"] = kind_of(study).analysis_url(study)
+            extra_context["bundle_url"] = kind_of(study).bundle_url(study)
             extra_context["import_url"] = import_url(study)
             # Generation's page: for the LLM conditions' responses, or for a kind whose models answer in their
             # own way (`StudyKind.generation_admin_view`).

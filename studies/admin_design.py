@@ -32,6 +32,7 @@ from .design import (
     is_frozen,
     study_amend,
 )
+from .kinds import kind_of
 from .models import Condition, Study, StudyAmendment, StudyDesign
 from .prereg import prereg_context, prereg_markdown
 from .selectors import study_design_summary
@@ -190,6 +191,7 @@ class StudyDesignAdminMixin:
             "opts": self.model._meta,
             "original": study,
             "title": f"Pre-registration of {study.slug}",
+            "bundle_url": kind_of(study).bundle_url(study),
             **prereg_context(study),
         }
         return TemplateResponse(request, "admin/studies/study/prereg.html", context)

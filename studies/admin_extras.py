@@ -52,14 +52,15 @@ def participant_link(request: HttpRequest, study: Study) -> str:
     return base
 
 
-def launch_panel(study: Study) -> str:
-    """The kind's launch panel (e.g. the rating kind's power before launch), or "" when it has none. The panel is
-    advice: when it fails, the launch page says so and still works."""
+def launch_panel(study: Study, query=None) -> str:
+    """The kind's launch panel (e.g. the rating kind's power before launch, on the assumptions typed in the
+    page's `query`), or "" when it has none. The panel is advice: when it fails, the launch page says so and
+    still works."""
     path = kind_of(study).launch_panel
     if path is None:
         return ""
     try:
-        return resolved(path)(study)
+        return resolved(path)(study, query or {})
     except Exception:
         logger.exception("launch panel %s failed for study %s", path, study.slug)
         return format_html(
@@ -105,7 +106,7 @@ def state_change_view(model_admin, request: HttpRequest, pk: int, verb: str):
         "words": words,
         "allowed": study.state in sources,
         "problems": study_launch_problems(study=study) if verb == "launch" else [],
-        "launch_panel": launch_panel(study) if verb == "launch" else "",
+        "launch_panel": launch_panel(study, request.GET) if verb == "launch" else "",
         "active": active_participants(study) if verb in {"close", "pause"} else 0,
         "change_url": change_url,
         "participant_link": participant_link(request, study),

@@ -222,7 +222,7 @@ class ExclusionRulesField(StoredJSONField):
         kwargs.pop("encoder", None), kwargs.pop("decoder", None)
         box, number = forms.CheckboxInput, lambda: forms.NumberInput(attrs={"class": "vIntegerField"})
         rows = [
-            ("Always", [("Exclude participants who failed the attention checks", box()),
+            ("Checks and completion", [("Exclude participants who failed the attention checks", box()),
                         ("Exclude participants who did not finish", box())]),
             ("Too fast", [("Exclude participants answering too fast", box()),
                           (f"…whose median answer time is below (ms; default {TOO_FAST_DEFAULTS['min_median_ms']})",

@@ -4,17 +4,22 @@ imports, generation and participants write (read-mostly here)."""
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.db.models import Count, Q
+from django.contrib.admin.views.main import ChangeList
+from django.db import transaction
+from django.db.models import Count
 from django.utils.text import Truncator
 
 from .admin_forms import LinesField
+from .balance_counts import counts_rebuild
 from .models import (
     Assignment,
     Emotion,
     Participant,
     Prompt,
     Response,
+    Study,
 )
+from .selectors import AUTHENTICITY_FLAGGED, COUNTED_RATINGS, participants_exclusion_flags
 
 # --- Emotions -----------------------------------------------------------------------------------------------
 
@@ -107,7 +112,16 @@ class ResponseAdmin(ReadMostlyAdmin):
 
     @admin.action(description="Approve selected responses after review")
     def approve_selected(self, request, queryset):
-        n = queryset.filter(review=Response.Review.FLAGGED).update(review=Response.Review.APPROVED)
+        """Flagged responses, and replies with a review flag (e.g. the same as another condition's): approved,
+        the researcher's decision (a pairwise study deals two near-identical replies only once one is)."""
+        flagged = [
+            pk
+            for pk, review, flags in queryset.exclude(review=Response.Review.APPROVED).values_list(
+                "pk", "review", "review_flags"
+            )
+            if review == Response.Review.FLAGGED or flags
+        ]
+        n = Response.objects.filter(pk__in=flagged).update(review=Response.Review.APPROVED)
         self.message_user(request, f"{n} flagged responses approved.", messages.SUCCESS)
 
 
@@ -148,6 +162,8 @@ class ParticipantAdmin(ReadMostlyAdmin):
         "status",
         "step",
         "flagged_for_exclusion",
+        "declared_rules",
+        "authenticity_flag",
         "is_preview",
         "n_ratings",
         "started_at",
@@ -186,6 +202,19 @@ class ParticipantAdmin(ReadMostlyAdmin):
     class Media:
         js = ["studies/record_tables.js"]  # the answers' table, scrolled by keyboard on a phone
 
+    def delete_queryset(self, request, queryset):
+        """Deleting participants takes them and their pages off the balance's running totals."""
+        studies = list(Study.objects.filter(participants__in=queryset).distinct())
+        with transaction.atomic():
+            super().delete_queryset(request, queryset)
+            for study in studies:
+                counts_rebuild(study)
+
+    def delete_model(self, request, obj):
+        with transaction.atomic():
+            super().delete_model(request, obj)
+            counts_rebuild(obj.study)
+
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         if db_field.name == "exclusion_reasons":  # a list of texts: one a line, not JSON
             return LinesField(label="Exclusion reasons")
@@ -195,12 +224,43 @@ class ParticipantAdmin(ReadMostlyAdmin):
         return (
             super()
             .get_queryset(request)
-            .annotate(ratings_count=Count("assignments__rating", filter=Q(assignments__rating__isnull=False)))
+            .annotate(
+                ratings_count=Count("assignments__rating", filter=COUNTED_RATINGS),
+                unauthentic=Count("id", filter=AUTHENTICITY_FLAGGED),
+            )
         )
 
-    @admin.display(description="ratings", ordering="ratings_count")
+    def get_changelist(self, request, **kwargs):
+        return FlaggedChangeList
+
+    @admin.display(description="ratings (attention checks not counted)", ordering="ratings_count")
     def n_ratings(self, participant: Participant) -> int:
         return participant.ratings_count
+
+    @admin.display(description="excluded by the declared rules")
+    def declared_rules(self, participant: Participant) -> str:
+        rules = getattr(participant, "declared_rules", None)
+        if rules is None:
+            return "-" if participant.is_preview else "no rating yet"
+        return ", ".join(rules) or "kept"
+
+    @admin.display(description="authenticity flag", boolean=True)
+    def authenticity_flag(self, participant: Participant) -> bool:
+        return bool(participant.unauthentic)
+
+
+class FlaggedChangeList(ChangeList):
+    """The participant list's page, each participant with their flags under their study's declared exclusion
+    rules (`declared_rules`: the rules in words, [] kept, absent without a counted rating): the analysis's own
+    computation, one query for the page (studies.selectors.participants_exclusion_flags)."""
+
+    def get_results(self, request):
+        super().get_results(request)
+        flags = participants_exclusion_flags(list(self.result_list))
+        for participant in self.result_list:
+            found = flags.get(participant.pk)
+            if found is not None:
+                participant.declared_rules = found
 
 
 # The study kinds' own admin pieces (their settings, instruments, situations) register beside these.

@@ -73,9 +73,9 @@ def _unconfigured_llm_conditions(study: Study, conditions: list[Condition]) -> l
     return [c for c in llm if c.pk not in described and not c.responses.exists()]
 
 
-def setup_steps(study: Study, *, with_panel: str | None = None) -> list[SetupStep]:
+def setup_steps(study: Study, *, with_panel: str | None = None, typed=None) -> list[SetupStep]:
     """The study's setup steps, in order, with what each is missing. `with_panel`: the step whose page also
-    shows its panel (the quotas step: the kind's power before launch, which takes a moment to compute)."""
+    shows its panel (the quotas step: the kind's power before launch, on the assumptions `typed` in its form: the page's query)."""
     kind = kind_of(study)
     problems: dict[str, list[str]] = {key: [] for key in SETUP_STEPS}
     for problem in study_launch_checks(study=study):
@@ -83,17 +83,19 @@ def setup_steps(study: Study, *, with_panel: str | None = None) -> list[SetupSte
     conditions = list(study.conditions.order_by("position", "name"))
     steps: list[SetupStep] = []
 
-    def add(key: str, title: str, what: str, **more) -> SetupStep:
+    def add(key: str, title: str, what: str, *, done: bool = True, **more) -> SetupStep:
+        """A step is done when nothing it owns stops the launch and its own condition (`done`) holds: a preview
+        taken, a check chosen."""
         step = SetupStep(
             key=key, number=len(steps) + 1, title=title, what=what, missing=problems[key], **more
         )
-        step.done = step.done or not step.missing
+        step.done = done and not step.missing
         steps.append(step)
         return step
 
     material_links = [("Edit the study", _change(study))]
     if kind.corpus_import:
-        query = urlencode({"study": study.slug})
+        query = urlencode({"study": study.slug, "then": "setup"})  # the import returns to this setup
         material_links.insert(0, ("Import a corpus", reverse("admin:studies_study_import") + "?" + query))
     add(
         MATERIAL,
@@ -164,7 +166,7 @@ def setup_steps(study: Study, *, with_panel: str | None = None) -> list[SetupSte
         advice=coverage,
         done=not coverage,
         links=[("Quotas and design", _change(study, "id_quota_per_condition"))],
-        panel=launch_panel(study) if with_panel == QUOTAS else "",
+        panel=launch_panel(study, typed) if with_panel == QUOTAS else "",
     )
     previewed = study.participants.filter(is_preview=True).exists()
     add(
@@ -252,7 +254,7 @@ class StudySetupAdminMixin:
             raise PermissionDenied
         if step is not None and step not in SETUP_STEPS:
             raise Http404("no such setup step")
-        steps = setup_steps(study, with_panel=step)
+        steps = setup_steps(study, with_panel=step, typed=request.GET)
         current = next((s for s in steps if s.key == step), None)
         index = steps.index(current) if current else -1
         context = {

@@ -81,27 +81,36 @@ def live_assignments(study: Study, now: datetime, prefix: str = "") -> Q:
 
 
 def condition_choose(
-    study: Study, kind, external_id: str, *, rng: random.Random, is_preview: bool, now: datetime
+    study: Study,
+    kind,
+    external_id: str,
+    *,
+    rng: random.Random,
+    is_preview: bool,
+    held: tuple[dict[int, int], bool],
 ) -> tuple[Condition | None, int | None, bool]:
     """For an enrolment, under the study's lock: the condition a newcomer joins (None: the study is full),
     the id of a participant who already has `external_id` (None: nobody), and whether the study has stale
-    participants to release. The least filled of the enrolling conditions that `kind` (the study's kind)
-    finds enrollable (`StudyKind.enrollable`) and that are below their quota (previews: any), ties by
-    `tie_break_key` with the first two draws of `rng` (drawn whatever the outcome, so the kind's draws that
-    follow are always the same ones)."""
+    participants to release. `held` is ({condition id: participants holding a slot}, whether anyone is stale),
+    as `condition_counts` would count them (studies/balance_counts.py `holding` reads them from running
+    totals). The least filled of the enrolling conditions that `kind` (the study's kind) finds enrollable
+    (`StudyKind.enrollable`) and that are below their quota (previews: any), ties by `tie_break_key` with the
+    first two draws of `rng` (drawn whatever the outcome, so the kind's draws that follow are always the same
+    ones)."""
     draws = tie_break_draws(rng)
     existing = (
         Participant.objects.filter(study=study, external_id=external_id).order_by().values_list("pk")[:1]
     )
     existing_id = next((pk for (pk,) in existing), None)
-    stale = Participant.objects.filter(study=study).filter(lapsed(study, now)).exists()
+    counted, stale = held
     if existing_id is not None:
         return None, existing_id, stale
     conditions = []
-    for condition in _counted(
-        Condition.objects.filter(study=study, enrolling=True).filter(kind.enrollable()), study, now
+    for condition in (
+        Condition.objects.filter(study=study, enrolling=True).filter(kind.enrollable()).order_by("pk")
     ):
         condition.study = study
+        condition.counted = counted.get(condition.pk, 0)
         if is_preview or condition.counted < condition.effective_quota:
             conditions.append(condition)
     if not conditions:
@@ -111,7 +120,8 @@ def condition_choose(
 
 
 def _counted(conditions, study: Study, now: datetime):
-    """`conditions` (a queryset), each with `counted`: its participants who hold a slot."""
+    """`conditions` (a queryset), each with `counted`: its participants who hold a slot, counted from the rows
+    (what the running totals of studies/balance_counts.py must always equal)."""
     counted = counted_participants(study, now, prefix="participants__")
     return conditions.annotate(counted=Count("participants", filter=counted)).order_by("pk")
 

@@ -37,7 +37,7 @@ from functools import cache
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from . import rows
+from . import balance_counts, rows
 from .authenticity_answers import answers_review
 from .balancing import condition_choose, hold_cutoff, lapsed
 from .enrolment_errors import (  # noqa: F401 (the enrolment's errors are raised, and imported, from here)
@@ -49,7 +49,7 @@ from .enrolment_errors import (  # noqa: F401 (the enrolment's errors are raised
     StudyNotOpen,
 )
 from .kinds import DONE, kind_of, step_after
-from .models import Assignment, Participant, Study
+from .models import Participant, Study
 from .waves import seen_in_family
 
 EXTERNAL_ID_MAX_LENGTH = 128
@@ -327,7 +327,12 @@ def _enroll_locked(
     seed = _participant_seed(locked)
     rng = random.Random(seed)
     condition, existing_id, any_stale = condition_choose(
-        locked, kind_of(locked), external_id, rng=rng, is_preview=is_preview, now=now
+        locked,
+        kind_of(locked),
+        external_id,
+        rng=rng,
+        is_preview=is_preview,
+        held=balance_counts.holding(locked, now),
     )
     if any_stale:
         stale.append(True)
@@ -355,7 +360,9 @@ def _enroll_locked(
         last_seen_at=stamp,
     )
     rows.insert_many(Participant, [participant], _NEW_PARTICIPANT_FIELDS)
-    kind_of(locked).assignments_create(participant, rng=rng, now=now)
+    pages = kind_of(locked).assignments_create(participant, rng=rng, now=now)
+    if not is_preview:
+        balance_counts.enrolled(participant, pages)
     return participant
 
 
@@ -367,8 +374,9 @@ _NEW_PARTICIPANT_FIELDS = tuple(f.name for f in Participant._meta.concrete_field
 
 
 def _release(participant_ids: list[int]) -> None:
-    """Gives back the unanswered items of these participants (the caller changed their status)."""
-    Assignment.objects.filter(participant_id__in=participant_ids, answered_at__isnull=True).delete()
+    """Gives back the slots and unanswered items of these participants (the caller changed their status from
+    active), on the balance's running totals too."""
+    balance_counts.released(participant_ids)
 
 
 def participants_release_stale(*, now: datetime | None = None, study: Study | None = None) -> int:

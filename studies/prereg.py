@@ -105,3 +105,101 @@ def prereg_markdown(study: Study) -> str:
             f"— {a['reason']} (design {a['sha256_before'][:12]} → {a['sha256_after'][:12]})"
         )
     return "\n".join(lines) + "\n"
+
+
+# --- the OSF pre-registration template's sections (the open-science bundle's documentation/) -----------------
+
+OSF_SECTIONS = (
+    "Study information",
+    "Design plan",
+    "Sampling plan",
+    "Variables",
+    "Analysis plan",
+    "Deviations",
+)
+
+
+def prereg_osf(study: Study, *, answers: dict[str, str] | None = None) -> dict[str, Any]:
+    """The pre-registration in the sections of the OSF Preregistration template, each a list of (question,
+    answer) items with plain-text answers, from the same content as `prereg_markdown` (`prereg_context`).
+    `answers` replaces the answers to some questions by their question ("Study type", "Measured variables"...):
+    what the study's kind says of its own design."""
+    c = prereg_context(study)
+    checks = len(c["checks"]) + len(c["design"].get("known_answer_pairs", []))
+    planned = c["planned"]
+    conditions = [
+        f"{cond['name']} ({cond['label'] or cond['name']}; {cond['kind']}"
+        f"{', baseline' if cond['is_baseline'] else ''}){_llm_line(cond.get('llm'))}"
+        for cond in c["conditions"]
+    ]
+    sections = {
+        "Study information": [
+            ("Title", study.title),
+            ("Study", f"{study.slug} ({study.kind} study)"),
+            ("Design SHA-256", c["sha256"]),
+            ("Hypotheses", c["hypotheses"]),
+        ],
+        "Design plan": [
+            ("Study type", "Experiment: participants are randomly assigned to conditions (between subjects)."),
+            ("Conditions", "; ".join(conditions) or "(none)"),
+            ("Randomisation", f"Every random draw (assignment, item order, attention-check places) is seeded "
+                              f"with {c['seed']}."),
+            ("Follow-up wave of", f"{c['parent']['study']} (design {c['parent']['design_sha256']})"
+             if c["parent"] else "none: a study of its own"),
+        ],
+        "Sampling plan": [
+            ("Sample size", "; ".join(f"{name}: {quota} participants" for name, quota in c["quotas"].items())),
+            ("Stopping rule", "Each condition closes when its quota of participants has completed."),
+            ("Materials", f"{c['n_prompts']} prompts; {c['items_per_participant']} items per participant"),
+        ],
+        "Variables": [
+            ("Manipulated variables", "The condition that wrote the reply (see the design plan)."),
+            ("Measured variables", f"{c['scale_question']} Scale: {c['scale']}."),
+            ("Attention checks", f"{checks} per participant; more than {c['check_max_failures']} failed flags "
+                                 "the participant."),
+        ],
+        "Analysis plan": [
+            ("Statistical models", "; ".join(planned.get("tests", [])) or "the kind's default analysis"),
+            ("Inference criteria", f"alpha = {planned.get('alpha')}, correction: {planned.get('correction')}"),
+            ("Data exclusion", json.dumps(c["exclusion_rules"], sort_keys=True)
+             if c["exclusion_rules"] is not None
+             else "The analysis' default rules (attention checks, too fast, straight-lining)."),
+        ],
+        "Deviations": [
+            (f"{a['at']} by {a['author']}: {a['field']}",
+             f"{json.dumps(a['old'])} → {json.dumps(a['new'])}: {a['reason']} "
+             f"(design {a['sha256_before']} → {a['sha256_after']})")
+            for a in c["amendments"]
+        ] or [("None", "The study ran as pre-registered.")],
+    }  # fmt: skip
+    return {
+        "template": "OSF Preregistration",
+        "study": study.slug,
+        "frozen": c["frozen"],
+        "frozen_at": c["frozen_at"].isoformat() if c["frozen_at"] else None,
+        "design_sha256": c["sha256"],
+        "sections": [
+            {
+                "title": title,
+                "items": [
+                    {"question": q, "answer": str((answers or {}).get(q, a))} for q, a in sections[title]
+                ],
+            }
+            for title in OSF_SECTIONS
+        ],
+    }
+
+
+def prereg_osf_markdown(document: dict) -> str:
+    """`prereg_osf`'s document as Markdown: one heading per section, one paragraph per question."""
+    state = f"frozen {document['frozen_at']}" if document["frozen"] else "draft: not frozen yet"
+    lines = [
+        f"# Pre-registration ({document['template']}): `{document['study']}`",
+        "",
+        f"Design SHA-256 `{document['design_sha256']}`, {state}.",
+    ]
+    for section in document["sections"]:
+        lines += ["", f"## {section['title']}"]
+        for item in section["items"]:
+            lines += ["", f"**{item['question']}.** {item['answer']}"]
+    return "\n".join(lines) + "\n"

@@ -10,12 +10,16 @@ from django.db.models.functions import Coalesce
 
 from .design import planned_analysis_of
 from .kinds import kind_of
-from .models import Condition, Participant, Prompt, Study
+from .kinds.base import resolved
+from .models import Assignment, Condition, Participant, Prompt, Study
 
 STATUSES = [status.value for status in Participant.Status]
 # A participant the authenticity score flags, unless a researcher cleared the flag; or confirmed in review
 # (`ParticipantAuthenticity.excluded`, set by studies/authenticity.py).
 AUTHENTICITY_FLAGGED = Q(authenticity__excluded=True)
+# A participant's ratings as every page counts them (from Participant): answers to response pages; answers to
+# attention-check pages are checks, not ratings (the analysis reads the same, analysis/selectors.py).
+COUNTED_RATINGS = Q(assignments__rating__isnull=False, assignments__kind=Assignment.Kind.RESPONSE)
 
 
 def study_status(*, study: Study) -> dict[str, Any]:
@@ -159,3 +163,51 @@ def study_planned_analysis(*, study: Study) -> dict[str, Any]:
     for a draft)."""
     planned, sha256 = planned_analysis_of(study)
     return {**planned, "design_sha256": sha256}
+
+
+def declared_exclusion_flags(*, study: Study) -> dict[int, list[str]]:
+    """{participant id: the declared exclusion rules that exclude them, in words; []: kept} by the kind's
+    `exclusion_flags` (the analysis's own computation); {} for a kind without declared rules."""
+    path = kind_of(study).exclusion_flags
+    return resolved(path)(study=study) if path else {}
+
+
+def participants_exclusion_flags(participants: list[Participant]) -> dict[int, list[str]]:
+    """The same for some participants, whatever their studies: one computation per kind among them."""
+    by_path: dict[str, dict[int, Study]] = defaultdict(dict)
+    for participant in participants:
+        path = kind_of(participant.study).exclusion_flags
+        if path and not participant.is_preview:
+            by_path[path][participant.pk] = participant.study
+    out: dict[int, list[str]] = {}
+    for path, mine in by_path.items():
+        out.update(resolved(path)(participants=mine))
+    return out
+
+
+def study_flagged_participants(*, study: Study) -> list[dict[str, Any]]:
+    """The live status page's list: every counted participant whom a declared rule excludes or whom the
+    authenticity score flags (whatever the rules say), with their condition, status, ratings of responses
+    (attention checks not counted, as everywhere) and flags, by condition then platform id."""
+    flags = declared_exclusion_flags(study=study)
+    excluded = [pid for pid, rules in flags.items() if rules]
+    people = (
+        Participant.objects.filter(study=study, is_preview=False)
+        .filter(Q(pk__in=excluded) | AUTHENTICITY_FLAGGED)
+        .annotate(n_ratings=Count("assignments__rating", filter=COUNTED_RATINGS))
+        .annotate(unauthentic=Count("id", filter=AUTHENTICITY_FLAGGED))
+        .select_related("condition")
+        .order_by("condition__position", "condition__name", "external_id")
+    )
+    return [
+        {
+            "pk": p.pk,
+            "external_id": p.external_id,
+            "condition": p.condition.name if p.condition else "",
+            "status": p.get_status_display(),
+            "ratings": p.n_ratings,
+            "rules": flags.get(p.pk, []),
+            "authenticity": bool(p.unauthentic),
+        }
+        for p in people
+    ]

@@ -55,7 +55,8 @@ def study_launch_checks(*, study: Study) -> list[LaunchProblem]:
     """Everything that stops ``study`` from being launched, each with the setup step that fixes it (empty: it
     can be launched).
 
-    Every kind: at least one enrolling condition, a consent text and a completion code; then the kind's own
+    Every kind: at least one enrolling condition, a consent text and, when participants come from a recruiting
+    platform, a completion code (a direct link has no platform to confirm with); then the kind's own
     checks (`StudyKind.launch_problems`: e.g. instructions and responses for every prompt of a rating study, an
     instrument and situations for a questionnaire study). Every problem is listed at once, so a researcher
     fixes them in one pass.
@@ -77,7 +78,7 @@ def study_launch_checks(*, study: Study) -> list[LaunchProblem]:
         )
     if not study.consent_text.strip():
         problems.append(LaunchProblem(TEXTS, "the consent text is empty: write what participants agree to"))
-    if not study.completion_code.strip():
+    if study.platform != Study.Platform.NONE and not study.completion_code.strip():
         problems.append(LaunchProblem(LAUNCH, "the completion code is not set"))
     for problem in kind_of(study).launch_problems(study, conditions):
         problems.append(problem if isinstance(problem, LaunchProblem) else LaunchProblem(MATERIAL, problem))

@@ -265,6 +265,16 @@ def test_a_researcher_runs_a_study_from_the_home_page_without_typing_json(
     r.go(f"/admin/studies/study/{study.pk}/setup/")
     setup_step("Quotas, power and coverage")
     expect(page.locator(".quota-notes")).to_contain_text("gpt: the quota of 200 per condition")
+    # Power on the researcher's own assumptions: the published study's shares until others are typed.
+    expect(page.locator("#power-shares")).to_contain_text("the shares are the published study")
+    needed = page.locator(".launch-power tbody tr").first.locator("td").nth(1).inner_text()
+    page.get_by_label("gpt (%)").fill("12, 38, 50")
+    page.get_by_role("button", name="Recompute power").click()
+    expect(page.locator(".launch-power")).to_contain_text(
+        "Bad 12.0 %, Okay 38.0 %, Good 50.0 % (typed on this page)"
+    )
+    assert page.locator(".launch-power tbody tr").first.locator("td").nth(1).inner_text() != needed
+    r.look("setup-quotas-typed", phone=True)
     setup_step("Preview")
     with page.expect_popup() as popup:
         page.get_by_role("link", name="Preview as participant").click()
@@ -297,7 +307,12 @@ def test_a_researcher_runs_a_study_from_the_home_page_without_typing_json(
         participant.context.close()
     page.get_by_role("link", name="Refresh now").click()
     expect(page.locator("#participants-table tfoot")).to_contain_text("5")
+    # The declared rules while the study runs, as the analysis will apply them: these five answered in a blink.
+    expect(page.locator("#flagged-table")).to_contain_text("too fast")
     r.look("status-after", phone=True)
+    r.go(f"/admin/studies/participant/?study__id__exact={study.pk}")
+    expect(page.locator("#result_list")).to_contain_text("too fast")
+    r.look("participants-flagged", phone=True)
     assert Participant.objects.filter(study=study, is_preview=False, status="completed").count() == 5
     assert (
         Rating.objects.filter(assignment__participant__study=study, assignment__kind="response").count() == 20

@@ -26,6 +26,7 @@ from .stack import Stack, log
 
 ADMIN, ADMIN_PASSWORD = "probe-admin", "probe-admin-password-2026"
 WEBHOOK_SECRET = "probe-webhook-secret-0123456789"
+UNSET_SECRET_ENV = "PROLIFIC_PROBE_UNSET_SECRET"  # a study's webhook secret variable that is not set
 # Read by the stack's processes: the recruiting credential a staff user must never be able to exfiltrate.
 PROBE_ENV = {
     "PROLIFIC_TOKEN": "probe-prolific-token-that-pays",
@@ -131,6 +132,9 @@ AnalystToken.objects.filter(user=analyst).update(expires_at=timezone.now() - tim
 keys = dict(expired=expired, scoped=analyst_token_issue(user=analyst, study=draft), broad=analyst_token_issue(user=analyst))
 ProlificStudy.objects.create(study=live, prolific_study_id="probe-study", site_url="https://studies.example.org",
     prolific_name="x", prolific_description="x", reward=100, estimated_minutes=5)
+ProlificStudy.objects.create(study=draft, prolific_study_id="probe-unset", site_url="https://studies.example.org",
+    prolific_name="x", prolific_description="x", reward=100, estimated_minutes=5,
+    webhook_secret_env="{unset_secret}")
 provider = Provider.objects.create(name="probe-around-the-form", kind="openai",
     base_url="http://127.0.0.1:{listener}/v1", api_key_env="LOCAL_API_KEY", timeout_seconds=3, max_attempts=1)
 print(json.dumps(dict(keys=keys, provider=provider.pk, live=live.slug, draft=draft.slug)))
@@ -191,7 +195,13 @@ def security_phase(stack: Stack, *, proxied: str, direct: str, slug: str, raw_pi
         stack.manage(
             "shell",
             "-c",
-            SETUP.format(admin=ADMIN, password=ADMIN_PASSWORD, slug=slug, listener=listener.port),
+            SETUP.format(
+                admin=ADMIN,
+                password=ADMIN_PASSWORD,
+                slug=slug,
+                listener=listener.port,
+                unset_secret=UNSET_SECRET_ENV,
+            ),
         )
         .strip()
         .splitlines()[-1]
@@ -268,6 +278,15 @@ def security_phase(stack: Stack, *, proxied: str, direct: str, slug: str, raw_pi
         "status": (answer := client.request("POST", hook, body=body_n, headers=headers_n))[0],
         "says": answer[2][:120],
     }
+    body_u, headers_u = _signed(event, event_id="probe-unset", sent=now)
+    status, _h, text = client.request(
+        "POST", f"/recruiting/prolific/webhook/{setup['draft']}/", body=body_u, headers=headers_u
+    )
+    webhooks["secret_unset"] = {
+        "status": status,
+        "says": text[:120],
+        "names_the_variable": UNSET_SECRET_ENV in text or "environment variable" in text,
+    }
     out["webhooks"] = webhooks
 
     log("security: a corpus CSV with a NUL byte")
@@ -318,15 +337,32 @@ def security_phase(stack: Stack, *, proxied: str, direct: str, slug: str, raw_pi
         "permissions_policy": login_headers.get("Permissions-Policy"),
         "strict_transport_security": https_headers.get("Strict-Transport-Security"),
     }
+    owner = Client(direct, forwarded_for="203.0.113.11")
+    assert owner.login() == 302, "the owner could not sign in from their address"
+    owner = Client(direct, forwarded_for="203.0.113.11")  # signed out: a fresh session, same address
     flood = Client(direct, forwarded_for="203.0.113.10")
     statuses = [
         flood.form("/admin/login/", {"username": ADMIN, "password": f"wrong-{i}"})[0] for i in range(11)
     ]
-    elsewhere = Client(direct, forwarded_for="203.0.113.11").login()
     out["login_lockout"] = {
         "wrong_passwords_from_one_address": statuses,
         "right_password_from_that_address": flood.login(),
-        "right_password_from_another_address": elsewhere,
+        "right_password_from_a_known_address": owner.login(),
+    }
+    stack.manage("axes_reset")
+    guesses = [
+        Client(direct, forwarded_for=f"198.51.100.{i}").form(
+            "/admin/login/", {"username": ADMIN, "password": f"guess-{i}"}
+        )[0]
+        for i in range(1, 21)
+    ]
+    owner = Client(direct, forwarded_for="203.0.113.11")
+    out["distributed_guessing"] = {
+        "addresses": len(guesses),
+        "one_wrong_password_each": guesses,
+        "throttled_after": next((i for i, code in enumerate(guesses) if code == 429), None),
+        "right_password_from_a_new_address": Client(direct, forwarded_for="192.0.2.50").login(),
+        "right_password_from_a_known_address": owner.login(),
     }
     stack.manage("axes_reset")
     idle = Client(proxied)

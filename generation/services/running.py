@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import random
-import re
 import time
 import uuid
 from collections.abc import Callable
@@ -50,12 +49,12 @@ from generation.providers import (
 from generation.services.prompts import config_params, config_render, response_quality_flags
 from studies.fields import newlines_normalise
 from studies.models import Response
+from studies.reply_review import reply_fingerprint, same_replies_flag
 
 #: The flag of a regenerated response whose new text is the old one again.
 SAME_TEXT_FLAG = "same_text_again"
 #: The flag of a reply (nearly) identical to the condition's replies to other prompts: a canned answer.
 DUPLICATE_FLAG = "same_as_other_replies"
-_NOT_WORDS = re.compile(r"[\W_]+")
 
 logger = logging.getLogger(__name__)
 Status = GenerationItem.Status
@@ -446,6 +445,7 @@ def response_store(
         )
     else:
         condition_duplicates_flag_if_settled(condition_id=item.condition_id)
+        same_replies_flag(study=item.condition.study_id, prompt_ids=[item.prompt_id])
         return RunOutcome("done")
     GenerationItem.objects.filter(id=item.id).update(cost=F("cost") + completion.cost)
     attempt_record(
@@ -455,11 +455,6 @@ def response_store(
 
 
 # --- after a condition's run: replies that are the same whatever the prompt ---------------------------------
-
-
-def reply_fingerprint(text: str) -> str:
-    """A reply reduced to its words (case, punctuation and spacing ignored): near-identical replies share it."""
-    return " ".join(_NOT_WORDS.sub(" ", (text or "").casefold()).split())
 
 
 def condition_duplicates_flag(*, condition_id: int) -> int:

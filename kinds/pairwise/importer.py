@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from studies.balance_counts import counts_rebuild
 from studies.design import design_freeze
 from studies.importers.corpus import corpus_import
-from studies.importers.parse import CorpusImportError, ImportProblem
+from studies.importers.reading import CorpusImportError, ImportProblem, csv_text
 from studies.kinds import DONE
 from studies.models import PairItem, PairwiseSettings, Participant, Prompt, Response, Study
 
@@ -55,11 +56,7 @@ class _Vote:
 
 def votes_parse(data: bytes) -> dict[str, list[_Vote]]:
     """The votes file's rows by rater, in file order; CorpusImportError with every problem otherwise."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise CorpusImportError(["the votes file is not UTF-8 text"]) from None
-    reader = csv.DictReader(io.StringIO(text))
+    reader = csv.DictReader(io.StringIO(csv_text(data)))
     missing = [c for c in VOTE_COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
         raise CorpusImportError([f"the votes file has no column {', '.join(repr(c) for c in missing)}"])
@@ -84,7 +81,7 @@ def votes_parse(data: bytes) -> dict[str, list[_Vote]]:
         votes.append(_Vote(row_number, cells["prompt"], cells["condition_a"], cells["condition_b"],
                            choice or "", bool(flag)))  # fmt: skip
     if not by_rater and not problems:
-        problems.append(ImportProblem("the votes file has no rows"))
+        problems.append(ImportProblem("the votes file has a header but no rows", row=1))
     if problems:
         raise CorpusImportError(problems)
     return by_rater
@@ -171,4 +168,5 @@ def pairwise_import(
         study.state, study.closed_at = Study.State.CLOSED, now
         study.save(update_fields=["items_per_participant", "state", "closed_at"])
         design_freeze(study, reason="import of a finished study")
+        counts_rebuild(study)  # the balance's running totals (studies/balance_counts.py)
     return PairwiseImportResult(study=study, prompts=len(prompts), raters=len(by_rater), votes=len(pages))

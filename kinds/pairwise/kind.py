@@ -44,14 +44,8 @@ from django.utils import timezone
 from generation.judge_formats import PAIRS as PAIRS_FORMAT
 from studies import rows
 from studies.balancing import live_assignments, tie_break_draws, tie_break_key
-from studies.kinds.base import (
-    CONDITIONS,
-    LaunchProblem,
-    StudyKind,
-    corpus_coverage_problems,
-    instructions_problems,
-)
-from studies.kinds.registry import register, resolved
+from studies.kinds import StudyKind, register, resolved
+from studies.kinds.base import CONDITIONS, LaunchProblem, corpus_coverage_problems, instructions_problems
 from studies.models import (
     RESPONSE_ELIGIBLE,
     Condition,
@@ -62,6 +56,7 @@ from studies.models import (
     Response,
     Study,
 )
+from studies.reply_review import undecided_same_pairs
 
 INSTRUCTIONS = Participant.Step.INSTRUCTIONS
 PAIRS = "pairs"
@@ -142,6 +137,7 @@ class PairwiseKind(StudyKind):
     corpus_import = True
     material_title = "Corpus: prompts and replies"
     answers_export = "kinds.pairwise.frame.pairwise_export"
+    bundle = "kinds.pairwise.bundle.PAIRWISE_BUNDLE"
     # LLM judges compare each pair of conditions' replies on every prompt, in both orders.
     judged = True
     judge_format = PAIRS_FORMAT
@@ -171,6 +167,7 @@ class PairwiseKind(StudyKind):
         study = participant.study
         settings = self.settings(study)
         replies = eligible_replies(study)
+        undecided = undecided_same_pairs(study)  # near-identical replies: never a pair until decided
         conditions = sorted({c for _p, c in replies})
         pairs = [
             pair
@@ -200,7 +197,12 @@ class PairwiseKind(StudyKind):
             )
             mine_pairs[pair] += 1
             open_prompts = [
-                p for p in prompts if p not in used and (p, pair[0]) in replies and (p, pair[1]) in replies
+                p
+                for p in prompts
+                if p not in used
+                and (p, pair[0]) in replies
+                and (p, pair[1]) in replies
+                and (p, *pair) not in undecided
             ]
             if not open_prompts:
                 break  # fewer prompts than pairs: launch_problems refuses such a study
@@ -325,6 +327,17 @@ class PairwiseKind(StudyKind):
         return problems + corpus_coverage_problems(
             study, conditions, asks=f"answers {n} pairs, each on another prompt"
         )
+
+    def coverage_problems(self, study: Study, conditions: list[Condition]) -> list[str]:
+        """Two conditions' near-identical replies to a prompt are not dealt as a pair until the researcher
+        approves one of them (studies/reply_review.py)."""
+        undecided = undecided_same_pairs(study)
+        if not undecided:
+            return []
+        return [
+            f"{len(undecided)} pair(s) of near-identical replies (two conditions, one prompt) are not dealt until "
+            "you decide: review the responses flagged 'same_as_other_condition' and approve, edit or replace them"
+        ]
 
     def status_counts(self, study: Study, conditions: list[Condition]) -> dict[int, dict]:
         """Replies, votes (answered pairs showing the condition), wins and ties, by counted participants.

@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import tempfile
+import threading
 from pathlib import Path
 
 import pandas as pd
@@ -21,9 +22,11 @@ from django.views.decorators.http import require_GET
 from analysis.permissions import analyst_required
 from analysis.services import AnalysisError, AnalysisOptions, analysis_entry
 from generation.selectors import judge_run_summary, judges_of
+from studies.kinds import kinds_with
 from studies.models import PairItem, Study
 
 CACHE_SECONDS = 15 * 60
+_computing = threading.Lock()
 # The page draws fewer resamples than the command (it answers a request; `analyze --bootstrap` sets the command's).
 PAGE_BOOTSTRAP_SAMPLES = 500
 TABLES = (
@@ -66,11 +69,16 @@ def _files(study: Study) -> dict[str, bytes]:
     key = f"pairwise-page:{study.pk}:{hashlib.sha256(state.encode()).hexdigest()}"
     files = cache.get(key)
     if files is None:
-        options = AnalysisOptions(bootstrap_samples=PAGE_BOOTSTRAP_SAMPLES)
-        with tempfile.TemporaryDirectory() as folder:
-            written = analysis_entry(study=study).outputs(study, options, Path(folder))
-            files = {path.name: path.read_bytes() for path in written if path.is_file()}
-        cache.set(key, files, CACHE_SECONDS)
+        # One compute at a time in a process: a request that finds the files being computed ahead (beat's task,
+        # or a local server's background thread) waits for them instead of computing them a second time.
+        with _computing:
+            files = cache.get(key)
+            if files is None:
+                options = AnalysisOptions(bootstrap_samples=PAGE_BOOTSTRAP_SAMPLES)
+                with tempfile.TemporaryDirectory() as folder:
+                    written = analysis_entry(study=study).outputs(study, options, Path(folder))
+                    files = {path.name: path.read_bytes() for path in written if path.is_file()}
+                cache.set(key, files, CACHE_SECONDS)
     return files
 
 
@@ -119,3 +127,25 @@ def pairwise_file_response(study: Study, name: str) -> HttpResponse:
 @analyst_required
 def pairwise_file(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     return pairwise_file_response(_study(slug), name)
+
+
+PAGE_NAME = "analysis:pairwise"  # the page these files serve (a kind's `StudyKind.analysis_page`)
+
+
+def pairwise_pages_refresh() -> int:
+    """Compute ahead the page's files of every live or closed study whose analysts' page is this one and whose
+    answers changed since (its cache key is their state, so an unchanged study costs one count): beat runs it
+    every minute, a server without a broker once at start (config/warm.py), so that the page answers from the
+    cache. Returns how many studies it looked at."""
+    studies = Study.objects.filter(
+        kind__in=kinds_with(lambda kind: kind.analysis_page == PAGE_NAME),
+        state__in=[Study.State.LIVE, Study.State.CLOSED],
+    ).order_by("pk")
+    seen = 0
+    for study in studies:
+        try:
+            _files(study)
+        except AnalysisError:  # nothing to analyse yet: the page says why when opened
+            pass
+        seen += 1
+    return seen

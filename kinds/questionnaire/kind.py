@@ -14,15 +14,16 @@ from datetime import datetime
 
 from django.db.models import Count, Exists, OuterRef, Q
 
+from studies.balance_counts import live_pages
 from studies.balancing import fewest_first, live_assignments
-from studies.kinds.base import StudyKind
-from studies.kinds.registry import register
+from studies.kinds import StudyKind, register
 from studies.models import (
     Assignment,
     Condition,
     Participant,
     QuestionnaireRun,
     QuestionnaireSettings,
+    Situation,
     Study,
     StudySituation,
 )
@@ -34,7 +35,8 @@ EVOKED = Participant.Step.Q_EVOKED
 
 
 def situation_live_counts(*, study: Study, now: datetime) -> dict[int, int]:
-    """Live assignments per situation id of the study (zeros included)."""
+    """Live assignments per situation id of the study (zeros included), counted from the pages (what
+    enrolment's running totals, studies/balance_counts.py `live_pages`, must equal)."""
     counts = dict.fromkeys(
         StudySituation.objects.filter(study=study).values_list("situation_id", flat=True), 0
     )
@@ -78,6 +80,7 @@ class QuestionnaireKind(StudyKind):
     ]
     generation_admin_view = "kinds.questionnaire.admin.generation_view"
     material_title = "Instrument and situations"
+    bundle = "kinds.questionnaire.bundle.QUESTIONNAIRE_BUNDLE"
 
     def questionnaire(self, study: Study) -> QuestionnaireSettings:
         return self.settings(study)
@@ -93,7 +96,10 @@ class QuestionnaireKind(StudyKind):
     def assignments_create(
         self, participant: Participant, *, rng: random.Random, now: datetime
     ) -> list[Assignment]:
-        situation_id = fewest_first(situation_live_counts(study=participant.study, now=now), rng)[0]
+        study = participant.study
+        situations = Situation.objects.filter(study_situations__study=study)
+        counts = live_pages(study, now, Assignment.Kind.SITUATION, situations)
+        situation_id = fewest_first(counts, rng)[0]
         return [
             Assignment.objects.create(
                 participant=participant, position=0, kind=Assignment.Kind.SITUATION, situation_id=situation_id

@@ -3,6 +3,7 @@ is written (see the package docstring for how published situations are matched).
 
 from __future__ import annotations
 
+import io
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from studies.emotionbench.data import (
     emotion_canonical,
     normalise_text,
 )
+from studies.importers.reading import CorpusImportError, csv_text
 from studies.models import (
     Condition,
     Instrument,
@@ -89,7 +91,10 @@ def llm_results_parse_csv(
     if model == fname:
         raise EmotionBenchImportError(f"{fname}: expected a name like <model>-{instrument.name}-testing.csv")
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        text = csv_text(Path(path).read_bytes())
+        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    except CorpusImportError as exc:
+        raise EmotionBenchImportError(f"{fname}: {'; '.join(str(p) for p in exc.problems)}") from None
     except (OSError, ValueError) as exc:
         raise EmotionBenchImportError(f"{fname}: cannot read as CSV: {exc}") from exc
     items = {i.number: i.text for i in instrument.items.all()}

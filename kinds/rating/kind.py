@@ -20,7 +20,9 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from studies import rows
+from studies.balance_counts import live_pages
 from studies.balancing import live_assignments, tie_break_draws, tie_break_key
+from studies.kinds import register
 from studies.kinds.base import (
     CONDITIONS,
     LaunchProblem,
@@ -28,7 +30,6 @@ from studies.kinds.base import (
     corpus_coverage_problems,
     instructions_problems,
 )
-from studies.kinds.registry import register
 from studies.models import (
     RESPONSE_ELIGIBLE,
     Assignment,
@@ -55,7 +56,8 @@ def eligible_responses(condition):
 
 def response_live_counts(*, condition: Condition, now: datetime | None = None) -> dict[int, int]:
     """Live assignments per eligible response id of the condition (zeros included), by the balance rule
-    (studies/balancing.py `live_assignments`). Two queries: the eligible responses (from their index alone),
+    (studies/balancing.py `live_assignments`), counted from the pages (what enrolment's running totals must
+    equal). Two queries: the eligible responses (from their index alone),
     and the live pages of the condition's participants counted by response, which reads those participants'
     pages through their own index rather than looking up every response's pages one by one."""
     counts = dict.fromkeys(eligible_responses(condition).order_by().values_list("pk", flat=True), 0)
@@ -109,12 +111,12 @@ class RatingKind(StudyKind):
         ITEMS: "Items",
     }
     pages = {
-        TEQ: "ratings.views.TEQ_PAGE",
-        ITEMS: "ratings.views.ITEMS_PAGE",
+        TEQ: "kinds.rating.pages.TEQ_PAGE",
+        ITEMS: "kinds.rating.pages.ITEMS_PAGE",
     }
     status_columns = [
         ("responses", "responses"),
-        ("ratings", "ratings"),
+        ("ratings", "ratings (attention checks not counted)"),
         ("ratings_per_response.min", "min/resp"),
         ("ratings_per_response.max", "max/resp"),
         ("ratings_per_response.mean", "mean/resp"),
@@ -126,9 +128,10 @@ class RatingKind(StudyKind):
     judged = True
     attention_checks = True
     material_title = "Corpus: prompts and responses"
-    judge_format = "generation.judge_formats.SCALE"
     answer_review = "kinds.rating.answer_review.rating_answer_review"
+    bundle = "kinds.rating.bundle.RATING_BUNDLE"
     power_planner = "kinds.rating.power.rating_power_plan"
+    exclusion_flags = "kinds.rating.live_exclusions.rating_exclusion_flags"
     admin_fieldsets = [
         (
             "Rating study",
@@ -158,10 +161,10 @@ class RatingKind(StudyKind):
         """The condition's eligible responses with the fewest live assignments (ties by the participant's
         second tie-break), as many as the study shows, in the order of their third; each of the study's attention
         checks after its place's number of regular items (`check_place`, drawn after the tie-breaks, check by
-        check in id order, so an enrolment still replays from its seed). Three queries: the counts, the checks,
-        the pages' INSERT."""
+        check in id order, so an enrolment still replays from its seed). The counts are the balance's running
+        totals (studies/balance_counts.py), which equal `response_live_counts` without reading every page."""
         study = participant.study
-        counts = response_live_counts(condition=participant.condition, now=now)
+        counts = live_pages(study, now, Assignment.Kind.RESPONSE, eligible_responses(participant.condition))
         draws = tie_break_draws(rng)
         dealt = sorted(counts, key=lambda k: (counts[k], tie_break_key(k, draws), k))
         draws = tie_break_draws(rng)

@@ -14,6 +14,8 @@ with the smallest condition's responses and the 90 % requirement: conservative (
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -104,19 +106,85 @@ def stored_baseline_shares(*, study: Study) -> tuple[list[float], str, float] | 
     return (counts / counts.sum()).tolist(), source, icc
 
 
-def launch_power_context(*, study: Study) -> dict:
-    stored = stored_baseline_shares(study=study)
+SHARES_FIELD = "shares-"  # the query's key of a condition's typed shares: shares-<condition name>
+TYPED = "typed on this page"
+
+
+def typed_shares(query: Mapping[str, str]) -> tuple[dict[str, list[float]], list[str]]:
+    """The expected shares the researcher typed ({condition: shares, in the scale's order}), read from the query's
+    `shares-<condition>` fields as percentages ("20, 50, 30"; commas, semicolons or spaces), and what is wrong
+    with any of them (each named; such a condition keeps its default). Blank fields are left out."""
+    typed: dict[str, list[float]] = {}
+    errors: list[str] = []
+    for key, text in query.items():
+        if not key.startswith(SHARES_FIELD) or not str(text).strip():
+            continue
+        name = key[len(SHARES_FIELD) :]
+        try:
+            values = [float(part) for part in re.split(r"[,;\s]+", str(text).strip().rstrip("%")) if part]
+        except ValueError:
+            errors.append(f"{name}: “{text}” is not a list of percentages")
+            continue
+        total = sum(values)
+        if not values or any(v < 0 for v in values) or abs(total - 100) > 1:
+            errors.append(
+                f"{name}: the shares must be percentages summing to 100, got {text} (sum {total:g})"
+            )
+            continue
+        typed[name] = [v / total for v in values]
+    return typed, errors
+
+
+def _share_inputs(plan: StudyPower, typed: Mapping[str, list[float]]) -> list[dict]:
+    """The form's one field per condition of the plan, filled with the shares in use."""
+    return [
+        {
+            "condition": name,
+            "field": SHARES_FIELD + name,
+            "value": ", ".join(f"{100 * s:.1f}".removesuffix(".0") for s in values),
+            "source": plan.share_sources[name],
+        }
+        for name, values in plan.shares.items()
+    ]
+
+
+def launch_power_context(
+    *, study: Study, query: Mapping[str, str] | None = None, extras: bool = True
+) -> dict:
+    """The panel's context: the plan on the shares typed in `query` (`typed_shares`) where given, else the
+    defaults (a wave's stored baseline, the published study's shares, as `study_power_plan` chooses and says);
+    `extras`: a wave's stored baseline and the calibrated judge (PPI)."""
+    typed, typing_errors = typed_shares(query or {})
+    stored = stored_baseline_shares(study=study) if extras else None
     icc = {}
     if stored and np.isfinite(stored[2]):
         icc = {"icc": stored[2], "icc_source": f"estimated from the {stored[1]}"}
     try:
         plan = study_power_plan(study=study, **icc)
-        given = {plan.baseline: stored[0]} if stored else None
-        if given:
-            plan = study_power_plan(study=study, shares=given, **icc)
+        stored_shares = {plan.baseline: stored[0]} if stored else {}
+        if stored_shares:
+            plan = study_power_plan(study=study, shares=stored_shares, **icc)
     except (StudyPowerError, power.PowerError) as exc:
         return {"error": str(exc), "study": study}
-    judge = calibrated_judge(study=study)
+    typing_errors += [
+        f"{name}: not a condition of this plan" for name in sorted(set(typed) - set(plan.shares))
+    ]
+    # A field sent back as it was filled (the default, to the rounding of its percentages) is no assumption typed.
+    typed = {
+        name: values
+        for name, values in typed.items()
+        if name in plan.shares
+        and not np.allclose(values, plan.shares[name], atol=0.0006)  # 0.05 % at most: the field's rounding
+    }
+    given = {**stored_shares, **typed} or None
+    if typed:
+        try:
+            plan = study_power_plan(study=study, shares=given, **icc)
+        except (StudyPowerError, power.PowerError) as exc:
+            # Refused (e.g. three numbers on a five-point scale): say so, and keep the plan on the defaults.
+            typing_errors.append(str(exc))
+            typed, given = {}, stored_shares or None
+    judge = calibrated_judge(study=study) if extras else None
     ratio = None
     if judge is not None:
         ratio = _judge_ratio(study, plan)
@@ -125,8 +193,10 @@ def launch_power_context(*, study: Study) -> dict:
         )
         judge["ratio"] = ratio
         judge["top_correlation"] = judge["correlations"][len(plan.scale) - 1]
-    if stored:
+    if stored and plan.baseline not in typed:
         plan.share_sources[plan.baseline] = stored[1]
+    for name in typed:
+        plan.share_sources[name] = TYPED
     rows: dict[tuple[str, str], dict] = {}
     for line in plan.lines:
         row = rows.setdefault(
@@ -156,6 +226,11 @@ def launch_power_context(*, study: Study) -> dict:
         "judge": judge,
         "study": study,
         "min_responses": MIN_RESPONSES,
+        "inputs": _share_inputs(plan, typed),
+        "typing_errors": typing_errors,
+        "typed": bool(typed),
+        "extras": extras,
+        "defaults_published": any(source.startswith("seed study") for source in plan.share_sources.values()),
     }
 
 
@@ -195,6 +270,7 @@ def _short(test: str) -> str:
     return {power.TEST_2X3: "2×3 χ²", power.TEST_2X2_YATES: "2×2 top vs rest (Yates)"}.get(test, test)
 
 
-def launch_power_html(study: Study) -> SafeString:
-    """The launch page's power panel (the rating kind's `launch_panel`)."""
-    return render_to_string("analysis/_launch_power.html", launch_power_context(study=study))
+def launch_power_html(study: Study, query: Mapping[str, str] | None = None) -> SafeString:
+    """The launch page's and the quotas step's power panel (the rating kind's `launch_panel`), on the shares
+    typed in `query` where given."""
+    return render_to_string("analysis/_launch_power.html", launch_power_context(study=study, query=query))

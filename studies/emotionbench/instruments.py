@@ -3,7 +3,6 @@ nothing."""
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ from studies.models import (
     Situation,
 )
 
+from ..importers.reading import CorpusImportError, json_read
 from .data import (
     EMOTIONS,
     PANAS_ANCHORS,
@@ -203,13 +203,11 @@ def _anchors_from_prompt(prompt: str, lo: int, hi: int) -> list[str] | None:
 def _json_read(path: Path):
     """The file's JSON, or an EmotionBenchImportError naming the file and what is wrong with it."""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
+        return json_read(Path(path).read_bytes())
+    except OSError as exc:
         raise EmotionBenchImportError(f"{path}: cannot read: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise EmotionBenchImportError(
-            f"{path}: not JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from exc
+    except CorpusImportError as exc:
+        raise EmotionBenchImportError(f"{path}: {'; '.join(str(p) for p in exc.problems)}") from None
 
 
 def instruments_parse_file(*, path: Path) -> list[InstrumentSpec]:

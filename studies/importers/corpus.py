@@ -6,6 +6,7 @@ from django.db import transaction
 
 from ..kinds import kind_of
 from ..models import Condition, Emotion, Prompt, Response, Study
+from ..reply_review import same_replies_flag
 from .parse import (
     BULK_BATCH,
     ED_RAW_FORMAT,
@@ -162,6 +163,7 @@ def corpus_import(
         for start in range(0, len(responses), BULK_BATCH):
             Response.objects.bulk_create(responses[start : start + BULK_BATCH])
             progress_tick(progress, "responses", min(start + BULK_BATCH, len(responses)), len(responses))
+        same_replies_flag(study=study, prompt_ids=[p.pk for p in created_prompts])
         if dry_run:
             # Everything was checked and written, database constraints included; now undo it all.
             transaction.set_rollback(True)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..models import Study
+from .reading import CorpusImportError, ImportProblem, csv_nul_check, text_decode
 
 # Called as progress(stage, done, total) while rows are checked and written.
 ProgressCallback = Callable[[str, int, int], None]
@@ -31,7 +32,6 @@ PUBLIC_REQUIRED = ["dialog_id", "emotion", "situation", "speaker_uttr"]
 ED_REQUIRED = ["conv_id", "utterance_idx", "context", "prompt", "speaker_idx", "utterance"]
 HUMAN_CONDITION = "human"
 CONDITION_NAME = re.compile(r"^[-a-zA-Z0-9_]{1,64}$")
-MAX_REPORTED_ERRORS = 50
 BULK_BATCH = 1000
 
 # The Toronto Empathy Questionnaire: answers Never..Always scored 0..4; these items are scored in reverse.
@@ -39,33 +39,6 @@ BULK_BATCH = 1000
 TEQ_ITEMS = 16
 TEQ_REVERSED = frozenset({2, 4, 7, 10, 11, 12, 14, 15})
 TEQ_ANSWER_CODES = ["never", "rarely", "sometimes", "often", "always"]
-
-
-@dataclass(frozen=True)
-class ImportProblem:
-    message: str
-    row: int | None = None
-    column: str | None = None
-
-    def __str__(self) -> str:
-        where = []
-        if self.row is not None:
-            where.append(f"row {self.row}")
-        if self.column is not None:
-            where.append(f"column '{self.column}'")
-        return f"{', '.join(where)}: {self.message}" if where else self.message
-
-
-class CorpusImportError(Exception):
-    """The file was refused; ``problems`` says where and why. Nothing was written."""
-
-    def __init__(self, problems: Iterable[ImportProblem | str]):
-        problems = [p if isinstance(p, ImportProblem) else ImportProblem(p) for p in problems]
-        if len(problems) > MAX_REPORTED_ERRORS:
-            more = len(problems) - MAX_REPORTED_ERRORS
-            problems = [*problems[:MAX_REPORTED_ERRORS], ImportProblem(f"… and {more} more problems")]
-        self.problems = problems
-        super().__init__("\n".join(str(p) for p in self.problems))
 
 
 @dataclass
@@ -114,34 +87,6 @@ class ImportResult:
 
 
 # --- Reading ----------------------------------------------------------------------------------------------
-
-
-def _decode(data: bytes) -> str:
-    if not data.strip():
-        raise CorpusImportError([ImportProblem("the file is empty")])
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise CorpusImportError(
-            [
-                ImportProblem(
-                    f"the file is not UTF-8: byte 0x{data[exc.start]:02x} at byte offset {exc.start} "
-                    f"(line {line}); save it as UTF-8"
-                )
-            ]
-        ) from None
-    if "\x00" in text:
-        at = text.index("\x00")
-        raise CorpusImportError(
-            [
-                ImportProblem(
-                    f"the file contains a NUL byte (0x00) at line {text.count(chr(10), 0, at) + 1}: it is not a "
-                    "text CSV (a spreadsheet saved in another format, or UTF-16?); save it as UTF-8 CSV"
-                )
-            ]
-        )
-    return text.removeprefix("\ufeff")
 
 
 def _detect_format(header: list[str]) -> str:
@@ -367,15 +312,17 @@ def corpus_parse(
     Checks done here: encoding, empty file, header/format, missing columns, ragged rows, duplicate dialogue
     ids, empty texts, and (given ``known_emotions``, lower-case names) unknown emotions.
     """
-    text = _decode(data)
+    text = text_decode(data)
     first_line = text.split("\n", 1)[0]
     header_fields = next(csv.reader([first_line]), [])
     try:
         fmt = _detect_format([h.strip() for h in header_fields])
     except CorpusImportError as exc:
+        csv_nul_check(text)  # a NUL in the header says more than "unrecognised"
         hint = _semicolon_hint(first_line)
         raise CorpusImportError([*exc.problems, hint] if hint else exc.problems) from None
     quoting = csv.QUOTE_NONE if fmt == ED_RAW_FORMAT else csv.QUOTE_MINIMAL
+    csv_nul_check(text, quoting=quoting)
     header, rows, ragged = _read_rows(text, quoting=quoting)
     try:
         if fmt == ED_RAW_FORMAT:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
+from ..balance_counts import counts_rebuild
 from ..design import design_freeze
 from ..exclusion_rules import seed_study_exclusion_rules
 from ..models import Assignment, Participant, Prompt, Rating, Response, Study
@@ -264,6 +265,7 @@ def ratings_import(
         )
         progress_tick(progress, "ratings", len(values), len(values))
         design_freeze(study, reason="import of a finished study")
+        counts_rebuild(study)  # the balance's running totals (studies/balance_counts.py)
     return RatingsImportResult(
         study=study,
         prompts=len(prompt_rows),

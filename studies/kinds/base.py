@@ -9,8 +9,8 @@ entry and consent pages, recruiting-platform handling and exactly-once answers. 
   when first needed, so studies/ never imports the app that serves pages);
 * **assignment policy** — `enrollable` (which conditions can take a newcomer at all) and
   `assignments_create` (the pages a new participant gets, balanced by live counts, see studies/balancing.py);
-* **launch checks** — `launch_problems`, and `launch_panel`: the dotted path of a callable (study) → HTML shown
-  on the launch page (the rating kind's: power before launch, from analysis);
+* **launch checks** — `launch_problems`, and `launch_panel`: the dotted path of a callable (study, query) → HTML
+  shown on the launch page and the quotas step, `query` holding what the researcher typed in it (the rating kind's: power before launch, from analysis);
 * **status counts** — `status_columns`, `status_counts`, `status_totals` and `status_summary` (per-condition
   numbers and a design summary for the live status page and the `study_status` command);
 * **analysis entry** — `analysis`: the dotted path of an object with `analyze(study, options)` and
@@ -21,7 +21,8 @@ entry and consent pages, recruiting-platform handling and exactly-once answers. 
   answer in their own way), as dotted paths resolved by the admin;
 * **capabilities** — what the kind's studies offer beyond the spine, each left out by a kind that does not
   offer it: `corpus_import` (prompts and responses from a corpus file), `judged` (LLM judges answer its
-  items, asked and read by its `judge_format`), `power_planner` (power before launch), `answers_export` (its own answers export), `wave_keeps_conditions` (what a wave copies), `questionnaire(study)` (questionnaire runs: an
+  items, asked and read by its `judge_format`), `exclusion_flags` (each participant's flags under the declared exclusion rules, while it runs),
+  `power_planner` (power before launch), `answers_export` (its own answers export), `bundle` (its part of the open-science bundle), `wave_keeps_conditions` (what a wave copies), `questionnaire(study)` (questionnaire runs: an
   instrument answered before and after a situation, by people and models).
 
 A new kind is one subclass and one `registry.register(...)` call; nothing else branches on `study.kind`: code
@@ -130,7 +131,7 @@ class StudyKind(ABC):
     admin_inlines: ClassVar[list[str]] = []
     generation_admin_view: ClassVar[str | None] = None  # (model_admin, request, study) -> HttpResponse
     launch_panel: ClassVar[str | None] = (
-        None  # (study) -> safe HTML for the launch page, e.g. power before launch
+        None  # (study, query) -> safe HTML for the launch page, e.g. power before launch on typed shares
     )
 
     # --- capabilities (generic code asks them; a kind that lacks one leaves the default) ----------------
@@ -151,6 +152,9 @@ class StudyKind(ABC):
     # a judged kind that names none has its responses rated on its scale, as the rating kind's are.
     judged: ClassVar[bool] = False
     judge_format: ClassVar[str] = "generation.judge_formats.SCALE"
+    # Dotted path of (study) -> {participant id: the declared exclusion rules that exclude them, in words}: the
+    # analysis's own computation, shown on the live status page and the participant list while the study runs.
+    exclusion_flags: ClassVar[str | None] = None
     # Dotted path of (*, study, **options) -> the power plan before launch (analysis/study_power.py).
     power_planner: ClassVar[str | None] = None
     # Dotted path of (study) -> (header, records): the study's answers export when its answers are not ratings
@@ -167,6 +171,11 @@ class StudyKind(ABC):
     attention_checks: ClassVar[bool] = False
     # What the researcher's setup calls the material participants are shown (its first step).
     material_title: ClassVar[str] = "Study material"
+    # The kind's part of the open-science bundle (analysis/bundle.py; the object or its dotted path, `resolved`):
+    # its answers table and its own tables (`tables`), materials, its answers to the pre-registration's design
+    # questions, the script that re-runs its headline analysis from the bundle alone (`script`, `requirements`,
+    # `parameters`) and that headline as the platform computes it (`results`). None: no bundle.
+    bundle: ClassVar[object | str | None] = None
 
     # --- participant steps ---------------------------------------------------------------------------
 
@@ -223,6 +232,10 @@ class StudyKind(ABC):
     def analysis_url(self, study: Study) -> str | None:
         """The address of the study's analysts' page (`analysis_page`); None for a kind without one."""
         return reverse(self.analysis_page, args=[study.slug]) if self.analysis_page else None
+
+    def bundle_url(self, study: Study) -> str | None:
+        """The address of the study's open-science bundle (a zip); None for a kind without one."""
+        return reverse("analysis:bundle", args=[study.slug]) if self.bundle else None
 
     def questionnaire(self, study: Study) -> QuestionnaireSettings | None:
         """The study's questionnaire settings (instrument, item order, model runs, significance level) when its

@@ -19,6 +19,7 @@ def _page_urls(slug):
         reverse("analysis:export", args=[slug, "participants"]),
         reverse("analysis:export", args=[slug, "responses"]),
         reverse("analysis:table", args=[slug, "tests"]),
+        reverse("analysis:bundle", args=[slug]),
     ]
 
 

@@ -49,11 +49,16 @@ def test_a_first_view_asks_the_workers_once_and_says_it_is_computing(analyst_cli
     analyst_client.get(url)
     status = analyst_client.get(reverse("analysis:dashboard_status", args=[rated_study.slug])).json()
     assert status == {"current": False, "computing": True, "computed_at": None, "fingerprint": None}
-    assert dispatched == [{"study_id": rated_study.pk, "baseline": None, "no_exclusions": False}]
+    # Asked once, then the other side of the "No exclusions" switch, so that the switch finds it ready.
+    assert dispatched == [
+        {"study_id": rated_study.pk, "baseline": None, "no_exclusions": False},
+        {"study_id": rated_study.pk, "baseline": None, "no_exclusions": True},
+    ]
 
 
 def test_the_computed_result_shows_at_once_with_when_it_was_computed(analyst_client, rated_study, dispatched):
     snapshot = snapshots.snapshot_compute(study_id=rated_study.pk, baseline=None, no_exclusions=False)
+    snapshots.snapshot_compute(study_id=rated_study.pk, baseline=None, no_exclusions=True)
     assert snapshot is not None and snapshot.analysis.n_rows == 200 and len(snapshot.figures) == 3
     page = analyst_client.get(reverse("analysis:dashboard", args=[rated_study.slug])).content.decode()
     assert "Up to date: computed at" in page and 'data-computing="false"' in page
@@ -72,11 +77,12 @@ def test_new_ratings_show_the_last_result_while_a_new_one_is_computed(
     page = analyst_client.get(reverse("analysis:dashboard", args=[rated_study.slug])).content.decode()
     assert "Computing the analysis of the latest data" in page
     assert "ratings analysed: 200" in page  # the last result, shown at once
-    assert len(dispatched) == 1
-    snapshots.snapshot_compute(**dispatched[0])  # what the worker runs
+    assert len(dispatched) == 2  # and the switch's other side
+    for asked in dispatched:
+        snapshots.snapshot_compute(**asked)  # what the worker runs
     page = analyst_client.get(reverse("analysis:dashboard", args=[rated_study.slug])).content.decode()
     assert "Up to date" in page and "ratings analysed: 210" in page
-    assert len(dispatched) == 1
+    assert len(dispatched) == 2
 
 
 def test_each_set_of_options_has_its_own_result(analyst_client, rated_study, dispatched):
@@ -115,11 +121,19 @@ def test_beat_asks_for_live_studies_whose_ratings_changed(rated_study, dispatche
     from studies.models import Study
 
     Study.objects.filter(pk=rated_study.pk).update(state=Study.State.LIVE)
-    assert snapshots.snapshots_refresh_live() == 1
-    snapshots.snapshot_compute(**dispatched[0])
-    assert snapshots.snapshots_refresh_live() == 0  # current: nothing to do
+    assert snapshots.snapshots_refresh() == 2  # under the declared rules and under none (the page's switch)
+    assert [d["no_exclusions"] for d in dispatched] == [False, True]
+    for asked in dispatched:
+        snapshots.snapshot_compute(**asked)
+    assert snapshots.snapshots_refresh() == 0  # current: nothing to do
     _add_participant(rated_study, [1, 2, 3])
-    assert snapshots.snapshots_refresh_live() == 1
+    assert snapshots.snapshots_refresh() == 2
+    for asked in dispatched[2:]:
+        snapshots.snapshot_compute(**asked)
+    Study.objects.filter(pk=rated_study.pk).update(state=Study.State.CLOSED)
+    assert snapshots.snapshots_refresh() == 0  # closed: computed once, its data no longer changes
+    cache.clear()
+    assert snapshots.snapshots_refresh() == 2
 
 
 def test_the_page_has_no_inline_script_and_no_meta_refresh(analyst_client, rated_study, dispatched):
@@ -171,3 +185,27 @@ def test_with_a_broker_the_compute_is_sent_to_the_registered_task(
         assert sent == []  # sent once the transaction commits, never before
     assert sent == [(analysis_snapshot_task.name, (rated_study.pk, "gpt4", False))]
     assert analysis_snapshot_task.name == snapshots.SNAPSHOT_TASK
+
+
+def test_report_html_is_the_snapshots_own_and_draws_nothing_on_request(
+    analyst_client, rated_study, dispatched, monkeypatch
+):
+    from analysis import figures
+
+    snapshot = snapshots.snapshot_compute(study_id=rated_study.pk, baseline=None, no_exclusions=False)
+
+    def drawn(*args, **kwargs):
+        raise AssertionError("a figure drawn on request")
+
+    monkeypatch.setattr(figures, "figure_render", drawn)
+    response = analyst_client.get(reverse("analysis:report", args=[rated_study.slug]))
+    assert response.status_code == 200 and response.content.decode() == snapshot.report_html
+    assert snapshot.report_html.count("<svg") == 3 and "gpt4 vs human" in snapshot.report_html
+
+
+def test_a_server_loads_the_analysis_modules_the_views_and_kinds_name():
+    from config.warm import warm_modules
+
+    modules = warm_modules()
+    assert {"analysis.views", "kinds.pairwise.views", "kinds.rating.launch_power"} <= set(modules)
+    assert "kinds.rating.live_exclusions" in modules and "kinds.rating.power" in modules

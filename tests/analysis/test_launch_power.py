@@ -155,3 +155,29 @@ def test_a_wave_plans_from_its_parents_stored_baseline_even_with_few_ratings(db)
         == "stored baseline: human of small-parent (20 ratings; few, so rough)"
     )
     assert "seed study (human)" not in plan.share_sources.values()
+
+
+def test_the_quotas_step_and_the_launch_page_recompute_power_on_typed_shares(staff_client):
+    study = draft_study("typed", prompts=20)
+    quotas = reverse("admin:studies_study_setup_step", args=[study.pk, "quotas"])
+    launch = reverse("admin:studies_study_state", args=[study.pk, "launch"])
+    default = staff_client.get(quotas).content.decode()
+    assert "the shares are the published study" in default and 'value="7.1, 28.1, 64.8"' in default
+    typed = {"shares-gpt5": "10, 40, 50"}
+    expected = study_power_plan(study=study, shares={"gpt5": [0.1, 0.4, 0.5]})
+    needed = {
+        (ln.condition, ln.power): ln.participants_per_condition
+        for ln in expected.lines
+        if ln.test == power.TEST_2X3
+    }
+    for url in (quotas, launch):
+        page = staff_client.get(url, typed).content.decode()
+        assert "Bad 10.0 %, Okay 40.0 %, Good 50.0 % <small>(typed on this page)" in page
+        assert f"<td>{needed[('gpt5', 0.8)]}</td><td>{needed[('gpt5', 0.9)]}</td>" in page
+        assert 'name="shares-gpt5" value="10, 40, 50"' in page
+    # Sent back with the defaults as they were filled in: only the changed field counts as typed.
+    both = staff_client.get(quotas, {**typed, "shares-human": "17.1, 33.6, 49.3"}).content.decode()
+    assert "(seed study (human))" in both and "(typed on this page)" in both
+    wrong = staff_client.get(quotas, {"shares-gpt5": "10, 40", "shares-nobody": "50 50"}).content.decode()
+    assert "gpt5: the shares must be percentages summing to 100" in wrong
+    assert "nobody: not a condition of this plan" in wrong and "(seed study (chatgpt_empathy))" in wrong

@@ -84,6 +84,9 @@ def test_the_corpus_import_has_its_own_larger_limit(staff_client, settings):
 
 @pytest.mark.parametrize("login_path", ["/admin/login/", "/analysis/login/"])
 def test_after_100_wrong_passwords_the_right_one_is_refused_until_the_lock_out_ends(login_path, staff_user):
+    known = Client(REMOTE_ADDR="203.0.113.7")
+    assert known.post(login_path, {"username": "admin", "password": "admin-pass-123"}).status_code == 302
+    known.logout()
     client = Client()
     codes = [
         client.post(login_path, {"username": "admin", "password": f"wrong-{i}"}).status_code
@@ -95,15 +98,37 @@ def test_after_100_wrong_passwords_the_right_one_is_refused_until_the_lock_out_e
     assert right.status_code == 429
     assert "Too many failed sign-ins" in right.content.decode()
     assert "_auth_user_id" not in client.session
-    # Another username from the flooding address is refused too; but the flood did not lock `admin` out for
-    # everyone: from another address the right password still signs in (locked per username AND address).
+    # Another username from the flooding address is refused too; but the flood did not lock `admin` out
+    # everywhere: from an address it signed in from before, the right password still signs in.
     assert client.post(login_path, {"username": "someone", "password": "x"}).status_code == 429
-    other = Client(REMOTE_ADDR="203.0.113.7")
-    assert other.post(login_path, {"username": "admin", "password": "admin-pass-123"}).status_code == 302
+    assert known.post(login_path, {"username": "admin", "password": "admin-pass-123"}).status_code == 302
 
     call_command("axes_reset")  # or the cool-off (AXES_COOLOFF_MINUTES) passing
     back = Client().post(login_path, {"username": "admin", "password": "admin-pass-123"})
     assert back.status_code == 302
+
+
+def test_guessing_one_password_from_15_addresses_is_throttled_but_the_owner_signs_in_from_a_known_address(
+    staff_user,
+):
+    owner = Client(REMOTE_ADDR="198.51.100.1")
+    assert owner.post("/admin/login/", {"username": "admin", "password": "admin-pass-123"}).status_code == 302
+    owner.logout()
+    codes = [
+        Client(REMOTE_ADDR=f"203.0.113.{i}")
+        .post("/admin/login/", {"username": "admin", "password": f"guess-{i}"})
+        .status_code
+        for i in range(1, 16)
+    ]
+    limit = django_settings.AXES_FAILURE_LIMIT
+    assert codes[: limit - 1] == [200] * (limit - 1) and set(codes[limit:]) == {429}
+    # The right password from a new address is refused while the guessing lasts; from the owner's it is not.
+    fresh = Client(REMOTE_ADDR="192.0.2.50")
+    assert fresh.post("/admin/login/", {"username": "admin", "password": "admin-pass-123"}).status_code == 429
+    assert owner.post("/admin/login/", {"username": "admin", "password": "admin-pass-123"}).status_code == 302
+    # Other usernames from those addresses are not held back by admin's count.
+    other = Client(REMOTE_ADDR="203.0.113.20")
+    assert other.post("/admin/login/", {"username": "someone", "password": "x"}).status_code == 200
 
 
 def test_signing_in_at_the_analysis_login_without_next_lands_on_a_real_page(staff_user):

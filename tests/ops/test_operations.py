@@ -176,6 +176,7 @@ def test_production_installs_and_routes_the_benchmark_targets_only_when_the_benc
         "DJANGO_ENV": "production",
         "SECRET_KEY": "s" * 60,
         "ALLOWED_HOSTS": "example.org",
+        "REDIS_URL": "redis://127.0.0.1:6379/0",
         "VAR_DIR": str(settings.VAR_DIR),
         "DJANGO_SETTINGS_MODULE": "config.settings",
     }

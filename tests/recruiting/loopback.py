@@ -3,7 +3,7 @@ of Prolific's public docs, served by pytest-httpserver's HTTPServer.
 
 It keeps its own state (studies, submissions, bulk bonuses) and records every call that matters to the
 invariants: approvals per participant and pay calls per bulk bonus. Faults are injected per path prefix
-(`fail(prefix, [429, 503])`) and for the pay call that succeeds and then answers too late
+(`fail(prefix, [429, 503])`), after the call took effect (`fail_after_effect(prefix, [500])`), and for the pay call that succeeds and then answers too late
 (`pay_hangs_after_success`)."""
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ class LoopbackProlific:
         self.bonus_paid: Counter = Counter()  # (participant id, amount) payments
         self.calls: list[tuple[str, str]] = []
         self.faults: dict[str, list] = defaultdict(list)
+        self.faults_after: dict[str, list] = defaultdict(list)  # the call takes effect, then this answer
         self.pay_hangs_after_success = 0.0
         self.pay_hangs_before_paying = 0.0  # the call in flight: the bulk bonus still reads as unpaid
         self.tokens_seen: set[str] = set()
@@ -57,6 +58,10 @@ class LoopbackProlific:
         """The next calls whose path starts with `prefix` answer these statuses, in order."""
         self.faults[prefix].extend((status, retry_after) for status in statuses)
 
+    def fail_after_effect(self, prefix: str, statuses: list) -> None:
+        """The next calls whose path starts with `prefix` do what they do, then answer these statuses."""
+        self.faults_after[prefix].extend(statuses)
+
     def add_submission(
         self, study_id: str, pid: str, status: str = "ACTIVE", submission_id: str = ""
     ) -> dict:
@@ -69,6 +74,7 @@ class LoopbackProlific:
                 "status": status,
                 "started_at": "2026-01-01T10:00:00Z",
                 "completed_at": None,
+                "bonus_payments": [],  # each bonus paid on the submission, in pence (Prolific's GET shows it)
             }
             self.submissions[submission_id] = item
             return item
@@ -84,6 +90,15 @@ class LoopbackProlific:
         return Response(json.dumps(data), status=status, headers=headers, content_type="application/json")
 
     def handle(self, request: Request) -> Response:
+        response = self._handle(request)
+        path = request.path.removeprefix("/api/v1/")
+        with self.lock:
+            for prefix, queue in self.faults_after.items():
+                if path.startswith(prefix) and queue:
+                    return self._json({"error": "injected after the effect"}, status=queue.pop(0))
+        return response
+
+    def _handle(self, request: Request) -> Response:
         path = request.path.removeprefix("/api/v1/")
         self.tokens_seen.add(request.headers.get("Authorization", ""))
         with self.lock:
@@ -234,6 +249,9 @@ class LoopbackProlific:
             bulk = self.bulk_bonuses[bulk_id]
             for pid, amount in bulk["rows"]:
                 self.bonus_paid[(pid, str(Decimal(amount)))] += 1
+                for sub in self.submissions.values():
+                    if sub["participant_id"] == pid and sub["study_id"] == bulk["study"]:
+                        sub["bonus_payments"].append(int(Decimal(amount) * 100))
             bulk["status"] = "PAID"
             hang = self.pay_hangs_after_success
             self.pay_hangs_after_success = 0.0

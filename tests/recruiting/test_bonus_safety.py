@@ -1,23 +1,19 @@
 """One id Prolific does not know can no longer block a study's bonuses; a payment Prolific does not confirm is
 left to the researcher, never paid twice and never silently stuck; flagged participants get no per-rating bonus
-unless the study says so; Retry-After is honoured as sent; errors read as words with a next step; bulk approval is
-sent once per submission; webhook subscriptions are made and verified from the platform. Against the loopback
+unless the study says so; Retry-After is honoured as sent; errors read as words with a next step; webhook subscriptions are made and verified from the platform. Against the loopback
 Prolific, which refuses a bulk bonus naming an id that is not a submission of the study, as Prolific documents."""
 
 import html
 import time
-from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 from django.urls import reverse
-from django.utils import timezone
 
 from recruiting.bonuses import bonuses_grant_per_rating, bonuses_pay
 from recruiting.client import ProlificClient, ProlificError
 from recruiting.hooks import HooksError, hooks_subscribe
-from recruiting.models import Bonus, BonusBatch, ProlificSubmission
-from recruiting.submissions import submissions_approve, submissions_reconcile
+from recruiting.models import Bonus, BonusBatch
 from recruiting.tasks import prolific_reconcile_all
 from tests.factories import AttentionCheckFactory
 
@@ -98,10 +94,15 @@ def test_a_payment_prolific_does_not_confirm_waits_for_the_researcher_and_is_nev
     prolific.pay_hangs_after_success = 1.0  # paid, but the answer is lost
     prolific.bonus_readback_missing = True  # and the undocumented read-back answers 404
     bonuses_pay(link=link)
+    sub = next(iter(prolific.submissions.values()))
+    sub["bonus_payments"] = [15, 40]  # and a bonus paid by hand on Prolific: the totals tell nothing
     report = bonuses_pay(link=link)
     batch = BonusBatch.objects.get()
     assert batch.state == BonusBatch.State.CHECK and report.to_check == 1
-    assert "Look at the study's bonuses on Prolific" in batch.last_error
+    assert (
+        "Look at the study's bonuses on Prolific" in batch.last_error
+        and "paid another way" in batch.last_error
+    )
     for _ in range(2):
         bonuses_pay(link=link)
         prolific_reconcile_all()
@@ -151,27 +152,6 @@ def test_retry_after_is_waited_as_sent_and_a_wait_beyond_the_maximum_is_not_slep
         client.study_get(link.prolific_study_id)
     assert caught.value.transient and "try again in a few minutes" in str(caught.value)
     assert slept == [40.0]
-
-
-def test_bulk_approval_is_sent_once_per_submission_even_when_its_answer_is_lost(prolific):
-    link = link_build(fake=prolific, auto_approve=True)
-    participant, sub = enroll(link, "PAPPR", prolific)
-    finish(participant)
-    prolific.set_status(sub["id"], "AWAITING REVIEW")
-    prolific.fail("submissions/bulk-approve/", [503])  # the approval's outcome is unknown
-    with pytest.raises(ProlificError):
-        submissions_reconcile(link=link)
-    assert prolific.approvals == {}
-    assert ProlificSubmission.objects.get().approval_claimed_at is not None  # kept: not sent again at once
-    assert submissions_approve(link=link) == 0
-    submissions_reconcile(link=link)  # Prolific still says awaiting review, but the wait has not passed
-    assert prolific.approvals == {}
-    ProlificSubmission.objects.update(approval_claimed_at=timezone.now() - timedelta(hours=1))
-    submissions_reconcile(link=link)
-    assert prolific.approvals == {"PAPPR": 1}
-    submissions_reconcile(link=link)  # read back as approved: never sent again
-    assert prolific.approvals == {"PAPPR": 1}
-    assert prolific.calls.count(("POST", "submissions/bulk-approve/")) == 2  # the lost one, then this one
 
 
 def test_webhook_subscriptions_are_created_confirmed_and_verified_from_the_platform(prolific, staff_client):

@@ -3,6 +3,7 @@
 import pytest
 
 from recruiting.submissions import submission_status_apply
+from tests.a11y import axe_violations
 from tests.factories import AttentionCheckFactory
 from tests.screenshots import screenshot
 
@@ -69,11 +70,21 @@ def test_a_researcher_creates_publishes_and_approves_from_the_admin(
     assert page.locator("#decisions").get_by_text("PBAD").is_visible()
     screenshot(page, f"prolific-review-{viewport}")
 
+    # Prolific answers 500 to the approval, and to reading the submissions back: the page says what waits.
+    prolific.fail("submissions/bulk-approve/", [500])
+    prolific.fail("submissions/sub", [500] * 4)
     page.get_by_role("button", name="Approve 2 passed").click()
     page.wait_for_url(f"**{change}")
-    assert "Approved 2 submission(s)" in page.locator(".messagelist").inner_text()
-    assert dict(prolific.approvals) == {"PGOOD1": 1, "PGOOD2": 1}
+    waiting = "2 approvals are waiting for Prolific to confirm; checking again in 5 minutes."
+    assert page.locator(".messagelist").inner_text().strip() == waiting
+    assert page.locator("#approvals-pending").inner_text() == waiting
+    assert axe_violations(page) == []
+    screenshot(page, f"prolific-approvals-pending-{viewport}")
 
+    page.get_by_role("button", name="Reconcile now").click()  # what the scheduled read-back does
+    page.wait_for_url(f"**{change}")
+    assert dict(prolific.approvals) == {"PGOOD1": 1, "PGOOD2": 1}
+    assert page.locator("#approvals-pending").count() == 0
     page.get_by_role("button", name="Reconcile now").click()
     page.wait_for_url(f"**{change}")
     rows = page.locator("#participants-beside tbody tr")

@@ -57,6 +57,21 @@ def test_a_bad_or_stale_signature_is_refused_and_nothing_is_stored(client, proli
     assert WebhookEvent.objects.count() == 0
 
 
+def test_with_the_secret_unset_a_caller_gets_a_generic_503_and_the_log_names_the_variable(
+    client, prolific, monkeypatch, caplog
+):
+    link = link_build(fake=prolific)
+    monkeypatch.delenv(link.webhook_secret_env)
+    payload = {"resource_id": "x", "event_type": "study.status.change", "status": "PAUSED"}
+    with caplog.at_level("ERROR", logger="recruiting.webhooks"):
+        response = deliver(client, link, payload, event_id="e-unset")
+    assert response.status_code == 503
+    assert response.json() == {"error": "The webhook is not available; try again later."}
+    assert link.webhook_secret_env not in response.content.decode()
+    assert link.webhook_secret_env in caplog.text and "is not set" in caplog.text
+    assert WebhookEvent.objects.count() == 0
+
+
 def test_a_returned_participant_delivered_three_times_frees_the_place_and_items_once(
     client, prolific, django_capture_on_commit_callbacks, monkeypatch
 ):

@@ -22,9 +22,10 @@ def test_a_new_participant_costs_a_handful_of_statements():
     with CaptureQueriesContext(connection) as queries:
         participant = participant_enroll(study=study, external_id="counted")
     statements = [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
-    # the study's lock, the id looked up, whether anyone is stale, the conditions with their counts, the
-    # participant, the eligible responses, their live pages counted, the attention checks, the pages' INSERT
-    assert len(statements) == 9, statements
+    # the study's lock, the id looked up, the conditions' running totals, the lapsed per condition, the
+    # conditions, the participant, the eligible responses with their totals, the lapsed participants' pages,
+    # the attention checks, the pages' INSERT, the totals' upsert: none of them grows with the study
+    assert len(statements) == 11, statements
     assert [a.kind for a in participant.assignments.order_by("position")] == [
         "response",
         "attention",

@@ -85,7 +85,7 @@ def _bad_files():
         "not utf-8": (latin1, "the file is not UTF-8: byte 0xe9 at byte offset"),
         "NUL byte": (
             public_csv(good).replace(b"Situation 0", b"Situ\x00ation 0", 1),
-            "the file contains a NUL byte (0x00) at line 2",
+            "row 2, column 'situation': contains a NUL byte (0x00)",
         ),
         "empty file": (b"", "the file is empty"),
         "header only": (public_csv([]), "row 1: the file has a header but no data rows"),

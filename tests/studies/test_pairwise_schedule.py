@@ -2,15 +2,17 @@
 (studies/kinds/pairwise.py), under a rush too."""
 
 from collections import Counter
+from datetime import timedelta
 
 import pytest
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from kinds.pairwise.kind import PAIRS, pair_live_counts
 from studies.design import FrozenDesignError, design_build
 from studies.kinds.registry import participant_steps
 from studies.models import Condition, PairAttentionCheck, PairItem, PairwiseSettings, Participant
-from studies.participants import participant_enroll, participant_return
+from studies.participants import participant_advance, participant_enroll, participant_return
 from studies.services import study_launch, study_launch_problems
 from tests.factories import pairwise_study_build
 from tests.studies.test_assignment_races import race
@@ -173,3 +175,33 @@ def test_the_pairwise_settings_and_known_answer_pairs_are_frozen_with_the_design
             study=study, emotion_label="x", situation="x", speaker_utterance="x", good_reply="x", poor_reply="y",
             after_item=0,
         )  # fmt: skip
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rush_of_visitors_who_never_consent_frees_its_pairs_after_the_consent_hold(
+    requires_postgres, settings
+):
+    """Pairs are dealt at enrolment (the consent page opens with the participant's place taken), so a rush of
+    visitors who only open the consent page holds pairs: balanced among themselves, and only for
+    PARTICIPANT_CONSENT_HOLD_MINUTES, not the study's time limit. Those who agreed keep theirs for the limit."""
+    settings.PARTICIPANT_CONSENT_HOLD_MINUTES = 10
+    study = pairwise_study_build(conditions=3, prompts=12, items_per_participant=3, quota_per_condition=100)
+    study.time_limit_minutes = 30
+    study.save(update_fields=["time_limit_minutes"])
+
+    results, errors = race(lambda i: participant_enroll(study=study, external_id=f"LOOK{i:02d}"), 30)
+    assert not errors, errors
+    assert set(Participant.objects.filter(study=study).values_list("step", flat=True)) == {"consent"}
+    assert_balanced(study, 3)
+    later = timezone.now() + timedelta(minutes=11)  # past the consent hold, well within the time limit
+    assert pair_live_counts(study=study, now=later) == Counter()
+
+    Participant.objects.filter(study=study).update(last_seen_at=timezone.now() - timedelta(minutes=11))
+    results, errors = race(lambda i: participant_enroll(study=study, external_id=f"TAKE{i:02d}"), 30)
+    assert not errors, errors
+    for participant in results.values():
+        assert participant_advance(participant=participant, from_step=Participant.Step.CONSENT)
+    pairs, _ordered, _sides = exposure(study)  # the lookers no longer count: only the 30 who agreed
+    assert sum(pairs.values()) == 30 * 3
+    assert_balanced(study, 3)
+    assert sum(pair_live_counts(study=study, now=later).values()) == 30 * 3  # agreed: held for the limit

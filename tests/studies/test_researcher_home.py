@@ -4,6 +4,7 @@ what they miss, one page per step saying what is missing and where it is done, f
 import re
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from generation.models import GenerationItem
@@ -16,6 +17,7 @@ from tests.factories import (
     ResponseFactory,
     StudyFactory,
 )
+from tests.studies.helpers import public_csv, public_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -177,3 +179,46 @@ def test_a_filled_study_with_unrated_responses_shows_a_shortfall(staff_client):
     out = io.StringIO()
     call_command("study_status", "short", stdout=out)
     assert f"shortfall: {expected}" in out.getvalue()
+
+
+def test_the_steps_say_done_only_when_done_and_a_direct_link_needs_no_code(staff_client):
+    study = rating_study("truthful", completion_code="", platform=Study.Platform.NONE)
+
+    def statuses() -> dict[str, str]:
+        page = staff_client.get(reverse("admin:studies_study_setup", args=[study.pk])).content.decode()
+        found = re.findall(r'setup/(\w+)/"[^>]*>[^<]*</a>\s*<span class="setup-status">([^<]*)<', page)
+        return dict(found)
+
+    before = statuses()
+    assert before["checks"] == "to check" and before["preview"] == "to do"
+    assert before["launch"] == "ready to launch"  # a direct link: no completion code to set
+    AttentionCheckFactory(study=study)
+    ParticipantFactory(study=study, condition=study.conditions.get(), is_preview=True)
+    after = statuses()
+    assert after["checks"] == "done" and after["preview"] == "done"
+    study.platform = Study.Platform.PROLIFIC
+    study.save()
+    assert statuses()["launch"] == "1 missing"
+
+
+def test_a_corpus_imported_from_the_setup_returns_to_the_setup(staff_client):
+    material = staff_client.get(
+        reverse("admin:studies_study_setup_step", args=[StudyFactory(slug="fresh").pk, "material"])
+    ).content.decode()
+    link = re.search(r'href="([^"]*/import/\?[^"]*)"', material).group(1).replace("&amp;", "&")
+    page = staff_client.get(link).content.decode()
+    assert 'value="fresh"' in page
+    response = staff_client.post(
+        link,
+        {"file": SimpleUploadedFile("c.csv", public_csv(public_rows(4)), content_type="text/csv"),
+         "study_slug": "imported", "seed": "0"},
+    )  # fmt: skip
+    study = Study.objects.get(slug="imported")
+    assert response.status_code == 302
+    assert response["Location"] == reverse("admin:studies_study_setup", args=[study.pk])
+    change = text_of(
+        staff_client.get(reverse("admin:studies_study_change", args=[study.pk])).content.decode()
+    )
+    assert (
+        "Checks and completion" in change and "Always" not in change
+    )  # the rules' box: each can be unticked

@@ -181,7 +181,7 @@ def test_a_kind_without_capabilities_is_offered_none_of_them(admin_client, toy_s
     assert admin_client.get(analysis_url).status_code == 404
     assert admin_client.get(reverse("analysis:judge_report", args=[toy_study.slug, "j"])).status_code == 404
     # Nothing computes ahead for it, and the services refuse it by name.
-    assert snapshots.snapshots_refresh_live() == 0 and judge_ahead.judge_reports_refresh() == 0
+    assert snapshots.snapshots_refresh() == 0 and judge_ahead.judge_reports_refresh() == 0
     with pytest.raises(StudyPowerError, match="toy study: its kind plans no power"):
         study_power_plan(study=toy_study)
     with pytest.raises(NoQuestionnaire, match="'toy' is not a questionnaire study"):

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('studies', '0015_hidden_instruction_on_every_form'),
+        ('studies', '0016_balance_counts'),
     ]
 
     operations = [

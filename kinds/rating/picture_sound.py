@@ -22,10 +22,11 @@ import wave
 from django.http import Http404, HttpRequest, HttpResponse
 from django.utils.crypto import salted_hmac
 
+from ratings.selectors import participant_get_for_request
 from studies import authenticity
 from studies.models import Study
 
-from .selectors import assignment_current_for_participant, participant_get_for_request
+from .selectors import assignment_current_for_participant
 
 RATE = 8000  # samples a second: a telephone's, enough for beeps
 
