@@ -18,6 +18,5 @@ urlpatterns += [
     path("api/", include("analysis.api_urls")),
     path("analysis/", include("analysis.urls")),
     path("recruiting/", include("recruiting.urls")),
-    path("", include("kinds.rating.urls")),  # the rating kind's own participant address (the picture's sound)
     path("", include("ratings.urls")),
 ]

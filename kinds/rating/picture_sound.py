@@ -7,8 +7,8 @@ plays it with the page's audio control and counts; software reading the page's t
 finds only the control, and picks an answer as on any item. The beeps' pitch, length, spacing and the quiet
 noise under them are drawn per participant, so no two participants' recordings are the same bytes and none names
 its count. Like the picture, a program built to decode it could (count bursts of sound): the check catches the
-agents that work from the page's text. Served only to the participant whose current page is the picture check,
-never cached.
+agents that work from the page's text. Served by the item page itself (`?sound=wav`), only to the participant whose
+current page is the picture check, never cached.
 """
 
 from __future__ import annotations
@@ -19,14 +19,11 @@ import random
 import struct
 import wave
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.utils.crypto import salted_hmac
 
-from ratings.selectors import participant_get_for_request
 from studies import authenticity
 from studies.models import Study
-
-from .selectors import assignment_current_for_participant
 
 RATE = 8000  # samples a second: a telephone's, enough for beeps
 
@@ -64,12 +61,9 @@ def sound_make(*, study: Study, participant_id: int) -> bytes:
     return out.getvalue()
 
 
-def picture_sound(request: HttpRequest, slug: str) -> HttpResponse:
-    """The sound of the session's participant's picture check, while it is their current page (404 otherwise)."""
-    participant = participant_get_for_request(request, slug)
-    current = assignment_current_for_participant(participant=participant) if participant else None
-    if current is None or not current.is_picture:
-        raise Http404("No picture check to hear here.")
+def sound_response(participant) -> HttpResponse:
+    """The participant's recording, for the item page's `?sound=wav` while their current page is the picture check
+    (kinds/rating/pages.py `item_get`); never cached."""
     response = HttpResponse(
         sound_make(study=participant.study, participant_id=participant.pk), content_type="audio/wav"
     )

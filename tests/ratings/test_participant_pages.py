@@ -171,7 +171,7 @@ def test_every_participant_page_of_both_kinds_fits_the_screen_and_passes_axe(dem
         violations.extend(axe_violations(page))
         assert violations == []
         assert (
-            checked.count("items") == 11
+            checked.count("items") == 13
             and "teq with errors" in checked
             and "q_default with errors" in checked
         )
@@ -197,7 +197,7 @@ def situation_stays_in_view(page) -> None:
 def test_both_kinds_complete_without_javascript(demo, page_at):
     page = page_at("phone", javascript=False)
     rating_steps = walk(page, demo.participant_link)
-    assert rating_steps[:3] == ["consent", "instructions", "teq"] and rating_steps.count("items") == 11
+    assert rating_steps[:3] == ["consent", "instructions", "teq"] and rating_steps.count("items") == 13
     assert page.locator("[data-completion-code]").inner_text() == "DEMO-COMPLETE"
     assert page.locator("[data-copy-row]").is_hidden()  # the copy button needs JavaScript: not offered
     questionnaire_steps = walk(page, demo.questionnaire_link)
@@ -207,7 +207,9 @@ def test_both_kinds_complete_without_javascript(demo, page_at):
     respondent = Participant.objects.get(study__slug=QUESTIONNAIRE_SLUG)
     assert rater.status == respondent.status == Participant.Status.COMPLETED
     assert not rater.flagged_for_exclusion and not respondent.flagged_for_exclusion
-    assert Rating.objects.filter(assignment__participant=rater).count() == 11
+    assert (
+        Rating.objects.filter(assignment__participant=rater).count() == 13
+    )  # 10 responses, the attention check, 2 consistency pairs
     assert QuestionnaireRun.objects.filter(participant=respondent).count() == 2
 
 
