@@ -1,60 +1,43 @@
-"""Authenticity: how often the score flags people-like participants and agents, driven through the real
-participant pages in headless Chromium, and what the signals add to an answer's server time.
+"""Authenticity: how often the score flags people and agents, driven through the real participant pages, and what
+the signals add to an answer's server time.
 
-    .venv/bin/python bench/authenticity.py [--per-kind 50] [--concurrency 4] [--compression 0.1] \
-        [--no-cognitive-trap] [--latency-participants 60]
+    .venv/bin/python bench/authenticity.py [--kind rating|pairwise] [--per-kind 50] [--concurrency 4] \
+        [--compression 0.1] [--picture/--no-picture] [--latency-participants 60]
 
 `--per-kind 0` runs the latency phase alone (below): a quick re-measure, e.g. on a quiet machine.
 
 Prints ONE JSON object (progress on stderr). A throwaway production-shaped stack (bench/lib/stack.py: gunicorn,
-its own PostgreSQL database and Redis database) serves a live rating study of the public dataset
-(bench/lib/study.py) with the hidden instruction on, and the picture check (the cognitive trap) unless
-`--no-cognitive-trap`. Three kinds of simulated participant, `--per-kind` each,
-`--concurrency` browser contexts at a time, every one with a person's user agent and `navigator.webdriver`
-hidden (as a careful agent hides them: the score must work on behaviour, not on a flag an agent can turn off):
+its own PostgreSQL database and Redis database) serves one live study with the traps at a new study's defaults
+(NEW_STUDY_TRAPS: the hidden instruction and two consistency pairs) and, with `--picture` (the default for the
+rating kind), the picture check with its sound: `--kind rating` the public dataset's rating study
+(bench/lib/study.py), `--kind pairwise` the pairwise demo (kinds/pairwise/demo.py). The study has one simulated
+LLM judge whose answers are stored as a judge's are (generation's JudgeRating), from the latent qualities of
+bench/lib/answers_model.py: people agree with it at kappa about 0.3, agents at about 0.85 (`answers.calibration`).
 
-* people: reading pauses, real input events through the DevTools protocol, a tab switch on about one page in
-  ten. Three ways of answering, as people do: a mouse (moves along a path, then clicks), a phone's touch
-  screen (taps, no hover at all) and a keyboard alone (Tab, Enter, the answer keys). Reading time per item is
-  the item's words (situation, utterance, reply) at a reading speed drawn per person (lognormal, median
-  238 words a minute: Brysbaert 2019's silent-reading average) plus a decision time (lognormal, median
-  2.5 s). The published study gives no per-item times (its data have none, see
-  /work/shared/data/llm-empathy-evaluation/SOURCE.md), only about 9-10 minutes per visit with its tutorial and
-  questionnaire (docs/STUDIES.md); the pauses drawn here come to `reading.per_item_median_s` per item
-  uncompressed.
-* scripted agents: read the page's text (`innerText`) and answer through the DOM with no pointer or key
-  event — half by `element.click()`, half by `form.requestSubmit(button)` — half at machine speed, half with
-  random waits; each follows the hidden instruction it reads with probability `--follow` (0.5).
-* pointer agents: read the page's text too, but move the mouse along a path and click through the DevTools
-  protocol (trusted events) after the same reading pauses as people; they follow the hidden instruction with
-  the same probability (typing the word with `fill`).
+`--per-kind` participants of each of eleven kinds (bench/lib/authenticity_walkers.py has the table), `--concurrency`
+at a time: five kinds of people (mouse, keyboard, touch, screen reader, fast but honest) in a browser with a
+person's surface; four kinds of agents (CDP clicks obeying and ignoring injected text, an accessibility-tree
+agent, a pointer-path agent, all with webdriver hidden by an init script) in a browser driven as agents drive it;
+two plain-HTTP posters (no JavaScript; one forging `sig`). People see the picture check (the bench asks the server
+what it asks, `picture_answer`, and what its sound says, `beeps_asked`) and slip with probability `--people-slip`
+(0.041: Affonso 2026's Prolific people failed its cognitive traps that often).
 
-The picture check (one item page per participant, its instruction drawn as letter outlines): people see what it
-asks (the bench asks the server for it, `studies.authenticity.picture_answer`, as a person reads it off the picture)
-and answer it after a short look, but slip to another answer with probability `--people-slip` (0.041: Affonso
-2026's Prolific participants failed its cognitive traps that often); scripted and pointer agents read the page's
-text, which does not say, and pick an answer as on any item. Each kind's `picture` entry counts passed, failed and skipped, with the pass rate.
+Time compression: every pause is multiplied by `--compression` (0.1), and so is the server's one timing
+threshold (AUTHENTICITY_FAST_PAGE_MS); the answer reasons (rank correlation of time with length, variation of
+time) do not depend on the scale. A tab switch in headless Chromium is seen by the page as a window blur.
 
-Time compression: every pause is multiplied by `--compression` (0.1) so the run fits in about ten minutes, and
-the server's one timing threshold (AUTHENTICITY_FAST_PAGE_MS, 1500 ms) is multiplied by the same factor, so
-compressed people are judged as uncompressed people would be. A tab switch in headless Chromium is seen by the
-page as a window blur (`bl`), not as a visibility change.
+Reported per kind and style: `flag_rate` (the score as stored), `flag_rate_without_picture` (recomputed without the
+picture check: the new defaults alone), the reasons' counts; `roc`: at each threshold, the share of people and of
+agents (agents and posters) whose score (no signals: 100) is below it, with the area under the curve. Two
+machine-dependent caveats: the bench's people and agents share one headless Chromium build, so software rendering
+(`swgl`) shows for all (it weighs only beside another footprint), and the people's browser is given a desktop's
+screen through the DevTools protocol, which leaves nothing in the page.
 
-Flag rates: `flag_rate` uses the score as stored; `flag_rate_behaviour_only` recomputes it without the hidden
-instruction and the picture check (what the score sees when the study leaves both traps off);
-`flag_rate_without_picture` without the picture check alone.
-
-Added server latency per answer: after the browser phase, in this process against the same database, fresh
-participants answer through the full Django stack (middleware, rate limiter, the step view) with Django's
-test client — every other answer with the signals a person's page sends, every other without — and
-`studies.authenticity.signals_record` (parse, store, score) is timed on each answer that carries them, with
-the savepoint the answer then opens inside the signals' transaction (ratings.flow `signals_kept`: the signals
-are stored in the answer's own transaction, with no commit of their own), in wall time and in this process's
-CPU time (parsing, scoring, building the rows; PostgreSQL's is apart). The goal is its wall-time p99 below
-5 ms; the answers' own server times with and without signals are reported beside it, and
-the machine's load average after the phase (on a shared, overloaded machine every figure stretches alike).
-The study has no consistency pairs (the simulated people answer at random, which no consistency check would
-credit).
+Added server latency per answer (rating only): after the browser phase, fresh participants answer through the full
+Django stack with Django's test client, every other answer with the signals a person's page sends, and
+`studies.authenticity.signals_record` (parse, store, score) is timed on each answer that carries them, with the
+savepoint the answer then opens inside the signals' transaction (ratings.flow `signals_kept`), in wall time and
+this process's CPU time. The goal is its wall-time p99 below 5 ms.
 """
 
 from __future__ import annotations
@@ -62,262 +45,127 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import os
 import random
-import re
-import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.lib.answers_model import PAIR, RATING, Latent, calibration  # noqa: E402
+from bench.lib.authenticity_walkers import DESKTOP_UA, KINDS, Walker  # noqa: E402
 from bench.lib.journey import percentiles  # noqa: E402
 from bench.lib.stack import DEFAULT_CORPUS, Stack, log  # noqa: E402
 from bench.lib.study import study_seed  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-DESKTOP_UA = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36"
-PHONE_UA = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Mobile Safari/537.36"
-NOT_DRIVEN = "Object.defineProperty(Navigator.prototype, 'webdriver', {get: () => false});"
+PERSON_ARGS = [
+    "--disable-blink-features=AutomationControlled"
+]  # webdriver off natively: no script in the page
 SLUG = "authenticity"
 FAST_PAGE_MS = 1500  # AUTHENTICITY_FAST_PAGE_MS's default, compressed with the pauses
-WPM_MEDIAN, WPM_SIGMA = 238, 0.25
-DECIDE_MEDIAN_S, DECIDE_SIGMA = 2.5, 0.5
-ANSWERS = ("Good", "Okay", "Bad")
-DONE = "Thank you, you have finished"
-TRAP_PATTERN = r"type the word (\S+) into the confirmation field"
 
 
-class Walker:
-    """One simulated participant in its own browser context."""
+class Hooks:
+    """What a person perceives on the picture check, asked of the server (as a person reads it off the picture,
+    or counts it in the sound)."""
 
-    def __init__(self, kind: str, style: str, index: int, args, rng: random.Random):
-        self.kind, self.style, self.index, self.args, self.rng = kind, style, index, args, rng
-        self.pid = f"{kind}-{style}-{index:03d}"
-        self.wpm = WPM_MEDIAN * math.exp(rng.gauss(0, WPM_SIGMA))
-        self.follows = rng.random() < args.follow
-        self.machine_speed = rng.random() < 0.5
-        self.item_pauses: list[float] = []  # uncompressed seconds, people and pointer agents
-        self.picture: str | None = None  # the answer given on the picture check: a scale label
-        self.completed = False
+    def __init__(self, slug: str):
+        self.slug = slug
 
-    def address(self) -> str:
-        """A network address of its own (the stack trusts one proxy: the per-address entry limit applies)."""
-        kinds = ("people", "scripted", "pointer")
-        return f"10.{kinds.index(self.kind) + 1}.{self.index // 250}.{self.index % 250 + 1}"
+    def _participant(self, pid: str):
+        from studies.models import Participant
 
-    async def pause(self, seconds: float) -> None:
-        await asyncio.sleep(seconds * self.args.compression)
+        return Participant.objects.select_related("study").get(external_id=pid, study__slug=self.slug)
 
-    def reading_seconds(self, words: int) -> float:
-        return words / self.wpm * 60 + DECIDE_MEDIAN_S * math.exp(self.rng.gauss(0, DECIDE_SIGMA))
+    def picture_label(self, pid: str) -> str:
+        from django.db import connection
 
-    # --- moving like a person ------------------------------------------------------------------------------
-    async def pointer_to(self, page, locator) -> None:
-        box = await locator.bounding_box()
-        x = box["x"] + box["width"] * self.rng.uniform(0.25, 0.75)
-        y = box["y"] + box["height"] * self.rng.uniform(0.3, 0.7)
-        if self.style == "touch":
-            await page.touchscreen.tap(x, y)
-            return
-        await page.mouse.move(x, y, steps=self.rng.randint(8, 25))
-        await page.mouse.click(x, y, delay=self.rng.randint(40, 120))
+        from studies.authenticity import picture_answer
 
-    async def tab_to(self, page, name: str) -> None:
-        for _ in range(40):
-            await page.keyboard.press("Tab")
-            await asyncio.sleep(0.01)
-            if name in await page.evaluate(
-                "document.activeElement ? document.activeElement.textContent : ''"
-            ):
-                return
-        raise RuntimeError(f"{self.pid}: Tab never reached {name!r}")
-
-    async def press(self, page, name: str) -> None:
-        """Presses the button named `name` the way this walker does."""
-        if self.kind == "scripted":
-            how = "click()" if self.style == "click" else "form.requestSubmit(b)"
-            await page.evaluate(
-                "([name, how]) => { const b = [...document.querySelectorAll('button')].find("
-                "e => e.textContent.replace(/\\s+/g, ' ').trim().endsWith(name)); if (how === 'click()') { b.click(); } "
-                "else { b.form.requestSubmit(b); } }",
-                [name, how],
-            )
-        elif self.style == "keyboard":
-            await self.tab_to(page, name)
-            await page.keyboard.press(self.rng.choice(["Enter", " "]))
-        else:
-            await self.pointer_to(page, page.get_by_role("button", name=name, exact=True))
-
-    async def tab_switch(self, page, context) -> None:
-        """Another tab for a moment (seen by the page as a window blur in headless Chromium)."""
-        cdp = await context.new_cdp_session(page)
-        await cdp.send("Emulation.setFocusEmulationEnabled", {"enabled": False})
-        other = await context.new_page()
-        await other.bring_to_front()
-        await self.pause(self.rng.uniform(3, 20))
-        await page.bring_to_front()
-        await other.close()
-        await cdp.send("Emulation.setFocusEmulationEnabled", {"enabled": True})
-        await cdp.detach()
-
-    async def hidden_instruction(self, page) -> None:
-        """An agent reads the page's text; if it finds the instruction, it may follow it."""
-        if self.kind == "people" or not self.follows:
-            return
-        text = await page.evaluate("document.body.innerText")
-        found = re.search(TRAP_PATTERN, text)
-        if not found:
-            return
-        field = page.locator("input[name='confirm_word']")
-        if self.kind == "scripted":
-            await field.evaluate("(e, word) => { e.value = word; }", found.group(1))
-        else:
-            await field.fill(found.group(1), force=True)
-
-    async def wait_heading(self, page, text: str) -> None:
-        await page.wait_for_function(
-            "t => { const h = document.querySelector('main h1'); return h && h.textContent.trim().startsWith(t); }",
-            arg=text,
-            timeout=30_000,
-        )
-
-    async def walk(self, browser, base_url: str) -> None:
-        phone = self.style == "touch"
-        context = await browser.new_context(
-            viewport={"width": 390, "height": 844} if phone else {"width": 1280, "height": 800},
-            is_mobile=phone,
-            has_touch=phone,
-            user_agent=PHONE_UA if phone else DESKTOP_UA,
-            extra_http_headers={"X-Forwarded-For": self.address()},
-        )
-        await context.add_init_script(NOT_DRIVEN)
-        page = await context.new_page()
-        page.set_default_timeout(30_000)
         try:
-            await page.goto(f"{base_url}/s/{SLUG}/?PROLIFIC_PID={self.pid}&STUDY_ID=S&SESSION_ID={self.pid}")
-            await self.read_page(seconds=self.rng.uniform(8, 40))
-            await self.hidden_instruction(page)
-            await self.press(page, "I agree, start the study")
-            await self.wait_heading(page, "Instructions")
-            await self.read_page(seconds=self.rng.uniform(10, 60))
-            await self.press(page, "I have read the instructions, continue")
-            for number in range(1, 100):
-                await self.wait_heading(page, f"Item {number} of")
-                if await page.locator("svg.picture").count():
-                    await self.picture_check(page)
-                    heading = await self.next_heading(page, number)
-                    if heading.startswith(DONE):
-                        self.completed = True
-                        return
-                    continue
-                words = await page.evaluate(
-                    "['situation', 'utterance', 'response'].map(k => document.querySelector(`[data-${k}]`)"
-                    ".textContent).join(' ').split(/\\s+/).length"
-                )
-                if self.kind != "scripted" or not self.machine_speed:
-                    seconds = (
-                        self.reading_seconds(words) if self.kind != "scripted" else self.rng.uniform(0.5, 5)
-                    )
-                    if self.kind != "scripted":
-                        self.item_pauses.append(seconds)
-                    if self.kind == "people" and self.rng.random() < 0.1:
-                        await self.pause(seconds / 2)
-                        await self.tab_switch(page, context)
-                        await self.pause(seconds / 2)
-                    else:
-                        await self.read_while_moving(page, seconds)
-                await self.hidden_instruction(page)
-                answer = self.rng.choices(ANSWERS, weights=(5, 3, 2))[0]
-                if self.style == "keyboard" and self.rng.random() < 0.6:
-                    await page.keyboard.press(str(ANSWERS.index(answer) + 1))  # the shortcut keys
-                else:
-                    await self.press(page, answer)
-                heading = await self.next_heading(page, number)
-                if heading.startswith(DONE):
-                    self.completed = True
-                    return
+            participant = self._participant(pid)
+            return picture_answer(study=participant.study, participant_id=participant.pk)["label"]
         finally:
-            await context.close()
+            connection.close()  # a worker thread's own connection
 
-    async def picture_check(self, page) -> None:
-        """The picture check: a person answers what the picture asks after a look; an agent, which finds no
-        answer in the page's text, picks one as on any item."""
-        if self.kind == "people":
-            answer = await asyncio.to_thread(picture_label, self.pid)
-            if self.rng.random() < self.args.people_slip:  # a slip of the finger: another answer
-                answer = self.rng.choice([label for label in ANSWERS if label != answer])
-            await self.pause(self.reading_seconds(6))
-        else:
-            answer = self.rng.choices(ANSWERS, weights=(5, 3, 2))[0]
-            if self.kind != "scripted" or not self.machine_speed:
-                await self.read_while_moving(page, self.reading_seconds(6) if self.kind == "pointer" else 2)
-        await self.hidden_instruction(page)
-        self.picture = answer
-        await self.press(page, answer)
+    def beeps(self, pid: str) -> int:
+        from django.db import connection
 
-    async def read_page(self, *, seconds: float) -> None:
-        if self.kind == "scripted" and self.machine_speed:
-            return
-        await self.pause(seconds if self.kind != "scripted" else self.rng.uniform(0.5, 5))
+        from kinds.rating.picture_sound import beeps_asked
 
-    async def read_while_moving(self, page, seconds: float) -> None:
-        """A pause, with a few idle pointer moves for a mouse user or a pointer agent."""
-        if self.style not in ("mouse", "pointer"):
-            await self.pause(seconds)
-            return
-        for _ in range(3):
-            await page.mouse.move(self.rng.uniform(100, 1100), self.rng.uniform(100, 700), steps=5)
-            await self.pause(seconds / 3)
-
-    async def next_heading(self, page, number: int) -> str:
-        for attempt in range(
-            3
-        ):  # the picture page comes and goes by a navigation, which may interrupt a wait
-            try:
-                await page.wait_for_function(
-                    "([n, done]) => { const h = document.querySelector('main h1');"
-                    " const t = h ? h.textContent.trim() : '';"
-                    " return t.startsWith(done) || t.startsWith(`Item ${n + 1} of`); }",
-                    arg=[number, DONE],
-                    timeout=30_000,
-                )
-                return (await page.locator("main h1").text_content()).strip()
-            except Exception as exc:
-                if "context was destroyed" not in str(exc) or attempt == 2:
-                    raise
-                await page.wait_for_load_state()
-        raise AssertionError("unreachable")
+        try:
+            participant = self._participant(pid)
+            return beeps_asked(participant.study, participant.pk)
+        finally:
+            connection.close()
 
 
-def picture_label(pid: str) -> str:
-    """What the participant's picture asks for, as a person reads it off the picture (asked of the server)."""
-    from django.db import connection
+def study_prepare(stack: Stack, args) -> tuple[dict, Latent]:
+    """The live study with the traps at a new study's defaults, and its simulated judge's answers stored."""
+    from generation.judge_models import Judge, JudgeRating
+    from generation.models import Provider
+    from studies.authenticity_models import NEW_STUDY_TRAPS
+    from studies.models import Response, Study
 
-    from studies.authenticity import picture_answer
-    from studies.models import Participant
+    if args.kind == "rating":
+        seeded = study_seed(stack, slug=SLUG, corpus=args.corpus, ask_teq=False, quota_per_condition=1000)
+        Study.objects.filter(slug=SLUG).update(**NEW_STUDY_TRAPS, trap_picture=args.picture)
+    else:
+        from kinds.pairwise.demo import pairwise_demo_ensure
 
-    try:
-        participant = Participant.objects.select_related("study").get(external_id=pid, study__slug=SLUG)
-        return picture_answer(study=participant.study, participant_id=participant.pk)["label"]
-    finally:
-        connection.close()  # a worker thread's own connection
+        study = pairwise_demo_ensure()
+        Study.objects.filter(pk=study.pk).update(slug=SLUG, quota_per_condition=1000, **NEW_STUDY_TRAPS)
+        seeded = {"study": "pairwise demo", "items_per_participant": study.items_per_participant}
+    study = Study.objects.get(slug=SLUG)
+    responses = list(
+        Response.objects.filter(condition__study=study, sample_index=0).values_list("id", "text", "prompt_id")
+    )
+    latent = Latent([" ".join(text.split()) for _, text, _ in responses], seed=args.seed)
+    provider = Provider.objects.create(name="bench-judge", kind="openai")
+    judge = Judge.objects.create(study=study, name="simulated-judge", provider=provider, model="simulated")
+    scale = {option["label"]: option["value"] for option in study.scale}
+    rows = []
+    if args.kind == "rating":
+        for rid, text, _ in responses:
+            value = scale[latent.judge((" ".join(text.split()),))]
+            rows.append(
+                JudgeRating(judge=judge, response_id=rid, status=JudgeRating.Status.DONE, value=value)
+            )
+    else:
+        by_prompt: dict[int, list] = {}
+        for rid, text, prompt in responses:
+            by_prompt.setdefault(prompt, []).append((rid, " ".join(text.split())))
+        for replies in by_prompt.values():
+            for i, (a, text_a) in enumerate(replies):
+                for b, text_b in replies[i + 1 :]:
+                    verdict = PAIR.index(latent.judge((text_a, text_b))) + 1  # 1 A, 2 B, 3 about the same
+                    rows.append(
+                        JudgeRating(
+                            judge=judge,
+                            response_id=a,
+                            versus_id=b,
+                            status=JudgeRating.Status.DONE,
+                            value=verdict,
+                        )
+                    )
+    JudgeRating.objects.bulk_create(rows, batch_size=1000)
+    seeded["judge_ratings"] = len(rows)
+    return seeded, latent
 
 
-def walkers_make(args) -> list[Walker]:
+def walkers_make(args, latent: Latent) -> list[Walker]:
     rng = random.Random(args.seed)
-    styles = {
-        "people": ["mouse", "touch", "keyboard"],
-        "scripted": ["click", "requestsubmit"],
-        "pointer": ["pointer"],
-    }
-    out = []
-    for kind, kind_styles in styles.items():
-        for i in range(args.per_kind):
-            out.append(Walker(kind, kind_styles[i % len(kind_styles)], i, args, random.Random(rng.random())))
+    hooks = Hooks(SLUG)
+    out = [
+        Walker(kind, style, i, args, random.Random(rng.random()), latent, hooks)
+        for kind, styles in KINDS.items()
+        for style in styles
+        if not args.styles or style in args.styles.split(",")
+        for i in range(args.per_kind)
+    ]
     rng.shuffle(out)  # the kinds interleaved, so they share the server's load alike
     return out
 
@@ -330,26 +178,38 @@ async def browser_phase(base_url: str, walkers: list[Walker], concurrency: int) 
     done = [0]
 
     async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
-        )
+        browsers = {
+            "people": await playwright.chromium.launch(
+                executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, *PERSON_ARGS], headless=True
+            ),
+            "agents": await playwright.chromium.launch(
+                executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+            ),
+        }
 
         async def one(walker: Walker) -> None:
             async with gate:
                 try:
-                    await walker.walk(browser, base_url)
+                    await walker.walk(browsers, base_url)
                 except Exception as exc:  # reported in the JSON; the run goes on
                     errors[walker.pid] = f"{type(exc).__name__}: {str(exc)[:200]}"
                 done[0] += 1
-                if done[0] % 15 == 0:
+                if done[0] % 10 == 0:
                     log(f"{done[0]}/{len(walkers)} walkers done")
 
         await asyncio.gather(*(one(w) for w in walkers))
-        await browser.close()
+        for browser in browsers.values():
+            await browser.close()
     return errors
 
 
-def flag_rates(walkers: list[Walker]) -> dict:
+def _head(reason: str) -> str:
+    return reason.split(":")[0].split(" on ")[0].split(" (-")[0]
+
+
+def flag_rates(walkers: list[Walker]) -> tuple[dict, dict[str, list[int]]]:
+    """Per kind and style: flag rates and reasons; and every completed walker's score by kind (no row or no
+    score: 100), for the ROC."""
     from studies.authenticity import score_compute
     from studies.models import ParticipantAuthenticity
 
@@ -359,6 +219,7 @@ def flag_rates(walkers: list[Walker]) -> dict:
             "participant"
         )
     }
+    scores: dict[str, list[int]] = {}
     out: dict = {}
     groups: dict[tuple[str, str], list[Walker]] = {}
     for walker in walkers:
@@ -366,43 +227,67 @@ def flag_rates(walkers: list[Walker]) -> dict:
         groups.setdefault((walker.kind, walker.style), []).append(walker)
     for (kind, style), members in sorted(groups.items()):
         done = [w for w in members if w.completed]
-        flagged = behaviour = without_picture = 0
+        flagged = without_picture = no_row = 0
         reasons: dict[str, int] = {}
-        picture = {"passed": 0, "failed": 0, "skipped": 0}
-        no_signals = 0
+        picture = {"passed": 0, "failed": 0, "neither": 0}
         for walker in done:
             row = rows.get(walker.pid)
             if row is None:
-                no_signals += 1
+                no_row += 1
+                if style != "all":
+                    scores.setdefault(kind, []).append(100)
                 continue
+            if style != "all":
+                scores.setdefault(kind, []).append(100 if row.score is None else row.score)
             flagged += row.flagged
-            pages = {k: {f: v for f, v in p.items() if f != "trap"} for k, p in row.pages.items()}
-            behaviour += score_compute(client=row.client, pages=pages).flagged
-            without_picture += score_compute(client=row.client, pages=row.pages, pairs=row.pairs).flagged
-            if row.picture:
+            without_picture += score_compute(
+                client=row.client, pages=row.pages, pairs=row.pairs, answers=row.answers
+            ).flagged
+            if row.picture in picture:
                 picture[row.picture] += 1
             for reason in row.reasons:
-                head = reason.split(":")[0].split(" on ")[0].split(" (-")[0]
-                reasons[head] = reasons.get(head, 0) + 1
+                reasons[_head(reason)] = reasons.get(_head(reason), 0) + 1
         n = len(done)
-        entry = {
+        out.setdefault(kind, {})[style] = {
             "walkers": len(members),
             "completed": n,
             "flagged": flagged,
             "flag_rate": round(flagged / n, 3) if n else None,
-            "flag_rate_behaviour_only": round(behaviour / n, 3) if n else None,
             "flag_rate_without_picture": round(without_picture / n, 3) if n else None,
-            "picture": {
-                **picture,
-                "pass_rate": round(picture["passed"] / sum(picture.values()), 3)
-                if any(picture.values())
-                else None,
-            },
-            "no_signals": no_signals,
+            "picture": picture,
+            "no_row": no_row,
             "reasons": dict(sorted(reasons.items())),
+            "example": _example(rows.get(done[0].pid)) if done and style != "all" else None,
         }
-        out.setdefault(kind, {})[style] = entry
-    return out
+    return out, scores
+
+
+def _example(row) -> dict | None:
+    """One participant's stored signals, for a reader of the report: their browser and two of their pages."""
+    if row is None:
+        return None
+    return {"client": row.client, "pages": dict(list(row.pages.items())[:3]), "answers": row.answers}
+
+
+def roc(scores: dict[str, list[int]]) -> dict:
+    """The flag rate of people and of agents (agents and posters) at each threshold (flagged: score below it),
+    and the area under that curve."""
+    people = scores.get("people", [])
+    agents = scores.get("agents", []) + scores.get("posters", [])
+    if not people or not agents:
+        return {}
+    points = []
+    for threshold in range(0, 105, 5):
+        points.append(
+            {
+                "flag_below": threshold,
+                "people": round(sum(s < threshold for s in people) / len(people), 3),
+                "agents": round(sum(s < threshold for s in agents) / len(agents), 3),
+            }
+        )
+    # AUC: the chance that an agent scores below a person (ties count half).
+    wins = sum((a < p) + 0.5 * (a == p) for a in agents for p in people)
+    return {"auc": round(wins / (len(agents) * len(people)), 3), "points": points}
 
 
 def latency_phase(participants: int) -> dict:
@@ -502,28 +387,34 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--kind", choices=["rating", "pairwise"], default="rating")
     parser.add_argument("--per-kind", type=int, default=50)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--compression", type=float, default=0.1)
-    parser.add_argument("--follow", type=float, default=0.5, help="an agent follows the hidden instruction")
     parser.add_argument(
         "--people-slip",
         type=float,
         default=0.041,
         help="a person answers the picture check otherwise than it asks (Affonso 2026: 4.1 %% of Prolific people)",
     )
+    parser.add_argument(
+        "--picture",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the picture check with its sound (rating studies; the researcher's choice, on here)",
+    )
+    parser.add_argument(
+        "--styles", default="", help="only these styles, comma-separated (e.g. pointer,plain)"
+    )
     parser.add_argument("--latency-participants", type=int, default=60)
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument(
-        "--cognitive-trap",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="the picture check (one item page per participant; on by default)",
-    )
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/3")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     args = parser.parse_args(argv)
+    args.slug = SLUG
+    args.labels = list(RATING if args.kind == "rating" else PAIR)
+    args.picture = args.picture and args.kind == "rating"
     started = time.monotonic()
     fast_ms = max(1, round(FAST_PAGE_MS * args.compression))
     env = {"AUTHENTICITY_FAST_PAGE_MS": str(fast_ms), "RATELIMIT_PARTICIPANT": "600"}
@@ -531,68 +422,69 @@ def main(argv: list[str] | None = None) -> dict:
         stack.django_setup()
         from django.conf import settings
 
-        from studies.models import Study
-
         settings.AUTHENTICITY_FAST_PAGE_MS = fast_ms  # this process recomputes scores too (flag_rates)
         settings.RATELIMIT_PARTICIPANT = 600
         settings.RATELIMIT_TRUSTED_PROXIES = 1  # as the server's: each latency client its own address
-        seeded = study_seed(stack, slug=SLUG, corpus=args.corpus, ask_teq=False, quota_per_condition=1000)
-        Study.objects.filter(slug=SLUG).update(trap_hidden_instruction=True, trap_picture=args.cognitive_trap)
+        seeded, latent = study_prepare(stack, args)
         stack.start_server()
-        walkers = walkers_make(args)
+        walkers = walkers_make(args, latent)
         log(f"{len(walkers)} walkers, {args.concurrency} at a time, pauses × {args.compression}")
         browser_started = time.monotonic()
         errors = asyncio.run(browser_phase(stack.base_url, walkers, args.concurrency)) if walkers else {}
         browser_seconds = time.monotonic() - browser_started
-        rates = flag_rates(walkers)
-        log(f"flag rates: {json.dumps({kind: groups['all'] for kind, groups in rates.items()})}")
-        log("latency phase")
-        try:
-            latency = latency_phase(args.latency_participants)
-        except Exception as exc:  # the browser phase's figures are still printed, with the error
-            latency = {"error": f"{type(exc).__name__}: {exc}", "signals_record_per_answer": {}}
-    pauses = [p for w in walkers for p in w.item_pauses]
+        rates, scores = flag_rates(walkers)
+        log(
+            f"flag rates: {json.dumps({k: {s: g['flag_rate'] for s, g in v.items()} for k, v in rates.items()})}"
+        )
+        latency: dict = {"signals_record_per_answer": {}}
+        if args.kind == "rating" and args.latency_participants:
+            log("latency phase")
+            try:
+                latency = latency_phase(args.latency_participants)
+            except Exception as exc:  # the browser phase's figures are still printed, with the error
+                latency = {"error": f"{type(exc).__name__}: {exc}", "signals_record_per_answer": {}}
     added_p99 = latency["signals_record_per_answer"].get("p99_ms")
-    none = {"flag_rate": None, "flag_rate_behaviour_only": None, "picture": {"pass_rate": None}}
-    people, scripted, pointer = (
-        rates.get(kind, {}).get("all", none) for kind in ("people", "scripted", "pointer")
-    )
+    styles = {(kind, style): group for kind, groups in rates.items() for style, group in groups.items()}
+    agents = {f"{k}:{s}": g["flag_rate"] for (k, s), g in styles.items() if k != "people" and s != "all"}
+    people = {s: g["flag_rate"] for (k, s), g in styles.items() if k == "people" and s != "all"}
     result = {
         "must_show": {
-            "people_flag_rate": people["flag_rate"],
-            "scripted_flag_rate": scripted["flag_rate"],
-            "pointer_agent_flag_rate": pointer["flag_rate"],
-            "pointer_agent_flag_rate_behaviour_only": pointer["flag_rate_behaviour_only"],
-            "picture_pass_rate": {
-                kind: groups["all"]["picture"]["pass_rate"] for kind, groups in rates.items()
+            "agent_flag_rates": agents,
+            "agent_flag_rates_without_picture": {
+                f"{k}:{s}": g["flag_rate_without_picture"]
+                for (k, s), g in styles.items()
+                if k != "people" and s != "all"
             },
+            "people_flag_rates": people,
+            "roc": roc(scores),
             "added_server_ms_per_answer_p99": added_p99,
         },
         "goals": {
-            "people_flag_rate_le_0_05": people["flag_rate"] is not None and people["flag_rate"] <= 0.05,
-            "scripted_flag_rate_ge_0_95": scripted["flag_rate"] is not None and scripted["flag_rate"] >= 0.95,
-            "added_latency_p99_lt_5_ms": added_p99 is not None and added_p99 < 5,
+            "every_agent_kind_ge_0_80": bool(agents)
+            and all(r is not None and r >= 0.8 for r in agents.values()),
+            "each_people_kind_le_0_05": bool(people)
+            and all(r is not None and r <= 0.05 for r in people.values()),
+            "added_latency_p99_lt_5_ms": added_p99 is not None and added_p99 < 5
+            if args.kind == "rating"
+            else None,
         },
         "kinds": rates,
         "walker_errors": errors,
         "latency": latency,
-        "reading": {
-            "compression": args.compression,
-            "fast_page_ms_threshold_used": fast_ms,
-            "per_item_median_s": round(statistics.median(pauses), 1) if pauses else None,
-            "per_item_p90_s": round(sorted(pauses)[int(0.9 * len(pauses))], 1) if pauses else None,
-            "wpm_median": WPM_MEDIAN,
-            "follow_hidden_instruction_probability": args.follow,
-            "people_picture_slip_probability": args.people_slip,
-            "cognitive_trap": args.cognitive_trap,
-        },
+        "answers": calibration(latent, pairs=args.kind == "pairwise"),
         "setup": {
+            "kind": args.kind,
             "study": seeded,
+            "picture_check": args.picture,
             "per_kind": args.per_kind,
             "concurrency": args.concurrency,
+            "compression": args.compression,
+            "fast_page_ms_threshold_used": fast_ms,
+            "people_picture_slip_probability": args.people_slip,
             "gunicorn_workers": args.workers,
             "browser_seconds": round(browser_seconds, 1),
             "total_seconds": round(time.monotonic() - started, 1),
+            "load_average_1min_end": round(os.getloadavg()[0], 1),
         },
     }
     print(json.dumps(result, indent=2))

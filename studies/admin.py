@@ -26,6 +26,7 @@ from .admin_forms import JSON_SETTING_FIELDS, expected_value_field
 from .admin_markdown import markdown_formfield
 from .admin_setup import StudySetupAdminMixin
 from .admin_waves import StudyWavesAdminMixin
+from .authenticity_models import NEW_STUDY_TRAPS
 from .importers import CorpusImportError, corpus_import
 from .kinds import kind_of, registered_kinds, resolved
 from .models import (
@@ -215,6 +216,10 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, StudySetupAdminMix
         """The spine's inlines, then those the study's kind declares (`StudyKind.admin_inlines`)."""
         own = [resolved(path) for path in kind_of(obj).admin_inlines] if obj is not None else []
         return [*self.inlines, *own]
+
+    def get_changeform_initial_data(self, request) -> dict:
+        """A new study starts with the traps that cost people nothing (NEW_STUDY_TRAPS)."""
+        return {**NEW_STUDY_TRAPS, **super().get_changeform_initial_data(request)}
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         # A launched study's frozen fields (the exclusion rules among them: changing them once participants are

@@ -32,7 +32,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
-from . import rows
+from . import authenticity_reasons, rows
 from .authenticity_models import ParticipantAuthenticity
 from .kinds.base import CONSENT
 from .models import Participant, Study
@@ -65,9 +65,15 @@ PAGE_FIELDS = {
     "pc": 1_000_000,  # characters pasted
     "tc": 1_000_000,  # characters typed
     "tm": 6 * HOUR_MS,  # from the first to the last keystroke in text fields
+    "pp": 1_000_000,  # points of the pointer's path (moves and the ones coalesced into them)
+    "lv": 100_000,  # pointer moves continuing a straight line at the same speed
+    "sm": 100_000,  # pointer moves continuing a perfectly smooth curve
+    "sp": 100_000,  # pointer moves at sub-pixel positions
+    "rt": 10_000,  # times a script read the whole page's text
 }
 CLIENT_FIELDS = {"sw": 100_000, "sh": 100_000, "mt": 100}  # screen width, height; max touch points
 AUTOMATION_HINTS = frozenset({"webdriver", "phantom", "nightmare", "selenium", "domautomation", "cdc"})
+FOOTPRINT_HINTS = frozenset(authenticity_reasons.FOOTPRINTS)
 
 
 def _clamped(raw: dict, fields: dict[str, int]) -> dict[str, int]:
@@ -97,7 +103,14 @@ def signals_parse(raw: str | None) -> tuple[dict[str, int] | None, dict[str, Any
         return page, None
     hints = client.get("au")
     parsed: dict[str, Any] = _clamped(client, CLIENT_FIELDS)
-    parsed["au"] = sorted({h for h in hints if h in AUTOMATION_HINTS}) if isinstance(hints, list) else []
+    parsed["au"] = (
+        sorted({h for h in hints if isinstance(h, str) and h in AUTOMATION_HINTS})
+        if isinstance(hints, list)
+        else []
+    )
+    footprints = client.get("fp")
+    if isinstance(footprints, list):
+        parsed["fp"] = sorted({h for h in footprints if isinstance(h, str) and h in FOOTPRINT_HINTS})
     return page, parsed
 
 
@@ -139,10 +152,10 @@ def picture_answer(*, study: Study, participant_id: int) -> dict:
 
 
 def picture_outcome(*, study: Study, participant_id: int, value: int) -> str:
-    """The picture check's outcome for the answer `value`: passed, failed, or skipped ("I can't see the picture",
-    never counted against anyone)."""
+    """The picture check's outcome for the answer `value` (given on the picture or on its sound): passed,
+    failed, or neither ("I can neither see the picture nor hear the sound")."""
     if value == PICTURE_SKIPPED:
-        return ParticipantAuthenticity.Picture.SKIPPED
+        return ParticipantAuthenticity.Picture.NEITHER
     asked = int(picture_answer(study=study, participant_id=participant_id)["value"])
     return (
         ParticipantAuthenticity.Picture.PASSED if value == asked else ParticipantAuthenticity.Picture.FAILED
@@ -169,6 +182,7 @@ def score_compute(
     pages: dict[str, dict],
     pairs: dict[str, int] | None = None,
     picture: str = "",
+    answers: dict | None = None,
     fast_page_ms: int | None = None,
 ) -> Score:
     """The authenticity score and its reasons from what was stored (a pure function: the one rule).
@@ -177,36 +191,59 @@ def score_compute(
     alone. People fail such a check now and then (a slip of the finger; 4.1 % of Prolific participants failed the
     cognitive traps of Affonso 2026), which alone would break the goal of flagging at most 5 % of people; but any
     other reason with it flags (fast, 30; leaving the page, 30 or more), and an agent that reads the page's text
-    instead of looking fails it nearly always (97 % of agents in that study)."""
+    instead of looking fails it nearly always (97 % of agents in that study).
+
+    What the traps and the answers show counts without signals too: a participant whose browser sent none (no
+    JavaScript, or a program posting the forms) is scored on the traps' outcomes and on their answers, and only
+    "no signals" alone leaves the score empty."""
     fast_page_ms = settings.AUTHENTICITY_FAST_PAGE_MS if fast_page_ms is None else fast_page_ms
     sent = [p for p in pages.values() if set(p) - {"trap"}]
     pairs = pairs or {}
     far = sum(pairs.values())
+    reasons: list[tuple[int, str]] = []
     # Consistency pairs: answers far apart on half of them (of two or more), or the only one.
-    inconsistent = (
-        (30, f"inconsistent: {far} of {len(pairs)} items shown twice answered far apart")
-        if (far and far * 2 >= len(pairs))
-        else None
-    )
-    picture_failed = (
-        (40, "picture check answered otherwise than the picture asked")
-        if picture == ParticipantAuthenticity.Picture.FAILED
-        else None
-    )
-    if not client and not sent and not any(p.get("trap") for p in pages.values()):
-        extra = [f"{reason[1]} (-{reason[0]})" for reason in (inconsistent, picture_failed) if reason]
-        return Score(None, [NO_SIGNALS, *extra], False)
-    reasons: list[tuple[int, str]] = [reason for reason in (inconsistent, picture_failed) if reason]
-    hints = list(client.get("au", []))
-    if client.get("ua") in ("headless", "bot"):
-        hints.append(f"user agent {client['ua']}")
-    if hints:
-        reasons.append((60, f"automation: the browser reports {', '.join(sorted(hints))}"))
+    if far and far * 2 >= len(pairs):
+        reasons.append((30, f"inconsistent: {far} of {len(pairs)} items shown twice answered far apart"))
+    if picture == ParticipantAuthenticity.Picture.FAILED:
+        reasons.append((40, "picture check answered otherwise than the picture (or its sound) asked"))
+    elif picture == ParticipantAuthenticity.Picture.NEITHER:
+        reasons.append((20, "picture check: could neither see the picture nor hear its sound"))
     followed = sum(1 for p in pages.values() if p.get("trap"))
     if followed:
         reasons.append(
             (60, f"hidden instruction followed on {followed} page(s): it is invisible and silent to people")
         )
+    reasons += authenticity_reasons.answer_reasons(answers or {})
+    if not client and not sent:
+        if not reasons:
+            return Score(None, [NO_SIGNALS], False)
+        score = max(0, 100 - sum(weight for weight, _ in reasons))
+        texts = [NO_SIGNALS, *(f"{text} (-{weight})" for weight, text in reasons)]
+        return Score(score, texts, score < FLAG_BELOW)
+    reasons += _behaviour_reasons(client, pages, sent, fast_page_ms)
+    score = max(0, 100 - sum(weight for weight, _ in reasons))
+    return Score(score, [f"{text} (-{weight})" for weight, text in reasons], score < FLAG_BELOW)
+
+
+def _behaviour_reasons(
+    client: dict, pages: dict[str, dict], sent: list[dict], fast_page_ms: int
+) -> list[tuple[int, str]]:
+    """The reasons read off the signals the browser sent (score_compute's)."""
+    reasons: list[tuple[int, str]] = []
+    hints = list(client.get("au", []))
+    if client.get("ua") in ("headless", "bot"):
+        hints.append(f"user agent {client['ua']}")
+    if hints:
+        reasons.append((60, f"automation: the browser reports {', '.join(sorted(hints))}"))
+    reasons += authenticity_reasons.footprint_reasons(client)
+    for reason in (
+        authenticity_reasons.impossible_reason(sent, client),
+        authenticity_reasons.text_read_reason(sent),
+        authenticity_reasons.path_reason(sent),
+        authenticity_reasons.typing_reason(sent),
+    ):
+        if reason:
+            reasons.append(reason)
     # A script's clicks with no click, pointer or key of the browser's own (a keyboard shortcut that a script
     # turns into a click still has its key press).
     scripted, n = _share(
@@ -235,8 +272,7 @@ def score_compute(
     pasted = sum(p.get("pc", 0) for p in sent)
     if pasted >= 20 and pasted / (typed + pasted) >= 0.5:
         reasons.append((40, f"pasted text: {pasted} of {typed + pasted} characters in text fields"))
-    score = max(0, 100 - sum(weight for weight, _ in reasons))
-    return Score(score, [f"{text} (-{weight})" for weight, text in reasons], score < FLAG_BELOW)
+    return reasons
 
 
 def pair_far(first: int, second: int, scale_values: list[int]) -> bool:
@@ -292,25 +328,46 @@ def signals_record(
     if page is None and client is None and not trapped:
         return None  # nothing reported (no JavaScript, or not our form): no query at all
     entry: dict[str, int] = {**(page or {}), **({"trap": 1} if trapped else {})}
+    key = page_key(step, position)
     with transaction.atomic(savepoint=False):
         row = _locked_row(participant)
+        if page is not None:
+            _served_stamp(entry, participant, row.pages, key)
         fields = ["pages"]
         if client is not None and not row.client:
             row.client = {**client, "ua": user_agent_class(user_agent)}
             fields.append("client")
-        elif client is not None and client["au"] and not set(client["au"]) <= set(row.client.get("au", [])):
-            row.client = {**row.client, "au": sorted({*row.client.get("au", []), *client["au"]})}
+        elif client is not None and any(
+            not set(client.get(hints, [])) <= set(row.client.get(hints, [])) for hints in ("au", "fp")
+        ):
+            row.client = {
+                **row.client,
+                **{
+                    hints: sorted({*row.client.get(hints, []), *client.get(hints, [])})
+                    for hints in ("au", "fp")
+                },
+            }
             fields.append("client")
-        key = page_key(step, position)
         if key in row.pages or len(row.pages) < MAX_PAGES:
             row.pages = {**row.pages, key: entry}
         _rescore_and_store(row, *fields)
     return row
 
 
+def _served_stamp(entry: dict, participant: Participant, pages: dict[str, dict], key: str) -> None:
+    """Adds to a page's entry when the server received it (`rx`, ms since the participant's entry) and the
+    longest it can have been on screen (`sv`): the page was served after the server received the participant's
+    previous page (another page's `rx`; the entry itself for the first), whatever the page's own clock says."""
+    now = int((timezone.now() - participant.started_at).total_seconds() * 1000)
+    before = [p["rx"] for k, p in pages.items() if k != key and "rx" in p and p["rx"] <= now]
+    entry["rx"], entry["sv"] = now, now - max(before, default=0)
+
+
 def _rescore_and_store(row: ParticipantAuthenticity, *changed: str) -> None:
     """Recomputes the row's score from what it holds and writes it with the fields `changed`."""
-    result = score_compute(client=row.client, pages=row.pages, pairs=row.pairs, picture=row.picture)
+    result = score_compute(
+        client=row.client, pages=row.pages, pairs=row.pairs, picture=row.picture, answers=row.answers
+    )
     row.score, row.reasons, row.flagged = result.score, result.reasons, result.flagged
     row.excluded = authenticity_excluded(flagged=row.flagged, review=row.review)
     rows.update(row, (*changed, "score", "reasons", "flagged", "excluded", "updated_at"))
@@ -324,6 +381,19 @@ def pair_record(*, participant: Participant, position: int, far: bool) -> Partic
         row = _locked_row(participant)
         row.pairs = {**row.pairs, str(position): int(far)}
         _rescore_and_store(row, "pairs")
+    return row
+
+
+def answers_record(*, participant: Participant, summary: dict) -> ParticipantAuthenticity | None:
+    """Stores what the participant's answers show (`authenticity_reasons.answers_summary`, computed by their
+    kind when they finish) and recomputes their score; nothing when there is nothing to judge. Locks the row as
+    `signals_record` does."""
+    if not summary:
+        return None
+    with transaction.atomic(savepoint=False):
+        row = _locked_row(participant)
+        row.answers = summary
+        _rescore_and_store(row, "answers")
     return row
 
 

@@ -24,9 +24,14 @@ REPEAT_HELP = (
 PICTURE_HELP = (
     "Picture check (rating studies): one extra item page per participant, among their items, shows a picture that "
     "asks for one of the scale's answers; a person sees what to choose, software reading the page's text cannot. "
-    "A wrong answer lowers the authenticity score; 'I can't see the picture' never counts against anyone. "
-    "Never counted as a rating (docs/participants.md)."
+    "'I can't see the picture' leads to the same check as a sound (count the beeps), which a screen reader's user "
+    "hears. A wrong answer lowers the authenticity score. Never counted as a rating (docs/participants.md)."
 )
+
+
+# The traps a new study starts with (the admin's form for a new study, the demos): those that cost people
+# nothing. The picture check stays the researcher's choice: it adds a page.
+NEW_STUDY_TRAPS = {"trap_hidden_instruction": True, "trap_repeat_items": 2}
 
 
 class ParticipantAuthenticity(models.Model):
@@ -40,7 +45,8 @@ class ParticipantAuthenticity(models.Model):
     class Picture(models.TextChoices):
         PASSED = "passed", "Answered as the picture asked"
         FAILED = "failed", "Answered otherwise than the picture asked"
-        SKIPPED = "skipped", "Could not see the picture (never counted against anyone)"
+        SKIPPED = "skipped", "Could not see the picture (before the sound check; never counted)"
+        NEITHER = "neither", "Could neither see the picture nor hear its sound"
 
     participant = models.OneToOneField(
         "Participant", on_delete=models.CASCADE, related_name="authenticity", primary_key=True
@@ -56,6 +62,9 @@ class ParticipantAuthenticity(models.Model):
     pairs = models.JSONField(default=dict, blank=True)
     # The picture check's outcome (studies/authenticity.py `picture_outcome`); blank: not answered or not asked.
     picture = models.CharField(max_length=8, choices=Picture.choices, blank=True)
+    # What the participant's answers show, computed when they finish (authenticity_reasons.answers_summary):
+    # agreement with the study's LLM judges, reading time against the texts' length, timing across pages.
+    answers = models.JSONField(default=dict, blank=True)
     flagged = models.BooleanField(default=False, db_index=True)
     # What the declared `authenticity` exclusion rule drops: flagged and not cleared, or confirmed in review
     # (authenticity.authenticity_excluded, kept here so every reader, SQL included, reads one column).

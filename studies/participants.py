@@ -38,6 +38,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from . import balance_counts, rows
+from .authenticity_answers import answers_review
 from .balancing import condition_choose, hold_cutoff, lapsed
 from .enrolment_errors import (  # noqa: F401 (the enrolment's errors are raised, and imported, from here)
     AlreadyInFamily,
@@ -121,7 +122,9 @@ def _completion_code(participant: Participant) -> str:
 def participant_mark_completed(locked: Participant, now: datetime) -> list[str]:
     """Sets a locked, active participant's fields to completed (status, step done, finished_at and the code
     their outcome earns: the failed-checks code when flagged for exclusion, else the completion code).
-    Returns the changed fields; the caller saves them in its transaction (with its own answer)."""
+    Returns the changed fields; the caller saves them in its transaction (with its own answer, already written:
+    what their answers show is read here once, for the authenticity score, `answers_review`)."""
+    answers_review(locked)
     locked.status = Participant.Status.COMPLETED
     locked.step = DONE
     locked.finished_at = now

@@ -36,9 +36,17 @@ def log(message: str) -> None:
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A free port: the first free one of BENCH_PORTS ("8450-8499") when set (a machine shared by several
+    people, each with their range), else any the system gives."""
+    low, _, high = os.environ.get("BENCH_PORTS", "0").partition("-")
+    for port in range(int(low), int(high or low) + 1) if int(low) else [0]:
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return sock.getsockname()[1]
+    raise RuntimeError(f"no free port in BENCH_PORTS={os.environ['BENCH_PORTS']}")
 
 
 def _admin_sql(sql: str):

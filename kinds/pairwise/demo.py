@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from studies.authenticity_models import NEW_STUDY_TRAPS
 from studies.demo.texts import DEMO_CORPUS, EMPATHY_SIDES, TAKING_PART
 from studies.importers import corpus_import
 from studies.models import PairAttentionCheck, PairwiseSettings, Study
@@ -45,6 +46,7 @@ WORKED_EXAMPLES = [
 ]
 
 SETTINGS = {
+    **NEW_STUDY_TRAPS,
     "kind": Study.Kind.PAIRWISE,
     "title": "Demo: which reply is more empathetic?",
     "description": "Seeded by `manage.py seed_demo`: human against two LLM conditions on 64 published prompts.",

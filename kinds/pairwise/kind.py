@@ -141,6 +141,7 @@ class PairwiseKind(StudyKind):
     # LLM judges compare each pair of conditions' replies on every prompt, in both orders.
     judged = True
     judge_format = PAIRS_FORMAT
+    answer_review = "kinds.pairwise.answer_review.pairwise_answer_review"
     power_planner = "kinds.pairwise.power.pairwise_power_plan"
     # (study) -> {(condition id, condition id): weight}, the adaptive phase's targets; read after the warm-up.
     pair_weights = "kinds.pairwise.analysis.adaptive_pair_weights"

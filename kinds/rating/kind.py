@@ -128,6 +128,7 @@ class RatingKind(StudyKind):
     judged = True
     attention_checks = True
     material_title = "Corpus: prompts and responses"
+    answer_review = "kinds.rating.answer_review.rating_answer_review"
     bundle = "kinds.rating.bundle.RATING_BUNDLE"
     power_planner = "kinds.rating.power.rating_power_plan"
     exclusion_flags = "kinds.rating.live_exclusions.rating_exclusion_flags"

@@ -26,6 +26,7 @@ from . import services, teq
 from .forms import ItemAnswerForm, TeqForm
 from .kind import ITEMS
 from .picture import picture_draw
+from .picture_sound import sound_response
 from .selectors import (
     CurrentItem,
     assignment_current_for_participant,
@@ -80,6 +81,8 @@ def item_get(request, participant: Participant) -> HttpResponse:
         participant_complete(participant=participant)
         return _to_step(participant)
     study = participant.study
+    if current.is_picture and request.GET.get("sound") == "wav":
+        return sound_response(participant)
     return _page(
         request,
         study,
@@ -90,6 +93,8 @@ def item_get(request, participant: Participant) -> HttpResponse:
         page=current.assignment,
         scale=scale_buttons(study),
         picture=picture_draw(study=study, participant_id=participant.pk) if current.is_picture else None,
+        # "I can't see the picture": the same check as a sound (kinds/rating/picture_sound.py).
+        sound=current.is_picture and request.GET.get("check") == "sound",
     )
 
 

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from studies.authenticity_models import NEW_STUDY_TRAPS
 from studies.emotionbench.instruments import instruments_import
 from studies.importers import corpus_import, ratings_import
 from studies.kinds import registered_kinds, resolved
@@ -89,6 +90,7 @@ WORKED_EXAMPLES = [
 ]
 
 DEMO_SETTINGS = {
+    **NEW_STUDY_TRAPS,
     "title": "Demo: how empathetic are these replies?",
     "description": "Seeded by `manage.py seed_demo` from a 64-prompt sample of the public Welivita & Pu data.",
     "consent_text": CONSENT,
@@ -132,6 +134,7 @@ feel again. It takes about five minutes.
 If you agree to take part, choose "I agree" below."""
 
 QUESTIONNAIRE_SETTINGS = {
+    "trap_hidden_instruction": True,  # the questionnaire has no consistency pairs
     "title": "Demo: how do situations make you feel?",
     "description": "Seeded by `manage.py seed_demo`: PANAS before and after imagining one of five situations.",
     "kind": Study.Kind.QUESTIONNAIRE,

@@ -160,6 +160,10 @@ class StudyKind(ABC):
     # Dotted path of (study) -> (header, records): the study's answers export when its answers are not ratings
     # of single responses (analysis/exports.py serves it as the `ratings` export). None: the ratings export.
     answers_export: ClassVar[str | None] = None
+    # Dotted path of (participant) -> (timed, judged), what the authenticity score reads of a finished
+    # participant's answers (studies/authenticity_answers.py): (words on the page, ms from shown to answered) per
+    # answered page, (their answer, the study's judges' answer) per item a judge answered. None: not read.
+    answer_review: ClassVar[str | None] = None
     # A follow-up wave (studies/waves.py `study_extend`) keeps every parent condition with its replies, the new
     # conditions compared with them inside the wave, instead of a re-rating copy of the parent's baseline.
     wave_keeps_conditions: ClassVar[bool] = False

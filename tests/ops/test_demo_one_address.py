@@ -28,7 +28,9 @@ def test_five_new_ids_from_one_address_each_complete_the_demo(limits_on, tmp_pat
         assert enter(client, study, f"tryout-{n}").status_code == 200
         consent_and_instructions(client, study)
         assert post_step(client, study, **{f"teq_{i}": "often" for i in range(1, 17)}).status_code == 302
-        for _ in range(study.items_per_participant + study.attention_checks.count()):
+        for _ in range(
+            study.items_per_participant + study.attention_checks.count() + study.trap_repeat_items
+        ):
             position, response = answer_current(client, study, 2)
             assert position is not None and response.status_code == 302
         assert answer_current(client, study, 2) == (None, None)

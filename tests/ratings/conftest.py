@@ -35,3 +35,24 @@ def person_page(page_at):
         return page_at("phone" if phone else "desktop", javascript=javascript, person=True)
 
     return make
+
+
+@pytest.fixture
+def pages_seconds_apart(monkeypatch):
+    """Each page reaches the server 20 s after the one before, as a reader's would: the signals the tests send say a page
+    was on screen for up to 12 s, which the server checks against when it served the page."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from studies import authenticity
+
+    clock = [timezone.now()]
+
+    class Clock:
+        @staticmethod
+        def now():
+            clock[0] += timedelta(seconds=20)
+            return clock[0]
+
+    monkeypatch.setattr(authenticity, "timezone", Clock)

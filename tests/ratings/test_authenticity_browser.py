@@ -10,7 +10,13 @@ from studies.models import Participant, ParticipantAuthenticity
 from tests.a11y import axe_violations
 from tests.factories import rating_study_build
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+# The pages' clock is moved on to stand for reading (`read`); the server's, which bounds how long a page can have
+# been on screen, moves on with it (pages_seconds_apart).
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("pages_seconds_apart"),
+]
 
 
 @pytest.fixture

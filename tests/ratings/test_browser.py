@@ -147,8 +147,10 @@ def test_a_participant_completes_the_seeded_demo_from_its_printed_link(live_serv
     for number in range(1, 17):
         page.locator(f"#teq-{number} label.likert-option").nth(3).click()
     page.get_by_role("button", name="Continue").click()
-    for number in range(1, 12):  # 10 responses and the attention check
-        expect(page.locator(".progress-text")).to_have_text(f"Item {number} of 11")
+    for number in range(
+        1, 14
+    ):  # 10 responses, the attention check and the consistency pairs' second showings
+        expect(page.locator(".progress-text")).to_have_text(f"Item {number} of 13")
         attention = "please choose Okay" in page.locator("[data-response]").inner_text()
         page.get_by_role("button", name="Okay" if attention else "Good").click()
     expect(page.locator("[data-completion-code]")).to_have_text("DEMO-COMPLETE")

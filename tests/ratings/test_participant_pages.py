@@ -154,9 +154,10 @@ def test_every_participant_page_of_both_kinds_fits_the_screen_and_passes_axe(dem
 
     rating_steps = walk(page, demo.participant_link, check)
     questionnaire_steps = walk(page, demo.questionnaire_link, check)
-    assert rating_steps.count("items") == 11 and "q_evoked" in questionnaire_steps
+    assert rating_steps.count("items") == 13 and "q_evoked" in questionnaire_steps
     if "scale" in checks:
-        assert item_pages == [f"Item {n} of 11" for n in range(1, 12)]  # 10 responses and the attention check
+        # 10 responses, the attention check and the consistency pairs' 2 second showings (the demo's traps)
+        assert item_pages == [f"Item {n} of 13" for n in range(1, 14)]
     assert measured == ["teq", "q_default", "q_evoked"]
     if "attention" in checks:
         attention_check_shows_a_real_emotion(attention, demo.study)
@@ -170,7 +171,7 @@ def test_every_participant_page_of_both_kinds_fits_the_screen_and_passes_axe(dem
         violations.extend(axe_violations(page))
         assert violations == []
         assert (
-            checked.count("items") == 11
+            checked.count("items") == 13
             and "teq with errors" in checked
             and "q_default with errors" in checked
         )
@@ -196,7 +197,7 @@ def situation_stays_in_view(page) -> None:
 def test_both_kinds_complete_without_javascript(demo, page_at):
     page = page_at("phone", javascript=False)
     rating_steps = walk(page, demo.participant_link)
-    assert rating_steps[:3] == ["consent", "instructions", "teq"] and rating_steps.count("items") == 11
+    assert rating_steps[:3] == ["consent", "instructions", "teq"] and rating_steps.count("items") == 13
     assert page.locator("[data-completion-code]").inner_text() == "DEMO-COMPLETE"
     assert page.locator("[data-copy-row]").is_hidden()  # the copy button needs JavaScript: not offered
     questionnaire_steps = walk(page, demo.questionnaire_link)
@@ -206,7 +207,9 @@ def test_both_kinds_complete_without_javascript(demo, page_at):
     respondent = Participant.objects.get(study__slug=QUESTIONNAIRE_SLUG)
     assert rater.status == respondent.status == Participant.Status.COMPLETED
     assert not rater.flagged_for_exclusion and not respondent.flagged_for_exclusion
-    assert Rating.objects.filter(assignment__participant=rater).count() == 11
+    assert (
+        Rating.objects.filter(assignment__participant=rater).count() == 13
+    )  # 10 responses, the attention check, 2 consistency pairs
     assert QuestionnaireRun.objects.filter(participant=respondent).count() == 2
 
 
@@ -241,13 +244,13 @@ def test_back_after_an_answer_says_it_was_saved_and_the_code_can_be_copied(demo,
     page.goto(demo.participant_link)
     for step in ("consent", "instructions", "teq"):
         answer(page, step)
-    expect(page.locator("h1")).to_have_text("Item 1 of 11")
+    expect(page.locator("h1")).to_have_text("Item 1 of 13")
     assert page.locator("[data-back-note]").count() == 0
     answer(page, "items")
-    expect(page.locator("h1")).to_have_text("Item 2 of 11")
+    expect(page.locator("h1")).to_have_text("Item 2 of 13")
     assert page.locator("[data-back-note]").is_hidden()
     page.go_back()
-    expect(page.locator("h1")).to_have_text("Item 2 of 11")  # answers cannot be changed: still the next item
+    expect(page.locator("h1")).to_have_text("Item 2 of 13")  # answers cannot be changed: still the next item
     expect(page.locator("[data-back-note]")).to_be_visible()
     expect(page.locator("[data-back-note]")).to_contain_text("Your answer to the previous item was saved")
     walk(page, page.url)

@@ -90,8 +90,8 @@ def test_the_picture_page_text_says_nothing_of_the_answer(study):
     assert text.count(label) == html.count(f'<span class="scale-label">{label}</span>')
 
 
-@pytest.mark.parametrize("answer, outcome", [("right", "passed"), ("wrong", "failed"), ("skip", "skipped")])
-def test_the_picture_answer_is_scored_and_only_a_wrong_one_costs(study, answer, outcome):
+@pytest.mark.parametrize("answer, outcome", [("right", "passed"), ("wrong", "failed"), ("skip", "neither")])
+def test_the_picture_answer_is_scored_and_only_a_wrong_one_costs(pages_seconds_apart, study, answer, outcome):
     client = Client(HTTP_USER_AGENT="Mozilla/5.0 (Windows NT 10.0; Win64; x64) Chrome/120.0")
     participant = _on_items(client, study)
     asked = _asked(study, participant)
@@ -105,7 +105,9 @@ def test_the_picture_answer_is_scored_and_only_a_wrong_one_costs(study, answer, 
     assert row.picture == outcome
     if outcome == "failed":
         assert (row.score, row.flagged) == (60, False)  # strong, but alone never a flag
-        assert row.reasons == ["picture check answered otherwise than the picture asked (-40)"]
+        assert row.reasons == ["picture check answered otherwise than the picture (or its sound) asked (-40)"]
+    elif outcome == "neither":  # neither the picture nor its sound: a light reason, never a flag alone
+        assert (row.score, row.flagged) == (80, False)
     else:
         assert (row.score, row.reasons) == (100, [])
     stored = Rating.objects.get(assignment__kind=Assignment.Kind.PICTURE, assignment__participant=participant)
@@ -117,7 +119,7 @@ def test_a_wrong_picture_answer_with_another_reason_flags():
     pages = {f"items:{i}": fast for i in range(5)}
     assert not score_compute(client={"au": []}, pages=pages, picture="").flagged  # fast alone: 70
     assert score_compute(client={"au": []}, pages=pages, picture="failed").flagged  # and the picture: 30
-    assert not score_compute(client={"au": []}, pages=pages, picture="skipped").flagged
+    assert not score_compute(client={"au": []}, pages=pages, picture="skipped").flagged  # before the sound
 
 
 def test_i_cannot_see_the_picture_is_refused_on_an_ordinary_item(study):
@@ -177,5 +179,5 @@ def test_the_picture_answer_sent_twice_at_once_is_stored_and_scored_once(require
     row = ParticipantAuthenticity.objects.get(participant=participant)
     assert row.picture == "failed" and row.reasons == [
         "no signals: the browser sent none (JavaScript off, an old browser, or forms posted without the page)",
-        "picture check answered otherwise than the picture asked (-40)",
+        "picture check answered otherwise than the picture (or its sound) asked (-40)",
     ]

@@ -125,7 +125,7 @@ def test_occasional_tab_switches_cost_nothing_most_pages_away_lower_the_score_wi
     pages = pages_of(MOUSE)
     pages["items:2"] = {**MOUSE, "vh": 1, "hm": 4000}
     assert score_compute(client=CLIENT, pages=pages, fast_page_ms=1500).score == 100
-    away = pages_of({**MOUSE, "vh": 1, "bl": 1, "hm": 20000})
+    away = pages_of({**MOUSE, "vh": 1, "bl": 1, "hm": 9000})
     half = score_compute(
         client=CLIENT, pages={**pages_of(MOUSE), **dict(list(away.items())[:6])}, fast_page_ms=1500
     )
