@@ -443,3 +443,7 @@ REQUEST_BODY_LARGE_PATHS = [r"^/admin/studies/study/import/$"]
 BENCH_FLOOR_ENABLED = env_bool("BENCH_FLOOR_ENABLED", DJANGO_ENV == "test")
 if BENCH_FLOOR_ENABLED:
     INSTALLED_APPS.append("bench.targets")
+
+# The toy study kind of the tests (tests/toy_kind/: a kind is one package and this one line).
+if DJANGO_ENV == "test":
+    INSTALLED_APPS.append("tests.toy_kind")
