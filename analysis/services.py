@@ -1,4 +1,4 @@
-"""The analysis of a study: one entry point per study kind (named by the kind, see analysis/entries.py).
+"""The analysis of a study: one entry point per study kind (named by the kind, see kinds/rating/entry.py).
 
 `study_analyze` is what the dashboard, the `analyze` command, the report and the API all call, so they never
 disagree. It only reads (through `analysis.selectors`).
@@ -210,7 +210,7 @@ def baseline_choose(*, conditions: list[selectors.ConditionInfo], requested: str
 
 
 def analysis_entry(*, study: Study):
-    """The analysis entry point of the study's kind (`StudyKind.analysis`, see analysis/entries.py)."""
+    """The analysis entry point of the study's kind (`StudyKind.analysis`, see kinds/rating/entry.py)."""
     path = kind_of(study).analysis
     if path is None:
         raise AnalysisError(f"no analysis for studies of kind {study.kind!r} yet")

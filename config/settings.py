@@ -467,3 +467,6 @@ if PRODUCTION:
         raise ImproperlyConfigured(
             "Production settings keep state in one process: " + "; ".join(_problems) + "."
         )
+# The toy study kind of the tests (tests/toy_kind/: a kind is one package and this one line).
+if DJANGO_ENV == "test":
+    INSTALLED_APPS.append("tests.toy_kind")

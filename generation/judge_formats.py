@@ -6,7 +6,7 @@ claims, retries, spend, batches, run pages, commands) is one for every kind and 
 * `PAIRS` (the pairwise kind): two replies to one prompt, shown as A and B; the verdict is A, B or about the same,
   with "both inadequate" as a separate flag. Every pair of conditions on every prompt is one unit in each order
   (A/B and B/A), so a verdict that follows the position rather than the replies shows as a flip
-  (analysis/judge_pairwise.py).
+  (kinds/pairwise/judge_analysis.py).
 
 A unit is (response id, versus id or None): the JudgeRating row's `response` and `versus`.
 """

@@ -336,7 +336,7 @@ VERDICT_COLUMNS = [
 
 def judge_verdicts_frame(*, judge: Judge):
     """A comparing judge's stored verdicts (done rows), one row per order of a pair and sample, in the pairwise
-    frame's terms (analysis/pairwise_frame.py): the reply shown as A is `left`, choice left / right / tie,
+    frame's terms (kinds/pairwise/frame.py): the reply shown as A is `left`, choice left / right / tie,
     prompt_id the prompt's dialogue id, lengths in characters. The only way analysis reads them."""
     import pandas as pd
     from django.db.models.functions import Length

@@ -48,7 +48,7 @@ class Emotion(models.Model):
 
 class Study(models.Model):
     class Kind(models.TextChoices):
-        """The built-in kinds' names (studies/kinds/rating.py, questionnaire.py, pairwise.py)."""
+        """The built-in kinds' names (kinds/rating/kind.py, questionnaire.py, pairwise.py)."""
 
         RATING = "rating", "Rating study (rate responses on a scale)"
         QUESTIONNAIRE = "questionnaire", "Questionnaire study (instrument before and after a situation)"

@@ -1,9 +1,9 @@
-"""The pairwise kind's models (studies/kinds/pairwise.py): its settings, its known-answer pairs, and the pairs
+"""The pairwise kind's models (kinds/pairwise/kind.py): its settings, its known-answer pairs, and the pairs
 participants are shown and answer.
 
 A `PairItem` is one page of a participant: one prompt with two replies of two conditions (which one is on the
 left is stored), or one known-answer pair (`PairAttentionCheck`) disguised as any other. Its answer is written
-on the same row, once: a conditional UPDATE of an unanswered row (ratings/pairwise.py), and the check
+on the same row, once: a conditional UPDATE of an unanswered row (kinds/pairwise/pages.py), and the check
 constraints keep an answer whole (a choice exactly when answered).
 """
 

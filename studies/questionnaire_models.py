@@ -1,4 +1,4 @@
-"""The questionnaire kind's models (studies/kinds/questionnaire.py): its settings, instruments, situations, and
+"""The questionnaire kind's models (kinds/questionnaire/kind.py): its settings, instruments, situations, and
 the runs that answer an instrument (a participant's or a model's)."""
 
 from django.core.validators import MaxValueValidator, MinValueValidator

@@ -11,8 +11,12 @@ It fails on
     concrete cycle with the line of each import);
 (b) an arrow the architecture forbids (FORBIDDEN, less the DECLARED_EXCEPTIONS, each with its reason);
 (c) an app module over MAX_MODULE_LINES lines;
-(d) a branch on a study's kind outside studies/kinds/ (KIND_BRANCH_PATTERNS says what counts: code and
-    templates), and an import of one kind's module by a module that does not belong to that kind (KIND_MODULES).
+(d) a branch on a study's kind outside the kinds' packages (KIND_BRANCH_PATTERNS says what counts: code and
+    templates), and an import of one kind's module by a module that does not belong to that kind (KIND_MODULES);
+(e) one kind's package importing another's (kinds/<kind>/: `kind_packages_crossing`); the spine, the participant
+    front or any other app importing a kind's package is a forbidden arrow of (b);
+(f) a string in a kind's package naming a module outside it (`kind_dotted_strings`: an import the graph misses);
+(g) the participant front (FRONT, FRONT_TEMPLATES) naming a kind's own step (`front_kind_steps`).
 
 KNOWN_VIOLATIONS lists the violations the code had when this test was written, so it passes while they are
 being fixed; every entry must still be a violation (test_every_known_violation_still_exists), so the list can
@@ -432,6 +436,122 @@ def kind_modules_imported(graph: Graph, package: str, owned: dict[str, str]) -> 
     return violations
 
 
+# --- the kinds' packages (docs/architecture.md, "A new study kind") -------------------------------------------
+# A kind is one package under KINDS_PACKAGE; the spine and the participant front below/above it never import one
+# (FORBIDDEN), one kind never imports another, a kind names no module outside its package by a dotted string, and
+# the participant front (FRONT) names no kind's step, in code or in its templates (FRONT_TEMPLATES).
+FRONT = "ratings"
+FRONT_TEMPLATES = ("templates/ratings",)
+DOTTED = re.compile(r"[a-z_][a-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+def _kind_package(module: str, package: str) -> str | None:
+    """`kinds.pairwise` for `kinds.pairwise.pages`; None outside the kinds' packages."""
+    parts = module.split(".")
+    prefix = package.split(".")
+    if parts[: len(prefix)] != prefix or len(parts) <= len(prefix):
+        return None
+    return ".".join(parts[: len(prefix) + 1])
+
+
+def kind_packages_crossing(graph: Graph, package: str) -> list[Violation]:
+    """Every import of one kind's package by another kind's."""
+    violations = []
+    for found in graph.imports:
+        mine, theirs = _kind_package(found.importer, package), _kind_package(found.imported, package)
+        if mine and theirs and mine != theirs:
+            violations.append(
+                Violation(
+                    f"kind {mine} imports kind {theirs}",
+                    f"{graph.modules[found.importer]}:{found.line} imports {found.imported}",
+                )
+            )
+    return violations
+
+
+def _strings(tree: ast.AST):
+    """The string constants of a module that are not docstrings."""
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    found = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
+    return sorted(found, key=lambda node: (node.lineno, node.col_offset))
+
+
+def kind_dotted_strings(graph: Graph, package: str) -> list[Violation]:
+    """Every string in a kind's package that names a module of the apps (or something in one) outside that
+    package: a dotted path resolved at run time is an import the graph does not see."""
+    violations = []
+    for module, path in sorted(graph.modules.items()):
+        mine = _kind_package(module, package)
+        if mine is None:
+            continue
+        for node in _strings(ast.parse(path.read_text(), filename=str(path))):
+            if not DOTTED.fullmatch(node.value):
+                continue
+            named = _resolve(node.value, graph.modules, ())
+            if named is not None and _owner(named, [mine]) is None:
+                violations.append(
+                    Violation(f"dotted string {node.value!r} in {module}", f"{path}:{node.lineno}: import it")
+                )
+    return violations
+
+
+def front_kind_steps(
+    graph: Graph, front: str, steps: dict[str, str], root: Path, template_dirs: tuple[str, ...] = ()
+) -> list[Violation]:
+    """Every place the participant front names a kind's step (`steps`: the step choice's member name -> its
+    value): the value as a string, the choice's member (`Participant.Step.ITEMS`), a template tag quoting it."""
+    violations = []
+    for module, path in sorted(graph.modules.items()):
+        if _owner(module, [front]) is None:
+            continue
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            named = (
+                isinstance(node, ast.Constant)
+                and node.value in steps.values()
+                or isinstance(node, ast.Attribute)
+                and node.attr in steps
+                and ast.unparse(node.value).split(".")[-1] == "Step"
+            )
+            if named:
+                violations.append(
+                    Violation(f"kind step in {module}: {ast.unparse(node)}", f"{path}:{node.lineno}")
+                )
+    quoted = re.compile(r"([\"'])(" + "|".join(map(re.escape, sorted(steps.values()))) + r")\1")
+    for directory in template_dirs:
+        for path in sorted((root / directory).rglob("*.html")):
+            text = path.read_text()
+            for tag in re.finditer(r"\{%.*?%\}", text, re.S):
+                if quoted.search(tag.group(0)):
+                    line = text.count("\n", 0, tag.start()) + 1
+                    violations.append(
+                        Violation(f"kind step in {path.relative_to(root)}: {tag.group(0)}", f"{path}:{line}")
+                    )
+    return violations
+
+
+def kinds_steps() -> dict[str, str]:
+    """The registered kinds' own steps (not the spine's: consent, instructions, done), member name -> value."""
+    from studies.kinds import DONE, registered_kinds
+    from studies.kinds.base import SPINE_PAGES
+    from studies.models import Participant
+
+    own = {step for kind in registered_kinds() for step in kind.step_labels} - set(SPINE_PAGES) - {DONE}
+    members = {member.name: member.value for member in Participant.Step if member.value in own}
+    return {**members, **{value.upper(): value for value in own - set(members.values())}}
+
+
 def unexpected(violations: list[Violation], known: dict[str, str]) -> list[str]:
     return [f"{v.key}: {v.detail}" for v in violations if v.key not in known]
 
@@ -482,6 +602,23 @@ def test_the_kinds_are_read_from_their_package():
     assert {"kinds.rating.kind", "kinds.questionnaire.kind", "kinds.pairwise.kind"} <= kinds.modules
 
 
+def test_no_kind_package_imports_another():
+    found = unexpected(kind_packages_crossing(_GRAPH, KINDS_PACKAGE), KNOWN_VIOLATIONS)
+    assert not found, "a kind imports another kind (ask the registry instead):\n" + "\n".join(found)
+
+
+def test_a_kind_names_no_module_outside_its_package_by_a_dotted_string():
+    found = unexpected(kind_dotted_strings(_GRAPH, KINDS_PACKAGE), KNOWN_VIOLATIONS)
+    assert not found, "dotted strings out of a kind's package:\n" + "\n".join(found)
+
+
+def test_the_participant_front_names_no_kinds_step():
+    steps = kinds_steps()
+    assert {"items", "teq", "pairs", "q_default", "q_evoked"} <= set(steps.values())
+    found = unexpected(front_kind_steps(_GRAPH, FRONT, steps, ROOT, FRONT_TEMPLATES), KNOWN_VIOLATIONS)
+    assert not found, "the participant front names a kind's step (ask the step's page):\n" + "\n".join(found)
+
+
 def test_every_known_violation_still_exists():
     current = {
         v.key
@@ -490,6 +627,9 @@ def test_every_known_violation_still_exists():
         + modules_too_long(_GRAPH, MAX_MODULE_LINES)
         + kind_branches_find(_GRAPH, KINDS_PACKAGE, ROOT, TEMPLATE_DIRS)
         + kind_modules_imported(_GRAPH, KINDS_PACKAGE, KIND_MODULES)
+        + kind_packages_crossing(_GRAPH, KINDS_PACKAGE)
+        + kind_dotted_strings(_GRAPH, KINDS_PACKAGE)
+        + front_kind_steps(_GRAPH, FRONT, kinds_steps(), ROOT, FRONT_TEMPLATES)
     }
     fixed = sorted(set(KNOWN_VIOLATIONS) - current)
     assert not fixed, "fixed (or renamed): remove from KNOWN_VIOLATIONS:\n" + "\n".join(fixed)
@@ -695,4 +835,59 @@ def test_a_kind_module_imported_outside_its_kind_is_found_and_an_owner_is_excuse
     assert [v.key for v in kind_modules_imported(graph, "spine.kinds", owned)] == [
         "kind module spine.kinds.pair imported by spine.branchy",
         "unused kind module entry spine.clean",
+    ]
+
+
+# --- the kinds' package rules on a small tree that breaks each of them -----------------------------------------
+PACKAGES_SYNTHETIC = {
+    "spine/__init__.py": "",
+    "spine/models.py": "thing = 1\n",
+    "spine/uses.py": "from kinds_pkg.a import kind  # the spine importing a kind\n",
+    "front/__init__.py": "",
+    "front/views.py": """\
+        from kinds_pkg.a import pages  # the front importing a kind
+
+        PAGE = None
+        if participant.step == Participant.Step.ANSWER_A or participant.step == "answer_a":
+            pass
+        if participant.step == Participant.Step.CONSENT or participant.step == "answers":  # not a kind's step
+            pass
+        """,
+    "kinds_pkg/__init__.py": "",
+    "kinds_pkg/a/__init__.py": "",
+    "kinds_pkg/a/kind.py": """\
+        \"\"\"Named in a docstring: front.views.PAGE is no string to resolve.\"\"\"
+
+        pages = {"answer_a": "kinds_pkg.a.pages.PAGE", "other": "front.views.PAGE"}
+        analysis = "spine.models.thing"
+        template = "front/page.html"
+        url = "analysis:page"
+        """,
+    "kinds_pkg/a/pages.py": "from kinds_pkg.b import kind\nfrom spine import models\nfrom . import kind as mine\n",
+    "kinds_pkg/b/__init__.py": "",
+    "kinds_pkg/b/kind.py": "from spine.models import thing\n",
+    "front_pages/page.html": '{% if step == "answer_a" %}a{% endif %}{% if step == "consent" %}c{% endif %}\n',
+}
+PACKAGES_FORBIDDEN = {"spine": ("kinds_pkg", "front"), "front": ("kinds_pkg",), "kinds_pkg": ("front",)}
+
+
+def test_the_kind_package_rules_each_find_their_planted_violation(tmp_path):
+    _write(tmp_path, PACKAGES_SYNTHETIC)
+    graph = graph_build(tmp_path, ("spine", "front", "kinds_pkg"))
+    assert [v.key for v in kind_packages_crossing(graph, "kinds_pkg")] == [
+        "kind kinds_pkg.a imports kind kinds_pkg.b"
+    ]
+    assert [v.key for v in arrows_forbidden(graph, PACKAGES_FORBIDDEN, {})] == [
+        "arrow front.views -> kinds_pkg.a.pages",
+        "arrow spine.uses -> kinds_pkg.a.kind",
+    ]
+    assert [v.key for v in kind_dotted_strings(graph, "kinds_pkg")] == [
+        "dotted string 'front.views.PAGE' in kinds_pkg.a.kind",
+        "dotted string 'spine.models.thing' in kinds_pkg.a.kind",
+    ]
+    steps = {"ANSWER_A": "answer_a"}
+    assert [v.key for v in front_kind_steps(graph, "front", steps, tmp_path, ("front_pages",))] == [
+        "kind step in front.views: Participant.Step.ANSWER_A",
+        "kind step in front.views: 'answer_a'",
+        'kind step in front_pages/page.html: {% if step == "answer_a" %}',
     ]

@@ -1,5 +1,5 @@
 """The pairwise kind's admin pieces: its settings and its known-answer pairs on the study page (named by
-`StudyKind.admin_inlines` in studies/kinds/pairwise.py)."""
+`StudyKind.admin_inlines` in kinds/pairwise/kind.py)."""
 
 from __future__ import annotations
 

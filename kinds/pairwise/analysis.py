@@ -1,10 +1,10 @@
-"""The pairwise kind's analysis entry (`StudyKind.analysis`, see analysis/entries.py): the study's frame
-(analysis/pairwise_frame.py) handed to the Bradley–Terry analysis (analysis/pairwise_report.py: Davidson fit with
+"""The pairwise kind's analysis entry (`StudyKind.analysis`, see kinds/rating/entry.py): the study's frame
+(kinds/pairwise/frame.py) handed to the Bradley–Terry analysis (kinds/pairwise/report.py: Davidson fit with
 ties, two-way bootstrap intervals, win matrix, win rates against the baseline, length control, position bias,
 agreement) and its outputs (`bt_scores.csv` and the other CSVs, figures, report.html).
 
 The same result serves `manage.py analyze <slug> --out DIR` (`report_write`), the analysts' page
-(analysis/pairwise_views.py, through `outputs`, reached by `analysis_entry`) and the adaptive phase of the pair schedule
+(kinds/pairwise/views.py, through `outputs`, reached by `analysis_entry`) and the adaptive phase of the pair schedule
 (`adaptive_pair_weights`, the kind's `pair_weights`).
 """
 
@@ -106,7 +106,7 @@ class PairwiseAnalysisEntry:
 
 
 def judge_tables(study: Study, frame: pd.DataFrame, result: dict, options: AnalysisOptions) -> dict:
-    """The tables of the study's LLM judges (analysis/judge_pairwise.py), their verdicts read through
+    """The tables of the study's LLM judges (kinds/pairwise/judge_analysis.py), their verdicts read through
     generation.selectors (never mixed into the people's votes), calibrated against `frame` (the people's counted
     votes) and beside `result`'s strengths; {} when no judge has answered both orders of a pair."""
     verdicts = [judge_verdicts_frame(judge=judge) for judge in judges_of(study=study)]

@@ -1,6 +1,6 @@
 """A pairwise study's answers, read once, two ways: the answers export (`pairwise_export`, the kind's
 `answers_export`, served by analysis/exports.py as the study's `ratings` export) and the analysis frame
-(`pairwise_frame`, what analysis/pairwise.py hands to the Bradley–Terry functions).
+(`pairwise_frame`, what kinds/pairwise/analysis.py hands to the Bradley–Terry functions).
 
 One row per answered regular pair (known-answer pairs are attention checks, not votes) of a non-preview
 participant, in participant and page order. The frame keeps the rows of counted participants only: those no
@@ -8,7 +8,7 @@ exclusion rule excludes (the study's declared rules by default, as for the ratin
 applied to each participant's answers with `participant_exclusion_flags_one`; answering the same side every time
 is what straight-lining means here).
 
-Frame contract (exactly these columns, agreed with analysis/bradley_terry.py): participant (pseudonym), prompt_id,
+Frame contract (exactly these columns, agreed with kinds/pairwise/bradley_terry.py): participant (pseudonym), prompt_id,
 left_condition, right_condition, choice (left / right / tie), both_inadequate, response_time_ms, left_length,
 right_length (reply lengths in characters), position (page order).
 """

@@ -1,7 +1,7 @@
 """An LLM judge of a pairwise study: its verdicts in both orders, the flips, and its calibration against people.
 
-Pure functions over frames (no Django, like analysis/bradley_terry.py); `judge_pairwise_tables` is what the pairwise
-analysis writes for each judge (analysis/pairwise.py: `judge_pairwise.csv`, `judge_flips.csv`,
+Pure functions over frames (no Django, like kinds/pairwise/bradley_terry.py); `judge_pairwise_tables` is what the pairwise
+analysis writes for each judge (kinds/pairwise/analysis.py: `judge_pairwise.csv`, `judge_flips.csv`,
 `judge_calibration.csv`, `judge_bt_scores.csv`).
 
 The judge's frame (generation.selectors.judge_verdicts_frame) has the human frame's columns (docs/pairwise.md) with

@@ -1,6 +1,6 @@
 """The pairwise preference study: participants see one prompt with two replies of two conditions and say which
 reply is more empathetic (A, B, or about the same), with "both are inadequate" as a separate flag. Conditions
-are ranked from these votes with a Bradley–Terry model (analysis/pairwise.py).
+are ranked from these votes with a Bradley–Terry model (kinds/pairwise/analysis.py).
 
 Steps: consent → instructions (with worked examples) → the pairs → done.
 Settings: `PairwiseSettings` (the question, the focal design, the adaptive phase); the number of pairs is the
@@ -24,7 +24,7 @@ dealt again):
   `after_item` regular pairs, their good reply on a side drawn from the seed.
 
 A follow-up wave (studies/waves.py) deals the pairs involving its new conditions, and re-asks its parent's pairs
-for `rerate_share` of its pairs (the drift test, analysis/pairwise.py).
+for `rerate_share` of its pairs (the drift test, kinds/pairwise/analysis.py).
 Ties everywhere are broken by `tie_break_key` with the participant's draws, so an enrolment replays from its seed.
 Adaptive phase (`PairwiseSettings.adaptive_after`): once that many pairs are answered, the condition pair is the
 one furthest below its target share, the targets coming from `pair_weights` (a dotted path into analysis:

@@ -1,4 +1,4 @@
-"""The pairwise kind's participant page (named by studies/kinds/pairwise.py, see ratings/flow.py): one prompt with
+"""The pairwise kind's participant page (named by kinds/pairwise/kind.py, see ratings/flow.py): one prompt with
 two replies, "A is more empathetic", "B is", "about the same", and a separate "both are inadequate" box.
 
 Exactly-once: `pair_answer_submit` locks the participant row (`studies.participants.participant_lock`, like every

@@ -1,5 +1,5 @@
 """The analysts' page of a pairwise study (the kind's `analysis_page`): thin views over the kind's analysis entry
-(analysis/pairwise.py, reached through `analysis_entry`). The page shows the strengths, the win matrix, the win
+(kinds/pairwise/analysis.py, reached through `analysis_entry`). The page shows the strengths, the win matrix, the win
 rates against the baseline and the position bias as tables, the figures with their text alternatives, and offers
 every output file; the files are computed once per state of the study's answers and kept in the cache."""
 

@@ -1,5 +1,5 @@
 """The questionnaire kind's admin pieces: its settings and situations on the study page (named by
-`StudyKind.admin_inlines` in studies/kinds/questionnaire.py), and its instruments and situation pool."""
+`StudyKind.admin_inlines` in kinds/questionnaire/kind.py), and its instruments and situation pool."""
 
 from __future__ import annotations
 

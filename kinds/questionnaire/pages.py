@@ -1,4 +1,4 @@
-"""The questionnaire kind's participant pages (named by studies/kinds/questionnaire.py, see ratings/flow.py).
+"""The questionnaire kind's participant pages (named by kinds/questionnaire/kind.py, see ratings/flow.py).
 
 Sequence: consent → demographics (when the study asks) → the instrument "as you feel now" (default) → the
 assigned situation to imagine → the instrument again (evoked) → done (completion code).
@@ -360,7 +360,7 @@ def demographics_post(request: HttpRequest, participant: Participant) -> HttpRes
     return redirect("ratings:step", slug=participant.study.slug)
 
 
-# The pages named by studies/kinds/questionnaire.py.
+# The pages named by kinds/questionnaire/kind.py.
 DEMOGRAPHICS_PAGE = StepPage(get=demographics_get, post=demographics_post)
 INSTRUMENT_PAGE = StepPage(get=instrument_get, post=instrument_post)
 SITUATION_PAGE = StepPage(get=situation_get, post=situation_post)

@@ -1,6 +1,6 @@
 """Power on the launch page: the participants per condition the planned tests need (analysis.study_power), the
 shares assumed and where they came from, and, with a judge already measured against people, the human ratings
-needed under PPI. The rating kind names `launch_power_html` as its launch panel (studies/kinds/rating.py), so the
+needed under PPI. The rating kind names `launch_power_html` as its launch panel (kinds/rating/kind.py), so the
 studies admin shows it without importing analysis.
 
 A judge counts as calibrated here when it rated at least `calibration.MIN_RESPONSES` responses that people rated

@@ -14,7 +14,7 @@ entry and consent pages, recruiting-platform handling and exactly-once answers. 
 * **status counts** — `status_columns`, `status_counts`, `status_totals` and `status_summary` (per-condition
   numbers and a design summary for the live status page and the `study_status` command);
 * **analysis entry** — `analysis`: the dotted path of an object with `analyze(study, options)` and
-  `report_write(study, options, out_dir)` (see analysis/entries.py), and `analysis_page`: the URL name of the
+  `report_write(study, options, out_dir)` (see kinds/rating/entry.py), and `analysis_page`: the URL name of the
   analysts' page of a study of this kind (the dashboard's studies are analysed ahead, analysis/snapshots.py);
 * **admin pieces** — `settings_model` (the kind's own settings, one-to-one with Study), `admin_fieldsets` (the
   Study fields only this kind reads) and `admin_inlines` (shown on the study's admin page) and `generation_admin_view` (the kind's page under Generation, when its models

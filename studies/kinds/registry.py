@@ -1,5 +1,5 @@
 """The one place that maps `Study.kind` to its StudyKind (see base.py). Register a kind once, at import of the
-module that defines it (the built-in ones: studies/kinds/rating.py and questionnaire.py, imported by
+module that defines it (the built-in ones: kinds/rating/kind.py and questionnaire.py, imported by
 StudiesConfig.ready)."""
 
 from __future__ import annotations

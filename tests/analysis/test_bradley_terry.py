@@ -1,5 +1,5 @@
-"""The pairwise statistics (analysis/bradley_terry.py) against independent references, and the files the pairwise
-analysis writes (analysis/pairwise_report.py)."""
+"""The pairwise statistics (kinds/pairwise/bradley_terry.py) against independent references, and the files the pairwise
+analysis writes (kinds/pairwise/report.py)."""
 
 import io
 import json

@@ -1,4 +1,4 @@
-"""A pairwise judge's pairs, flips and calibration on a small case computed by hand (analysis/judge_pairwise.py)."""
+"""A pairwise judge's pairs, flips and calibration on a small case computed by hand (kinds/pairwise/judge_analysis.py)."""
 
 import pandas as pd
 import pytest

@@ -1,5 +1,5 @@
 """A pairwise study's answers export (the kind's `answers_export`, served as the study's `ratings` export) and
-the analysis frame built from the same rows (analysis/pairwise_frame.py)."""
+the analysis frame built from the same rows (kinds/pairwise/frame.py)."""
 
 import csv
 import io

@@ -1,5 +1,5 @@
 """The pairwise kind's schedule: a balanced incomplete design over prompt × condition pair, dealt by live counts
-(studies/kinds/pairwise.py), under a rush too."""
+(kinds/pairwise/kind.py), under a rush too."""
 
 from collections import Counter
 from datetime import timedelta

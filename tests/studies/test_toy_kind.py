@@ -1,10 +1,12 @@
-"""A third study kind, defined only here: one StudyKind subclass and one registration, no other code touched.
+"""A fourth study kind, the toy (tests/toy_kind/): one package, installed by one line of config/settings.py in the
+test environment, no other file touched.
 
-It proves the spine needs nothing from a kind beyond studies/kinds/base.py: a participant enrols over HTTP, goes
-through the shared consent page and the toy's own step, gets the completion code; the study launches with the
-spine's checks, and its numbers show in the status counts (selector, command and admin page).
+It proves the spine needs nothing from a kind beyond its package: a participant enrols over HTTP, goes through the
+shared consent page and the toy's own step, whose answer goes through the spine's answer protocol exactly once;
+the study launches with the spine's checks, its numbers show in the status counts (selector, command and admin
+page), its answers in the `ratings` export and its analysis in `manage.py analyze`.
 
-The toy declares none of the capabilities (`StudyKind.analysis_page`, `corpus_import`, `judged`,
+The toy declares none of the other capabilities (`StudyKind.analysis_page`, `corpus_import`, `judged`,
 `power_planner`, `questionnaire`): every page and service that offers one leaves the toy out, with a clear
 answer, and a toy that declares them gets them with no other code touched.
 """
@@ -15,8 +17,6 @@ import json
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
-from django.http import HttpResponse
-from django.shortcuts import redirect
 from django.urls import reverse
 
 from analysis import judge_ahead, snapshots
@@ -25,7 +25,6 @@ from generation.judge_models import Judge
 from studies.importers import CorpusImportError, corpus_import
 from studies.kinds import (
     NoQuestionnaire,
-    StudyKind,
     kind_named,
     questionnaire_with_instrument,
     register,
@@ -33,65 +32,19 @@ from studies.kinds import (
     unregister,
 )
 from studies.models import Participant, Study
-from studies.pages import StepPage
-from studies.participants import participant_advance
 from studies.selectors import study_status
 from studies.services import study_launch
 from tests.factories import ConditionFactory, StudyFactory
 from tests.ratings.helpers import current_step, enter, post_step, step_url
+from tests.toy_kind.kind import TOY_STEP, ToyKind
+from tests.toy_kind.models import ToyWave
 
 pytestmark = pytest.mark.django_db
-
-TOY_STEP = "toy_wave"
-
-
-def toy_get(request, participant):
-    return HttpResponse(
-        f'<h1>Wave at the toy</h1><form method="post"><input type="hidden" name="step" value="{TOY_STEP}">'
-        '<button name="wave" value="yes">Wave</button></form>'
-    )
-
-
-def toy_post(request, participant):
-    if request.POST.get("wave") != "yes":
-        return HttpResponse("Please wave.", status=400)
-    participant_advance(participant=participant, from_step=TOY_STEP)
-    return redirect("ratings:step", slug=participant.study.slug)
-
-
-TOY_PAGE = StepPage(get=toy_get, post=toy_post)
-
-
-class ToyKind(StudyKind):
-    name = "toy"
-    label = "Toy study (wave once)"
-    step_labels = {TOY_STEP: "Wave"}
-    pages = {TOY_STEP: "tests.studies.test_toy_kind.TOY_PAGE"}
-    status_columns = [("waved", "waved")]
-
-    def steps(self, study):
-        return [TOY_STEP]
-
-    def assignments_create(self, participant, *, rng, now):
-        return []  # nothing to show but the wave
-
-    def status_counts(self, study, conditions):
-        per = {c.pk: {"waved": 0} for c in conditions}
-        for condition_id in Participant.objects.filter(
-            study=study, status=Participant.Status.COMPLETED, is_preview=False
-        ).values_list("condition_id", flat=True):
-            per[condition_id]["waved"] += 1
-        return per
-
-    def status_totals(self, study, per_condition):
-        return {"waved": sum(row["waved"] for row in per_condition.values())}
 
 
 @pytest.fixture
 def toy_kind():
-    kind = register(ToyKind())
-    yield kind
-    unregister(kind.name)
+    return kind_named("toy")
 
 
 @pytest.fixture
@@ -116,7 +69,7 @@ def test_a_participant_enrols_waves_and_gets_the_code_over_http(client, toy_stud
     step, response = current_step(client, toy_study)
     assert step == TOY_STEP and "Wave at the toy" in response.content.decode()
     assert client.post(step_url(toy_study), {"step": TOY_STEP}).status_code == 400  # the toy's own check
-    assert client.post(step_url(toy_study), {"step": TOY_STEP, "wave": "yes"}).status_code == 302
+    assert client.post(step_url(toy_study), {"step": TOY_STEP, "wave": "left"}).status_code == 302
     assert "TOYDONE" in client.get(step_url(toy_study)).content.decode()
     participant = Participant.objects.get(external_id="TOY1")
     assert (participant.status, participant.step, participant.completion_code) == (
@@ -125,18 +78,19 @@ def test_a_participant_enrols_waves_and_gets_the_code_over_http(client, toy_stud
         "TOYDONE",
     )
     # A second wave (back button) finds the participant elsewhere: nothing changes.
-    assert client.post(step_url(toy_study), {"step": TOY_STEP, "wave": "yes"}).status_code == 302
+    assert client.post(step_url(toy_study), {"step": TOY_STEP, "wave": "right"}).status_code == 302
     participant.refresh_from_db()
     assert participant.status == "completed"
+    assert list(ToyWave.objects.values_list("participant__external_id", "hand")) == [("TOY1", "left")]
 
 
 def test_the_toy_study_shows_its_own_numbers_in_the_status_counts(client, toy_study, admin_client):
     study_launch(study=toy_study)
-    for pid in ("A", "B"):
+    for pid, hand in (("A", "left"), ("B", "right")):
         visitor = client.__class__()
         enter(visitor, toy_study, pid)
         post_step(visitor, toy_study, decision="agree")
-        visitor.post(step_url(toy_study), {"step": TOY_STEP, "wave": "yes"})
+        visitor.post(step_url(toy_study), {"step": TOY_STEP, "wave": hand})
     status = study_status(study=toy_study)
     assert status["columns"] == [{"key": "waved", "header": "waved"}]
     assert status["conditions"][0]["waved"] == 2 and status["totals"]["waved"] == 2
@@ -212,3 +166,22 @@ def test_a_kind_that_declares_capabilities_gets_them(admin_client):
         Judge(study=study, name="j", model="m", rubric="").clean()  # a judge of it is valid
     finally:
         unregister(kind.name)
+
+
+def test_the_toy_answers_are_in_the_export_and_its_analysis(client, toy_study, tmp_path):
+    study_launch(study=toy_study)
+    for pid, hand in (("A", "left"), ("B", "left"), ("C", "right")):
+        visitor = client.__class__()
+        enter(visitor, toy_study, pid)
+        post_step(visitor, toy_study, decision="agree")
+        visitor.post(step_url(toy_study), {"step": TOY_STEP, "wave": hand})
+    call_command(
+        "export", "toy", "--what", "ratings", "--out", str(tmp_path / "waves.csv"), stderr=io.StringIO()
+    )
+    lines = (tmp_path / "waves.csv").read_text().splitlines()
+    assert lines[0] == "participant,condition,hand,waved_at"
+    assert sorted(line.split(",")[2] for line in lines[1:]) == ["left", "left", "right"]
+    out = io.StringIO()
+    call_command("analyze", "toy", "--out", str(tmp_path / "analysis"), stdout=out)
+    assert "toy: 3 waves" in out.getvalue()
+    assert (tmp_path / "analysis" / "waves.txt").read_text() == "only left: 2\nonly right: 1\n"

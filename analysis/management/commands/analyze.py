@@ -91,7 +91,7 @@ class Command(BaseCommand):
         rules = self._rules(study, opts)
         options = AnalysisOptions(rules=rules, baseline=baseline, bootstrap_samples=bootstrap, seed=seed)
         try:
-            # The study kind's analysis entry (analysis/entries.py) writes its tables, figures and report.
+            # The study kind's analysis entry (kinds/rating/entry.py) writes its tables, figures and report.
             lines = analysis_entry(study=study).report_write(study, options, Path(out))
         except AnalysisError as exc:
             raise CommandError(str(exc)) from None
