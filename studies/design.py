@@ -28,6 +28,7 @@ from django.dispatch import receiver
 from django.forms.models import model_to_dict
 
 from .kinds import kind_of, registered_kinds
+from .kinds.base import AnalysisPlan
 from .models import (
     AttentionCheck,
     Condition,
@@ -158,6 +159,21 @@ def _kind_settings(study: Study) -> dict | None:
     return {key: values[key] for key in sorted(values)}
 
 
+def analysis_plan_of(study: Study) -> AnalysisPlan | None:
+    """The primary and secondary tests the study's analysis runs: as frozen in its design once it is launched (a
+    design frozen before the kinds declared their plan reads the kind's), the kind's declaration while it is a
+    draft. The pre-registration prints it; the kind's analysis reports its primary test as primary."""
+    frozen = (
+        StudyDesign.objects.filter(study_id=study.pk)
+        .order_by("-created_at", "-id")
+        .values_list("design__analysis_plan", flat=True)
+        .first()
+        if study.pk
+        else None
+    )
+    return AnalysisPlan.from_json(frozen) if frozen else kind_of(study).analysis_plan
+
+
 def design_build(study: Study) -> dict:
     """The study's design as it stands now, JSON-ready (see the module docstring)."""
     conditions = list(study.conditions.order_by("position", "name"))
@@ -197,6 +213,7 @@ def design_build(study: Study) -> dict:
     ]
     # Only where a study has known-answer pairs (pairwise studies): every other design reads as before.
     known_answer_pairs = {"known_answer_pairs": pair_checks} if pair_checks else {}
+    plan = kind_of(study).analysis_plan
     return {
         "format": FORMAT,
         "study": study.slug,
@@ -212,6 +229,7 @@ def design_build(study: Study) -> dict:
         **known_answer_pairs,
         "exclusion_rules": exclusion_rules_of(study),
         "planned_analysis": study.planned_analysis,
+        "analysis_plan": plan.as_json() if plan is not None else None,
         "hypotheses": study.hypotheses,
         "parent": _parent_reference(parent),
     }

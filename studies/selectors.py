@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
-from .design import planned_analysis_of
+from .design import analysis_plan_of, planned_analysis_of
 from .kinds import kind_of
 from .models import Condition, Participant, Prompt, Study
 
@@ -156,6 +156,14 @@ def study_design_summary(*, study: Study) -> dict[str, Any] | None:
 def study_planned_analysis(*, study: Study) -> dict[str, Any]:
     """What the analysis applies: the study's planned analysis (tests, alpha, correction) from its frozen design
     (amendments included) or, for a draft, as it stands; `design_sha256` names the design it comes from (None
-    for a draft)."""
+    for a draft); `primary_test` and `secondary_tests` ({"key", "name"} each) are the kind's declared tests as
+    pre-registered (studies/design.py `analysis_plan_of`), the primary being the one the analysis reports as
+    primary."""
     planned, sha256 = planned_analysis_of(study)
-    return {**planned, "design_sha256": sha256}
+    plan = analysis_plan_of(study)
+    declared = (
+        {"primary_test": plan.primary._asdict(), "secondary_tests": [t._asdict() for t in plan.secondary]}
+        if plan is not None
+        else {"primary_test": None, "secondary_tests": []}
+    )
+    return {**planned, **declared, "design_sha256": sha256}

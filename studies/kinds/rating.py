@@ -32,7 +32,15 @@ from studies.models import (
     Study,
 )
 
-from .base import CONDITIONS, LaunchProblem, StudyKind, corpus_coverage_problems, instructions_problems
+from .base import (
+    CONDITIONS,
+    AnalysisPlan,
+    LaunchProblem,
+    PlannedTest,
+    StudyKind,
+    corpus_coverage_problems,
+    instructions_problems,
+)
 from .registry import register
 
 INSTRUCTIONS = Participant.Step.INSTRUCTIONS
@@ -95,6 +103,31 @@ def check_place(after_item: int, after_item_max: int | None, rng: random.Random)
     return rng.randint(after_item, after_item_max)
 
 
+# The rating kind's planned analysis (analysis/stats.py runs each test under its key; analysis/services.py reports
+# the primary one first, as primary).
+RATING_PLAN = AnalysisPlan(
+    primary=PlannedTest(
+        "clustered",
+        "each condition's top share against the baseline's: difference with a participant-clustered "
+        "(GEE-robust) Wald test, because each participant gives several ratings",
+    ),
+    secondary=(
+        PlannedTest("omnibus", "omnibus chi-square (condition × rating), the seed study's own procedure"),
+        PlannedTest("2xk", "chi-square vs baseline (2 × scale)"),
+        PlannedTest("2x2", "chi-square vs baseline (2 × 2 top vs rest, Yates)"),
+        PlannedTest("bootstrap", "bootstrap CI of the top-share change (participants resampled)"),
+    ),
+)
+
+
+def _checks_line(design: dict) -> str:
+    fields = design["fields"]
+    return (
+        f"Attention checks: {len(design['attention_checks'])}; more than "
+        f"{fields['attention_check_max_failures']} failed flags a participant"
+    )
+
+
 class RatingKind(StudyKind):
     name = "rating"
     label = "Rating study (rate responses on a scale)"
@@ -122,6 +155,7 @@ class RatingKind(StudyKind):
     judged = True
     attention_checks = True
     material_title = "Corpus: prompts and responses"
+    analysis_plan = RATING_PLAN
     judge_format = "generation.judge_formats.SCALE"
     power_planner = "analysis.study_power.rating_power_plan"
     admin_fieldsets = [
@@ -130,6 +164,7 @@ class RatingKind(StudyKind):
             {
                 "fields": [
                     "worked_examples",
+                    "target_ratings_per_response",
                     "ask_teq",
                     "scale_question",
                     "scale",
@@ -142,6 +177,17 @@ class RatingKind(StudyKind):
 
     def steps(self, study: Study) -> list[str]:
         return [INSTRUCTIONS, *([TEQ] if study.ask_teq else []), ITEMS]
+
+    def prereg_procedure(self, study: Study, design: dict) -> list[str]:
+        fields = design["fields"]
+        scale = ", ".join(f"{o['label']} = {o['value']}" for o in fields["scale"])
+        return [
+            f"Question: {fields['scale_question']}",
+            f"Scale: {scale}",
+            f"Items per participant: {fields['items_per_participant']}; ratings per response: "
+            f"{fields['target_ratings_per_response']}",
+            _checks_line(design),
+        ]
 
     def enrollable(self) -> Q:
         """A condition with nothing to rate cannot take anyone."""
