@@ -133,8 +133,7 @@ def setup_steps(study: Study, *, with_panel: str | None = None) -> list[SetupSte
     add(
         TEXTS,
         TITLES[TEXTS],
-        "What participants read before they start, and the settings of what they answer (e.g. the scale and "
-        "worked examples).",
+        f"What participants read before they start, and {kind.setup_texts.answers}.",
         links=[("Edit the texts", _change(study, "id_consent_text"))],
     )
     checks = study.attention_checks.count() if kind.attention_checks else 0
@@ -160,7 +159,7 @@ def setup_steps(study: Study, *, with_panel: str | None = None) -> list[SetupSte
         QUOTAS,
         TITLES[QUOTAS],
         f"{study.quota_per_condition} participants per condition (a condition may set its own), "
-        f"{study.items_per_participant} items each.",
+        f"{study.items_per_participant} {kind.setup_texts.items} each.",
         advice=coverage,
         done=not coverage,
         links=[("Quotas and design", _change(study, "id_quota_per_condition"))],
