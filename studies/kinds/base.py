@@ -19,6 +19,10 @@ entry and consent pages, recruiting-platform handling and exactly-once answers. 
 * **admin pieces** — `settings_model` (the kind's own settings, one-to-one with Study), `admin_fieldsets` (the
   Study fields only this kind reads) and `admin_inlines` (shown on the study's admin page) and `generation_admin_view` (the kind's page under Generation, when its models
   answer in their own way), as dotted paths resolved by the admin;
+* **what researchers read** — `analysis_plan` (the primary and secondary tests its analysis runs: the
+  pre-registration prints them, the analysis reports the primary as primary), `prereg_procedure` (its lines of
+  the pre-registration's procedure: question, scale or choices, checks), `setup_texts` (the setup's and the
+  welcome page's words) and `worked_example_form` with `example_answers` (how its worked examples are written);
 * **capabilities** — what the kind's studies offer beyond the spine, each left out by a kind that does not
   offer it: `corpus_import` (prompts and responses from a corpus file), `judged` (LLM judges answer its
   items, asked and read by its `judge_format`), `power_planner` (power before launch), `answers_export` (its own answers export), `wave_keeps_conditions` (what a wave copies), `questionnaire(study)` (questionnaire runs: an
