@@ -157,6 +157,7 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
             main, columns=PAGE_COLUMNS, label="Main tests", readable=True, labels=adjusted_labels(analysis)
         ),
         "primary_line": stats.primary_line(analysis.primary_test),
+        "planned_tests_line": planned_tests_line(analysis),
         "small_sample_min": stats.SMALL_SAMPLE_MIN_EXPECTED,
         "small_sample_tests": int(main["small_sample"].sum()) if "small_sample" in main.columns else 0,
         "pairwise_2xk_html": html_table(
@@ -242,13 +243,17 @@ def adjusted_labels(analysis) -> dict[str, str]:
 
 def planned_line(analysis) -> str:
     """Which α and correction the analysis applied, and where they come from (the report, the dashboard)."""
-    secondary = [test["name"] for test in analysis.planned.get("secondary_tests") or []]
-    tests = "; ".join([*secondary, *further_tests(analysis.planned)]) or "none listed"
     return (
         f"α = {analysis.alpha:g}; multiple-comparison correction: {analysis.correction_name}, within each family of "
-        f"tests; from the planned analysis of {analysis.planned_source}. Primary test: "
-        f"{analysis.primary_test['name']}. Secondary tests planned: {tests}."
+        f"tests; from the planned analysis of {analysis.planned_source}. {planned_tests_line(analysis)}"
     )
+
+
+def planned_tests_line(analysis) -> str:
+    """The declared primary test, then the secondary ones and the researcher's further tests."""
+    secondary = [test["name"] for test in analysis.planned.get("secondary_tests") or []]
+    tests = "; ".join([*secondary, *further_tests(analysis.planned)]) or "none listed"
+    return f"Primary test: {analysis.primary_test['name']}. Secondary tests planned: {tests}."
 
 
 def _declared_description(analysis) -> dict[str, str]:
