@@ -136,21 +136,21 @@ def setup_steps(study: Study, *, with_panel: str | None = None) -> list[SetupSte
         f"What participants read before they start, and {kind.setup_texts.answers}.",
         links=[("Edit the texts", _change(study, "id_consent_text"))],
     )
-    checks = study.attention_checks.count() if kind.attention_checks else 0
+    checked = kind.checks(study)  # (how many, what one is called, its inline's anchor), or None
     add(
         CHECKS,
         TITLES[CHECKS],
-        (f"{checks} attention check{'' if checks == 1 else 's'}; " if kind.attention_checks else "")
+        (f"{checked[0]} {checked[1]}{'' if checked[0] == 1 else 's'}; " if checked else "")
         + "the exclusion rules the analysis applies, declared before launch.",
         advice=(
-            ["no attention check yet: add one so careless participants can be excluded"]
-            if kind.attention_checks and not checks
+            [f"no {checked[1]} yet: add one so careless participants can be excluded"]
+            if checked and not checked[0]
             else []
         ),
-        done=not kind.attention_checks or checks > 0,
+        done=not checked or checked[0] > 0,
         links=[
-            ("Attention checks and exclusion rules", _change(study, "attention_checks-group"))
-            if kind.attention_checks
+            (f"{checked[1].capitalize()}s and exclusion rules", _change(study, checked[2]))
+            if checked
             else ("Exclusion rules", _change(study))
         ],
     )

@@ -132,31 +132,29 @@ def exclusion_rules_of(study: Study) -> Any:
     return study.exclusion_rules
 
 
-def planned_analysis_of(study: Study) -> tuple[dict, str | None]:
-    """The analysis the study planned, with every key present, and the SHA-256 of the design it comes from: the
-    current frozen version (amendments included) once the study is launched; the study's field, and None, while
-    it is a draft. Bad data in a draft gives ValidationError."""
-    # Only the key and the hash: a design holds every prompt's hash (hundreds of kB for the published study), and
-    # the dashboard's status poll reads this.
+def planned_analysis_of(study: Study) -> tuple[dict, str | None, AnalysisPlan | None]:
+    """The analysis the study planned, with every key present, the SHA-256 of the design it comes from, and the
+    kind's declared tests (`analysis_plan_of`): the current frozen version (amendments included) once the study is
+    launched; the study's field, None and the kind's declaration while it is a draft. Bad data in a draft gives
+    ValidationError."""
+    # Only those keys and the hash, in one query: a design holds every prompt's hash (hundreds of kB for the
+    # published study), and the dashboard's status poll reads this.
     current = (
         StudyDesign.objects.filter(study_id=study.pk)
         .order_by("-created_at", "-id")
-        .values_list("design__planned_analysis", "sha256")
+        .values_list("design__planned_analysis", "sha256", "design__analysis_plan")
         .first()
         if study.pk
         else None
     )
     if current is not None:
-        return planned_analysis_normalise(current[0]), current[1]
-    return planned_analysis_normalise(study.planned_analysis), None
+        return planned_analysis_normalise(current[0]), current[1], _plan(study, current[2])
+    return planned_analysis_normalise(study.planned_analysis), None, kind_of(study).analysis_plan
 
 
-def _kind_settings(study: Study) -> dict | None:
-    settings = kind_of(study).settings(study)
-    if settings is None:
-        return None
-    values = model_to_dict(settings, exclude=["id", "study"])
-    return {key: values[key] for key in sorted(values)}
+def _plan(study: Study, frozen: dict | None) -> AnalysisPlan | None:
+    """A frozen design's declared tests; the kind's for a design frozen before the kinds declared them."""
+    return AnalysisPlan.from_json(frozen) if frozen else kind_of(study).analysis_plan
 
 
 def analysis_plan_of(study: Study) -> AnalysisPlan | None:
@@ -171,7 +169,15 @@ def analysis_plan_of(study: Study) -> AnalysisPlan | None:
         if study.pk
         else None
     )
-    return AnalysisPlan.from_json(frozen) if frozen else kind_of(study).analysis_plan
+    return _plan(study, frozen)
+
+
+def _kind_settings(study: Study) -> dict | None:
+    settings = kind_of(study).settings(study)
+    if settings is None:
+        return None
+    values = model_to_dict(settings, exclude=["id", "study"])
+    return {key: values[key] for key in sorted(values)}
 
 
 def design_build(study: Study) -> dict:

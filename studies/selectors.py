@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
-from .design import analysis_plan_of, planned_analysis_of
+from .design import planned_analysis_of
 from .kinds import kind_of
 from .models import Condition, Participant, Prompt, Study
 
@@ -159,8 +159,7 @@ def study_planned_analysis(*, study: Study) -> dict[str, Any]:
     for a draft); `primary_test` and `secondary_tests` ({"key", "name"} each) are the kind's declared tests as
     pre-registered (studies/design.py `analysis_plan_of`), the primary being the one the analysis reports as
     primary."""
-    planned, sha256 = planned_analysis_of(study)
-    plan = analysis_plan_of(study)
+    planned, sha256, plan = planned_analysis_of(study)
     declared = (
         {"primary_test": plan.primary._asdict(), "secondary_tests": [t._asdict() for t in plan.secondary]}
         if plan is not None

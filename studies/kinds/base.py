@@ -289,6 +289,14 @@ class StudyKind(ABC):
         """The address of the study's analysts' page (`analysis_page`); None for a kind without one."""
         return reverse(self.analysis_page, args=[study.slug]) if self.analysis_page else None
 
+    def checks(self, study: Study) -> tuple[int, str, str] | None:
+        """The study's checks of careless answering, for the setup's checks step: (how many, what one is called,
+        the anchor of their inline on the study's page); None for a kind without. The study's attention checks
+        when the kind mixes them into its pages."""
+        if not self.attention_checks:
+            return None
+        return study.attention_checks.count(), "attention check", "attention_checks-group"
+
     def example_answers(self, study: Study) -> list[tuple[object, str]]:
         """The answers a worked example can give, (stored value, label) each: the study's scale by default."""
         scale = study.scale if isinstance(study.scale, list) else []

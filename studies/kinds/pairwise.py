@@ -216,6 +216,14 @@ class PairwiseKind(StudyKind):
     def example_answers(self, study: Study) -> list[tuple[object, str]]:
         return list(EXAMPLE_CHOICES)
 
+    def checks(self, study: Study) -> tuple[int, str, str]:
+        """The known-answer pairs: a pair whose better reply is known, counted as an attention check."""
+        return (
+            PairAttentionCheck.objects.filter(study=study).count(),
+            "known-answer pair",
+            "pair_attention_checks-group",
+        )
+
     def prereg_procedure(self, study: Study, design: dict) -> list[str]:
         settings = design.get("kind_settings") or {}
         known = len(design.get("known_answer_pairs", []))

@@ -12,9 +12,11 @@ from django.core.management import call_command
 from analysis import stats
 from analysis.emotionbench import emotionbench_analyse
 from analysis.emotionbench_report import emotionbench_report_text
+from analysis.pairwise_report import TABLE_BY_KEY
 from analysis.reports import headline_lines, report_context
 from analysis.services import AnalysisOptions, analysis_entry, study_analyze
 from studies.design import design_freeze
+from studies.kinds import kind_named
 from studies.models import Instrument, Situation, StudyDesign, StudySituation
 from studies.prereg import prereg_context, prereg_markdown
 from tests.analysis.builders import Rated, build_rating_study
@@ -94,3 +96,10 @@ def test_a_questionnaire_study_reports_as_primary_the_change_test_its_preregistr
     assert f"Primary test (as pre-registered): {prereg['primary_test']}" in emotionbench_report_text(
         analysis=analysis
     )
+
+
+def test_every_declared_test_of_the_rating_and_pairwise_kinds_is_one_their_analysis_reports():
+    rating, pairwise = kind_named("rating").analysis_plan, kind_named("pairwise").analysis_plan
+    assert rating.primary.key in stats.TEST_BY_KEY
+    assert {t.key for t in rating.secondary} - set(stats.TEST_BY_KEY) == {"bootstrap"}  # its own table
+    assert {t.key for t in (pairwise.primary, *pairwise.secondary)} <= set(TABLE_BY_KEY)

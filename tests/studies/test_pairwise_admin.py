@@ -41,6 +41,8 @@ def test_a_pairwise_study_is_set_up_welcomed_and_preregistered_in_pairwise_words
     assert "Reply A" in page and "Reply B" in page and "The more empathetic reply" in page
     assert "Both are inadequate" in page and "Its rating" not in page
     assert 'name="target_ratings_per_response"' not in page
+    checks = staff_client.get(f"/admin/studies/study/{study.pk}/setup/checks/").content.decode()
+    assert "2 known-answer pairs; the exclusion rules" in checks and "#pair_attention_checks-group" in checks
     # Worked examples are stored in the kind's form and shown with the instructions in its words.
     examples = [{"emotion": "sad", "situation": "S", "speaker_utterance": "U", "reply_a": "Kind words.",
                  "reply_b": "Whatever.", "choice": "A", "explanation": "A listens."}]  # fmt: skip
