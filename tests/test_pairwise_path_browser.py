@@ -119,6 +119,17 @@ def test_a_pairwise_study_from_new_study_to_its_preregistration_and_analysis(liv
         assert rating_word not in body
     look("prereg")
 
+    # The instructions, as a participant sees them (a staff preview, never counted): the worked example.
+    page.goto(f"{live_server.url}/s/{SLUG}/?preview=1")
+    page.get_by_role("button", name="I agree, start the study").click()
+    expect(page.get_by_role("heading", name="Worked examples")).to_be_visible()
+    body = text().lower()  # the labels are shown in capitals
+    assert (
+        "reply a" in body and "reply b" in body and "the more empathetic reply: a is more empathetic" in body
+    )
+    assert "rating:" not in body
+    look("instructions")
+
     # Votes: six careful raters and two who fail the known-answer pair; then the analysis page.
     rng = random.Random(5)
     for i in range(6):
