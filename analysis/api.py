@@ -20,11 +20,11 @@ from rest_framework.views import APIView
 from analysis import exports, reports, selectors
 from analysis.design import design_headers, design_of
 from analysis.judge_views import report_for
-from analysis.pairwise_views import pairwise_file_response
 from analysis.permissions import IsAnalyst
 from analysis.services import AnalysisError, study_analyze_cached
 from analysis.tokens import token_studies
 from analysis.views import options_from_query
+from studies.kinds import kind_of, resolved
 from studies.models import Study
 
 READ_ONLY = ["get", "head", "options"]
@@ -213,4 +213,7 @@ class StudyPairwiseFile(APIView):
     @extend_schema(responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="the file")})
     def get(self, request: Request, slug: str, name: str):
         study = _study(slug)
-        return design_headers(pairwise_file_response(study, name), study)
+        files = kind_of(study).analysis_file  # the kind's own analysis files, when it writes any
+        if files is None:
+            raise Http404("No pairwise analysis for this study.")
+        return design_headers(resolved(files)(study, name), study)

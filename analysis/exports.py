@@ -17,13 +17,12 @@ from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 
 from django.conf import settings
-from django.utils.module_loading import import_string
 
 from analysis import export_sql, selectors
 from analysis.exclusions import RULE_NAMES, ExclusionRules, participant_exclusion_flags_one
 from analysis.pseudonyms import pseudonym
 from generation.selectors import provenance_rows
-from studies.kinds import kind_of
+from studies.kinds import kind_of, resolved
 from studies.models import Study
 
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
@@ -219,7 +218,7 @@ def export_lines(
     rules = rules or ExclusionRules.from_declared(study.exclusion_rules)
     answers_export = kind_of(study).answers_export
     if what == "ratings" and answers_export is not None:  # the kind's own answers (e.g. pairwise votes)
-        header, records = import_string(answers_export)(study, rules)
+        header, records = resolved(answers_export)(study, rules)
         if not reveal_participant_ids:
             records = _pseudonymised(records, header=header, study=study)
         return csv_lines(header, records)

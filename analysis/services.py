@@ -16,12 +16,11 @@ import numpy as np
 import pandas as pd
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
-from django.utils.module_loading import import_string
 
 from analysis import exclusions, selectors, stats
 from analysis.authenticity import authenticity_sensitivity
 from analysis.ordinal import OrdinalFit, ordinal_model
-from studies.kinds import kind_of
+from studies.kinds import kind_of, resolved
 from studies.models import Study
 from studies.planned_analysis import correction_name
 from studies.selectors import study_planned_analysis
@@ -229,7 +228,7 @@ def analysis_entry(*, study: Study):
     path = kind_of(study).analysis
     if path is None:
         raise AnalysisError(f"no analysis for studies of kind {study.kind!r} yet")
-    return import_string(path)
+    return resolved(path)
 
 
 def study_analyze(*, study: Study, options: AnalysisOptions | None = None) -> Any:

@@ -2,13 +2,12 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from config.lazy_views import LazyViews
+from studies.kinds import registered_kinds, resolved
 
 # The views are imported on their first request (config/lazy_views.py): they load pandas, SciPy, statsmodels and
 # matplotlib, which no command and no other page should pay for.
 views = LazyViews("analysis.views")
 judge_views = LazyViews("analysis.judge_views")
-emotionbench_views = LazyViews("analysis.emotionbench_views")
-pairwise_views = LazyViews("analysis.pairwise_views")
 
 app_name = "analysis"
 
@@ -21,19 +20,6 @@ urlpatterns = [
     ),
     path("<slug:slug>/", views.dashboard, name="dashboard"),
     path("<slug:slug>/status.json", views.dashboard_status, name="dashboard_status"),
-    path("<slug:slug>/emotionbench/", emotionbench_views.emotionbench_dashboard, name="emotionbench"),
-    path(
-        "<slug:slug>/emotionbench/<str:name>.csv",
-        emotionbench_views.emotionbench_table_csv,
-        name="emotionbench_table",
-    ),
-    path(
-        "<slug:slug>/emotionbench/change.png",
-        emotionbench_views.emotionbench_figure,
-        name="emotionbench_figure",
-    ),
-    path("<slug:slug>/pairwise/", pairwise_views.pairwise_page, name="pairwise"),
-    path("<slug:slug>/pairwise/<str:name>", pairwise_views.pairwise_file, name="pairwise_file"),
     path("<slug:slug>/report.html", views.report, name="report"),
     path("<slug:slug>/figures/<str:name>.<str:fmt>", views.figure, name="figure"),
     path("<slug:slug>/exports/<str:what>.csv", views.export, name="export"),
@@ -45,3 +31,8 @@ urlpatterns = [
         "<slug:slug>/judges/<slug:name>/tables/<str:table>.csv", judge_views.judge_table, name="judge_table"
     ),
 ]
+
+# Each kind's own analysis pages (`StudyKind.analysis_urls`), under the same namespace: "analysis:pairwise".
+for kind in registered_kinds():
+    if kind.analysis_urls is not None:
+        urlpatterns += resolved(kind.analysis_urls)

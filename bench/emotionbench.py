@@ -71,10 +71,10 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connection, transaction
 
-    from analysis.emotionbench import emotionbench_analyse, questionnaire_scores
+    from kinds.questionnaire.analysis import emotionbench_analyse, questionnaire_scores
+    from kinds.questionnaire.results import answers_insert, published_results_import
+    from kinds.questionnaire.results_parse import crowd_results_parse_xlsx, llm_results_parse_csv
     from studies.emotionbench.instruments import instruments_import, situations_import
-    from studies.emotionbench.results import answers_insert, published_results_import
-    from studies.emotionbench.results_parse import crowd_results_parse_xlsx, llm_results_parse_csv
     from studies.models import Instrument, QuestionnaireAnswer
 
     try:

@@ -3,7 +3,7 @@ object.
 
     .venv/bin/python bench/judge_pairwise.py [--reps 300] [--prompts 100] [--seed 39]
 
-No database: the functions the product uses (analysis.judge_pairwise) on simulated judge verdicts.
+No database: the functions the product uses (kinds.pairwise.judge_analysis) on simulated judge verdicts.
 
 The simulated judge. Three conditions with known log-strengths (human 0, the baseline; llm1 0.4; llm2 0.8) and
 Davidson ties (ν = 0.5); each prompt moves each condition's strength by its own N(0, 0.3²). On every prompt and
@@ -33,7 +33,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analysis.judge_pairwise import flip_table, judge_pairs, judge_pairwise_tables  # noqa: E402
+from kinds.pairwise.judge_analysis import flip_table, judge_pairs, judge_pairwise_tables  # noqa: E402
 
 CONDITIONS = ("human", "llm1", "llm2")
 THETA = np.array([0.0, 0.4, 0.8])

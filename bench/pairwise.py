@@ -3,7 +3,7 @@ object.
 
     .venv/bin/python bench/pairwise.py [--reps 400] [--boot 200] [--runs 40] [--seed 39] [--quick]
 
-No database: the functions the product uses (analysis.bradley_terry) on simulated preference votes.
+No database: the functions the product uses (kinds.pairwise.bradley_terry) on simulated preference votes.
 
 The simulated votes. Four conditions with known log-strengths (human 0, the baseline; mixtral 0.2, llama 0.45,
 gpt4 0.75) and Davidson ties (ν = 0.5: 20 % ties between equals). Each replication draws 50 prompts and 200
@@ -23,18 +23,18 @@ the recovered strengths is reported against both; the intervals' coverage agains
 Measured:
 * strengths: RMSE and max |error| of the plain fit's strengths, against the generating strengths and the
   population's, over `reps` replications;
-* intervals: coverage of the 95 % intervals (analysis.bradley_terry.twoway_bootstrap, `boot` replicates per
+* intervals: coverage of the 95 % intervals (kinds.pairwise.bradley_terry.twoway_bootstrap, `boot` replicates per
   bootstrap unit) of each non-baseline strength, pooled and per condition, with its Monte-Carlo SE; beside it the
   pigeonhole bootstrap's percentile interval (raters and prompts resampled at once), the vote bootstrap's
   (clustering ignored) and the Fisher-information Wald interval, on the same replications;
-* position: the error of the left share among non-tied votes (analysis.bradley_terry.position_bias) and of the
+* position: the error of the left share among non-tied votes (kinds.pairwise.bradley_terry.position_bias) and of the
   fitted side advantage γ against the population's, and the coverage of the left share's interval;
 * length: in the length scenario (`reps` / 4 replications), the plain fit's mean error against the generating
   strengths (length counted as strength), the length-controlled fit's, its error against the population's
   length-controlled strengths, the bias of β and the coverage of the length-controlled intervals;
 * cost: CPU seconds of the whole analysis of a 2,000-vote and a 20,000-vote study (1,000 replicates a bootstrap);
 * schedules: votes until every pair of conditions is told apart (every difference's 95 % Wald interval excludes
-  0), dealt in batches of 100 by the same chooser (`analysis.bradley_terry.adaptive_pair_weights`): balanced
+  0), dealt in batches of 100 by the same chooser (`kinds.pairwise.bradley_terry.adaptive_pair_weights`): balanced
   (uniform weights throughout) and adaptive (warm-up 600 votes, cap 0.3), `runs` runs each, the same seeds.
 """
 
@@ -52,7 +52,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analysis.bradley_terry import (  # noqa: E402
+from kinds.pairwise.bradley_terry import (  # noqa: E402
     TIE,
     Votes,
     adaptive_pair_weights,
@@ -61,7 +61,7 @@ from analysis.bradley_terry import (  # noqa: E402
     position_bias,
     twoway_bootstrap,
 )
-from analysis.pairwise_report import pairwise_analyze_frame  # noqa: E402
+from kinds.pairwise.report import pairwise_analyze_frame  # noqa: E402
 
 CONDITIONS = ("human", "mixtral", "llama", "gpt4")
 THETA = np.array([0.0, 0.2, 0.45, 0.75])

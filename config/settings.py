@@ -50,6 +50,10 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI served from our own static files, not a CDN
     "axes",
     "studies",
+    # The study kinds: one package each (docs/architecture.md, "A new study kind").
+    "kinds.rating",
+    "kinds.questionnaire",
+    "kinds.pairwise",
     "ratings",
     "generation",
     "analysis",

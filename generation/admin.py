@@ -10,7 +10,6 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
-from django.utils.module_loading import import_string
 
 from generation import batches, questionnaire, selectors
 from generation.models import (
@@ -24,7 +23,7 @@ from generation.models import (
 )
 from generation.services import dispatch, prompts, review
 from generation.services.running import SAME_TEXT_FLAG
-from studies.kinds import kind_of
+from studies.kinds import kind_of, resolved
 from studies.models import Condition, Study
 
 
@@ -126,7 +125,7 @@ class GenerationJobAdmin(admin.ModelAdmin):
         study = get_object_or_404(Study, pk=study_id)
         own_view = kind_of(study).generation_admin_view  # a kind whose models answer in their own way
         if own_view is not None:
-            return import_string(own_view)(self, request, study)
+            return resolved(own_view)(self, request, study)
         if request.method == "POST":
             return self._study_action(request, study)
         progress = selectors.generation_progress(study=study)
@@ -370,12 +369,6 @@ class GeneratedResponseAdmin(admin.ModelAdmin):
                 f"Condition {name} sends the fixed seed {seed}, so the provider may return the same text; if it "
                 "does, the response is flagged “same text again” and you can change the seed or edit the text.",
             )
-
-
-def questionnaire_generation_view(model_admin: GenerationJobAdmin, request, study):
-    """The questionnaire kind's generation page (named by studies/kinds/questionnaire.py): its LLM conditions
-    answer the study's instrument instead of writing responses."""
-    return model_admin._questionnaire_view(request, study)
 
 
 # Registered in their own modules: the providers' and configurations' admins, the LLM judges' admin.

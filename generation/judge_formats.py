@@ -17,10 +17,8 @@ import re
 from itertools import combinations, permutations
 from typing import TYPE_CHECKING
 
-from django.utils.module_loading import import_string
-
 from generation.providers import TransientProviderError
-from studies.kinds import kind_of
+from studies.kinds import kind_of, resolved
 from studies.models import RESPONSE_ELIGIBLE, Response
 
 if TYPE_CHECKING:
@@ -220,4 +218,4 @@ def judge_format_of(study: Study) -> ScaleFormat | PairFormat:
     kind = kind_of(study)
     if not kind.judged:
         raise ValueError(f"judges do not answer {study.kind} studies")
-    return import_string(kind.judge_format)
+    return resolved(kind.judge_format)

@@ -8,7 +8,7 @@ LiveCall and `finish_reason`, `usage_in`, `usage_out`, `cost` are set. Guarantee
   `transaction.atomic` — a call that waits seconds on the network must not hold row locks or a connection's
   transaction open; its one write, the LiveCall row, is a single autocommitted INSERT after the reply ends;
 * **a timeout**: `timeout` seconds (default: the provider's, at most LIVE_TIMEOUT_MAX) for the reply to start
-  and for each chunk after, and the same again as a deadline for the whole reply;
+  and for each chunk after, and twice that for the rest of the reply once it has started;
 * **the provider's limits**: the cross-worker limiter (generation/ratelimit.py) admits the call when the reader
   asks for the first chunk or, when it would wait longer than `max_wait` (short: a person is waiting), raises
   LimiterWait with nothing sent or stored;
@@ -134,10 +134,12 @@ def _streamed(
             if chunk.end is not None:
                 end, raw = chunk.end, chunk.raw
                 continue
-            if time.monotonic() - started > 2 * timeout:
-                raise TransientProviderError("timeout", f"the reply did not end within {2 * timeout:g}s")
             if first_chunk_ms is None:
                 first_chunk_ms = int((time.monotonic() - started) * 1000)
+            elif time.monotonic() - started - first_chunk_ms / 1000 > 2 * timeout:
+                raise TransientProviderError(
+                    "timeout", f"the reply did not end within {2 * timeout:g}s of its start"
+                )
             parts.append(chunk.text)
             yield chunk.text
     except ProviderError as exc:

@@ -16,35 +16,21 @@ second submit of an old page finds the participant elsewhere and is a no-op.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 from django.utils import timezone
 
 from studies import authenticity
 from studies.kinds import page_for, step_after
 from studies.models import Participant
+from studies.pages import StepPage
 from studies.participants import participant_advance
 
 from . import services
-
-Handler = Callable[[HttpRequest, Participant], HttpResponse]
-
-
-@dataclass(frozen=True)
-class StepPage:
-    """`answer`, when a page has one, answers a background POST of the page's form (`Accept:
-    application/json`, sent by static/ratings/participant.js) with a small JSON document instead of a
-    redirect: what replaces the page in place, or where the browser goes next. Pages without it get
-    `{"next": <the step page>}` for such a POST, and nothing is stored."""
-
-    get: Handler
-    post: Handler
-    answer: Handler | None = None
 
 
 def page_of(participant: Participant) -> StepPage:

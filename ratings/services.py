@@ -17,12 +17,19 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from studies import authenticity, rows
+from studies.answers import (  # noqa: F401 (the answers' refusals, raised and imported from here too)
+    AnswerRejected,
+    InvalidValue,
+    NotCurrentItem,
+    NotYourItem,
+    Page,
+    ParticipantNotActive,
+    answer_take,
+)
 from studies.models import Assignment, AttentionCheck, Participant, Rating
 from studies.participants import (
-    TOUCH_INTERVAL,
     participant_advance,
     participant_lock,
-    participant_mark_completed,
     participant_screen_out,
     participant_state_copy,
 )
@@ -35,40 +42,11 @@ from .selectors import (
     item_texts_sql,
 )
 
-ATTENTION_REASON_PREFIX = "attention checks failed"
-
-
-class AnswerRejected(Exception):
-    """The answer was not stored. `status` is the HTTP status a page should answer with."""
-
-    status = 400
-
-
-class NotYourItem(AnswerRejected):
-    """The participant has no item at that position (a forged or tampered form)."""
-
-    status = 403
-
-
-class InvalidValue(AnswerRejected):
-    status = 400
-
 
 class InvalidAnswers(AnswerRejected):
     def __init__(self, errors: dict[int, str]):
         self.errors = errors
         super().__init__("; ".join(f"item {n}: {msg}" for n, msg in sorted(errors.items())))
-
-
-class NotCurrentItem(AnswerRejected):
-    """An unanswered item that is not the participant's current one (answering ahead). Nothing stored;
-    the page redirects to the current item."""
-
-    status = 409
-
-
-class ParticipantNotActive(AnswerRejected):
-    status = 409
 
 
 @dataclass(frozen=True)
@@ -316,97 +294,73 @@ def _answer_store(
     now: datetime,
     show_next: bool,
 ) -> RatingSubmitted:
-    """`rating_submit`'s work once the participant's row is locked (`locked`, with its study): checks,
-    stores and returns the answer, or raises; run inside the transaction holding the lock."""
+    """`rating_submit`'s work once the participant's row is locked (`locked`, with its study): the answer
+    protocol (studies/answers.py) over the participant's items, with the rating as the kind's answer; run
+    inside the transaction holding the lock."""
     mine = _items_of(locked, texts=show_next)
-    item = next((i for i in mine if i.position == position), None)
-    if item is None:
-        raise NotYourItem(f"There is no item at position {position} for this participant.")
-    if item.rating is not None:
-        return RatingSubmitted(
-            rating=item.rating, created=False, completed=locked.status != Participant.Status.ACTIVE
-        )
-    if locked.status != Participant.Status.ACTIVE or locked.step != Participant.Step.ITEMS:
-        raise ParticipantNotActive(f"The participant is {locked.status} on step {locked.step}.")
     unanswered = [i for i in mine if not i.answered]
-    current = unanswered[0].position if unanswered else None
-    if current != position:
-        raise NotCurrentItem(f"Item {position} is not the current item ({current}).")
+    pages = [
+        Page(i.position, Participant.Step.ITEMS, i.answered, i.kind == Assignment.Kind.ATTENTION)
+        for i in mine
+    ]
     study = locked.study
-    picture = item.kind == Assignment.Kind.PICTURE
-    if value not in study.scale_values and not (picture and value == authenticity.PICTURE_SKIPPED):
-        raise InvalidValue(f"{value!r} is not on this study's scale {study.scale_values}.")
-    assignment = item.assignment
-    if response_time_ms is None and assignment.shown_at is not None:
-        response_time_ms = max(0, int((now - assignment.shown_at).total_seconds() * 1000))
-    following = unanswered[1] if show_next and len(unanswered) > 1 else None
-    # The rating and the item's times (and the next item's, shown in place) in one round trip.
-    times = _assignment_times(
-        assignment.pk,
-        answered_at=now,
-        shown_at=now,
-        next_id=following.assignment_id if following else None,
-    )
-    rating = rows.insert(
-        Rating,
-        along=times,
-        assignment_id=assignment.pk,
-        value=value,
-        response_time_ms=response_time_ms,
-        created_at=now,
-    )
-    rating.assignment = assignment
+    stored: dict = {}
 
-    fields = []
-    if locked.last_seen_at is None or now - locked.last_seen_at >= TOUCH_INTERVAL:
-        locked.last_seen_at = now
-        fields.append("last_seen_at")
-    if assignment.kind == Assignment.Kind.ATTENTION and value != item.expected_value:
-        fields += attention_failure_record(
-            locked, checks=sum(1 for i in mine if i.kind == Assignment.Kind.ATTENTION)
+    def store(page: Page) -> bool:
+        item = unanswered[0]  # the protocol found it current
+        picture = item.kind == Assignment.Kind.PICTURE
+        if value not in study.scale_values and not (picture and value == authenticity.PICTURE_SKIPPED):
+            raise InvalidValue(f"{value!r} is not on this study's scale {study.scale_values}.")
+        assignment = item.assignment
+        elapsed = response_time_ms
+        if elapsed is None and assignment.shown_at is not None:
+            elapsed = max(0, int((now - assignment.shown_at).total_seconds() * 1000))
+        following = unanswered[1] if show_next and len(unanswered) > 1 else None
+        # The rating and the item's times (and the next item's, shown in place) in one round trip.
+        times = _assignment_times(
+            assignment.pk,
+            answered_at=now,
+            shown_at=now,
+            next_id=following.assignment_id if following else None,
         )
-    pair_far = None
-    if assignment.kind == Assignment.Kind.REPEAT:
-        first = next(
-            (i for i in mine if i.kind == Assignment.Kind.RESPONSE and i.response_id == item.response_id),
-            None,
+        rating = rows.insert(
+            Rating,
+            along=times,
+            assignment_id=assignment.pk,
+            value=value,
+            response_time_ms=elapsed,
+            created_at=now,
         )
-        if first is not None and first.rating is not None:
-            pair_far = authenticity.pair_far(first.rating.value, value, study.scale_values)
-    outcome = (
-        authenticity.picture_outcome(study=study, participant_id=locked.pk, value=value) if picture else None
-    )
-    completed = len(unanswered) == 1
-    if completed:
-        fields += participant_mark_completed(locked, now)
-    if fields:
-        locked.save(update_fields=fields)
+        rating.assignment = assignment
+        stored.update(rating=rating, following=following)
+        if item.kind == Assignment.Kind.REPEAT:
+            first = next(
+                (i for i in mine if i.kind == Assignment.Kind.RESPONSE and i.response_id == item.response_id),
+                None,
+            )
+            if first is not None and first.rating is not None:
+                stored["pair_far"] = authenticity.pair_far(first.rating.value, value, study.scale_values)
+        if picture:
+            stored["picture"] = authenticity.picture_outcome(
+                study=study, participant_id=locked.pk, value=value
+            )
+        return item.kind == Assignment.Kind.ATTENTION and value != item.expected_value
+
+    taken = answer_take(locked, pages=pages, position=position, now=now, store=store)
+    if not taken.created:
+        item = next(i for i in mine if i.position == position)
+        return RatingSubmitted(rating=item.rating, created=False, completed=taken.completed)
+    following = stored["following"]
     return RatingSubmitted(
-        rating=rating,
+        rating=stored["rating"],
         created=True,
-        completed=completed,
+        completed=taken.completed,
         next_item=_shown(following, total=len(mine), answered=len(mine) - len(unanswered) + 1, now=now)
         if following
         else None,
-        pair_far=pair_far,
-        picture=outcome,
+        pair_far=stored.get("pair_far"),
+        picture=stored.get("picture"),
     )
-
-
-def attention_failure_record(locked: Participant, *, checks: int) -> list[str]:
-    """One more failed attention check of a locked participant (every kind's checks count alike): counted, and
-    beyond `study.attention_check_max_failures` the participant is flagged for exclusion with the reason
-    ("attention checks failed: 2 of 3", `checks` being how many they were given). Returns the changed fields;
-    the caller saves them in its answer's transaction."""
-    locked.attention_failures += 1
-    fields = ["attention_failures"]
-    if locked.attention_failures > locked.study.attention_check_max_failures:
-        reasons = [r for r in locked.exclusion_reasons if not r.startswith(ATTENTION_REASON_PREFIX)]
-        reasons.append(f"{ATTENTION_REASON_PREFIX}: {locked.attention_failures} of {checks}")
-        locked.flagged_for_exclusion = True
-        locked.exclusion_reasons = reasons
-        fields += ["flagged_for_exclusion", "exclusion_reasons"]
-    return fields
 
 
 def _shown(item: _Item, *, total: int, answered: int, now: datetime) -> CurrentItem:

@@ -35,6 +35,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from config.ratelimit import honeypot, honeypot_add, rate_limit
 from studies.kinds import kind_of
 from studies.models import Participant, Study
+from studies.pages import StepPage
 from studies.participants import (
     AlreadyInFamily,
     InvalidExternalId,
@@ -489,7 +490,7 @@ def _item_reply(
 
 
 # The pages named by studies/kinds/ (the spine's consent page, the rating kind's steps).
-CONSENT_PAGE = flow.StepPage(get=consent_page, post=consent_post)
-INSTRUCTIONS_PAGE = flow.StepPage(get=instructions_page, post=instructions_post)
-TEQ_PAGE = flow.StepPage(get=teq_get, post=teq_post)
-ITEMS_PAGE = flow.StepPage(get=item_get, post=item_post, answer=item_answer)
+CONSENT_PAGE = StepPage(get=consent_page, post=consent_post)
+INSTRUCTIONS_PAGE = StepPage(get=instructions_page, post=instructions_post)
+TEQ_PAGE = StepPage(get=teq_get, post=teq_post)
+ITEMS_PAGE = StepPage(get=item_get, post=item_post, answer=item_answer)

@@ -18,7 +18,6 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
-from django.utils.module_loading import import_string
 
 from . import admin_authenticity, admin_extras  # noqa: F401 (admin_authenticity registers its admin)
 from .admin_design import FrozenInlineFormSet, StudyAdminForm, StudyDesignAdminMixin
@@ -27,7 +26,7 @@ from .admin_forms import JSON_SETTING_FIELDS, expected_value_field
 from .admin_setup import StudySetupAdminMixin
 from .admin_waves import StudyWavesAdminMixin
 from .importers import CorpusImportError, corpus_import
-from .kinds import kind_of, registered_kinds
+from .kinds import kind_of, registered_kinds, resolved
 from .models import (
     AttentionCheck,
     Condition,
@@ -208,7 +207,7 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, StudySetupAdminMix
 
     def get_inlines(self, request, obj):
         """The spine's inlines, then those the study's kind declares (`StudyKind.admin_inlines`)."""
-        own = [import_string(path) for path in kind_of(obj).admin_inlines] if obj is not None else []
+        own = [resolved(path) for path in kind_of(obj).admin_inlines] if obj is not None else []
         return [*self.inlines, *own]
 
     def get_form(self, request, obj=None, change=False, **kwargs):
@@ -422,4 +421,4 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, StudySetupAdminMix
         return super().change_view(request, object_id, form_url, extra_context)
 
 
-from . import admin_kinds, admin_records  # noqa: E402,F401  (they register their admins)
+from . import admin_records  # noqa: E402,F401  (it registers its admins)

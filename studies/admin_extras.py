@@ -17,10 +17,9 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
-from django.utils.module_loading import import_string
 from django.utils.text import get_text_list
 
-from .kinds import kind_of
+from .kinds import kind_of, resolved
 from .models import Participant, Study
 from .services import (
     StudyLaunchError,
@@ -60,7 +59,7 @@ def launch_panel(study: Study) -> str:
     if path is None:
         return ""
     try:
-        return import_string(path)(study)
+        return resolved(path)(study)
     except Exception:
         logger.exception("launch panel %s failed for study %s", path, study.slug)
         return format_html(

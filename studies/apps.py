@@ -1,10 +1,5 @@
-import importlib
-
 from django.apps import AppConfig
 from django.contrib.admin import apps as admin_apps
-
-# The built-in study kinds, each registering itself once (studies/kinds/registry.py).
-BUILT_IN_KINDS = ["studies.kinds.rating", "studies.kinds.questionnaire", "studies.kinds.pairwise"]
 
 
 class StudiesConfig(AppConfig):
@@ -12,10 +7,7 @@ class StudiesConfig(AppConfig):
     verbose_name = "Studies"
 
     def ready(self):
-        for module in BUILT_IN_KINDS:
-            importlib.import_module(module)
-        design = importlib.import_module("studies.design")  # connects the frozen design's guards
-        design.kind_settings_guards_connect()
+        from . import design  # noqa: F401 (connects the frozen design's guards; the kinds' own: their apps)
 
 
 class ResearchAdminConfig(admin_apps.AdminConfig):

@@ -27,7 +27,7 @@ from django.db.models.signals import pre_delete, pre_save
 from django.dispatch import receiver
 from django.forms.models import model_to_dict
 
-from .kinds import kind_of, registered_kinds
+from .kinds import kind_of
 from .kinds.base import AnalysisPlan
 from .models import (
     AttentionCheck,
@@ -354,16 +354,15 @@ def _guard_kind_settings(sender, instance, raw=False, **kwargs):
         design_edit_refuse(instance.study, "The study kind's settings")
 
 
-def kind_settings_guards_connect() -> None:
-    """Every registered kind's own settings (`StudyKind.settings_model`) frozen with the design: called by
-    StudiesConfig.ready once the built-in kinds are registered."""
-    for kind in registered_kinds():
-        if kind.settings_model is not None:
-            pre_save.connect(
-                _guard_kind_settings,
-                sender=kind.settings_model,
-                dispatch_uid=f"design_guard_kind_settings:{kind.name}",
-            )
+def kind_settings_guard_connect(kind) -> None:
+    """A registered kind's own settings (`StudyKind.settings_model`) frozen with the design: called by the kind's
+    app once it is registered (studies/kinds/app.py)."""
+    if kind.settings_model is not None:
+        pre_save.connect(
+            _guard_kind_settings,
+            sender=kind.settings_model,
+            dispatch_uid=f"design_guard_kind_settings:{kind.name}",
+        )
 
 
 def deleted_with_study(origin) -> bool:

@@ -129,6 +129,19 @@ def participant_mark_completed(locked: Participant, now: datetime) -> list[str]:
     return ["status", "step", "finished_at", "completion_code"]
 
 
+def participant_mark_next(locked: Participant, from_step: str, now: datetime) -> list[str]:
+    """Moves a locked participant, active on `from_step`, to the next step of their study's sequence, or
+    completes them after the last one (`participant_mark_completed`). Returns the changed fields; the caller
+    saves them in its transaction (the answer protocol, studies/answers.py, with the answer that ends the
+    step)."""
+    next_step = step_after(locked.study, from_step)
+    if next_step == DONE:
+        return participant_mark_completed(locked, now)
+    locked.step = next_step
+    locked.last_seen_at = now
+    return ["step", "last_seen_at"]
+
+
 def participant_complete(*, participant: Participant, now: datetime | None = None) -> bool:
     """Finishes an active participant (see `participant_mark_completed`). Returns False and changes nothing
     unless the participant was active. Locks the participant's row."""

@@ -34,7 +34,7 @@ from scipy.sparse.csgraph import connected_components
 
 ROOT = Path(__file__).resolve().parents[1]
 
-PRODUCTION_APPS = ("studies", "ratings", "generation", "analysis", "recruiting", "config")
+PRODUCTION_APPS = ("studies", "kinds", "ratings", "generation", "analysis", "recruiting", "config")
 BENCH_APP = "bench.targets"  # installed only while BENCH_FLOOR_ENABLED=1 (config/settings.py)
 APPS = (*PRODUCTION_APPS, BENCH_APP)
 MAX_MODULE_LINES = 500
@@ -43,11 +43,12 @@ MAX_MODULE_LINES = 500
 # the bench app and the benchmark scripts, `tests` the suite. config wires the apps (by name in settings and
 # URLs) and may import any production app; the bench app may import anything.
 FORBIDDEN = {
-    "studies": ("ratings", "generation", "analysis", "recruiting", "bench", "tests"),
-    "ratings": ("generation", "analysis", "recruiting", "bench", "tests"),
-    "generation": ("ratings", "analysis", "recruiting", "bench", "tests"),
-    "analysis": ("ratings", "generation", "recruiting", "bench", "tests"),
-    "recruiting": ("ratings", "generation", "analysis", "bench", "tests"),
+    "studies": ("kinds", "ratings", "generation", "analysis", "recruiting", "bench", "tests"),
+    "kinds": ("ratings", "recruiting", "bench", "tests"),
+    "ratings": ("kinds", "generation", "analysis", "recruiting", "bench", "tests"),
+    "generation": ("kinds", "ratings", "analysis", "recruiting", "bench", "tests"),
+    "analysis": ("kinds", "ratings", "generation", "recruiting", "bench", "tests"),
+    "recruiting": ("kinds", "ratings", "generation", "analysis", "bench", "tests"),
     "config": ("bench", "tests"),
 }
 
@@ -72,16 +73,12 @@ a dictionary keyed by kind values (every key one); isinstance/issubclass with a 
 value; a query filter (filter, exclude, get, Q) on `kind`/`…__kind` with a kind value; a template tag
 `{% if/elif %}` comparing `kind` with a kind's name. A kind value: `Study.Kind.*`, a kind's name as a string,
 a registered kind object (`QUESTIONNAIRE`) or its `.name`, `kind_of(...)`/`kind_named(...)` in a comparison."""
-KINDS_PACKAGE = "studies.kinds"
+KINDS_PACKAGE = "kinds"
 TEMPLATE_DIRS = ("templates",)
 # Modules that belong to one kind, -> the kind's module they may import (its objects, its own helpers). Every
 # other module reaches a kind through `studies.kinds` (kind_of and the StudyKind interface). Each entry must be
 # in use (an unused one is a violation).
-KIND_MODULES = {
-    "ratings.questionnaire": "studies.kinds.questionnaire",  # the questionnaire kind's participant pages
-    "studies.emotionbench.results": "studies.kinds.questionnaire",  # writes published answers as such a study
-    "ratings.pairwise": "studies.kinds.pairwise",  # the pairwise kind's participant page
-}
+KIND_MODULES: dict[str, str] = {}
 
 
 # --- the graph ---------------------------------------------------------------------------------------------
@@ -482,7 +479,7 @@ def test_the_kinds_are_read_from_their_package():
     assert {"rating", "questionnaire"} <= kinds.names
     assert {"RATING", "QUESTIONNAIRE"} <= kinds.objects
     assert {"RatingKind", "QuestionnaireKind"} <= kinds.classes
-    assert {"studies.kinds.rating", "studies.kinds.questionnaire"} <= kinds.modules
+    assert {"kinds.rating.kind", "kinds.questionnaire.kind", "kinds.pairwise.kind"} <= kinds.modules
 
 
 def test_every_known_violation_still_exists():

@@ -15,6 +15,7 @@ from django.db import transaction
 
 from studies.emotionbench.instruments import instruments_import
 from studies.importers import corpus_import, ratings_import
+from studies.kinds import registered_kinds, resolved
 from studies.models import (
     AttentionCheck,
     Condition,
@@ -26,11 +27,9 @@ from studies.models import (
 )
 from studies.services import study_launch
 
-from .pairwise import pairwise_demo_ensure
-from .texts import EMPATHY_SIDES, TAKING_PART
+from .texts import DEMO_CORPUS, EMPATHY_SIDES, TAKING_PART
 
 DEMO_SLUG = "demo"
-DEMO_CORPUS = Path(__file__).resolve().parent / "prompts.csv"
 PUBLISHED_SLUG = "published-sample"
 QUESTIONNAIRE_SLUG = "feelings-demo"
 QUESTIONNAIRE_INSTRUMENT = Path(__file__).resolve().parent / "panas.json"
@@ -160,8 +159,9 @@ class DemoInfo:
     analysis_link: str
     questionnaire: Study
     questionnaire_link: str
-    pairwise: Study
-    pairwise_link: str
+    # The demo studies the kinds seed themselves (`StudyKind.demo`), by kind name, and their participant links.
+    kind_studies: dict[str, Study]
+    kind_links: dict[str, str]
 
 
 def _password_file() -> Path:
@@ -265,7 +265,7 @@ def demo_seed(*, base_url: str) -> DemoInfo:
     consent, instructions with 3 worked examples, the TEQ, one attention check), the closed study
     `published-sample` (the published ratings of 30 of the seed study's batches of 10: 90 raters, 900
     ratings, for the analysis dashboard), the live questionnaire study `feelings-demo` (PANAS before and
-    after one of five situations, with consent text), the live pairwise study `pairs-demo` (studies/demo/pairwise.py)
+    after one of five situations, with consent text), each kind's own demo (`StudyKind.demo`: the pairwise kind's `pairs-demo`)
     and the superuser `admin`.
 
     Idempotent: an existing demo study or admin user is left exactly as it is. The admin's password is
@@ -274,7 +274,7 @@ def demo_seed(*, base_url: str) -> DemoInfo:
     study, study_created = _ensure_study()
     published = _ensure_published()
     questionnaire = _ensure_questionnaire()
-    pairwise = pairwise_demo_ensure()
+    kind_studies = {kind.name: resolved(kind.demo)() for kind in registered_kinds() if kind.demo is not None}
     admin_created, password = _ensure_admin()
     return DemoInfo(
         study=study,
@@ -287,6 +287,6 @@ def demo_seed(*, base_url: str) -> DemoInfo:
         analysis_link=f"{base_url}/analysis/{published.slug}/",
         questionnaire=questionnaire,
         questionnaire_link=_participant_link(base_url, questionnaire),
-        pairwise=pairwise,
-        pairwise_link=_participant_link(base_url, pairwise),
+        kind_studies=kind_studies,
+        kind_links={name: _participant_link(base_url, each) for name, each in kind_studies.items()},
     )

@@ -1,4 +1,9 @@
-"""Texts the demo studies share (their consent forms' terms, their instructions' definition of empathy)."""
+"""Texts the demo studies share (their consent forms' terms, their instructions' definition of empathy), and the
+corpus the rating and pairwise demos show."""
+
+from pathlib import Path
+
+DEMO_CORPUS = Path(__file__).resolve().parent / "prompts.csv"
 
 TAKING_PART = """\
 Taking part is voluntary and you may stop at any time by closing the page. We store your answers and your \

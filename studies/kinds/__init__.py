@@ -1,6 +1,6 @@
 """Study kinds: one declared interface (base.StudyKind), one registry (registry.py), one module per kind."""
 
-from .base import CONSENT, DONE, StudyKind
+from .base import CONSENT, DONE, StudyKind, resolved
 from .registry import (
     NoQuestionnaire,
     UnknownStudyKind,
@@ -33,6 +33,7 @@ __all__ = [
     "questionnaire_with_instrument",
     "register",
     "registered_kinds",
+    "resolved",
     "step_after",
     "step_choices",
     "unregister",

@@ -5,7 +5,7 @@ their lifecycle (enrol → steps → complete / return / time out / screen out, 
 entry and consent pages, recruiting-platform handling and exactly-once answers. A kind supplies the rest:
 
 * **participant steps** — `steps(study)`: the kind's steps between consent and done, in order, and `pages`:
-  for each step, the dotted path of the page that shows and answers it (a `ratings.flow.StepPage`, resolved
+  for each step, the dotted path of the page that shows and answers it (a `studies.pages.StepPage`, resolved
   when first needed, so studies/ never imports the app that serves pages);
 * **assignment policy** — `enrollable` (which conditions can take a newcomer at all) and
   `assignments_create` (the pages a new participant gets, balanced by live counts, see studies/balancing.py);
@@ -42,14 +42,17 @@ from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from django.db.models import Q
 from django.urls import reverse
+from django.utils.module_loading import import_string
 
 if TYPE_CHECKING:
     from studies.models import Assignment, Condition, Participant, QuestionnaireSettings, Study
 
 CONSENT = "consent"
 DONE = "done"
-# The spine's own pages: shared by every kind (entry, outcome and return pages need no step).
-SPINE_PAGES = {CONSENT: "ratings.views.CONSENT_PAGE"}
+INSTRUCTIONS = "instructions"
+# The spine's own pages: shared by every kind (entry, outcome and return pages need no step); a kind whose
+# participants read the study's instructions puts INSTRUCTIONS among its steps and gets the shared page.
+SPINE_PAGES = {CONSENT: "ratings.views.CONSENT_PAGE", INSTRUCTIONS: "ratings.views.INSTRUCTIONS_PAGE"}
 SPINE_STEP_LABELS = {CONSENT: "Consent", DONE: "Done"}
 
 # The researcher's setup steps (studies/admin_setup.py, the "New study" path), in order. A launch problem names
@@ -104,6 +107,12 @@ def instructions_problems(study: Study, *, what: str) -> list[LaunchProblem]:
     if study.instructions_text.strip():
         return []
     return [LaunchProblem(TEXTS, f"the instructions are empty: say {what}")]
+
+
+def resolved(capability):
+    """A kind's capability given as the object itself, or as the dotted path of one inside the kind's own package
+    (resolved when first asked: a kind's heavier parts, its analysis, load only when used)."""
+    return import_string(capability) if isinstance(capability, str) else capability
 
 
 class PlannedTest(NamedTuple):
@@ -188,8 +197,8 @@ class StudyKind(ABC):
     step_labels: ClassVar[dict[str, str]] = {}
     # step -> dotted path of the page object (get/post) that serves it.
     pages: ClassVar[dict[str, str]] = {}
-    # "app_label.ModelName" of the kind's settings (one-to-one with Study, related name `<name>_settings`).
-    settings_model: ClassVar[str | None] = None
+    # The model of the kind's settings (one-to-one with Study, related name `<name>_settings`).
+    settings_model: ClassVar[type | None] = None
     # (key, table header) of the per-condition numbers `status_counts` returns, in table order.
     status_columns: ClassVar[list[tuple[str, str]]] = []
     analysis: ClassVar[str | None] = None
@@ -203,6 +212,14 @@ class StudyKind(ABC):
     # --- capabilities (generic code asks them; a kind that lacks one leaves the default) ----------------
     # The URL name (taking the study's slug) of the analysts' page; the admin links it. None: no page.
     analysis_page: ClassVar[str | None] = None
+    # The URL patterns of the kind's own analysis pages (a list, or the dotted path of one in the kind's package),
+    # added to the analysis app's (analysis/urls.py), so `analysis_page` may name one of them.
+    analysis_urls: ClassVar[list | str | None] = None
+    # (study, file name) -> HttpResponse: one output file of the kind's analysis, served by the API (Http404 when
+    # there is no such file); None: the kind writes none.
+    analysis_file: ClassVar[str | None] = None
+    # () -> Study: the kind's live demo study, created when missing (`manage.py seed_demo`, `make run`).
+    demo: ClassVar[str | None] = None
     # Prompts and responses come from a corpus file (studies/importers/corpus.py, the admin's "Import corpus").
     corpus_import: ClassVar[bool] = False
     # LLM judges answer the study's items (generation's Judge), asked and read by `judge_format`: the dotted path
@@ -321,9 +338,7 @@ class StudyKind(ABC):
         reading never writes). None for a kind without settings."""
         if self.settings_model is None:
             return None
-        from django.apps import apps
-
-        model = apps.get_model(self.settings_model)
+        model = self.settings_model
         related = model._meta.get_field("study").remote_field.get_accessor_name()
         try:
             return getattr(study, related)

@@ -8,9 +8,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING
 
-from django.utils.module_loading import import_string
-
-from .base import CONSENT, DONE, SPINE_PAGES, SPINE_STEP_LABELS, StudyKind
+from .base import CONSENT, DONE, SPINE_PAGES, SPINE_STEP_LABELS, StudyKind, resolved
 
 if TYPE_CHECKING:
     from studies.models import QuestionnaireSettings, Study
@@ -108,4 +106,4 @@ def page_for(study: Study, step: str):
 
 @cache
 def _page(path: str):
-    return import_string(path)
+    return resolved(path)

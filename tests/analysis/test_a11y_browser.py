@@ -8,9 +8,9 @@ import pytest
 from django.contrib.auth.models import Group
 
 from analysis import snapshots
-from analysis.entries import RATING_ANALYSIS
 from analysis.permissions import ANALYSTS_GROUP
 from analysis.services import AnalysisOptions
+from kinds.rating.entry import RATING_ANALYSIS
 from studies.demo.seed import QUESTIONNAIRE_SLUG, demo_seed
 from studies.models import Study
 from tests.a11y import axe_violations

@@ -13,8 +13,8 @@ from django.core.management import CommandError, call_command
 from scipy.optimize import minimize
 from statsmodels.stats.power import NormalIndPower
 
-from analysis import bradley_terry as bt
-from analysis.pairwise_report import pairwise_analyze_frame, pairwise_outputs_write
+from kinds.pairwise import bradley_terry as bt
+from kinds.pairwise.report import pairwise_analyze_frame, pairwise_outputs_write
 from studies.kinds import StudyKind, register, unregister
 from tests.factories import ConditionFactory, StudyFactory
 
@@ -346,7 +346,7 @@ class PairPlanKind(StudyKind):
 
     name = "pairplan_test"
     label = "Pairwise plan (test)"
-    power_planner = "analysis.study_power.pairwise_power_plan"
+    power_planner = "kinds.pairwise.power.pairwise_power_plan"
 
     def steps(self, study):
         return []

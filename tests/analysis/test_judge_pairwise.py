@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from analysis.judge_pairwise import (
+from kinds.pairwise.judge_analysis import (
     agreement,
     calibration_table,
     flip_table,

@@ -6,8 +6,9 @@ import re
 import pytest
 from django.urls import reverse
 
-from analysis import launch_power, power
+from analysis import power
 from analysis.study_power import study_power_plan
+from kinds.rating import launch_power
 from studies.models import Condition, Prompt, Response, Study
 
 from .builders import build_rating_study, participants_from_counts

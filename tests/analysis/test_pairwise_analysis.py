@@ -9,8 +9,8 @@ from collections import Counter
 import pytest
 from django.core.management import call_command
 
-from ratings.pairwise import pair_answer_submit, pair_show
-from studies.kinds.pairwise import pair_live_counts
+from kinds.pairwise.kind import pair_live_counts
+from kinds.pairwise.pages import pair_answer_submit, pair_show
 from studies.models import Condition, PairItem, PairwiseSettings
 from studies.participants import participant_advance, participant_enroll
 from tests.factories import pairwise_study_build, rating_study_build

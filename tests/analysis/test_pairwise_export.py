@@ -7,8 +7,8 @@ import io
 import pytest
 
 from analysis import exports
-from analysis.pairwise_frame import FRAME_COLUMNS, pairwise_frame
 from analysis.pseudonyms import pseudonym
+from kinds.pairwise.frame import FRAME_COLUMNS, pairwise_frame
 from studies.models import PairItem, Participant
 from studies.participants import participant_enroll
 from tests.factories import pairwise_study_build

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from ratings.pairwise import pair_answer_submit, pair_show
+from kinds.pairwise.pages import pair_answer_submit, pair_show
 from studies.models import PairItem
 from studies.participants import participant_advance, participant_enroll
 from tests.factories import pairwise_study_build

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 from django.core.management import call_command
 
-from studies.kinds.pairwise import pair_live_counts
+from kinds.pairwise.kind import pair_live_counts
 from studies.models import Condition, Response
 from studies.participants import participant_enroll
 from studies.services import study_launch

@@ -8,11 +8,11 @@ from django.core.management import call_command
 from django.test import Client
 from werkzeug import Response as WResponse
 
-from analysis.emotionbench import emotionbench_analyse
 from generation.models import LLMConditionConfig, Provider
 from generation.questionnaire_models import QuestionnaireExchange
 from generation.questionnaire_replies import ReplyParseError, reply_parse
 from generation.ratelimit import limit_spec_for, limiter_reset
+from kinds.questionnaire.analysis import emotionbench_analyse
 from studies.models import Condition, Instrument, QuestionnaireRun, Situation, Study, StudySituation
 from tests.factories import questionnaire_study_create
 

@@ -187,7 +187,7 @@ def test_two_simultaneous_posts_of_the_same_page_store_one_run(write_json, requi
 
     from django.db import connection
 
-    from ratings.questionnaire import questionnaire_submit
+    from kinds.questionnaire.pages import questionnaire_submit
     from studies.participants import participant_enroll
 
     study = _questionnaire_study(write_json)

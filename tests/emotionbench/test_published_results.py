@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 from openpyxl import Workbook
 from scipy import stats
 
-from analysis.emotionbench import emotionbench_analyse
+from kinds.questionnaire.analysis import emotionbench_analyse
 from studies.models import Condition, QuestionnaireAnswer, QuestionnaireRun, Situation, Study
 
 from .conftest import PANAS_ITEMS, write_results_folder
@@ -210,7 +210,7 @@ def test_the_analysis_matches_scipy_and_the_published_test_procedure(imported_ba
     assert human.headline is human.paired
 
     # Situation by situation: the model's per-situation changes against the humans' (one shared situation here).
-    from analysis.emotionbench_report import emotionbench_situation_agreement
+    from kinds.questionnaire.report import emotionbench_situation_agreement
 
     agreement = emotionbench_situation_agreement(analysis=analysis)
     row = agreement[(agreement["condition"] == "model-a") & (agreement["category"] == "NA")].iloc[0]
@@ -265,7 +265,7 @@ def test_the_published_data_reproduces_the_papers_human_and_gpt4_figures(db, cap
 
 @pytest.mark.parametrize("spread", [1.0, 4.0])
 def test_change_tests_agree_with_scipy_for_student_welch_and_paired(spread):
-    from analysis.emotionbench import change_test, paired_change_test
+    from kinds.questionnaire.analysis import change_test, paired_change_test
 
     generator = np.random.default_rng(11)
     default = generator.normal(20, 3, 40).round()

@@ -27,8 +27,8 @@ def demo(settings, tmp_path, live_server):
 def test_pairs_demo_is_walked_on_phone_and_desktop_with_and_without_javascript_into_the_export(
     demo, browser, live_server
 ):
-    study = demo.pairwise
-    assert demo.pairwise_link.startswith(f"{live_server.url}/s/pairs-demo/?PROLIFIC_PID=")
+    study = demo.kind_studies["pairwise"]
+    assert demo.kind_links["pairwise"].startswith(f"{live_server.url}/s/pairs-demo/?PROLIFIC_PID=")
     # The hidden instruction on every pair page: axe stays clean and no person falls into it.
     study_amend(study=study, field="trap_hidden_instruction", value=True, reason="trap on", author="test")
     walks = [
@@ -71,7 +71,7 @@ def test_pairs_demo_is_walked_on_phone_and_desktop_with_and_without_javascript_i
 
 def test_keys_1_2_3_answer_a_pair_in_place_with_the_inadequate_flag(demo, page_at):
     page = page_at("desktop")
-    page.goto(demo.pairwise_link)
+    page.goto(demo.kind_links["pairwise"])
     page.get_by_role("button", name="I agree, start the study").click()
     page.get_by_role("button", name="I have read the instructions, continue").click()
     expect(page.locator("h1")).to_have_text("Pair 1 of 11")
@@ -80,6 +80,8 @@ def test_keys_1_2_3_answer_a_pair_in_place_with_the_inadequate_flag(demo, page_a
     expect(page.locator("h1")).to_have_text("Pair 2 of 11")
     page.keyboard.press("3")
     expect(page.locator("h1")).to_have_text("Pair 3 of 11")
-    participant = Participant.objects.get(study=demo.pairwise, external_id__startswith="demo-")
+    participant = Participant.objects.get(
+        study=demo.kind_studies["pairwise"], external_id__startswith="demo-"
+    )
     answered = list(participant.pair_items.filter(answered_at__isnull=False).order_by("position"))
     assert [(p.choice, p.both_inadequate) for p in answered] == [("right", True), ("tie", False)]

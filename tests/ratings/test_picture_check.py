@@ -130,7 +130,7 @@ def test_i_cannot_see_the_picture_is_refused_on_an_ordinary_item(study):
 
 def test_the_picture_answer_is_never_a_rating(study):
     from analysis.selectors import rating_rows_frame
-    from studies.kinds.rating import _ratings_per_response
+    from kinds.rating.kind import _ratings_per_response
 
     client = Client()
     participant = _on_items(client, study)

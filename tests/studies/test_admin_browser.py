@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from studies.demo.pairwise import PAIRWISE_SLUG
+from kinds.pairwise.demo import PAIRWISE_SLUG
 from studies.demo.seed import DEMO_SLUG, QUESTIONNAIRE_SLUG, demo_seed
 from studies.models import Study, StudyAmendment
 from tests.a11y import axe_violations

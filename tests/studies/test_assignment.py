@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from studies.kinds.rating import response_live_counts
+from kinds.rating.kind import response_live_counts
 from studies.models import Assignment, Participant, Response, Study, StudySituation
 from studies.participants import (
     TOUCH_INTERVAL,

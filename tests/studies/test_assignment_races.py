@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 from django.db import connections
 
-from studies.kinds.rating import response_live_counts
+from kinds.rating.kind import response_live_counts
 from studies.models import Participant
 from studies.participants import StudyFull, participant_enroll
 from tests.factories import rating_study_build

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from studies.kinds.rating import response_live_counts
+from kinds.rating.kind import response_live_counts
 from studies.models import Assignment, Participant
 from studies.participants import participant_enroll, participants_release_stale
 from tests.factories import rating_study_build

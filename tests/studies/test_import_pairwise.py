@@ -6,7 +6,7 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from studies.demo.pairwise import PAIRWISE_CORPUS
+from kinds.pairwise.demo import PAIRWISE_CORPUS
 from studies.models import PairItem, Participant, Study
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from studies.kinds.rating import response_live_counts
+from kinds.rating.kind import response_live_counts
 from studies.models import Participant
 from studies.participants import participant_enroll, participant_return
 from tests.factories import rating_study_build

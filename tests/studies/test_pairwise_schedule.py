@@ -6,8 +6,8 @@ from collections import Counter
 import pytest
 from django.db import IntegrityError, transaction
 
+from kinds.pairwise.kind import PAIRS, pair_live_counts
 from studies.design import FrozenDesignError, design_build
-from studies.kinds.pairwise import PAIRS, pair_live_counts
 from studies.kinds.registry import participant_steps
 from studies.models import Condition, PairAttentionCheck, PairItem, PairwiseSettings, Participant
 from studies.participants import participant_enroll, participant_return

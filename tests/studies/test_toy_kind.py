@@ -22,7 +22,6 @@ from django.urls import reverse
 from analysis import judge_ahead, snapshots
 from analysis.study_power import StudyPowerError, study_power_plan
 from generation.judge_models import Judge
-from ratings.flow import StepPage
 from studies.importers import CorpusImportError, corpus_import
 from studies.kinds import (
     NoQuestionnaire,
@@ -34,6 +33,7 @@ from studies.kinds import (
     unregister,
 )
 from studies.models import Participant, Study
+from studies.pages import StepPage
 from studies.participants import participant_advance
 from studies.selectors import study_status
 from studies.services import study_launch

@@ -28,7 +28,8 @@ class Command(BaseCommand):
         self.stdout.write(f"Questionnaire study '{info.questionnaire.slug}': {info.questionnaire.state}.")
         self.stdout.write(f"Participant link: {info.participant_link}")
         self.stdout.write(f"Questionnaire participant link: {info.questionnaire_link}")
-        self.stdout.write(f"Pairwise participant link: {info.pairwise_link}")
+        for name, link in info.kind_links.items():
+            self.stdout.write(f"{name.capitalize()} participant link: {link}")
         self.stdout.write(
             f"Analysis of published ratings (90 raters, 900 ratings, sign in as admin): {info.analysis_link}"
         )

@@ -1,0 +1,32 @@
+"""The pairwise kind's admin pieces: its settings and its known-answer pairs on the study page (named by
+`StudyKind.admin_inlines` in studies/kinds/pairwise.py)."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from studies.admin_design import FrozenInlineFormSet
+from studies.admin_extras import FriendlyProtectedDeleteInline
+from studies.models import PairAttentionCheck, PairwiseSettings
+
+
+class PairwiseSettingsInline(admin.StackedInline):
+    model = PairwiseSettings
+    formset = FrozenInlineFormSet  # frozen with the design at launch: a change is refused on the page
+    can_delete = False
+    max_num = 1
+    min_num = 1
+    verbose_name = "pairwise settings"
+    verbose_name_plural = "pairwise settings"
+    fields = ["question", "focal_design", "adaptive_after", "adaptive_max_share"]
+
+
+class PairAttentionCheckInline(FriendlyProtectedDeleteInline, admin.StackedInline):
+    """Known-answer pairs: a good reply against a clearly inadequate one, disguised as any other pair."""
+
+    model = PairAttentionCheck
+    formset = FrozenInlineFormSet
+    extra = 0
+    verbose_name = "known-answer pair (attention check)"
+    verbose_name_plural = "known-answer pairs (attention checks)"
+    fields = ["emotion_label", "situation", "speaker_utterance", "good_reply", "poor_reply", "after_item"]

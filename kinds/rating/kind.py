@@ -1,0 +1,360 @@
+"""The rating study (Welivita & Pu, 2024): participants rate LLM or human responses to dialogue prompts on the
+study's scale; each participant sees one condition only.
+
+Steps: consent → instructions (with worked examples) → the TEQ when asked → the items → done.
+Assignment: `items_per_participant` different responses of the condition (sample 0, not flagged), fewest live
+assignments first (random among ties), in an order shuffled by the participant's seed, with the study's
+attention checks inserted after `after_item` regular items, or after a number drawn per participant from
+`after_item` to `after_item_max` when the researcher gave a range (checks past the end go last); the consistency
+pairs' second showings last; the picture check (`trap_picture`) where the participant's seed puts it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from datetime import datetime
+
+from django.db.models import Avg, Count, Exists, IntegerField, Max, Min, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from studies import rows
+from studies.balancing import live_assignments, tie_break_draws, tie_break_key
+from studies.kinds.base import (
+    CONDITIONS,
+    AnalysisPlan,
+    LaunchProblem,
+    PlannedTest,
+    StudyKind,
+    corpus_coverage_problems,
+    instructions_problems,
+)
+from studies.kinds.registry import register
+from studies.models import (
+    RESPONSE_ELIGIBLE,
+    Assignment,
+    AttentionCheck,
+    Condition,
+    Participant,
+    Rating,
+    Response,
+    Study,
+)
+
+INSTRUCTIONS = Participant.Step.INSTRUCTIONS
+TEQ = Participant.Step.TEQ
+ITEMS = Participant.Step.ITEMS
+# The columns a new page is written with (the others are NULL until it is shown and answered).
+PAGE_FIELDS = ("participant", "position", "kind", "response", "attention_check")
+
+
+def eligible_responses(condition):
+    """The responses of `condition` (a Condition, or an OuterRef to one) a participant may be shown
+    (`RESPONSE_ELIGIBLE`)."""
+    return Response.objects.filter(RESPONSE_ELIGIBLE, condition=condition)
+
+
+def response_live_counts(*, condition: Condition, now: datetime | None = None) -> dict[int, int]:
+    """Live assignments per eligible response id of the condition (zeros included), by the balance rule
+    (studies/balancing.py `live_assignments`). Two queries: the eligible responses (from their index alone),
+    and the live pages of the condition's participants counted by response, which reads those participants'
+    pages through their own index rather than looking up every response's pages one by one."""
+    counts = dict.fromkeys(eligible_responses(condition).order_by().values_list("pk", flat=True), 0)
+    pages = (
+        Assignment.objects.filter(participant__condition=condition, kind=Assignment.Kind.RESPONSE)
+        .filter(live_assignments(condition.study, now or timezone.now()))
+        .order_by()
+        .values_list("response")
+        .annotate(n=Count("pk"))
+    )
+    for response_id, n in pages:
+        if response_id in counts:
+            counts[response_id] = n
+    return counts
+
+
+def _ratings_per_response(study: Study):
+    """Responses of the study annotated with ``n``: their ratings by counted (non-preview) participants."""
+    counted = (
+        Rating.objects.filter(
+            assignment__response=OuterRef("pk"),
+            assignment__participant__is_preview=False,
+            assignment__kind=Assignment.Kind.RESPONSE,  # a consistency pair's second answer is not a rating
+        )
+        .order_by()
+        .values("assignment__response")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    return Response.objects.filter(condition__study=study).annotate(
+        n=Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+    )
+
+
+def check_place(after_item: int, after_item_max: int | None, rng: random.Random) -> int:
+    """How many regular items come before an attention check for one participant: `after_item` for everyone
+    when the researcher set no range; otherwise a number from `after_item` to `after_item_max` (both included),
+    drawn from the participant's generator, so a repeat worker cannot learn where the check sits. A place past
+    the participant's last item puts the check last."""
+    if after_item_max is None or after_item_max <= after_item:
+        return after_item
+    return rng.randint(after_item, after_item_max)
+
+
+# The rating kind's planned analysis (analysis/stats.py runs each test under its key; analysis/services.py reports
+# the primary one first, as primary).
+RATING_PLAN = AnalysisPlan(
+    primary=PlannedTest(
+        "clustered",
+        "each condition's top share against the baseline's: difference with a participant-clustered "
+        "(GEE-robust) Wald test, because each participant gives several ratings",
+    ),
+    secondary=(
+        PlannedTest("omnibus", "omnibus chi-square (condition × rating), the seed study's own procedure"),
+        PlannedTest("2xk", "chi-square vs baseline (2 × scale)"),
+        PlannedTest("2x2", "chi-square vs baseline (2 × 2 top vs rest, Yates)"),
+        PlannedTest("bootstrap", "bootstrap CI of the top-share change (participants resampled)"),
+    ),
+)
+
+
+def _checks_line(design: dict) -> str:
+    fields = design["fields"]
+    return (
+        f"Attention checks: {len(design['attention_checks'])}; more than "
+        f"{fields['attention_check_max_failures']} failed flags a participant"
+    )
+
+
+class RatingKind(StudyKind):
+    name = "rating"
+    label = "Rating study (rate responses on a scale)"
+    step_labels = {
+        INSTRUCTIONS: "Instructions",
+        TEQ: "Toronto Empathy Questionnaire",
+        ITEMS: "Items",
+    }
+    pages = {
+        TEQ: "ratings.views.TEQ_PAGE",
+        ITEMS: "ratings.views.ITEMS_PAGE",
+    }
+    status_columns = [
+        ("responses", "responses"),
+        ("ratings", "ratings"),
+        ("ratings_per_response.min", "min/resp"),
+        ("ratings_per_response.max", "max/resp"),
+        ("ratings_per_response.mean", "mean/resp"),
+    ]
+    analysis = "kinds.rating.entry.RATING_ANALYSIS"
+    analysis_page = "analysis:dashboard"
+    launch_panel = "kinds.rating.launch_power.launch_power_html"
+    corpus_import = True
+    judged = True
+    attention_checks = True
+    material_title = "Corpus: prompts and responses"
+    analysis_plan = RATING_PLAN
+    power_planner = "kinds.rating.power.rating_power_plan"
+    admin_fieldsets = [
+        (
+            "Rating study",
+            {
+                "fields": [
+                    "worked_examples",
+                    "target_ratings_per_response",
+                    "ask_teq",
+                    "scale_question",
+                    "scale",
+                    "trap_repeat_items",
+                    "trap_picture",
+                ]
+            },
+        ),
+    ]
+
+    def steps(self, study: Study) -> list[str]:
+        return [INSTRUCTIONS, *([TEQ] if study.ask_teq else []), ITEMS]
+
+    def prereg_procedure(self, study: Study, design: dict) -> list[str]:
+        fields = design["fields"]
+        scale = ", ".join(f"{o['label']} = {o['value']}" for o in fields["scale"])
+        return [
+            f"Question: {fields['scale_question']}",
+            f"Scale: {scale}",
+            f"Items per participant: {fields['items_per_participant']}; ratings per response: "
+            f"{fields['target_ratings_per_response']}",
+            _checks_line(design),
+        ]
+
+    def enrollable(self) -> Q:
+        """A condition with nothing to rate cannot take anyone."""
+        return Q(Exists(eligible_responses(OuterRef("pk"))))
+
+    def assignments_create(
+        self, participant: Participant, *, rng: random.Random, now: datetime
+    ) -> list[Assignment]:
+        """The condition's eligible responses with the fewest live assignments (ties by the participant's
+        second tie-break), as many as the study shows, in the order of their third; each of the study's attention
+        checks after its place's number of regular items (`check_place`, drawn after the tie-breaks, check by
+        check in id order, so an enrolment still replays from its seed). Three queries: the counts, the checks,
+        the pages' INSERT."""
+        study = participant.study
+        counts = response_live_counts(condition=participant.condition, now=now)
+        draws = tie_break_draws(rng)
+        dealt = sorted(counts, key=lambda k: (counts[k], tie_break_key(k, draws), k))
+        draws = tie_break_draws(rng)
+        chosen = sorted(dealt[: study.items_per_participant], key=lambda k: (tie_break_key(k, draws), k))
+        checks = sorted(
+            (check_place(first, last, rng), pk)
+            for pk, first, last in AttentionCheck.objects.filter(study=study)
+            .order_by("pk")
+            .values_list("pk", "after_item", "after_item_max")
+        )
+        pages: list[Assignment] = []
+
+        def add_checks(selected: Iterable[int]) -> None:
+            for check_id in selected:
+                pages.append(Assignment(kind=Assignment.Kind.ATTENTION, attention_check_id=check_id))
+
+        for index, response_id in enumerate(chosen):
+            add_checks(key for after, key in checks if after == index)
+            pages.append(Assignment(kind=Assignment.Kind.RESPONSE, response_id=response_id))
+        add_checks(key for after, key in checks if after >= len(chosen))
+        # Consistency pairs: the first items (in the participant's random order) shown again after all the others,
+        # at least half the items apart; never more than half of them.
+        for response_id in chosen[: min(study.trap_repeat_items, len(chosen) // 2)]:
+            pages.append(Assignment(kind=Assignment.Kind.REPEAT, response_id=response_id))
+        if study.trap_picture:
+            # The picture check, among the items where the participant's seed puts it (never first: the first
+            # item page is where a person learns the task), drawn last so the other draws stay as they were.
+            pages.insert(rng.randint(1, len(pages)), Assignment(kind=Assignment.Kind.PICTURE))
+        for position, page in enumerate(pages):
+            page.participant = participant
+            page.position = position
+        return rows.insert_many(Assignment, pages, PAGE_FIELDS)
+
+    def launch_problems(self, study: Study, conditions: list[Condition]) -> list[LaunchProblem]:
+        """Instructions are written; every condition has a response (sample 0) for every prompt; none is
+        flagged for review; at least items_per_participant prompts. `conditions` carry `with_response` (prompts
+        with a sample-0 response)."""
+        problems = instructions_problems(study, what="what participants rate and how")
+        problems += corpus_coverage_problems(study, conditions, asks=f"rates {study.items_per_participant}")
+        flagged = (
+            Response.objects.filter(condition__study=study, review=Response.Review.FLAGGED)
+            .values("condition__name")
+            .annotate(n=Count("id"))
+            .order_by("condition__name")
+        )
+        for row in flagged:
+            problems.append(
+                LaunchProblem(
+                    CONDITIONS,
+                    f"condition '{row['condition__name']}' has {row['n']} responses flagged for review: "
+                    "approve, edit or replace them",
+                )
+            )
+        return problems
+
+    def coverage_problems(self, study: Study, conditions: list[Condition]) -> list[str]:
+        """A condition whose quota × items per participant is below its responses × the target ratings per
+        response cannot rate every response as often as planned (e.g. 3 × 5 < 20 × 2)."""
+        problems = []
+        responses = dict(
+            Response.objects.filter(RESPONSE_ELIGIBLE, condition__in=conditions)
+            .values("condition")
+            .annotate(n=Count("id"))
+            .values_list("condition", "n")
+        )
+        target, items = study.target_ratings_per_response, study.items_per_participant
+        for condition in conditions:
+            n = responses.get(condition.pk, 0)
+            quota = condition.effective_quota
+            if n and quota * items < n * target:
+                problems.append(
+                    f"condition '{condition.name}': {quota} participants × {items} items = {quota * items} "
+                    f"ratings, fewer than its {n} responses × {target} planned rating{'s' if target != 1 else ''} "
+                    f"= {n * target}; raise the quota to {-(-n * target // items)} or lower the target"
+                )
+        return problems
+
+    def status_counts(self, study: Study, conditions: list[Condition]) -> dict[int, dict]:
+        """Responses, ratings by counted participants, and the spread of ratings per response (min / max /
+        mean and how many responses have each count). Five grouped queries."""
+        per: dict[int, dict] = {}
+
+        def row_of(cid: int) -> dict:
+            return per.setdefault(
+                cid,
+                {
+                    "responses": 0,
+                    "ratings": 0,
+                    "ratings_per_response": {"min": None, "max": None, "mean": None, "histogram": {}},
+                },
+            )
+
+        for cid, n in (
+            Response.objects.filter(condition__study=study)
+            .values("condition")
+            .annotate(n=Count("id"))
+            .values_list("condition", "n")
+        ):
+            row_of(cid)["responses"] = n
+        for cid, n in (
+            Rating.objects.filter(  # answers to attention-check pages are not ratings of responses
+                assignment__participant__study=study,
+                assignment__participant__is_preview=False,
+                assignment__kind=Assignment.Kind.RESPONSE,
+            )
+            .values("assignment__participant__condition")
+            .annotate(n=Count("id"))
+            .values_list("assignment__participant__condition", "n")
+        ):
+            if cid is not None:
+                row_of(cid)["ratings"] = n
+        per_response = _ratings_per_response(study)
+        for row in per_response.values("condition").annotate(min=Min("n"), max=Max("n"), mean=Avg("n")):
+            spread = row_of(row["condition"])["ratings_per_response"]
+            spread["min"], spread["max"] = row["min"], row["max"]
+            spread["mean"] = round(float(row["mean"]), 3) if row["mean"] is not None else None
+        for row in (
+            per_response.values("condition", "n").annotate(responses=Count("id")).order_by("condition", "n")
+        ):
+            row_of(row["condition"])["ratings_per_response"]["histogram"][str(row["n"])] = row["responses"]
+        for condition in conditions:
+            row_of(condition.pk)
+        return per
+
+    def status_totals(self, study: Study, per_condition: dict[int, dict]) -> dict:
+        return {"ratings": sum(row.get("ratings", 0) for row in per_condition.values())}
+
+    def status_notices(self, study: Study, status: dict) -> list[str]:
+        """A shortfall per condition whose quota has filled (its completed and active participants reach it, so
+        nobody new joins) while responses have fewer ratings than the target: how many have none, how many
+        ratings are missing, and the participants that would give them."""
+        target, items = study.target_ratings_per_response, study.items_per_participant
+        notices = []
+        for row in status["conditions"]:
+            taken = row["participants"]["completed"] + row["participants"]["active"]
+            histogram = row.get("ratings_per_response", {}).get("histogram", {})
+            missing = sum(n * max(target - int(k), 0) for k, n in histogram.items())
+            if taken < row["quota"] or not missing:
+                continue
+            unrated = histogram.get("0", 0)
+            notices.append(
+                f"condition '{row['name']}' has filled its quota ({row['quota']} participants) but {unrated} "
+                f"response{'' if unrated == 1 else 's'} have no rating and {missing} rating"
+                f"{'' if missing == 1 else 's'} are missing against the target of {target} per response: raise "
+                f"its quota by {-(-missing // items)} to collect them, or accept the shortfall"
+            )
+        return notices
+
+    def status_summary(self, study: Study, status: dict) -> list[str]:
+        target = study.target_ratings_per_response
+        return [
+            f"{status['prompts']} prompts",
+            f"{study.items_per_participant} items per participant",
+            f"target {target} rating{'' if target == 1 else 's'} per response",
+        ]
+
+
+RATING = register(RatingKind())
