@@ -155,3 +155,43 @@ def test_the_participant_path_reaches_it_through_the_spines_port(httpserver, con
     httpserver.expect_request(PATH, method="POST").respond_with_handler(sse())
     reply = live_respond(condition=config.condition, messages=ASKED, context={"turn": 2})
     assert "".join(reply) == "That sounds really hard." and reply.record.context == {"turn": 2}
+
+
+def anthropic_sse(request):
+    """An Anthropic Messages stream: message_start (id, model, input tokens), two text deltas, message_delta
+    (stop reason, output tokens), message_stop."""
+    events = [
+        ("message_start", {"type": "message_start", "message": {
+            "id": "msg_live", "type": "message", "role": "assistant", "model": "claude-test", "content": [],
+            "stop_reason": None, "usage": {"input_tokens": 30, "output_tokens": 1}}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": ""}}),
+        *[("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                   "delta": {"type": "text_delta", "text": word}}) for word in WORDS[:2]],
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                           "usage": {"output_tokens": 4}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]  # fmt: skip
+    text = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+    return WerkzeugResponse(text, mimetype="text/event-stream")
+
+
+def test_an_anthropic_reply_streams_too(httpserver, api_key):
+    provider = make_provider(httpserver, kind="anthropic")
+    study = make_study(provider=provider)
+    config = LLMConditionConfig.objects.select_related("provider").get(condition__study=study)
+    httpserver.expect_request("/v1/messages", method="POST").respond_with_handler(anthropic_sse)
+    reply = respond_now(config=config, messages=ASKED)
+    assert list(reply) == WORDS[:2] and (reply.finish_reason, reply.usage_in, reply.usage_out) == (
+        "end_turn",
+        30,
+        4,
+    )
+    call = LiveCall.objects.get()
+    assert (call.outcome, call.provider_response_id, call.model_returned) == (
+        LiveCall.Outcome.OK,
+        "msg_live",
+        "claude-test",
+    )
+    assert json.loads(httpserver.log[0][0].get_data())["stream"] is True
