@@ -190,7 +190,7 @@ class Launch:
         raise RuntimeError("a webhook delivery failed ten times")
 
     def session(self, index: int) -> None:
-        from ratings.services import rating_submit
+        from kinds.rating.services import rating_submit
         from studies.models import Assignment, Participant
         from studies.participants import StudyFull, participant_advance, participant_enroll
 

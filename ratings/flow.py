@@ -3,8 +3,8 @@
 The sequence of steps and the lifecycle belong to the spine (studies/participants.py, studies/kinds/): consent,
 the study kind's steps, done. Each step is served by a page: an object with `get` (show the page) and `post`
 (store an answer through a service, then redirect back to the step page), named by the kind's `pages`
-(`StudyKind.pages`, dotted paths such as "ratings.views.ITEMS_PAGE") — so studies/ never imports this app,
-and a new kind adds its pages in its own module without touching another kind's.
+(`StudyKind.pages`, dotted paths such as "kinds.pairwise.pages.PAIRS_PAGE", resolved by the registry) — so this
+app never names a kind or a kind's step, and a new kind adds its pages in its own package.
 
 A handler is `(request, participant) -> HttpResponse`; the view has already checked that the participant
 belongs to the session, is active, and (for POST) that the form was posted from this step (the hidden `step`
@@ -25,12 +25,10 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from studies import authenticity
-from studies.kinds import page_for, step_after
+from studies.kinds import DONE, page_for, participant_steps, step_after
 from studies.models import Participant
 from studies.pages import StepPage
-from studies.participants import participant_advance
-
-from . import services
+from studies.participants import participant_advance, participant_screen_out
 
 
 def page_of(participant: Participant) -> StepPage:
@@ -38,10 +36,27 @@ def page_of(participant: Participant) -> StepPage:
     return page_for(participant.study, participant.step)
 
 
-def items_follow_instructions(study) -> bool:
-    """Whether the study's instructions lead straight to its items: then the consent page carries the first item
-    too (shared_pages.consent_page) and the first answer takes the instructions with it (`steps_on_the_way`)."""
-    return step_after(study, Participant.Step.INSTRUCTIONS) == Participant.Step.ITEMS
+def carried_ahead(study) -> tuple[str, StepPage] | None:
+    """The step that follows the study's instructions and its page, when that page carries itself ahead on the
+    consent page (`StepPage.ahead`, e.g. the rating kind's first item: shared_pages.consent_page), so the first
+    answer takes the instructions with it (`steps_on_the_way`); None otherwise."""
+    if Participant.Step.INSTRUCTIONS not in participant_steps(study):
+        return None
+    following = step_after(study, Participant.Step.INSTRUCTIONS)
+    if following == DONE:
+        return None
+    page = page_for(study, following)
+    return (following, page) if page.ahead is not None else None
+
+
+def consent_accept(*, participant: Participant, now: datetime | None = None) -> bool:
+    """The participant agrees: they move on from the consent step. Idempotent (False when already past it)."""
+    return participant_advance(participant=participant, from_step=Participant.Step.CONSENT, now=now)
+
+
+def consent_decline(*, participant: Participant, now: datetime | None = None) -> bool:
+    """The participant does not agree: screened out (see `studies.participants.participant_screen_out`)."""
+    return participant_screen_out(participant=participant, now=now)
 
 
 # The longest time the page may say the first item was on screen before its answer (`shown_ms`).
@@ -80,22 +95,21 @@ def steps_on_the_way(request: HttpRequest, participant: Participant) -> None:
     if participant.status != Participant.Status.ACTIVE:
         return
     step = post.get("step")
+    ahead = carried_ahead(participant.study) if post.get("begun") == "1" else None
     # With an answer; or with the instructions' own fields, sent as the page was left before that answer.
-    begun = step in (Participant.Step.INSTRUCTIONS, Participant.Step.ITEMS) and post.get("begun") == "1"
+    begun = post.get("begun") == "1" and (
+        step == Participant.Step.INSTRUCTIONS or (ahead is not None and step == ahead[0])
+    )
     if (
         post.get("agreed") == "1"
         and (step == Participant.Step.INSTRUCTIONS or begun)
         and participant.step == Participant.Step.CONSENT
     ):
-        services.consent_accept(participant=participant)
-    if (
-        begun
-        and participant.step == Participant.Step.INSTRUCTIONS
-        and items_follow_instructions(participant.study)
-    ):
+        consent_accept(participant=participant)
+    if begun and ahead is not None and participant.step == Participant.Step.INSTRUCTIONS:
         now = timezone.now()
         if participant_advance(participant=participant, from_step=Participant.Step.INSTRUCTIONS, now=now):
-            services.item_mark_shown(participant=participant, now=shown_before(post, participant, now))
+            ahead[1].ahead_shown(participant=participant, now=shown_before(post, participant, now))
 
 
 @contextmanager

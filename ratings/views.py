@@ -1,4 +1,4 @@
-"""The participant flow: thin doors into `studies.participants` and `ratings.services`.
+"""The participant flow: thin doors into `studies.participants` and the kinds' step pages.
 
 URLs (see ratings/urls.py):
 
@@ -10,9 +10,9 @@ URLs (see ratings/urls.py):
   Every POST redirects back here (POST-redirect-GET); a POST from a page that is no longer current
   stores nothing and redirects to the current step. A POST asking for JSON (`Accept: application/json`:
   participant.js posts the step forms and the answers in the background) gets no redirect but one JSON
-  reply instead, so each answer is one request: the next item (`item_answer`), the page of the
-  participant's new step rendered into the reply (`_in_place`), or `{"next": url}` where the browser goes
-  instead. Same checks, same services, same exactly-once rules: only the reply differs.
+  reply instead, so each answer is one request: what the step's page answers (`StepPage.answer`: the
+  rating kind's next item), the page of the participant's new step rendered into the reply (`_in_place`), or
+  `{"next": url}` where the browser goes instead. Same checks, same services, same exactly-once rules: only the reply differs.
 * `/s/<slug>/start/` — direct-link studies (platform "none") only: a POST that enrolls a generated id.
 * `/s/<slug>/return/` — stop and return: a confirmation page, then the slot and items are given back.
 
@@ -43,24 +43,19 @@ from studies.participants import (
     StudyFull,
     StudyNotOpen,
     participant_advance,
-    participant_complete,
     participant_enroll,
     participant_return,
     participant_touch,
 )
 
-from . import entry_guard, flow, services, teq, tickets
-from .forms import DEFAULT_TURK_SUBMIT_TO, ConsentForm, EntryForm, ItemAnswerForm, TeqForm
-from .picture import picture_draw
+from . import entry_guard, flow, tickets
+from .forms import DEFAULT_TURK_SUBMIT_TO, ConsentForm, EntryForm
 from .selectors import (
-    item_disguise_attention_check,
-    item_payload,
     participant_get_for_request,
-    scale_buttons,
     session_key,
     study_get_by_slug,
 )
-from .shared_pages import consent_page, instructions_page, item_in_place
+from .shared_pages import consent_page, instructions_page
 
 TURK_SUBMIT_SESSION_KEY = "ratings:turk_submit_to:{study_id}"
 
@@ -295,7 +290,8 @@ def step_in_place(request: HttpRequest, participant: Participant) -> JsonRespons
         return _go(_step_url(participant.study.slug))  # nothing stored: the step page says where they are
     with flow.signals_kept(request, participant):
         if handler.answer is not None:
-            return handler.answer(request, participant)
+            reply = handler.answer(request, participant)
+            return reply if reply is not None else page_in_place(request, participant)
         return _in_place(request, participant, handler.post(request, participant))
 
 
@@ -324,12 +320,11 @@ def _in_place(request: HttpRequest, participant: Participant, response: HttpResp
             break
         if response["Location"] != step_url:
             return _go(response["Location"])
-        if participant.status == Participant.Status.ACTIVE and participant.step == Participant.Step.ITEMS:
-            item = services.item_show(participant=participant)
-            if item is not None and item.is_picture:  # its picture comes with its own page only
-                return _go(step_url)
-            if item is not None:  # the item page's shell, sent once, and the item (`item_in_place`)
-                return item_in_place(request, participant, item)
+        if participant.status == Participant.Status.ACTIVE:
+            lighter = flow.page_of(participant).in_place  # e.g. the rating kind's item page's shell and item
+            reply = lighter(request, participant) if lighter is not None else None
+            if reply is not None:
+                return reply
         response = _current_page(request, participant)
     else:
         return _go(step_url)
@@ -355,7 +350,7 @@ def study_return(request: HttpRequest, slug: str) -> HttpResponse:
     return _page(request, study, "return_confirm.html", participant=participant)
 
 
-# --- consent (every kind) and the rating kind's steps -------------------------------------------------
+# --- consent and instructions (every kind) -------------------------------------------------
 
 
 def consent_post(request, participant: Participant) -> HttpResponse:
@@ -363,9 +358,9 @@ def consent_post(request, participant: Participant) -> HttpResponse:
     if not form.is_valid():
         return _page(request, participant.study, "bad_request.html", participant=participant, status=400)
     if form.cleaned_data["decision"] == "agree":
-        services.consent_accept(participant=participant)
+        flow.consent_accept(participant=participant)
     else:
-        services.consent_decline(participant=participant)
+        flow.consent_decline(participant=participant)
     return _to_step(participant.study)
 
 
@@ -374,123 +369,6 @@ def instructions_post(request, participant: Participant) -> HttpResponse:
     return _to_step(participant.study)
 
 
-def teq_get(
-    request, participant: Participant, *, form: TeqForm | None = None, status: int = 200
-) -> HttpResponse:
-    return _page(
-        request,
-        participant.study,
-        "teq.html",
-        participant=participant,
-        step=participant.step,
-        form=form or TeqForm(),
-        options=teq.OPTIONS,
-        status=status,
-    )
-
-
-def teq_post(request, participant: Participant) -> HttpResponse:
-    form = TeqForm(request.POST)
-    if not form.is_valid():
-        return teq_get(request, participant, form=form, status=400)
-    try:
-        services.teq_submit(participant=participant, answers=form.answers())
-    except services.InvalidAnswers:
-        return teq_get(request, participant, form=form, status=400)
-    return _to_step(participant.study)
-
-
-def item_get(request, participant: Participant) -> HttpResponse:
-    current = services.item_show(participant=participant)
-    if current is None:  # every item answered but not completed: cannot normally happen; finish them
-        participant_complete(participant=participant)
-        return _to_step(participant.study)
-    study = participant.study
-    return _page(
-        request,
-        study,
-        "item.html",
-        participant=participant,
-        step=participant.step,
-        item=current,
-        page=current.assignment,
-        scale=scale_buttons(study),
-        picture=picture_draw(study=study, participant_id=participant.pk) if current.is_picture else None,
-    )
-
-
-def item_post(request, participant: Participant) -> HttpResponse:
-    form = ItemAnswerForm(request.POST)
-    if not form.is_valid():
-        return _page(request, participant.study, "bad_request.html", participant=participant, status=400)
-    try:
-        services.rating_submit(
-            participant=participant, position=form.cleaned_data["position"], value=form.cleaned_data["value"]
-        )
-    except (services.NotCurrentItem, services.ParticipantNotActive):
-        pass  # a stale page: nothing stored, show the current step
-    except services.AnswerRejected as error:
-        return _page(
-            request, participant.study, "bad_request.html", participant=participant, status=error.status
-        )
-    return _to_step(participant.study)
-
-
-def item_answer(request, participant: Participant) -> JsonResponse:
-    """The item form posted in the background: the answer stored exactly as `item_post` stores it, and
-    the reply is what the page needs next instead of a redirect:
-
-    * `{"saved": true|false, "item": {...}}` — the participant's current item after this answer, to show
-      in place (`saved`: this answer is stored, now or by an earlier attempt; false for a stale page —
-      another tab answered first — where the stored answer stands and nothing was written);
-    * `{"page": html, "url": step page}` — the participant left the items (completed, or no longer
-      active): the page the step URL shows now (their completion code), shown in place (see `_in_place`);
-    * `{"error": code}` with the answer's 4xx status: nothing stored (the script then posts the form the
-      plain way, so the participant sees the same page as without JavaScript).
-
-    A retried answer (same position: the connection was lost after the server stored it) is not stored
-    twice; it gets the next item like the first attempt would have."""
-    form = ItemAnswerForm(request.POST)
-    if not form.is_valid():
-        return JsonResponse({"error": "bad_request"}, status=400)
-    submitted = error = None
-    try:
-        submitted = services.rating_submit(
-            participant=participant,
-            position=form.cleaned_data["position"],
-            value=form.cleaned_data["value"],
-            show_next=True,
-        )
-    except services.AnswerRejected as rejected:
-        error = rejected
-    return _item_reply(request, participant, submitted, error)
-
-
-def _item_reply(
-    request, participant: Participant, submitted: services.RatingSubmitted | None, error: Exception | None
-) -> JsonResponse:
-    """`item_answer`'s reply to an answer stored (`submitted`) or refused (`error`)."""
-    if error is not None and not isinstance(error, (services.NotCurrentItem, services.ParticipantNotActive)):
-        return JsonResponse({"error": type(error).__name__}, status=error.status)
-    # NotCurrentItem, ParticipantNotActive: a stale page, nothing stored: the current item is shown.
-    study = participant.study
-    if participant.status != Participant.Status.ACTIVE or participant.step != Participant.Step.ITEMS:
-        return page_in_place(request, participant)  # finished: the completion page, in place
-    # A new answer brings its next item along (same query, same transaction); a retried or stale one reads it.
-    if submitted is not None and submitted.next_item is not None:
-        current = item_disguise_attention_check(item=submitted.next_item, participant=participant)
-    else:
-        current = services.item_show(participant=participant)
-        if current is None:
-            participant_complete(participant=participant)
-            return page_in_place(request, participant)
-    if current.is_picture:  # its picture comes with its own page only
-        return _go(_step_url(study.slug))
-    return JsonResponse({"saved": submitted is not None, "item": item_payload(current, title=study.title)})
-
-
-# The pages named by studies/kinds/ (the spine's consent page, the rating kind's steps).
+# The spine's pages (studies/kinds/base.py SPINE_PAGES): every kind's consent and instructions.
 CONSENT_PAGE = StepPage(get=consent_page, post=consent_post)
 INSTRUCTIONS_PAGE = StepPage(get=instructions_page, post=instructions_post)
-TEQ_PAGE = StepPage(get=teq_get, post=teq_post)
-ITEMS_PAGE = StepPage(get=item_get, post=item_post, answer=item_answer)

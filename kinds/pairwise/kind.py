@@ -44,18 +44,17 @@ from django.utils import timezone
 from generation.judge_formats import PAIRS as PAIRS_FORMAT
 from studies import rows
 from studies.balancing import live_assignments, tie_break_draws, tie_break_key
+from studies.kinds import StudyKind, register, resolved
 from studies.kinds.base import (
     CONDITIONS,
     AnalysisPlan,
     LaunchProblem,
     PlannedTest,
     SetupTexts,
-    StudyKind,
     WorkedExampleForm,
     corpus_coverage_problems,
     instructions_problems,
 )
-from studies.kinds.registry import register, resolved
 from studies.models import (
     RESPONSE_ELIGIBLE,
     Condition,

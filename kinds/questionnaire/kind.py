@@ -15,8 +15,8 @@ from datetime import datetime
 from django.db.models import Count, Exists, OuterRef, Q
 
 from studies.balancing import fewest_first, live_assignments
-from studies.kinds.base import AnalysisPlan, PlannedTest, SetupTexts, StudyKind
-from studies.kinds.registry import register
+from studies.kinds import StudyKind, register
+from studies.kinds.base import AnalysisPlan, PlannedTest, SetupTexts
 from studies.models import (
     Assignment,
     Condition,

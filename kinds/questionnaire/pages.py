@@ -42,11 +42,11 @@ from studies.models import (
 from studies.pages import StepPage
 from studies.participants import is_on_step, participant_advance, participant_lock, participant_state_copy
 
+from .kind import DEFAULT as STEP_DEFAULT
+from .kind import EVOKED as STEP_EVOKED
 from .kind import QUESTIONNAIRE
+from .kind import SITUATION as STEP_SITUATION
 
-STEP_DEFAULT = Participant.Step.Q_DEFAULT
-STEP_SITUATION = Participant.Step.Q_SITUATION
-STEP_EVOKED = Participant.Step.Q_EVOKED
 PHASE_FOR_STEP = {STEP_DEFAULT: QuestionnaireRun.Phase.DEFAULT, STEP_EVOKED: QuestionnaireRun.Phase.EVOKED}
 CHECK_FIELD = "check"
 

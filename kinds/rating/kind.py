@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from studies import rows
 from studies.balancing import live_assignments, tie_break_draws, tie_break_key
+from studies.kinds import register
 from studies.kinds.base import (
     CONDITIONS,
     AnalysisPlan,
@@ -30,7 +31,6 @@ from studies.kinds.base import (
     corpus_coverage_problems,
     instructions_problems,
 )
-from studies.kinds.registry import register
 from studies.models import (
     RESPONSE_ELIGIBLE,
     Assignment,
@@ -136,8 +136,8 @@ class RatingKind(StudyKind):
         ITEMS: "Items",
     }
     pages = {
-        TEQ: "ratings.views.TEQ_PAGE",
-        ITEMS: "ratings.views.ITEMS_PAGE",
+        TEQ: "kinds.rating.pages.TEQ_PAGE",
+        ITEMS: "kinds.rating.pages.ITEMS_PAGE",
     }
     status_columns = [
         ("responses", "responses"),

@@ -4,27 +4,15 @@ from __future__ import annotations
 
 from django import template
 
-from studies import authenticity
-from studies.kinds import participant_steps
+from studies import authenticity, pages
 
 register = template.Library()
-
-# Steps a participant passes through without a page of their own.
-_NOT_SHOWN = {"done"}
 
 
 @register.inclusion_tag("ratings/_step_progress.html")
 def step_progress(participant) -> dict:
-    """The "Step 2 of 4" of the participant's current step, from their study's sequence of steps; nothing
-    when the step is not in it (a preview of a retired step, say)."""
-    if participant is None:
-        return {}
-    steps = [step for step in participant_steps(participant.study) if step not in _NOT_SHOWN]
-    try:
-        number = steps.index(participant.step) + 1
-    except ValueError:
-        return {}
-    return {"number": number, "total": len(steps)}
+    """The "Step 2 of 4" of the participant's current step (studies.pages.step_progress)."""
+    return pages.step_progress(participant)
 
 
 @register.inclusion_tag("ratings/_trap_instruction.html")

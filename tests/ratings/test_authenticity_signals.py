@@ -148,7 +148,7 @@ def test_pages_of_one_participant_arriving_together_are_all_kept(requires_postgr
 def test_signals_are_stored_with_the_answer_or_not_at_all(monkeypatch):
     """The signals share the answer's transaction: an answer that fails after its rating was written leaves
     neither the rating nor the page's signals; the next attempt stores both."""
-    from ratings import services
+    from kinds.rating import services
 
     study = rating_study_build(conditions=1, prompts=6, items_per_participant=3)
     client = Client(raise_request_exception=False)

@@ -154,7 +154,7 @@ def test_in_place_answers_send_the_browser_to_the_picture_page(study):
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_the_picture_answer_sent_twice_at_once_is_stored_and_scored_once(requires_postgres, study):
-    from ratings.services import rating_submit
+    from kinds.rating.services import rating_submit
 
     client = Client()
     participant = _on_items(client, study)

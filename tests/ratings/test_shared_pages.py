@@ -8,8 +8,8 @@ import pytest
 from django.test import Client
 from django.test.signals import template_rendered
 
-from ratings import shared_pages
 from studies.models import Participant
+from studies.pages import TOKEN_MARK
 from tests.factories import rating_study_build
 from tests.ratings.helpers import CSRF_TOKEN, enter, step_url
 
@@ -62,7 +62,7 @@ def test_every_reply_carries_its_own_token_and_the_posts_it_makes_are_accepted(s
     tokens = [CSRF_TOKEN.search(page).group(1) for _, page in pages]
     assert len(set(tokens)) == 3
     for (client, page), token in zip(pages, tokens, strict=True):
-        assert shared_pages._TOKEN_MARK not in page
+        assert TOKEN_MARK not in page
         response = client.post(
             step_url(study), {"step": "consent", "decision": "agree", "csrfmiddlewaretoken": token}
         )

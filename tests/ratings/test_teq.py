@@ -2,7 +2,7 @@
 
 import pytest
 
-from ratings import teq
+from kinds.rating import teq
 
 
 def test_the_sixteen_items_and_the_published_reverse_scored_ones():

@@ -86,7 +86,7 @@ def enroll(link, pid: str, fake=None, status="ACTIVE") -> tuple[Participant, dic
 
 def finish(participant: Participant, *, fail_checks: bool = False) -> Participant:
     """Takes an enrolled participant through consent, instructions and every item, as the pages would."""
-    from ratings.services import rating_submit
+    from kinds.rating.services import rating_submit
     from studies.models import Assignment
     from studies.participants import participant_advance
 

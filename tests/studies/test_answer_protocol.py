@@ -13,7 +13,7 @@ from django.db import connections
 
 from kinds.pairwise.pages import pair_answer_submit
 from kinds.questionnaire.pages import questionnaire_item_order, questionnaire_submit
-from ratings.services import rating_submit
+from kinds.rating.services import rating_submit
 from studies import models
 from studies.answers import NotCurrentItem, NotYourItem, ParticipantNotActive
 from studies.models import Assignment, Participant, QuestionnaireRun

@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 import pytest
 from django.core.management import CommandError, call_command
 
-from ratings.teq import teq_score as flow_teq_score
+from kinds.rating.teq import teq_score as flow_teq_score
 from studies.importers import teq_score
 from studies.models import Assignment, Participant, Rating, Study
 from studies.selectors import study_status

@@ -30,7 +30,6 @@ from studies.models import Assignment, AttentionCheck, Participant, Rating
 from studies.participants import (
     participant_advance,
     participant_lock,
-    participant_screen_out,
     participant_state_copy,
 )
 
@@ -195,16 +194,6 @@ def _times_next_sql(vendor: str) -> str:
         f"UPDATE {rows.table(Assignment)} SET {answered} = CASE WHEN {pk} = %s THEN %s ELSE {answered} END,"
         f" {shown} = COALESCE({shown}, %s) WHERE {pk} IN (%s, %s)"
     )
-
-
-def consent_accept(*, participant: Participant, now: datetime | None = None) -> bool:
-    """The participant agrees: they move on from the consent step. Idempotent (False when already past it)."""
-    return participant_advance(participant=participant, from_step=Participant.Step.CONSENT, now=now)
-
-
-def consent_decline(*, participant: Participant, now: datetime | None = None) -> bool:
-    """The participant does not agree: screened out (see `studies.participants.participant_screen_out`)."""
-    return participant_screen_out(participant=participant, now=now)
 
 
 def teq_submit(*, participant: Participant, answers: dict[int, str], now: datetime | None = None) -> bool:
