@@ -16,6 +16,7 @@ from analysis.design import amendment_line, design_json_write, design_of_slug, d
 from analysis.exclusions import ExclusionRules
 from analysis.exports import table_lines
 from studies.models import Study
+from studies.planned_analysis import further_tests
 
 TEST_SHORT = {
     stats.TEST_OMNIBUS: "omnibus χ²",
@@ -158,7 +159,8 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
         "main_html": html_table(
             main, columns=PAGE_COLUMNS, label="Main tests", readable=True, labels=adjusted_labels(analysis)
         ),
-        "primary_line": stats.PRIMARY_LINE,
+        "primary_line": stats.primary_line(analysis.primary_test),
+        "planned_tests_line": planned_tests_line(analysis),
         "small_sample_min": stats.SMALL_SAMPLE_MIN_EXPECTED,
         "small_sample_tests": int(main["small_sample"].sum()) if "small_sample" in main.columns else 0,
         "pairwise_2xk_html": html_table(
@@ -203,7 +205,8 @@ def headline_lines(analysis) -> list[str]:
     main = main_table(analysis)
     if main.empty or "test" not in main.columns:
         return []
-    primary = main[(main["test"] == stats.TEST_CLUSTERED) & (main["scope"] == "overall")]
+    primary = analysis.primary_rows()
+    primary = primary[primary["scope"] == "overall"] if "scope" in primary.columns else primary
     top, out = analysis.scale.top_label, []
 
     def number(row: dict, key: str) -> float | None:
@@ -243,11 +246,17 @@ def adjusted_labels(analysis) -> dict[str, str]:
 
 def planned_line(analysis) -> str:
     """Which α and correction the analysis applied, and where they come from (the report, the dashboard)."""
-    tests = "; ".join(analysis.planned.get("tests") or []) or "none listed"
     return (
         f"α = {analysis.alpha:g}; multiple-comparison correction: {analysis.correction_name}, within each family of "
-        f"tests; from the planned analysis of {analysis.planned_source}. Tests planned: {tests}."
+        f"tests; from the planned analysis of {analysis.planned_source}. {planned_tests_line(analysis)}"
     )
+
+
+def planned_tests_line(analysis) -> str:
+    """The declared primary test, then the secondary ones and the researcher's further tests."""
+    secondary = [test["name"] for test in analysis.planned.get("secondary_tests") or []]
+    tests = "; ".join([*secondary, *further_tests(analysis.planned)]) or "none listed"
+    return f"Primary test: {analysis.primary_test['name']}. Secondary tests planned: {tests}."
 
 
 def _declared_description(analysis) -> dict[str, str]:
@@ -280,7 +289,12 @@ def report_markdown(analysis) -> str:
         f"Conditions: {', '.join(analysis.conditions)}; baseline **{analysis.baseline}**; ratings analysed: "
         f"{analysis.n_rows} of {analysis.n_rows_before}."
     )
-    out += ["", f"Planned analysis applied: {planned_line(analysis)}", "", stats.PRIMARY_LINE]
+    out += [
+        "",
+        f"Planned analysis applied: {planned_line(analysis)}",
+        "",
+        stats.primary_line(analysis.primary_test),
+    ]
     if getattr(analysis, "drift_warning", ""):
         out += ["", f"> **Warning.** {analysis.drift_warning}" + "\n"]
     out += ["", *[f"> **Warning.** {w}" + "\n" for w in analysis.warnings]]

@@ -88,6 +88,18 @@ class RatingAnalysis:
         return self.planned.get("correction", "holm")
 
     @property
+    def primary_test(self) -> dict:
+        """The pre-registered primary test ({"key", "name"}, the kind's declaration as frozen): the tests table's
+        rows under `stats.TEST_BY_KEY[key]` are reported as primary."""
+        return self.planned.get("primary_test") or {"key": "clustered", "name": stats.TEST_CLUSTERED}
+
+    def primary_rows(self) -> pd.DataFrame:
+        """The rows of the tests table that report the pre-registered primary test."""
+        if self.tests.empty:
+            return self.tests
+        return self.tests[self.tests["test"] == stats.TEST_BY_KEY[self.primary_test["key"]]]
+
+    @property
     def correction_name(self) -> str:
         return correction_name(self.correction)
 
@@ -122,12 +134,14 @@ class RatingAnalysis:
         return out
 
     def main_tests(self) -> pd.DataFrame:
-        """The report's main table: the primary (participant-clustered) comparison of each condition with the
-        baseline, then the seed study's omnibus test and 2×2 Yates test, overall, by valence and per emotion."""
+        """The report's main table: the pre-registered primary test (the participant-clustered comparison of each
+        condition with the baseline), then the seed study's omnibus test and 2×2 Yates test, overall, by valence
+        and per emotion."""
         if self.tests.empty:
             return self.tests
-        primary = self.tests[self.tests["test"] == stats.TEST_CLUSTERED]
+        primary = self.primary_rows()
         papers = self.tests[self.tests["test"].isin([stats.TEST_OMNIBUS, stats.TEST_2X2])]
+        papers = papers[~papers.index.isin(primary.index)]
         return pd.concat([primary, papers]).reset_index(drop=True)
 
     def summary(self) -> dict[str, Any]:

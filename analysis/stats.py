@@ -43,12 +43,18 @@ TEST_OMNIBUS = "omnibus chi-square (condition × rating)"
 TEST_2XK = "chi-square vs baseline (2 × scale)"
 TEST_2X2 = "chi-square vs baseline (2 × 2 top vs rest, Yates)"
 TEST_CLUSTERED = "top share vs baseline: participant-clustered Wald (primary)"
+# Each test of the rating kind's declared plan (studies/kinds/rating.py RATING_PLAN) by its key: the rows of the
+# tests table that report it. The analysis reports the rows of the declared primary test as primary.
+TEST_BY_KEY = {"clustered": TEST_CLUSTERED, "omnibus": TEST_OMNIBUS, "2xk": TEST_2XK, "2x2": TEST_2X2}
 # The one line the dashboard and the report print about which test decides, and why.
 PRIMARY_LINE = (
-    "Primary test: each condition's top share against the baseline's with participant-clustered (GEE-robust) "
-    "standard errors, because each participant gives several ratings and they are not independent; the chi-square "
-    "and Yates tests are the seed study's own procedure, kept for comparison with the paper."
+    "the chi-square and Yates tests are the seed study's own procedure, kept for comparison with the paper."
 )
+
+
+def primary_line(primary_test: dict) -> str:
+    """Which test decides, as pre-registered (the kind's declared primary test), and what the others are."""
+    return f"Primary test (as pre-registered): {primary_test['name']}; {PRIMARY_LINE}"
 
 
 # --- Distributions --------------------------------------------------------------------------------------

@@ -390,4 +390,5 @@ class GeneratedResponse(Response):
 
 
 from generation.judge_models import Judge, JudgeBatch, JudgeRating  # noqa: E402, F401  (the LLM judge)
+from generation.live_models import LiveCall  # noqa: E402, F401  ("respond now" calls)
 from generation.questionnaire_models import QuestionnaireExchange  # noqa: E402, F401  (EmotionBench LLM subjects)

@@ -10,6 +10,7 @@ from functools import cache
 from django.db import connection
 
 from studies import rows
+from studies.kinds import kind_of
 from studies.models import Participant, Study
 
 from . import tickets
@@ -69,17 +70,23 @@ def session_key(slug: str) -> str:
 
 
 def worked_examples(study: Study) -> list[dict]:
-    """The study's worked examples as the instructions page shows them: each with its rating's label."""
-    labels = {int(option["value"]): option["label"] for option in study.scale}
-    return [
-        {**example, "rating_label": labels.get(_as_int(example.get("rating")), example.get("rating", ""))}
-        for example in (study.worked_examples or [])
-        if isinstance(example, dict)
-    ]
-
-
-def _as_int(value) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
+    """The study's worked examples as the instructions page shows them, in its kind's form
+    (`StudyKind.worked_example_form`): `texts`, (key, label, text) of each text given, in order; `answer_title`
+    and `answer`, the label of its answer; `explanation`."""
+    kind = kind_of(study)
+    form = kind.worked_example_form
+    labels = {str(value): label for value, label in kind.example_answers(study)}
+    shown = []
+    for example in study.worked_examples or []:
+        if not isinstance(example, dict):
+            continue
+        answer = example.get(form.answer_key)
+        shown.append(
+            {
+                "texts": [(key, label, example[key]) for key, label in form.texts if example.get(key)],
+                "answer_title": form.answer_label,
+                "answer": labels.get(str(answer), "" if answer is None else str(answer)),
+                "explanation": example.get("explanation", ""),
+            }
+        )
+    return shown

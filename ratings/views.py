@@ -33,6 +33,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from config.ratelimit import honeypot, honeypot_add, rate_limit
+from studies.kinds import kind_of
 from studies.models import Participant, Study
 from studies.pages import StepPage
 from studies.participants import (
@@ -69,8 +70,13 @@ def home(request):
 def _page(
     request, study: Study, template: str, *, participant=None, status: int = 200, **context
 ) -> HttpResponse:
-    context.update({"study": study, "participant": participant})
+    context.update({"study": study, "participant": participant, "welcome": _welcome(study)})
     return render(request, f"ratings/{template}", context, status=status)
+
+
+def _welcome(study: Study) -> str:
+    """What the study asks of a participant, in one sentence of its kind's (the welcome and MTurk preview pages)."""
+    return kind_of(study).setup_texts.welcome.format(n=study.items_per_participant)
 
 
 def _to_step(study: Study) -> HttpResponse:

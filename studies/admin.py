@@ -157,7 +157,6 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, StudySetupAdminMix
             {
                 "fields": [
                     "items_per_participant",
-                    "target_ratings_per_response",
                     "quota_per_condition",
                     "attention_check_max_failures",
                     "trap_hidden_instruction",

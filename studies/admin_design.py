@@ -98,7 +98,11 @@ class StudyAdminForm(FrozenDesignFormMixin, forms.ModelForm):
             examples = study.worked_examples if isinstance(study.worked_examples, list) else []
             self._replace(
                 "worked_examples",
-                WorkedExamplesField(slots=len(examples) + SPARE_EXAMPLES, scale=study.scale),
+                WorkedExamplesField(
+                    slots=len(examples) + SPARE_EXAMPLES,
+                    form=kind_of(study).worked_example_form,
+                    answers=kind_of(study).example_answers(study) or None,
+                ),
             )
         if isinstance(self.fields.get("planned_analysis"), PlannedAnalysisField):
             self._replace("planned_analysis", PlannedAnalysisField(stored=study.planned_analysis))

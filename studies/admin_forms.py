@@ -15,8 +15,8 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from .exclusion_rules import STRAIGHT_LINING_DEFAULTS, TOO_FAST_DEFAULTS
+from .kinds.base import SCALE_EXAMPLES, WorkedExampleForm
 from .planned_analysis import CORRECTIONS, DEFAULT_ALPHA, DEFAULT_CORRECTION, KEYS, default_scale
-from .rating_settings import EXAMPLE_KEYS, EXAMPLE_TEXTS
 
 MAX_SCALE_POINTS = 11
 SPARE_OPTIONS = 2
@@ -160,58 +160,55 @@ class ScaleField(StoredJSONField):
 
 
 class WorkedExamplesField(StoredJSONField):
-    """Worked examples: as many as the study has, plus SPARE_EXAMPLES blank ones; each rated by a scale label."""
+    """Worked examples: as many as the study has, plus SPARE_EXAMPLES blank ones, in the study kind's form
+    (`StudyKind.worked_example_form`: its texts, and its answer chosen among `answers`, (value, label) each)."""
 
-    LABELS = {
-        "emotion": "Emotion",
-        "situation": "Situation",
-        "speaker_utterance": "Speaker 1 says",
-        "response": "Speaker 2 replies",
-        "rating": "Its rating",
-        "explanation": "Why",
-    }
-
-    def __init__(self, *, slots: int = 3, scale: Any = None, **kwargs):
+    def __init__(
+        self, *, slots: int = 3, form: WorkedExampleForm = SCALE_EXAMPLES, answers: Any = None, **kwargs
+    ):
         kwargs.pop("encoder", None), kwargs.pop("decoder", None)
-        self.slots = slots
-        choices = [("", "---------"), *scale_choices(scale)]
+        self.slots, self.form = slots, form
+        answers = list(answers) if answers is not None else scale_choices(None)
+        by_text = {str(value): value for value, _label in answers}
+        choices = [("", "---------"), *((str(value), label) for value, label in answers)]
+        labels = {**dict(form.texts), form.answer_key: form.answer_label, "explanation": "Why"}
         text = {"rows": 2, "cols": 60, "class": "vLargeTextField"}
-        widgets = {
-            "emotion": lambda: forms.TextInput(attrs={"class": "vTextField"}),
-            "rating": lambda: forms.Select(choices=choices),
-        }
-        rows = [
-            (f"Example {n}", [(self.LABELS[k], widgets.get(k, lambda: forms.Textarea(attrs=text))())
-                              for k in EXAMPLE_KEYS])
-            for n in range(1, slots + 1)
-        ]  # fmt: skip
+
+        def widget(key: str) -> forms.Widget:
+            if key == form.answer_key:
+                return forms.Select(choices=choices)
+            if key == "emotion":
+                return forms.TextInput(attrs={"class": "vTextField"})
+            return forms.Textarea(attrs=text)
+
+        rows = [(f"Example {n}", [(labels[k], widget(k)) for k in form.keys]) for n in range(1, slots + 1)]
         fields = []
         for _ in range(slots):
-            for key in EXAMPLE_KEYS:
+            for key in form.keys:
                 fields.append(
-                    forms.TypedChoiceField(choices=choices, coerce=int, empty_value=None)
-                    if key not in EXAMPLE_TEXTS
+                    forms.TypedChoiceField(choices=choices, coerce=by_text.get, empty_value=None)
+                    if key == form.answer_key
                     else forms.CharField()
                 )
         super().__init__(fields, RowsWidget(rows), **kwargs)
-        self.help_text = (
-            "Shown with the instructions. Leave an example's texts blank to remove it; each is rated by one "
-            "of the scale's labels (as saved: change the scale first, save, then rate the examples)."
-        )
+        self.help_text = form.help_text
 
     def decompress(self, value) -> list:
+        keys, answer = self.form.keys, self.form.answer_key
         out: list = []
         for example in (value or [])[: self.slots]:
-            out += [example.get(key, "" if key in EXAMPLE_TEXTS else None) for key in EXAMPLE_KEYS]
-        blank = ["" if key in EXAMPLE_TEXTS else None for key in EXAMPLE_KEYS]
-        return out + blank * (self.slots - len(out) // len(EXAMPLE_KEYS))
+            out += [example.get(key, None if key == answer else "") for key in keys]
+        blank = [None if key == answer else "" for key in keys]
+        return out + blank * (self.slots - len(out) // len(keys))
 
     def compress(self, data_list) -> list[dict]:
-        width = len(EXAMPLE_KEYS)
-        examples = [dict(zip(EXAMPLE_KEYS, data_list[i : i + width], strict=True))
-                    for i in range(0, len(data_list), width)]  # fmt: skip
+        keys, answer = self.form.keys, self.form.answer_key
+        examples = [dict(zip(keys, data_list[i : i + len(keys)], strict=True))
+                    for i in range(0, len(data_list), len(keys))]  # fmt: skip
         return [
-            e for e in examples if any((e[k] or "").strip() for k in EXAMPLE_TEXTS) or e["rating"] is not None
+            e
+            for e in examples
+            if any((e[k] or "").strip() for k in keys if k != answer) or e[answer] is not None
         ]
 
 

@@ -135,25 +135,24 @@ def setup_steps(study: Study, *, with_panel: str | None = None, typed=None) -> l
     add(
         TEXTS,
         TITLES[TEXTS],
-        "What participants read before they start, and the settings of what they answer (e.g. the scale and "
-        "worked examples).",
+        f"What participants read before they start, and {kind.setup_texts.answers}.",
         links=[("Edit the texts", _change(study, "id_consent_text"))],
     )
-    checks = study.attention_checks.count() if kind.attention_checks else 0
+    checked = kind.checks(study)  # (how many, what one is called, its inline's anchor), or None
     add(
         CHECKS,
         TITLES[CHECKS],
-        (f"{checks} attention check{'' if checks == 1 else 's'}; " if kind.attention_checks else "")
+        (f"{checked[0]} {checked[1]}{'' if checked[0] == 1 else 's'}; " if checked else "")
         + "the exclusion rules the analysis applies, declared before launch.",
         advice=(
-            ["no attention check yet: add one so careless participants can be excluded"]
-            if kind.attention_checks and not checks
+            [f"no {checked[1]} yet: add one so careless participants can be excluded"]
+            if checked and not checked[0]
             else []
         ),
-        done=not kind.attention_checks or checks > 0,
+        done=not checked or checked[0] > 0,
         links=[
-            ("Attention checks and exclusion rules", _change(study, "attention_checks-group"))
-            if kind.attention_checks
+            (f"{checked[1].capitalize()}s and exclusion rules", _change(study, checked[2]))
+            if checked
             else ("Exclusion rules", _change(study))
         ],
     )
@@ -162,7 +161,7 @@ def setup_steps(study: Study, *, with_panel: str | None = None, typed=None) -> l
         QUOTAS,
         TITLES[QUOTAS],
         f"{study.quota_per_condition} participants per condition (a condition may set its own), "
-        f"{study.items_per_participant} items each.",
+        f"{study.items_per_participant} {kind.setup_texts.items} each.",
         advice=coverage,
         done=not coverage,
         links=[("Quotas and design", _change(study, "id_quota_per_condition"))],

@@ -28,6 +28,7 @@ from django.dispatch import receiver
 from django.forms.models import model_to_dict
 
 from .kinds import kind_of
+from .kinds.base import AnalysisPlan
 from .models import (
     AttentionCheck,
     Condition,
@@ -134,23 +135,44 @@ def exclusion_rules_of(study: Study) -> Any:
     return study.exclusion_rules
 
 
-def planned_analysis_of(study: Study) -> tuple[dict, str | None]:
-    """The analysis the study planned, with every key present, and the SHA-256 of the design it comes from: the
-    current frozen version (amendments included) once the study is launched; the study's field, and None, while
-    it is a draft. Bad data in a draft gives ValidationError."""
-    # Only the key and the hash: a design holds every prompt's hash (hundreds of kB for the published study), and
-    # the dashboard's status poll reads this.
+def planned_analysis_of(study: Study) -> tuple[dict, str | None, AnalysisPlan | None]:
+    """The analysis the study planned, with every key present, the SHA-256 of the design it comes from, and the
+    kind's declared tests (`analysis_plan_of`): the current frozen version (amendments included) once the study is
+    launched; the study's field, None and the kind's declaration while it is a draft. Bad data in a draft gives
+    ValidationError."""
+    # Only those keys and the hash, in one query: a design holds every prompt's hash (hundreds of kB for the
+    # published study), and the dashboard's status poll reads this.
     current = (
         StudyDesign.objects.filter(study_id=study.pk)
         .order_by("-created_at", "-id")
-        .values_list("design__planned_analysis", "sha256")
+        .values_list("design__planned_analysis", "sha256", "design__analysis_plan")
         .first()
         if study.pk
         else None
     )
     if current is not None:
-        return planned_analysis_normalise(current[0]), current[1]
-    return planned_analysis_normalise(study.planned_analysis), None
+        return planned_analysis_normalise(current[0]), current[1], _plan(study, current[2])
+    return planned_analysis_normalise(study.planned_analysis), None, kind_of(study).analysis_plan
+
+
+def _plan(study: Study, frozen: dict | None) -> AnalysisPlan | None:
+    """A frozen design's declared tests; the kind's for a design frozen before the kinds declared them."""
+    return AnalysisPlan.from_json(frozen) if frozen else kind_of(study).analysis_plan
+
+
+def analysis_plan_of(study: Study) -> AnalysisPlan | None:
+    """The primary and secondary tests the study's analysis runs: as frozen in its design once it is launched (a
+    design frozen before the kinds declared their plan reads the kind's), the kind's declaration while it is a
+    draft. The pre-registration prints it; the kind's analysis reports its primary test as primary."""
+    frozen = (
+        StudyDesign.objects.filter(study_id=study.pk)
+        .order_by("-created_at", "-id")
+        .values_list("design__analysis_plan", flat=True)
+        .first()
+        if study.pk
+        else None
+    )
+    return _plan(study, frozen)
 
 
 def _kind_settings(study: Study) -> dict | None:
@@ -200,6 +222,7 @@ def design_build(study: Study) -> dict:
     ]
     # Only where a study has known-answer pairs (pairwise studies): every other design reads as before.
     known_answer_pairs = {"known_answer_pairs": pair_checks} if pair_checks else {}
+    plan = kind_of(study).analysis_plan
     return {
         "format": FORMAT,
         "study": study.slug,
@@ -215,6 +238,7 @@ def design_build(study: Study) -> dict:
         **known_answer_pairs,
         "exclusion_rules": exclusion_rules_of(study),
         "planned_analysis": study.planned_analysis,
+        "analysis_plan": plan.as_json() if plan is not None else None,
         "hypotheses": study.hypotheses,
         "parent": _parent_reference(parent),
     }

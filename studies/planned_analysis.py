@@ -4,7 +4,8 @@ design (studies/design.py), so what the analysis applies is what was registered.
 Structure::
 
     {
-      "tests": ["omnibus chi-square (condition x rating)", ...],   # what the analysis runs, in words
+      "tests": ["a test the researcher adds", ...],                # further tests, in words (the kind declares
+                                                                     # its primary and secondary tests itself)
       "alpha": 0.05,                                                 # the significance level, 0 < α < 1
       "correction": "holm"                                           # the multiple-comparison correction within a
     }                                                                # family of tests: one of CORRECTIONS
@@ -65,15 +66,22 @@ def default_scale() -> list[dict]:
     return [{"value": 3, "label": "Good"}, {"value": 2, "label": "Okay"}, {"value": 1, "label": "Bad"}]
 
 
+# What every study was created with before each kind declared its own tests (StudyKind.analysis_plan): the
+# rating kind's secondary tests, stored in a study's `tests` although nobody wrote them. Read as "no further tests".
+FORMER_DEFAULT_TESTS = [
+    "omnibus chi-square (condition x rating)",
+    "chi-square vs baseline (2 x scale)",
+    "chi-square vs baseline (2 x 2 top vs rest, Yates)",
+    "bootstrap CI of the top-share change (participants resampled)",
+]
+
+
 def default_planned_analysis() -> dict:
-    """What `analyze` runs on a rating study (analysis/stats.py): written into the frozen design."""
-    return {
-        "tests": [
-            "omnibus chi-square (condition x rating)",
-            "chi-square vs baseline (2 x scale)",
-            "chi-square vs baseline (2 x 2 top vs rest, Yates)",
-            "bootstrap CI of the top-share change (participants resampled)",
-        ],
-        "alpha": 0.05,
-        "correction": "holm",
-    }
+    """A new study's declaration: no further tests (its kind declares the ones its analysis runs), α, correction."""
+    return {"tests": [], "alpha": DEFAULT_ALPHA, "correction": DEFAULT_CORRECTION}
+
+
+def further_tests(planned: dict) -> list[str]:
+    """The tests the researcher added to the kind's own (the former default list counts as none)."""
+    tests = list(planned.get("tests") or [])
+    return [] if tests == FORMER_DEFAULT_TESTS else tests

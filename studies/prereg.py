@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .design import canonical_json, design_build, design_current, design_sha256
+from .design import analysis_plan_of, canonical_json, design_build, design_current, design_sha256
 from .exclusion_rules import RULE_TITLES, exclusion_rules_words
+from .kinds import kind_of
 from .models import Study
+from .planned_analysis import correction_name, further_tests
 from .selectors import study_design_summary
 
 
@@ -19,6 +21,8 @@ def prereg_context(study: Study) -> dict[str, Any]:
     design = current.design if current is not None else json.loads(canonical_json(design_build(study)))
     summary = study_design_summary(study=study)
     fields = design["fields"]
+    planned = design["planned_analysis"] or {}
+    plan = analysis_plan_of(study)
     return {
         "study": study,
         "frozen": current is not None,
@@ -26,16 +30,17 @@ def prereg_context(study: Study) -> dict[str, Any]:
         "frozen_at": current.created_at if current is not None else None,
         "design": design,
         "hypotheses": design["hypotheses"] or "(none written)",
-        "planned": design["planned_analysis"] or {},
-        "scale": ", ".join(f"{o['label']} = {o['value']}" for o in fields["scale"]),
-        "scale_question": fields["scale_question"],
-        "items_per_participant": fields["items_per_participant"],
-        "ratings_per_response": fields["target_ratings_per_response"],
+        "planned": planned,
+        # The kind's declaration: the primary test its analysis reports as primary, and the secondary ones.
+        "primary_test": plan.primary.name if plan is not None else None,
+        "secondary_tests": [test.name for test in plan.secondary] if plan is not None else [],
+        "further_tests": further_tests(planned),
+        "correction_name": correction_name(planned.get("correction", "")),
         "conditions": design["conditions"],
         "quotas": design["quotas"]["by_condition"],
         "n_prompts": design["prompts"]["count"],
-        "checks": design["attention_checks"],
-        "check_max_failures": fields["attention_check_max_failures"],
+        # What participants are asked and checked with, in the kind's words.
+        "procedure": kind_of(study).prereg_procedure(study, design),
         "exclusion_rules": design["exclusion_rules"],
         "exclusion_words": _rules_in_words(design["exclusion_rules"]),
         "seed": fields["seed"],
@@ -84,10 +89,7 @@ def prereg_markdown(study: Study) -> str:
         "## Materials and procedure",
         "",
         f"- Prompts: {c['n_prompts']} (ids and SHA-256 of each text in the design JSON)",
-        f"- Question: {c['scale_question']}",
-        f"- Scale: {c['scale']}",
-        f"- Items per participant: {c['items_per_participant']}; ratings per response: {c['ratings_per_response']}",
-        f"- Attention checks: {len(c['checks'])}; more than {c['check_max_failures']} failed flags a participant",
+        *(f"- {line}" for line in c["procedure"]),
         f"- Seed of every random draw: {c['seed']}",
         "",
         "## Exclusion rules",
@@ -100,8 +102,10 @@ def prereg_markdown(study: Study) -> str:
         "",
         "## Planned analysis",
         "",
-        *(f"- {test}" for test in planned.get("tests", [])),
-        f"- α = {planned.get('alpha')}, correction: {planned.get('correction')}",
+        *([f"- Primary test: {c['primary_test']}"] if c["primary_test"] else []),
+        *(f"- Secondary: {test}" for test in c["secondary_tests"]),
+        *(f"- Further test named by the researcher: {test}" for test in c["further_tests"]),
+        f"- α = {planned.get('alpha')}, correction: {c['correction_name']}",
         "",
         "## Amendments",
         "",

@@ -6,6 +6,8 @@ Structure::
     scale:            [{"value": 3, "label": "Good"}, {"value": 2, "label": "Okay"}, {"value": 1, "label": "Bad"}]
     worked_examples:  [{"emotion": ..., "situation": ..., "speaker_utterance": ..., "response": ...,
                         "rating": <a value of the scale>, "explanation": ...}, ...]
+                      (the keys are the study kind's `worked_example_form`: a pairwise study's examples show two
+                      replies and answer with a choice)
 
 The scale is shown in the order written (best first by convention); values are whole numbers, each once, and
 labels are distinct (an attention check, a worked example and an LLM judge name an option by its label).
@@ -18,12 +20,9 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from .exclusion_rules import exclusion_rules_normalise
+from .kinds import kind_of
+from .kinds.base import SCALE_EXAMPLES, WorkedExampleForm
 from .planned_analysis import planned_analysis_normalise
-
-EXAMPLE_KEYS = ("emotion", "situation", "speaker_utterance", "response", "rating", "explanation")
-EXAMPLE_TEXT_KEYS = ("situation", "speaker_utterance", "response")
-# The texts of an example (every key but its rating), and the texts it cannot do without.
-EXAMPLE_TEXTS = ("emotion", "situation", "speaker_utterance", "response", "explanation")
 
 
 def scale_normalise(value: Any) -> list[dict]:
@@ -55,35 +54,47 @@ def scale_normalise(value: Any) -> list[dict]:
     return out
 
 
-def worked_examples_normalise(value: Any, *, scale_values: list[int] | None = None) -> list[dict]:
-    """The worked examples with every key present (texts stripped), or ValidationError listing every problem:
-    each example has a situation, the speaker's utterance and a response, and rates it with a value of the scale
-    (`scale_values`, when given)."""
+def worked_examples_normalise(
+    value: Any, *, form: WorkedExampleForm = SCALE_EXAMPLES, answers: list | None = None
+) -> list[dict]:
+    """The worked examples with every key of the kind's `form` present (texts stripped), or ValidationError listing
+    every problem: each example has the texts it cannot do without and an answer among `answers` (the kind's
+    `example_answers`: the scale's values for a rating study; when None, any whole number)."""
     if value in (None, ""):
         return []
     if not isinstance(value, list) or not all(isinstance(e, dict) for e in value):
         raise ValidationError("worked examples are a list of examples")
+    texts = [key for key in form.keys if key != form.answer_key]
     problems: list[str] = []
     out: list[dict] = []
     for n, example in enumerate(value, start=1):
-        unknown = sorted(set(example) - set(EXAMPLE_KEYS))
+        unknown = sorted(set(example) - set(form.keys))
         if unknown:
             problems.append(f"example {n}: unknown field(s) {', '.join(unknown)}")
-        item = {key: str(example.get(key) or "").strip() for key in EXAMPLE_TEXTS}
-        for key in EXAMPLE_TEXT_KEYS:
+        item = {key: str(example.get(key) or "").strip() for key in texts}
+        for key in form.required:
             if not item[key]:
                 problems.append(f"example {n}: the {key.replace('_', ' ')} is empty")
-        rating = example.get("rating")
-        if isinstance(rating, str) and rating.strip().lstrip("-").isdigit():
-            rating = int(rating)
-        if isinstance(rating, bool) or not isinstance(rating, int):
-            problems.append(f"example {n}: choose its rating on the scale")
-        elif scale_values is not None and rating not in scale_values:
-            problems.append(f"example {n}: its rating {rating} is not a value of the scale")
-        out.append({**item, "rating": rating})
+        answer = _example_answer(example.get(form.answer_key), answers)
+        if answer is None:
+            problems.append(f"example {n}: choose {form.answer_label.lower()}")
+        elif answers is not None and answer not in [v for v, _ in answers]:
+            problems.append(f"example {n}: {form.answer_label.lower()} {answer} is not one of the choices")
+        out.append({**item, form.answer_key: answer})
     if problems:
         raise ValidationError(problems)
-    return [{key: example[key] for key in EXAMPLE_KEYS} for example in out]
+    return [{key: example[key] for key in form.keys} for example in out]
+
+
+def _example_answer(raw: Any, answers: list | None) -> Any:
+    """An example's answer as stored: the choice whose value reads as `raw` (a form posts text), else `raw` as a
+    whole number when it is one; None when there is none."""
+    for choice, _label in answers or []:
+        if raw is not None and str(raw).strip() == str(choice):
+            return choice
+    if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
+        raw = int(raw)
+    return None if isinstance(raw, bool) or not isinstance(raw, int) else raw
 
 
 # The study's JSON settings, in the order they are checked (the scale first: the others are read against it).
@@ -101,7 +112,9 @@ def study_setting_normalise(study, name: str, value: Any) -> Any:
     except ValidationError:
         values = None
     if name == "worked_examples":
-        return worked_examples_normalise(value, scale_values=values)
+        kind = kind_of(study)
+        answers = kind.example_answers(study) or None  # None: a scale without options, any number is read
+        return worked_examples_normalise(value, form=kind.worked_example_form, answers=answers)
     if name == "exclusion_rules":
         return exclusion_rules_normalise(value, scale_points=values and len(values))
     return planned_analysis_normalise(value)

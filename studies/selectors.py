@@ -160,9 +160,16 @@ def study_design_summary(*, study: Study) -> dict[str, Any] | None:
 def study_planned_analysis(*, study: Study) -> dict[str, Any]:
     """What the analysis applies: the study's planned analysis (tests, alpha, correction) from its frozen design
     (amendments included) or, for a draft, as it stands; `design_sha256` names the design it comes from (None
-    for a draft)."""
-    planned, sha256 = planned_analysis_of(study)
-    return {**planned, "design_sha256": sha256}
+    for a draft); `primary_test` and `secondary_tests` ({"key", "name"} each) are the kind's declared tests as
+    pre-registered (studies/design.py `analysis_plan_of`), the primary being the one the analysis reports as
+    primary."""
+    planned, sha256, plan = planned_analysis_of(study)
+    declared = (
+        {"primary_test": plan.primary._asdict(), "secondary_tests": [t._asdict() for t in plan.secondary]}
+        if plan is not None
+        else {"primary_test": None, "secondary_tests": []}
+    )
+    return {**planned, **declared, "design_sha256": sha256}
 
 
 def declared_exclusion_flags(*, study: Study) -> dict[int, list[str]]:

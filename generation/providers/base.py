@@ -12,6 +12,7 @@ import email.utils
 import json
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, ClassVar
@@ -77,6 +78,16 @@ class Reply:
     response_id: str = ""
     usage_in: int | None = None
     usage_out: int | None = None
+
+
+@dataclass(frozen=True)
+class StreamChunk:
+    """One piece of a streamed reply: `text` as it arrives, or, last, `end`: the reply's metadata (finish reason,
+    model, id, usage; its `text` left empty) and `raw`, what the provider said about it as JSON."""
+
+    text: str = ""
+    end: Reply | None = None
+    raw: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -343,6 +354,23 @@ class ProviderAdapter(ABC):
             usage_in, usage_out = self.usage_of(http.text)
             exc.usage_record(provider=provider, usage_in=usage_in, usage_out=usage_out)
             raise
+
+    def stream(self, *, provider, api_key: str, body: dict, timeout: float) -> Iterator[StreamChunk]:
+        """The reply to `body` as it is produced: text chunks, then one StreamChunk with `end`. A wire format
+        without streaming keeps this default: one call (`complete`), its text as one chunk. Raises a classified
+        ProviderError, also midway."""
+        completion = self.complete(provider=provider, api_key=api_key, body=body)
+        yield StreamChunk(text=completion.text)
+        end = Reply(
+            text="",
+            finish_reason=completion.finish_reason,
+            model_returned=completion.model_returned,
+            system_fingerprint=completion.system_fingerprint,
+            response_id=completion.response_id,
+            usage_in=completion.usage_in,
+            usage_out=completion.usage_out,
+        )
+        yield StreamChunk(end=end, raw=completion.raw_response)
 
     def body_read(self, text: str | dict, *, http_status: int) -> tuple[dict, Reply]:
         """A reply body (text or already decoded) and its Reply; TransientProviderError("malformed") if it is

@@ -5,9 +5,18 @@ turnaround at half the price) where the endpoint offers it."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from decimal import Decimal
 
-from generation.providers.base import BatchAPI, BatchLine, BatchState, BatchSubmitted, Reply, status_error
+from generation.providers.base import (
+    BatchAPI,
+    BatchLine,
+    BatchState,
+    BatchSubmitted,
+    Reply,
+    StreamChunk,
+    status_error,
+)
 from generation.providers.sdk import SDKAdapter
 
 ENDPOINT = "/v1/chat/completions"
@@ -55,6 +64,38 @@ class OpenAICompatAdapter(SDKAdapter, BatchAPI):
     def usage_read(self, data: dict) -> tuple[int | None, int | None]:
         usage = data.get("usage") or {}
         return usage.get("prompt_tokens"), usage.get("completion_tokens")
+
+    def stream(self, *, provider, api_key: str, body: dict, timeout: float) -> Iterator[StreamChunk]:
+        """Server-sent chunks of `body` sent with `stream: true`, the usage asked for in the last one
+        (`stream_options.include_usage`); `timeout` bounds the wait for each chunk."""
+        create = self.client(provider, api_key).chat.completions.create
+        streamed = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        end = {"finish_reason": "", "model": "", "id": "", "system_fingerprint": "", "usage": None}
+        with (
+            self.errors_classified(provider),
+            create(**self.arguments(create, streamed), timeout=timeout) as chunks,
+        ):
+            for chunk in chunks:  # closed on the way out, also when the reader stops early
+                data = chunk.model_dump(exclude_none=True)
+                for key in ("model", "id", "system_fingerprint"):
+                    end[key] = data.get(key) or end[key]
+                end["usage"] = data.get("usage") or end["usage"]
+                for choice in data.get("choices") or []:
+                    text = (choice.get("delta") or {}).get("content")
+                    if text:
+                        yield StreamChunk(text=text)
+                    end["finish_reason"] = choice.get("finish_reason") or end["finish_reason"]
+        usage_in, usage_out = self.usage_read(end)
+        reply = Reply(
+            text="",
+            finish_reason=end["finish_reason"],
+            model_returned=end["model"],
+            system_fingerprint=end["system_fingerprint"],
+            response_id=end["id"],
+            usage_in=usage_in,
+            usage_out=usage_out,
+        )
+        yield StreamChunk(end=reply, raw=end)
 
     # --- Batch API ----------------------------------------------------------------------------------------
 

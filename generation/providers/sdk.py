@@ -116,16 +116,19 @@ class SDKAdapter(ProviderAdapter):
             }
         return self._signatures[name]
 
-    def send(self, *, provider, api_key: str, body: dict) -> HTTPReply:
-        create = self.create_method(self.client(provider, api_key))
-        # SDK versions differ in which body fields they take as arguments (newer Anthropic SDKs dropped
-        # temperature/top_p): pass what the signature takes, send the rest through extra_body, so the wire body
-        # is exactly `body` either way.
+    def arguments(self, create, body: dict) -> dict:
+        """`body` as the SDK's `create` takes it. SDK versions differ in which body fields they take as arguments
+        (newer Anthropic SDKs dropped temperature/top_p): pass what the signature takes, send the rest through
+        extra_body, so the wire body is exactly `body` either way."""
         accepted = self._accepted(create)
         direct = {k: v for k, v in body.items() if k in accepted}
         extra = {k: v for k, v in body.items() if k not in accepted}
+        return {**direct, "extra_body": extra or None}
+
+    def send(self, *, provider, api_key: str, body: dict) -> HTTPReply:
+        create = self.create_method(self.client(provider, api_key))
         with self.errors_classified(provider):
-            raw = create(**direct, extra_body=extra or None)
+            raw = create(**self.arguments(create, body))
         http = raw.http_response
         return HTTPReply(status=http.status_code, text=http.text, headers=http.headers)
 

@@ -23,9 +23,9 @@ from studies.selectors import study_planned_analysis
 from studies.waves import family_members
 
 from . import bradley_terry
-from .frame import pairwise_frame
+from .frame import pairwise_exclusions, pairwise_frame
 from .judge_analysis import judge_pairwise_tables
-from .report import pairwise_analyze_frame, pairwise_outputs_write
+from .report import TABLE_BY_KEY, pairwise_analyze_frame, pairwise_outputs_write
 
 
 def baseline_of(study: Study, options: AnalysisOptions) -> str:
@@ -69,8 +69,13 @@ class PairwiseAnalysisEntry:
         except ValueError as exc:  # e.g. a condition without votes, or comparisons that do not connect
             raise AnalysisError(f"study {study.slug!r}: {exc}") from None
         result["judges"] = judge_tables(study, frame, result, options)
+        planned = study_planned_analysis(study=study)
+        # The pre-registered primary test, and the table that reports it (the page and the command show it first).
+        result["primary_test"] = planned["primary_test"]
+        result["primary_table"] = TABLE_BY_KEY[planned["primary_test"]["key"]]
+        result["summary"]["primary_test"] = planned["primary_test"]
         if study.parent_id is not None:
-            alpha = float(study_planned_analysis(study=study)["alpha"])
+            alpha = float(planned["alpha"])
             result["drift"], result["drift_warning"] = pairwise_drift(
                 frames[study.parent_id], frames[study.pk], alpha=alpha
             )
@@ -81,17 +86,19 @@ class PairwiseAnalysisEntry:
         return self._write(study, options, out_dir)[0]
 
     def report_write(self, study: Study, options: AnalysisOptions, out_dir: Path) -> list[str]:
-        written, warning = self._write(study, options, out_dir)
+        written, warning, primary = self._write(study, options, out_dir)
         return [
             *([f"WARNING: {warning}"] if warning else []),
+            f"Primary test (as pre-registered): {primary['name']}",
             f"{study.slug}: {len(written)} files in {out_dir}",
             f"strengths: {out_dir / 'bt_scores.csv'} (log-strengths, {baseline_of(study, options)} = 0)",
             f"report: {out_dir / 'report.html'}",
             *design_lines(design_of(study)),
         ]
 
-    def _write(self, study: Study, options: AnalysisOptions, out_dir: Path) -> tuple[list[Path], str]:
-        """The output files (a wave's drift test in drift.csv) and the drift warning ("" when none)."""
+    def _write(self, study: Study, options: AnalysisOptions, out_dir: Path) -> tuple[list[Path], str, dict]:
+        """The output files (a wave's drift test in drift.csv), the drift warning ("" when none) and the primary
+        test."""
         out_dir.mkdir(parents=True, exist_ok=True)
         result = self.result(study, options)
         written = list(pairwise_outputs_write(result, out_dir))
@@ -101,8 +108,12 @@ class PairwiseAnalysisEntry:
         for name, table in result["judges"].items():
             written.append(out_dir / f"{name}.csv")
             table.to_csv(written[-1], index=False, lineterminator="\n")
+        written.append(out_dir / "exclusions.csv")
+        pairwise_exclusions(study=study, rules=options.rules).to_csv(
+            written[-1], index=False, lineterminator="\n"
+        )
         written.append(design_json_write(design_of(study), out_dir / "design.json"))
-        return written, result.get("drift_warning", "")
+        return written, result.get("drift_warning", ""), result["primary_test"]
 
 
 def judge_tables(study: Study, frame: pd.DataFrame, result: dict, options: AnalysisOptions) -> dict:

@@ -38,9 +38,10 @@ WORKED_EXAMPLES = [
         "emotion": "lonely",
         "situation": "I moved to a new city for work and I do not know anyone here yet.",
         "speaker_utterance": "Most evenings I just sit in my flat and do not talk to anybody.",
-        "response": "A: That sounds really isolating, especially after such a big move. Have you found anything "
-        "you enjoy doing there yet?  B: You should have thought about that before you moved.",
-        "rating": "A is more empathetic",
+        "reply_a": "That sounds really isolating, especially after such a big move. Have you found anything you "
+        "enjoy doing there yet?",
+        "reply_b": "You should have thought about that before you moved.",
+        "choice": "A",
         "explanation": "A recognises the feeling and invites the speaker to say more; B blames them.",
     },
 ]

@@ -113,3 +113,36 @@ def pairwise_frame(*, study: Study, rules: ExclusionRules | None = None) -> pd.D
             "position": int,
         }
     )
+
+
+# Why a rater's votes are left out, in words, per rule (the analysts' page and exclusions.csv).
+EXCLUSION_REASONS = {
+    "attention_checks": "failed the known-answer pairs",
+    "incomplete": "did not finish",
+    "too_fast": "answered too fast",
+    "straight_lining": "chose the same side on every pair",
+    "authenticity": "flagged by the authenticity score",
+}
+
+
+def pairwise_exclusions(*, study: Study, rules: ExclusionRules | None = None) -> pd.DataFrame:
+    """One row per rater with answered pairs (pseudonym, status, known-answer pairs failed, pairs answered,
+    excluded, the reasons in words), by the same flags as the frame's (`pairwise_records`)."""
+    rows: dict[str, dict] = {}
+    for record in pairwise_records(study=study, rules=rules):
+        row = dict(zip(EXPORT_COLUMNS, record, strict=True))
+        seen = rows.get(row["participant"])
+        if seen is not None:
+            seen["pairs"] += 1
+            continue
+        reasons = [EXCLUSION_REASONS[rule] for rule in RULE_NAMES if row[f"excluded_{rule}"]]
+        rows[row["participant"]] = {
+            "rater": pseudonym(study_id=study.pk, platform_id=row["participant"]),
+            "status": row["participant_status"],
+            "known_answer_pairs_failed": int(row["attention_failures"]),
+            "pairs": 1,
+            "excluded": bool(row["excluded"]),
+            "reasons": "; ".join(reasons) or "counted",
+        }
+    columns = ["rater", "status", "known_answer_pairs_failed", "pairs", "excluded", "reasons"]
+    return pd.DataFrame(list(rows.values()), columns=columns)

@@ -45,7 +45,16 @@ from generation.judge_formats import PAIRS as PAIRS_FORMAT
 from studies import rows
 from studies.balancing import live_assignments, tie_break_draws, tie_break_key
 from studies.kinds import StudyKind, register, resolved
-from studies.kinds.base import CONDITIONS, LaunchProblem, corpus_coverage_problems, instructions_problems
+from studies.kinds.base import (
+    CONDITIONS,
+    AnalysisPlan,
+    LaunchProblem,
+    PlannedTest,
+    SetupTexts,
+    WorkedExampleForm,
+    corpus_coverage_problems,
+    instructions_problems,
+)
 from studies.models import (
     RESPONSE_ELIGIBLE,
     Condition,
@@ -66,6 +75,50 @@ PAGE_FIELDS = (
 )  # fmt: skip
 
 Pair = tuple[int, int]  # two condition ids, smaller first
+
+# The pairwise kind's planned analysis (analysis/pairwise_report.py computes each test under its key; the
+# analysts' page and the command report the primary one first, as primary).
+PAIRWISE_PLAN = AnalysisPlan(
+    primary=PlannedTest(
+        "bradley_terry",
+        "Bradley–Terry strengths (Davidson, with ties) of each condition against the baseline, with 95 % "
+        "intervals from a two-way cluster bootstrap (raters and prompts resampled)",
+    ),
+    secondary=(
+        PlannedTest(
+            "win_rates",
+            "win rate of each condition against the baseline (non-tied votes, clustered by rater)",
+        ),
+        PlannedTest("length", "Bradley–Terry strengths controlling for the replies' length"),
+        PlannedTest("position", "position bias: the left reply's share of non-tied votes and its advantage"),
+        PlannedTest("agreement", "agreement of raters on pairs asked more than once"),
+    ),
+)
+# A worked example shows one prompt with two replies and the choice a careful participant makes.
+PAIR_EXAMPLES = WorkedExampleForm(
+    texts=(
+        ("emotion", "Emotion"),
+        ("situation", "Situation"),
+        ("speaker_utterance", "Speaker 1 says"),
+        ("reply_a", "Reply A"),
+        ("reply_b", "Reply B"),
+    ),
+    required=("situation", "speaker_utterance", "reply_a", "reply_b"),
+    answer_key="choice",
+    answer_label="The more empathetic reply",
+    help_text="Shown with the instructions. Leave an example's texts blank to remove it; each shows two replies to "
+    "one prompt and the choice a careful participant makes, with why.",
+)
+EXAMPLE_CHOICES = [
+    ("A", "A is more empathetic"),
+    ("B", "B is more empathetic"),
+    ("same", "About the same"),
+    ("both_inadequate", "Both are inadequate"),
+]
+# What a participant answers on each pair, as the pre-registration and the setup say it.
+CHOICES_IN_WORDS = (
+    "A is more empathetic / B is more empathetic / about the same; and, apart, “both are inadequate”"
+)
 
 
 def eligible_replies(study: Study) -> dict[tuple[int, int], int]:
@@ -136,6 +189,14 @@ class PairwiseKind(StudyKind):
     demo = "kinds.pairwise.demo.pairwise_demo_ensure"
     corpus_import = True
     material_title = "Corpus: prompts and replies"
+    analysis_plan = PAIRWISE_PLAN
+    setup_texts = SetupTexts(
+        answers="the question, the worked examples (two replies and the better one) and the known-answer pairs",
+        items="pairs",
+        welcome="You will read {n} short conversations, each with two replies, and say which reply is more "
+        "empathetic.",
+    )
+    worked_example_form = PAIR_EXAMPLES
     answers_export = "kinds.pairwise.frame.pairwise_export"
     bundle = "kinds.pairwise.bundle.PAIRWISE_BUNDLE"
     # LLM judges compare each pair of conditions' replies on every prompt, in both orders.
@@ -154,6 +215,34 @@ class PairwiseKind(StudyKind):
 
     def steps(self, study: Study) -> list[str]:
         return [INSTRUCTIONS, PAIRS]
+
+    def example_answers(self, study: Study) -> list[tuple[object, str]]:
+        return list(EXAMPLE_CHOICES)
+
+    def checks(self, study: Study) -> tuple[int, str, str]:
+        """The known-answer pairs: a pair whose better reply is known, counted as an attention check."""
+        return (
+            PairAttentionCheck.objects.filter(study=study).count(),
+            "known-answer pair",
+            "pair_attention_checks-group",
+        )
+
+    def prereg_procedure(self, study: Study, design: dict) -> list[str]:
+        settings = design.get("kind_settings") or {}
+        known = len(design.get("known_answer_pairs", []))
+        fields = design["fields"]
+        return [
+            f"Question: {settings.get('question', '')}",
+            f"Choices on each pair of two conditions' replies to one prompt: {CHOICES_IN_WORDS}",
+            f"Pairs per participant: {fields['items_per_participant']}; "
+            + (
+                "focal design (each participant's pairs involve their condition)"
+                if settings.get("focal_design")
+                else "every pair of conditions for everyone"
+            ),
+            f"Known-answer pairs (the attention checks): {known}; more than "
+            f"{fields['attention_check_max_failures']} failed flags a participant",
+        ]
 
     def enrollable(self) -> Q:
         """A condition with replies to show; without the focal design, only the baseline condition takes

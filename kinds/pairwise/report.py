@@ -25,6 +25,15 @@ from scipy.stats import norm
 
 from . import bradley_terry as bt
 
+# Each test of the pairwise kind's declared plan (studies/kinds/pairwise.py PAIRWISE_PLAN) by its key: the table
+# of the result that reports it. The analysis reports the declared primary test's table as primary.
+TABLE_BY_KEY = {
+    "bradley_terry": "bt_scores",
+    "win_rates": "win_rates",
+    "length": "model_terms",
+    "position": "position_bias",
+    "agreement": "agreement",
+}
 FIT_LABELS = {
     "plain": "Davidson Bradley–Terry",
     "length": "controlling for length (the replies' length difference as a covariate)",

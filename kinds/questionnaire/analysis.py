@@ -18,7 +18,7 @@ default runs (as in the paper).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -30,6 +30,7 @@ from scipy import special
 from studies.emotionbench.data import EMOTIONS
 from studies.kinds import questionnaire_with_instrument
 from studies.models import Condition, Instrument, QuestionnaireAnswer, QuestionnaireRun, Study
+from studies.selectors import study_planned_analysis
 
 UP, DOWN, SAME = "↑", "↓", "−"
 
@@ -279,6 +280,8 @@ class EmotionBenchAnalysis:
     categories: list[str]
     conditions: list[tuple[str, str, str]]  # (name, label, kind) in display order
     results: list[GroupResult]
+    # The pre-registered primary test ({"key", "name"}): "change", the test behind each mark (GroupResult.headline).
+    primary_test: dict = field(default_factory=dict)
 
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame([r.row() for r in self.results])
@@ -352,5 +355,10 @@ def emotionbench_analyse(
                     )
                 results.append(GroupResult(name, label, kind, level, group, category, two_sample, paired))
     return EmotionBenchAnalysis(
-        study=study, alpha=alpha, categories=categories, conditions=conditions, results=results
+        study=study,
+        alpha=alpha,
+        categories=categories,
+        conditions=conditions,
+        results=results,
+        primary_test=study_planned_analysis(study=study)["primary_test"] or {},
     )

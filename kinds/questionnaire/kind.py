@@ -17,6 +17,7 @@ from django.db.models import Count, Exists, OuterRef, Q
 from studies.balance_counts import live_pages
 from studies.balancing import fewest_first, live_assignments
 from studies.kinds import StudyKind, register
+from studies.kinds.base import AnalysisPlan, PlannedTest, SetupTexts
 from studies.models import (
     Assignment,
     Condition,
@@ -54,6 +55,21 @@ def situation_live_counts(*, study: Study, now: datetime) -> dict[int, int]:
     return counts
 
 
+# The questionnaire kind's planned analysis (analysis/emotionbench.py: the change test behind each mark is the
+# primary one).
+QUESTIONNAIRE_PLAN = AnalysisPlan(
+    primary=PlannedTest(
+        "change",
+        "change from the default to the evoked score per emotion and category: paired t-test where the same "
+        "subjects answered both (participants), else the paper's F-test then Student's or Welch's t (models)",
+    ),
+    secondary=(
+        PlannedTest("two_sample", "the paper's two-sample test for participants too, for comparison"),
+        PlannedTest("agreement", "agreement of the marks across situations of one emotion"),
+    ),
+)
+
+
 class QuestionnaireKind(StudyKind):
     name = "questionnaire"
     label = "Questionnaire study (instrument before and after a situation)"
@@ -81,6 +97,13 @@ class QuestionnaireKind(StudyKind):
     generation_admin_view = "kinds.questionnaire.admin.generation_view"
     material_title = "Instrument and situations"
     bundle = "kinds.questionnaire.bundle.QUESTIONNAIRE_BUNDLE"
+    analysis_plan = QUESTIONNAIRE_PLAN
+    setup_texts = SetupTexts(
+        answers="the instrument's settings (demographics, item order)",
+        items="questionnaires",
+        welcome="You will say how you feel on a short questionnaire, imagine one situation, then answer the "
+        "questionnaire again.",
+    )
 
     def questionnaire(self, study: Study) -> QuestionnaireSettings:
         return self.settings(study)
@@ -88,6 +111,16 @@ class QuestionnaireKind(StudyKind):
     def steps(self, study: Study) -> list[str]:
         ask = self.settings(study).ask_demographics
         return [*([DEMOGRAPHICS] if ask else []), DEFAULT, SITUATION, EVOKED]
+
+    def prereg_procedure(self, study: Study, design: dict) -> list[str]:
+        settings = design.get("kind_settings") or {}
+        instrument = self.settings(study).instrument
+        return [
+            f"Instrument: {instrument.name if instrument else '(none yet)'}, answered as the participant feels now, "
+            "then again after imagining one situation",
+            f"Situations: {study.study_situations.count()}; demographics asked: "
+            f"{'yes' if settings.get('ask_demographics') else 'no'}",
+        ]
 
     def enrollable(self) -> Q:
         """Nothing to imagine, nobody to take: the study has a situation."""

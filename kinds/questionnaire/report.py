@@ -104,6 +104,8 @@ def emotionbench_report_text(*, analysis: EmotionBenchAnalysis) -> str:
         f"{UP} significant increase, {DOWN} significant decrease, {SAME} no significant change.\n"
         "Models: F-test then Student's/Welch's t-test; humans: paired t-test over participants who answered both.\n"
     )
+    if analysis.primary_test:
+        legend += f"Primary test (as pre-registered): {analysis.primary_test['name']}.\n"
     text = legend + "\n" + table.to_string(index=False)
     if not agreement.empty:
         text += (

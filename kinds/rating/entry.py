@@ -32,7 +32,7 @@ class RatingAnalysisEntry:
             *([f"WARNING: {drift}"] if drift else []),
             *reports.exclusion_lines(analysis),
             reports.planned_line(analysis),
-            stats.PRIMARY_LINE,
+            stats.primary_line(analysis.primary_test),
             f"{study.slug}: {analysis.n_rows} of {analysis.n_rows_before} ratings analysed; "
             f"{len(written)} files in {out_dir}",
             f"report: {out_dir / 'report.html'}",

@@ -25,7 +25,9 @@ from studies.balancing import live_assignments, tie_break_draws, tie_break_key
 from studies.kinds import register
 from studies.kinds.base import (
     CONDITIONS,
+    AnalysisPlan,
     LaunchProblem,
+    PlannedTest,
     StudyKind,
     corpus_coverage_problems,
     instructions_problems,
@@ -102,6 +104,31 @@ def check_place(after_item: int, after_item_max: int | None, rng: random.Random)
     return rng.randint(after_item, after_item_max)
 
 
+# The rating kind's planned analysis (analysis/stats.py runs each test under its key; analysis/services.py reports
+# the primary one first, as primary).
+RATING_PLAN = AnalysisPlan(
+    primary=PlannedTest(
+        "clustered",
+        "each condition's top share against the baseline's: difference with a participant-clustered "
+        "(GEE-robust) Wald test, because each participant gives several ratings",
+    ),
+    secondary=(
+        PlannedTest("omnibus", "omnibus chi-square (condition × rating), the seed study's own procedure"),
+        PlannedTest("2xk", "chi-square vs baseline (2 × scale)"),
+        PlannedTest("2x2", "chi-square vs baseline (2 × 2 top vs rest, Yates)"),
+        PlannedTest("bootstrap", "bootstrap CI of the top-share change (participants resampled)"),
+    ),
+)
+
+
+def _checks_line(design: dict) -> str:
+    fields = design["fields"]
+    return (
+        f"Attention checks: {len(design['attention_checks'])}; more than "
+        f"{fields['attention_check_max_failures']} failed flags a participant"
+    )
+
+
 class RatingKind(StudyKind):
     name = "rating"
     label = "Rating study (rate responses on a scale)"
@@ -130,6 +157,7 @@ class RatingKind(StudyKind):
     material_title = "Corpus: prompts and responses"
     answer_review = "kinds.rating.answer_review.rating_answer_review"
     bundle = "kinds.rating.bundle.RATING_BUNDLE"
+    analysis_plan = RATING_PLAN
     power_planner = "kinds.rating.power.rating_power_plan"
     exclusion_flags = "kinds.rating.live_exclusions.rating_exclusion_flags"
     admin_fieldsets = [
@@ -138,6 +166,7 @@ class RatingKind(StudyKind):
             {
                 "fields": [
                     "worked_examples",
+                    "target_ratings_per_response",
                     "ask_teq",
                     "scale_question",
                     "scale",
@@ -150,6 +179,17 @@ class RatingKind(StudyKind):
 
     def steps(self, study: Study) -> list[str]:
         return [INSTRUCTIONS, *([TEQ] if study.ask_teq else []), ITEMS]
+
+    def prereg_procedure(self, study: Study, design: dict) -> list[str]:
+        fields = design["fields"]
+        scale = ", ".join(f"{o['label']} = {o['value']}" for o in fields["scale"])
+        return [
+            f"Question: {fields['scale_question']}",
+            f"Scale: {scale}",
+            f"Items per participant: {fields['items_per_participant']}; ratings per response: "
+            f"{fields['target_ratings_per_response']}",
+            _checks_line(design),
+        ]
 
     def enrollable(self) -> Q:
         """A condition with nothing to rate cannot take anyone."""

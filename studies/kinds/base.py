@@ -19,6 +19,10 @@ entry and consent pages, recruiting-platform handling and exactly-once answers. 
 * **admin pieces** — `settings_model` (the kind's own settings, one-to-one with Study), `admin_fieldsets` (the
   Study fields only this kind reads) and `admin_inlines` (shown on the study's admin page) and `generation_admin_view` (the kind's page under Generation, when its models
   answer in their own way), as dotted paths resolved by the admin;
+* **what researchers read** — `analysis_plan` (the primary and secondary tests its analysis runs: the
+  pre-registration prints them, the analysis reports the primary as primary), `prereg_procedure` (its lines of
+  the pre-registration's procedure: question, scale or choices, checks), `setup_texts` (the setup's and the
+  welcome page's words) and `worked_example_form` with `example_answers` (how its worked examples are written);
 * **capabilities** — what the kind's studies offer beyond the spine, each left out by a kind that does not
   offer it: `corpus_import` (prompts and responses from a corpus file), `judged` (LLM judges answer its
   items, asked and read by its `judge_format`), `exclusion_flags` (each participant's flags under the declared exclusion rules, while it runs),
@@ -112,6 +116,78 @@ def resolved(capability):
     return import_string(capability) if isinstance(capability, str) else capability
 
 
+class PlannedTest(NamedTuple):
+    """One test of a kind's planned analysis: `key`, what the kind's analysis calls it (it reports the test under
+    this key); `name`, the test in words (the pre-registration and the analysis page print it)."""
+
+    key: str
+    name: str
+
+
+class AnalysisPlan(NamedTuple):
+    """What a kind's analysis runs: the one primary test (the one that decides, reported first as primary) and the
+    secondary tests. The pre-registration declares it and the kind's analysis reads it (studies/design.py
+    `analysis_plan_of`: as frozen at launch), so the two cannot name different tests."""
+
+    primary: PlannedTest
+    secondary: tuple[PlannedTest, ...] = ()
+
+    def as_json(self) -> dict:
+        return {
+            "primary": self.primary._asdict(),
+            "secondary": [test._asdict() for test in self.secondary],
+        }
+
+    @classmethod
+    def from_json(cls, value: dict) -> AnalysisPlan:
+        return cls(
+            primary=PlannedTest(**value["primary"]),
+            secondary=tuple(PlannedTest(**test) for test in value.get("secondary", [])),
+        )
+
+
+class SetupTexts(NamedTuple):
+    """What the researcher's setup and the participant's first page say about a kind's task, in its words."""
+
+    answers: str  # the setup's texts step: what participants answer, e.g. "the scale and the worked examples"
+    items: str  # what one participant's items are called, plural: "items", "pairs"
+    welcome: str  # the welcome page's sentence; {n} is the items per participant
+
+
+class WorkedExampleForm(NamedTuple):
+    """How a kind's worked examples are written in the setup (studies/admin_forms.py) and shown with the
+    instructions: the texts of an example in the order participants read them ((key, label) each; "explanation",
+    the why, always comes last, after the answer), those it cannot do without, and its answer: the key it is
+    stored under and what it is called (its choices: `StudyKind.example_answers`)."""
+
+    texts: tuple[tuple[str, str], ...]
+    required: tuple[str, ...]
+    answer_key: str
+    answer_label: str
+    help_text: str
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every key of a stored example, in order."""
+        return (*(key for key, _ in self.texts), self.answer_key, "explanation")
+
+
+# The rating kind's examples (and any kind's that does not declare its own): a reply rated on the study's scale.
+SCALE_EXAMPLES = WorkedExampleForm(
+    texts=(
+        ("emotion", "Emotion"),
+        ("situation", "Situation"),
+        ("speaker_utterance", "Speaker 1 says"),
+        ("response", "Speaker 2 replies"),
+    ),
+    required=("situation", "speaker_utterance", "response"),
+    answer_key="rating",
+    answer_label="Its rating",
+    help_text="Shown with the instructions. Leave an example's texts blank to remove it; each is rated by one of "
+    "the scale's labels (as saved: change the scale first, save, then rate the examples).",
+)
+
+
 class StudyKind(ABC):
     """One kind of study. Subclass, fill in the class attributes, implement the abstract methods (the others have
     defaults), register once."""
@@ -177,6 +253,17 @@ class StudyKind(ABC):
     # `parameters`) and that headline as the platform computes it (`results`). None: no bundle.
     bundle: ClassVar[object | str | None] = None
 
+    # The planned analysis: its primary and secondary tests (the pre-registration prints them, the analysis
+    # reports the primary as primary). None: the kind has no analysis to declare.
+    analysis_plan: ClassVar[AnalysisPlan | None] = None
+    # What the setup and the welcome page say about the task, and how its worked examples are written.
+    setup_texts: ClassVar[SetupTexts] = SetupTexts(
+        answers="the settings of what they answer (e.g. the scale and worked examples)",
+        items="items",
+        welcome="You will read {n} short conversations and say how empathetic one of the answers is.",
+    )
+    worked_example_form: ClassVar[WorkedExampleForm] = SCALE_EXAMPLES
+
     # --- participant steps ---------------------------------------------------------------------------
 
     @abstractmethod
@@ -236,6 +323,25 @@ class StudyKind(ABC):
     def bundle_url(self, study: Study) -> str | None:
         """The address of the study's open-science bundle (a zip); None for a kind without one."""
         return reverse("analysis:bundle", args=[study.slug]) if self.bundle else None
+
+    def checks(self, study: Study) -> tuple[int, str, str] | None:
+        """The study's checks of careless answering, for the setup's checks step: (how many, what one is called,
+        the anchor of their inline on the study's page); None for a kind without. The study's attention checks
+        when the kind mixes them into its pages."""
+        if not self.attention_checks:
+            return None
+        return study.attention_checks.count(), "attention check", "attention_checks-group"
+
+    def example_answers(self, study: Study) -> list[tuple[object, str]]:
+        """The answers a worked example can give, (stored value, label) each: the study's scale by default."""
+        scale = study.scale if isinstance(study.scale, list) else []
+        return [(o.get("value"), o.get("label", "")) for o in scale if isinstance(o, dict) and "value" in o]
+
+    def prereg_procedure(self, study: Study, design: dict) -> list[str]:
+        """The pre-registration's "Materials and procedure" lines of this kind (after the prompts line), from the
+        design as frozen (`design["fields"]`, `design["kind_settings"]`, the checks): what participants are asked,
+        on which scale or choices, how many items, which checks. None by default."""
+        return []
 
     def questionnaire(self, study: Study) -> QuestionnaireSettings | None:
         """The study's questionnaire settings (instrument, item order, model runs, significance level) when its

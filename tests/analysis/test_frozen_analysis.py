@@ -88,7 +88,10 @@ def test_the_analysis_applies_the_planned_alpha_and_correction_draft_then_frozen
     for text in (md, html):
         assert "α = 0.05; multiple-comparison correction: Holm" in text
         assert design_current(study).sha256 in text and "α typed wrong" in text  # the amendment is listed
-        assert "Tests planned: omnibus chi-square (condition x rating); chi-square vs baseline" in text
+        assert (
+            "Primary test: each condition" in text and "participant-clustered (GEE-robust) Wald test" in text
+        )
+        assert "Secondary tests planned: omnibus chi-square (condition × rating)" in text
     assert "p_adjusted" in (tmp_path / "main_tests.csv").read_text().splitlines()[0]
 
 
