@@ -138,8 +138,10 @@ def prereg_osf(study: Study, *, answers: dict[str, str] | None = None) -> dict[s
     `answers` replaces the answers to some questions by their question ("Study type", "Measured variables"...):
     what the study's kind says of its own design."""
     c = prereg_context(study)
-    checks = len(c["checks"]) + len(c["design"].get("known_answer_pairs", []))
     planned = c["planned"]
+    models = [f"primary: {c['primary_test']}"] if c["primary_test"] else []
+    models += [f"secondary: {test}" for test in c["secondary_tests"]]
+    models += [f"further test named by the researcher: {test}" for test in c["further_tests"]]
     conditions = [
         f"{cond['name']} ({cond['label'] or cond['name']}; {cond['kind']}"
         f"{', baseline' if cond['is_baseline'] else ''}){_llm_line(cond.get('llm'))}"
@@ -163,19 +165,17 @@ def prereg_osf(study: Study, *, answers: dict[str, str] | None = None) -> dict[s
         "Sampling plan": [
             ("Sample size", "; ".join(f"{name}: {quota} participants" for name, quota in c["quotas"].items())),
             ("Stopping rule", "Each condition closes when its quota of participants has completed."),
-            ("Materials", f"{c['n_prompts']} prompts; {c['items_per_participant']} items per participant"),
+            ("Materials", f"{c['n_prompts']} prompts"),
         ],
         "Variables": [
             ("Manipulated variables", "The condition that wrote the reply (see the design plan)."),
-            ("Measured variables", f"{c['scale_question']} Scale: {c['scale']}."),
-            ("Attention checks", f"{checks} per participant; more than {c['check_max_failures']} failed flags "
-                                 "the participant."),
+            ("Measured variables", " ".join(f"{line}." for line in c["procedure"]) or "(none declared)"),
         ],
         "Analysis plan": [
-            ("Statistical models", "; ".join(planned.get("tests", [])) or "the kind's default analysis"),
-            ("Inference criteria", f"alpha = {planned.get('alpha')}, correction: {planned.get('correction')}"),
-            ("Data exclusion", json.dumps(c["exclusion_rules"], sort_keys=True)
-             if c["exclusion_rules"] is not None
+            ("Statistical models", "; ".join(models) or "the kind's default analysis"),
+            ("Inference criteria", f"alpha = {planned.get('alpha')}, correction: {c['correction_name']}"),
+            ("Data exclusion", "; ".join(f"{title}: {words}" for title, words in c["exclusion_words"])
+             if c["exclusion_words"] is not None
              else "The analysis' default rules (attention checks, too fast, straight-lining)."),
         ],
         "Deviations": [
