@@ -228,7 +228,9 @@ def exclusion_rate_test(excluded: list[int], totals: list[int], *, seed: int) ->
             TEST_FISHER, statistic, dof, float(fisher_exact(table).pvalue), "small expected counts"
         )
     method = MonteCarloMethod(n_resamples=MONTE_CARLO_TABLES, rng=np.random.default_rng(seed))
-    p = float(fisher_exact(table, method=method).pvalue)
+    # SciPy answers some degenerate tables (one excluded participant among three conditions) with a one-element
+    # array instead of a scalar.
+    p = np.asarray(fisher_exact(table, method=method).pvalue).item()
     return RateTest(TEST_FISHER_MC, statistic, dof, p, "small expected counts")
 
 

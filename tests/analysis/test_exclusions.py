@@ -184,6 +184,9 @@ def test_small_counts_use_fishers_exact_test_or_its_monte_carlo_version():
     exact = fisher_exact(np.array([[4, 6], [0, 10], [0, 10]])).pvalue  # scipy's exact r×c p
     assert three.p == pytest.approx(exact, abs=0.01)
     assert exclusion_rate_test([0, 0], [10, 10], seed=1).note == "no participant excluded"
+    # A table SciPy answers with a one-element array (seen while participants were still answering).
+    tiny = exclusion_rate_test([1, 0, 0], [2, 1, 1], seed=2024)
+    assert tiny.test == exclusions.TEST_FISHER_MC and tiny.p == pytest.approx(1.0)
     assert exclusion_rate_test([10, 10], [10, 10], seed=1).note == "every participant excluded"
 
 

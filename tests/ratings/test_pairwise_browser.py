@@ -12,7 +12,6 @@ from playwright.sync_api import expect
 from analysis import exports
 from scripts.walk import VIEWPORTS, walk
 from studies.demo.seed import demo_seed
-from studies.design import study_amend
 from studies.models import PairItem, Participant, ParticipantAuthenticity
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -29,8 +28,8 @@ def test_pairs_demo_is_walked_on_phone_and_desktop_with_and_without_javascript_i
 ):
     study = demo.kind_studies["pairwise"]
     assert demo.kind_links["pairwise"].startswith(f"{live_server.url}/s/pairs-demo/?PROLIFIC_PID=")
-    # The hidden instruction on every pair page: axe stays clean and no person falls into it.
-    study_amend(study=study, field="trap_hidden_instruction", value=True, reason="trap on", author="test")
+    # The hidden instruction on every pair page (the demo's default): axe stays clean and no person falls into it.
+    assert study.trap_hidden_instruction
     walks = [
         walk(browser, live_server.url, study.slug, viewport, javascript, None)
         for viewport in VIEWPORTS
@@ -49,9 +48,9 @@ def test_pairs_demo_is_walked_on_phone_and_desktop_with_and_without_javascript_i
     assert walkers.count() == 4 and all(p.status == "completed" for p in walkers)
     assert not any(p.flagged_for_exclusion for p in walkers)  # the known-answer pair was read and passed
     signals = ParticipantAuthenticity.objects.filter(participant__in=walkers)
-    assert (
-        signals.count() == 2
-    )  # the walks with JavaScript (headless: flagged as automation, never for the trap)
+    # Every walk has a row: with JavaScript its signals, without it what its pages and answers show; none for the
+    # trap.
+    assert signals.count() == 4
     assert not any(page.get("trap") for row in signals for page in row.pages.values())
     assert not any("hidden instruction" in reason for row in signals for reason in row.reasons)
     text = "".join(exports.export_lines(study=study, what="ratings", reveal_participant_ids=True))
