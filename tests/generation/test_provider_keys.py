@@ -72,9 +72,7 @@ def test_a_sealed_key_opens_only_for_its_endpoint_and_only_with_the_secret(setti
     assert TYPED_KEY not in token
     assert sealed_origin(token) == "http://localhost:8000"
     assert sealed_key_for_origin(token, origin="http://localhost:8000") == TYPED_KEY
-    with pytest.raises(
-        SealedKeyError, match="entered for http://localhost:8000, and requests now go to"
-    ):
+    with pytest.raises(SealedKeyError, match="entered for http://localhost:8000, and requests now go to"):
         sealed_key_for_origin(token, origin="http://localhost:9000")
     old_secret = settings.PROVIDER_KEYS_SECRET[0]
     settings.PROVIDER_KEYS_SECRET = [Fernet.generate_key().decode()]
@@ -97,7 +95,9 @@ def test_without_the_servers_secret_a_typed_key_is_refused_with_a_clear_message(
     )
     page = html.unescape(response.content.decode())
     assert response.status_code == 400
-    assert "This server cannot store typed keys or tokens: its operator has not set PROVIDER_KEYS_SECRET" in page
+    assert (
+        "This server cannot store typed keys or tokens: its operator has not set PROVIDER_KEYS_SECRET" in page
+    )
     assert TYPED_KEY not in page and not Provider.objects.exists()
 
 
