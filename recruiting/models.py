@@ -102,6 +102,17 @@ class ProlificStudy(models.Model):
         help_text="Your Prolific workspace's id (in the app's address when the workspace is open): needed to "
         "subscribe this site to Prolific's webhooks from here.",
     )
+    token_sealed = models.TextField(
+        blank=True,
+        editable=False,
+        help_text="The API token typed in the admin, encrypted with the address of Prolific's API it may go to "
+        "(studies.sealed); used instead of the environment variable when set, never shown again.",
+    )
+    filters = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Prolific's audience filters (prescreeners), in Prolific's shape: sent when the study is created.",
+    )
     state = models.CharField(max_length=20, choices=State.choices, default=State.NOT_CREATED)
     state_at = models.DateTimeField(null=True, blank=True)
     places = models.PositiveIntegerField(default=0, help_text="Places last sent to Prolific.")
