@@ -44,10 +44,17 @@ def percent_text(values: Sequence[float]) -> str:
 
 
 def power_form_inputs(
-    *, prefix: str, values: Mapping[str, Sequence[float]], sources: Mapping[str, str]
+    *, prefix: str, values: Mapping[str, Sequence[float]], sources: Mapping[str, str], unit: str = "%"
 ) -> list[dict]:
-    """The form's one field per condition, filled with the fractions in use (shown as percentages)."""
+    """The form's one field per condition, filled with the fractions in use (shown as percentages), labelled
+    "<condition> (<unit>)"."""
     return [
-        {"condition": name, "field": prefix + name, "value": percent_text(fractions), "source": sources[name]}
+        {
+            "condition": name,
+            "label": f"{name} ({unit})",
+            "field": prefix + name,
+            "value": percent_text(fractions),
+            "source": sources[name],
+        }
         for name, fractions in values.items()
     ]

@@ -82,16 +82,20 @@ def pairwise_launch_power_context(*, study: Study, query: Mapping[str, str] | No
         plan = study_power_plan(study=study, shares=typed)
         for name in typed:
             plan.share_sources[name] = TYPED
-    rows: dict[str, dict] = {}
+    rows = []
     for line in plan.lines:
         win, tie = rates_of(plan.shares[line.condition])
-        row = rows.setdefault(
-            line.condition, {"condition": line.condition, "win": 100 * win, "tie": 100 * tie}
+        rows.append(
+            {
+                "condition": line.condition,
+                "win": 100 * win,
+                "tie": 100 * tie,
+                "power": round(line.power * 100),
+                "votes": line.ratings_uncorrected,
+                "pairs": line.ratings_per_condition,
+                "people": line.participants_per_condition,
+            }
         )
-        key = f"{round(line.power * 100)}"
-        row[f"votes_{key}"] = line.ratings_uncorrected
-        row[f"pairs_{key}"] = line.ratings_per_condition
-        row[f"people_{key}"] = line.participants_per_condition
     defaults = any(source != TYPED for source in plan.share_sources.values())
     help_text = (
         (
@@ -108,11 +112,12 @@ def pairwise_launch_power_context(*, study: Study, query: Mapping[str, str] | No
         "plan": plan,
         "study": study,
         "first_step": plan.alpha / max(plan.comparisons, 1),
-        "rows": list(rows.values()),
+        "rows": rows,
         "inputs": power_form_inputs(
             prefix=EFFECT_FIELD,
             values={name: rates_of(shares) for name, shares in plan.shares.items()},
             sources=plan.share_sources,
+            unit="win rate, ties (%)",
         ),
         "typing_errors": errors,
         "typed": bool(typed),

@@ -31,12 +31,12 @@ def test_typing_a_win_rate_recomputes_the_pairwise_plan(staff_client):
     for url in (quotas, launch):
         page = staff_client.get(url, typed).content.decode()
         row = (
-            f'<th scope="row">arm1</th><td>60.0 %, 10.0 %</td><td>{line.ratings_uncorrected}</td>'
+            f'<th scope="row">arm1</th><td>60.0 %, 10.0 %</td><td>80 %</td><td>{line.ratings_uncorrected}</td>'
             f"<td>{line.ratings_per_condition}</td><td>{line.participants_per_condition}</td>"
         )
         assert row in page
         assert (
-            f'<th scope="row">arm2</th><td>55.0 %, 25.0 %</td><td>{untouched.ratings_uncorrected}</td>'
+            f'<th scope="row">arm2</th><td>55.0 %, 25.0 %</td><td>80 %</td><td>{untouched.ratings_uncorrected}</td>'
             in page
         )
         assert 'name="effect-arm1" value="60, 10"' in page and "typed on this page" in page

@@ -20,13 +20,13 @@ def test_typing_a_win_rate_recomputes_the_plan_in_the_browser(live_server, brows
     study = pairwise_study_build(conditions=3, state=Study.State.DRAFT, completion_code="DONE123")
     quotas = f"/admin/studies/study/{study.pk}/setup/quotas/"
     sign_in(page, live_server, django_user_model, quotas)
-    row = page.locator(".launch-power tr", has_text="arm1")
+    row = page.locator(".launch-power tr", has_text="arm1").first
     before = row.inner_text()
     assert "55.0 %, 25.0 %" in before
-    page.get_by_label("arm1 (%)").fill("60, 10")
+    page.get_by_label("arm1 (win rate, ties (%))").fill("60, 10")
     page.get_by_role("button", name="Recompute power").click()
     page.wait_for_url("**effect-arm1=60*")
-    after = page.locator(".launch-power tr", has_text="arm1").inner_text()
+    after = page.locator(".launch-power tr", has_text="arm1").first.inner_text()
     assert "60.0 %, 10.0 %" in after and after != before
     assert "typed on this page" in page.locator("#power-shares").inner_text()
     assert axe_violations(page) == []
