@@ -63,8 +63,8 @@ class ProlificStudy(models.Model):
         validators=[env_var_name_validate],
         default="PROLIFIC_TOKEN",
         verbose_name="API token environment variable",
-        help_text="The NAME of the environment variable that holds the Prolific API token. "
-        "The token itself is never stored.",
+        help_text="The NAME of the environment variable that holds the Prolific API token, used when no token "
+        "is typed below (a typed one is stored encrypted).",
     )
     webhook_secret_env = models.CharField(
         max_length=100,
