@@ -2,7 +2,7 @@
 study wizard):
 
 * `ProviderForm`: a provider with its key typed in (write-only: a password input that is never filled back in,
-  "a key is set" with replace / remove), sealed with the endpoint it is for (generation.key_store);
+  "a key is set" with replace / remove), sealed with the endpoint it is for (studies.sealed);
 * `ProviderChoiceField`: a provider picked from the list, by name;
 * `ModelNameField` / `ModelNameInput`: the model picked from the provider's own list (`provider_models`) in a text
   input with a list of suggestions, so a name can still be typed when the list cannot be fetched (the field's help
@@ -19,12 +19,12 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from generation.design import provider_edit_problems
-from generation.key_store import SealedKeyError, key_seal, key_store_problem, sealed_origin
 from generation.keys import provider_origin
 from generation.models import LLMConditionConfig, Provider
 from generation.services.connection import provider_models
 from studies.design import frozen_message, is_frozen
 from studies.models import Condition, Study
+from studies.sealed import SealedKeyError, key_seal, key_store_problem, sealed_origin
 
 
 def provider_key_status(provider: Provider | None) -> str:

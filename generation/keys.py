@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 
 from generation.outbound import host_allowlisted
+from studies.sealed import url_origin
 
 KEY_ENV_PATTERN = re.compile(r"^[A-Z][A-Z0-9_]*_(API_KEY|TOKEN|KEY)$")
 SITE_PREFIXES = ("DJANGO_",)
@@ -83,19 +84,12 @@ def provider_host(*, kind: str, base_url: str) -> str:
 
 def provider_origin(*, kind: str, base_url: str) -> str:
     """Where a provider's requests go, as scheme://host:port (its vendor's own when the base URL is blank): what a
-    key typed in the admin is bound to (generation.key_store), so it never reaches another service, even one on
+    key typed in the admin is bound to (studies.sealed), so it never reaches another service, even one on
     the same machine."""
     if not base_url:
         host = VENDOR_HOSTS.get(kind, "")
         return f"https://{host}:443" if host else ""
-    parts = urlsplit(base_url)
-    host = (parts.hostname or "").rstrip(".").lower()
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:
-        port = 0
-    shown = f"[{host}]" if ":" in host else host
-    return f"{parts.scheme}://{shown}:{port}"
+    return url_origin(base_url)
 
 
 def key_host_problem(name: str, host: str) -> str | None:

@@ -1,7 +1,7 @@
 """Pre-generating the responses of a study's LLM conditions.
 
 * Provider: an endpoint (OpenAI-compatible or Anthropic) with its limits and prices. Its key is typed in the admin
-  (stored encrypted with the host it may go to: generation.key_store), or read from the environment variable it
+  (stored encrypted with the host it may go to: studies.sealed), or read from the environment variable it
   names, or there is none (a local endpoint).
 * LLMConditionConfig: what an LLM condition asks of which model (one-to-one with studies.Condition, kind llm).
 * GenerationItem: one unit of work per (prompt, condition, sample). Its status is the database's record of what is
@@ -116,7 +116,7 @@ class Provider(models.Model):
         help_text="Or: the name of an environment variable of the server that holds the key (e.g. OPENAI_API_KEY). "
         "Used when no key is entered above. Leave both blank for an endpoint that needs no key.",
     )
-    # A key typed in the admin: encrypted with its host (generation.key_store), never shown again.
+    # A key typed in the admin: encrypted with its host (studies.sealed), never shown again.
     api_key_sealed = models.TextField(blank=True, editable=False)
     max_concurrency = models.PositiveIntegerField(default=8, validators=[MinValueValidator(1)])
     requests_per_minute = models.PositiveIntegerField(default=500, validators=[MinValueValidator(1)])

@@ -6,11 +6,14 @@ the Celery tasks use."""
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
+
+from studies.sealed import key_seal, key_store_problem, url_origin
 
 from .bonuses import (
     BonusError,
@@ -20,6 +23,7 @@ from .bonuses import (
     bonuses_pay,
 )
 from .client import ProlificError
+from .filters import filters_parse, filters_text
 from .hooks import HooksError, hooks_subscribe
 from .launch import (
     ACTIONS,
@@ -50,6 +54,54 @@ class ProlificStudyForm(forms.ModelForm):
         assume_scheme="https",
         help_text=ProlificStudy._meta.get_field("site_url").help_text,
     )
+    token = forms.CharField(
+        required=False,
+        strip=True,
+        max_length=500,
+        label="API token",
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text="Paste the Prolific API token here to store it encrypted (never shown again); it is then used "
+        "instead of the environment variable. Leave empty to keep the token as it is.",
+    )
+    token_remove = forms.BooleanField(
+        required=False,
+        label="Remove the stored token",
+        help_text="Forget the typed token and use the environment variable again.",
+    )
+    filters = forms.CharField(
+        required=False,
+        label="Audience filters (prescreeners)",
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
+        help_text="One Prolific filter a line, sent when the study is created on Prolific: "
+        "<code>filter_id = choice, choice</code> (the ids of the answers to keep) or "
+        "<code>filter_id = lower..upper</code>, e.g. <code>age = 18..65</code>. The ids are those of "
+        "Prolific's filter list. Empty: anyone on Prolific who fits the devices.",
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not self.is_bound:
+            self.initial["filters"] = filters_text(self.instance.filters)
+        if self.instance.token_sealed:
+            self.fields["token"].help_text = (
+                "A token is stored (encrypted) and used instead of the environment variable. Paste a new one to "
+                "replace it; leave empty to keep it."
+            )
+
+    def clean_filters(self) -> list[dict]:
+        return filters_parse(self.cleaned_data.get("filters", ""))
+
+    def clean(self):
+        cleaned = super().clean()
+        token = cleaned.get("token", "")
+        if token:
+            if problem := key_store_problem():
+                self.add_error("token", problem)
+            else:
+                self.instance.token_sealed = key_seal(key=token, origin=url_origin(settings.PROLIFIC_API_URL))
+        elif cleaned.get("token_remove"):
+            self.instance.token_sealed = ""
+        return cleaned
 
     class Meta:
         model = ProlificStudy
@@ -66,6 +118,7 @@ class ProlificStudyForm(forms.ModelForm):
             "auto_approve",
             "bonus_flagged",
             "workspace_id",
+            "filters",
         ]
 
 
@@ -79,16 +132,24 @@ class ProlificStudyAdmin(admin.ModelAdmin):
     fields = [
         "study",
         ("token_env", "webhook_secret_env"),
+        ("token", "token_remove"),
         "site_url",
         "prolific_name",
         "prolific_description",
         ("reward", "estimated_minutes"),
         "devices",
+        "filters",
         ("auto_approve", "bonus_flagged"),
         "workspace_id",
         ("prolific_study_id", "state", "state_at"),
         ("places", "last_synced_at"),
     ]
+
+    def get_fields(self, request, obj=None):
+        fields = super().get_fields(request, obj)
+        if obj is not None and obj.token_sealed:
+            return fields
+        return [("token",) if field == ("token", "token_remove") else field for field in fields]
 
     def get_urls(self):
         view = self.admin_site.admin_view

@@ -21,6 +21,8 @@ from urllib.parse import urljoin
 import requests
 from django.conf import settings
 
+from studies.sealed import SealedKeyError, sealed_key_for_origin, url_origin
+
 
 class ProlificError(Exception):
     """Prolific refused the call (or it never answered after the retries). `status` is the HTTP status, or
@@ -47,8 +49,8 @@ def _retry_after(response: requests.Response) -> float | None:
 #: What to do next, by HTTP status (the researcher reads it in the admin and the terminal).
 NEXT_STEP = {
     400: "Check the study's settings here against Prolific's rules; nothing was changed on Prolific.",
-    401: "Check the API token in the environment variable this study names (it may have been deleted or "
-    "mistyped).",
+    401: "Check the API token: the one typed on the study's Prolific page, or else the one in the environment "
+    "variable it names (it may have been deleted or mistyped).",
     403: "The token's account may not do this: check its workspace role on Prolific.",
     404: "Prolific does not know this id: check that the study still exists on Prolific (and in this workspace).",
     409: "Prolific says the study or submission is not in a state that allows this: reconcile, then try again.",
@@ -107,7 +109,16 @@ class ProlificClient:
 
     @classmethod
     def for_link(cls, link) -> ProlificClient:
-        """A client with the token from the environment variable the linked study names."""
+        """A client with the token typed in the admin for the linked study (opened only for the Prolific API it
+        was typed for), or else the one in the environment variable the study names."""
+        if link.token_sealed:
+            try:
+                token = sealed_key_for_origin(link.token_sealed, origin=url_origin(settings.PROLIFIC_API_URL))
+            except SealedKeyError as exc:
+                raise ProlificTokenMissing(
+                    f"The Prolific API token of study {link.study.slug}: {exc}"
+                ) from exc
+            return cls(token=token)
         token = os.environ.get(link.token_env, "")
         if not token:
             raise ProlificTokenMissing(

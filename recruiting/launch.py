@@ -80,7 +80,7 @@ def completion_codes(study: Study) -> list[dict]:
 
 def study_payload(link: ProlificStudy) -> dict:
     study = link.study
-    return {
+    payload = {
         "name": link.prolific_name,
         "internal_name": study.slug,
         "description": link.prolific_description,
@@ -93,6 +93,9 @@ def study_payload(link: ProlificStudy) -> dict:
         "total_available_places": places_for(study),
         "device_compatibility": list(link.devices),
     }
+    if link.filters:
+        payload["filters"] = list(link.filters)  # the audience (prescreeners): recruiting/filters.py
+    return payload
 
 
 def prolific_study_create(*, link: ProlificStudy, client: ProlificClient | None = None) -> ProlificStudy:

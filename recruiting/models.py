@@ -63,8 +63,8 @@ class ProlificStudy(models.Model):
         validators=[env_var_name_validate],
         default="PROLIFIC_TOKEN",
         verbose_name="API token environment variable",
-        help_text="The NAME of the environment variable that holds the Prolific API token. "
-        "The token itself is never stored.",
+        help_text="The NAME of the environment variable that holds the Prolific API token, used when no token "
+        "is typed below (a typed one is stored encrypted).",
     )
     webhook_secret_env = models.CharField(
         max_length=100,
@@ -101,6 +101,17 @@ class ProlificStudy(models.Model):
         blank=True,
         help_text="Your Prolific workspace's id (in the app's address when the workspace is open): needed to "
         "subscribe this site to Prolific's webhooks from here.",
+    )
+    token_sealed = models.TextField(
+        blank=True,
+        editable=False,
+        help_text="The API token typed in the admin, encrypted with the address of Prolific's API it may go to "
+        "(studies.sealed); used instead of the environment variable when set, never shown again.",
+    )
+    filters = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Prolific's audience filters (prescreeners), in Prolific's shape: sent when the study is created.",
     )
     state = models.CharField(max_length=20, choices=State.choices, default=State.NOT_CREATED)
     state_at = models.DateTimeField(null=True, blank=True)

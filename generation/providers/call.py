@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 
-from generation.key_store import SealedKeyError, sealed_key_for_origin
 from generation.keys import key_env_problem, key_host_problem, provider_host, provider_origin
 from generation.providers.base import (
     Completion,
@@ -16,13 +15,14 @@ from generation.providers.base import (
 )
 from generation.providers.registry import adapter_for
 from generation.ratelimit import RateLimitWait, limit_spec_for, limiter_acquire, limiter_release
+from studies.sealed import SealedKeyError, sealed_key_for_origin
 
 logger = logging.getLogger(__name__)
 
 
 def provider_api_key(provider) -> str:
     """The provider's key, read at call time (a key entered or changed in the admin is used by the next call, with
-    no restart): the key typed in the admin if one is stored (generation.key_store; only for the endpoint it was
+    no restart): the key typed in the admin if one is stored (studies.sealed; only for the endpoint it was
     entered for), else the environment variable the provider names, else "" (an endpoint that needs no key).
 
     PermanentProviderError (nothing is read, nothing sent), its message a sentence saying what to do, when the

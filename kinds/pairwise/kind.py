@@ -204,6 +204,7 @@ class PairwiseKind(StudyKind):
     judge_format = PAIRS_FORMAT
     answer_review = "kinds.pairwise.answer_review.pairwise_answer_review"
     power_planner = "kinds.pairwise.power.pairwise_power_plan"
+    launch_panel = "kinds.pairwise.launch_power.pairwise_launch_power_html"
     # (study) -> {(condition id, condition id): weight}, the adaptive phase's targets; read after the warm-up.
     pair_weights = "kinds.pairwise.analysis.adaptive_pair_weights"
     admin_fieldsets = [("Pairwise study", {"fields": ["worked_examples"]})]

@@ -14,7 +14,6 @@ with the smallest condition's responses and the 90 % requirement: conservative (
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 
 import numpy as np
@@ -28,6 +27,7 @@ from analysis.calibration import MIN_RESPONSES, indicator_correlations, pairs_fr
 from analysis.judge_report import human_ratings_frame
 from analysis.judge_screening import judge_per_response
 from analysis.power import baseline_icc
+from analysis.power_form import TYPED, power_form_inputs, typed_percentages
 from analysis.study_power import StudyPower, StudyPowerError, study_power_plan
 from generation.selectors import judge_ratings_frame, judges_of
 from studies.models import Response, Study
@@ -107,26 +107,18 @@ def stored_baseline_shares(*, study: Study) -> tuple[list[float], str, float] | 
 
 
 SHARES_FIELD = "shares-"  # the query's key of a condition's typed shares: shares-<condition name>
-TYPED = "typed on this page"
 
 
 def typed_shares(query: Mapping[str, str]) -> tuple[dict[str, list[float]], list[str]]:
     """The expected shares the researcher typed ({condition: shares, in the scale's order}), read from the query's
-    `shares-<condition>` fields as percentages ("20, 50, 30"; commas, semicolons or spaces), and what is wrong
-    with any of them (each named; such a condition keeps its default). Blank fields are left out."""
+    `shares-<condition>` fields as percentages ("20, 50, 30": analysis.power_form), and what is wrong with any of
+    them (each named; such a condition keeps its default). Blank fields are left out."""
+    numbers, errors = typed_percentages(query, SHARES_FIELD)
     typed: dict[str, list[float]] = {}
-    errors: list[str] = []
-    for key, text in query.items():
-        if not key.startswith(SHARES_FIELD) or not str(text).strip():
-            continue
-        name = key[len(SHARES_FIELD) :]
-        try:
-            values = [float(part) for part in re.split(r"[,;\s]+", str(text).strip().rstrip("%")) if part]
-        except ValueError:
-            errors.append(f"{name}: “{text}” is not a list of percentages")
-            continue
+    for name, values in numbers.items():
         total = sum(values)
-        if not values or any(v < 0 for v in values) or abs(total - 100) > 1:
+        if any(v < 0 for v in values) or abs(total - 100) > 1:
+            text = ", ".join(f"{v:g}" for v in values)
             errors.append(
                 f"{name}: the shares must be percentages summing to 100, got {text} (sum {total:g})"
             )
@@ -135,17 +127,17 @@ def typed_shares(query: Mapping[str, str]) -> tuple[dict[str, list[float]], list
     return typed, errors
 
 
-def _share_inputs(plan: StudyPower, typed: Mapping[str, list[float]]) -> list[dict]:
-    """The form's one field per condition of the plan, filled with the shares in use."""
-    return [
-        {
-            "condition": name,
-            "field": SHARES_FIELD + name,
-            "value": ", ".join(f"{100 * s:.1f}".removesuffix(".0") for s in values),
-            "source": plan.share_sources[name],
-        }
-        for name, values in plan.shares.items()
-    ]
+def _form_help(plan: StudyPower, defaults_published: bool) -> str:
+    published = (
+        "Until you type your own, the shares are the published study's (its people's ratings for the baseline, "
+        "GPT-4's for every other condition): an effect as large as it found. "
+        if defaults_published
+        else ""
+    )
+    return (
+        f"{published}Type the shares you expect, in percent of {', '.join(plan.scale)}, or the smallest difference "
+        "worth detecting: the figures above are recomputed on them."
+    )
 
 
 def launch_power_context(
@@ -226,11 +218,13 @@ def launch_power_context(
         "judge": judge,
         "study": study,
         "min_responses": MIN_RESPONSES,
-        "inputs": _share_inputs(plan, typed),
+        "inputs": power_form_inputs(prefix=SHARES_FIELD, values=plan.shares, sources=plan.share_sources),
         "typing_errors": typing_errors,
         "typed": bool(typed),
         "extras": extras,
-        "defaults_published": any(source.startswith("seed study") for source in plan.share_sources.values()),
+        "form_help": _form_help(
+            plan, any(source.startswith("seed study") for source in plan.share_sources.values())
+        ),
     }
 
 

@@ -10,10 +10,10 @@ from cryptography.fernet import Fernet
 from django.core.cache import cache
 from django.urls import reverse
 
-from generation.key_store import SealedKeyError, key_reseal, key_seal, sealed_key_for_origin, sealed_origin
 from generation.models import Provider
 from generation.providers import PermanentProviderError, provider_api_key, provider_complete
 from generation.services.connection import provider_connection_test, provider_models
+from studies.sealed import SealedKeyError, key_reseal, key_seal, sealed_key_for_origin, sealed_origin
 from tests.loopback_server import LoopbackServer
 
 from .conftest import TEST_KEY, anthropic_body, make_provider, openai_body
@@ -72,9 +72,7 @@ def test_a_sealed_key_opens_only_for_its_endpoint_and_only_with_the_secret(setti
     assert TYPED_KEY not in token
     assert sealed_origin(token) == "http://localhost:8000"
     assert sealed_key_for_origin(token, origin="http://localhost:8000") == TYPED_KEY
-    with pytest.raises(
-        SealedKeyError, match="entered for http://localhost:8000, and this provider now sends to"
-    ):
+    with pytest.raises(SealedKeyError, match="entered for http://localhost:8000, and requests now go to"):
         sealed_key_for_origin(token, origin="http://localhost:9000")
     old_secret = settings.PROVIDER_KEYS_SECRET[0]
     settings.PROVIDER_KEYS_SECRET = [Fernet.generate_key().decode()]
@@ -97,7 +95,9 @@ def test_without_the_servers_secret_a_typed_key_is_refused_with_a_clear_message(
     )
     page = html.unescape(response.content.decode())
     assert response.status_code == 400
-    assert "This server cannot store provider keys: its operator has not set PROVIDER_KEYS_SECRET" in page
+    assert (
+        "This server cannot store typed keys or tokens: its operator has not set PROVIDER_KEYS_SECRET" in page
+    )
     assert TYPED_KEY not in page and not Provider.objects.exists()
 
 

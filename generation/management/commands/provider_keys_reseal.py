@@ -8,8 +8,8 @@ Each key keeps the endpoint it is bound to. A key no listed secret can decrypt i
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from generation.key_store import SealedKeyError, key_reseal, key_store_problem
 from generation.models import Provider
+from studies.sealed import SealedKeyError, key_reseal, key_store_problem
 
 
 class Command(BaseCommand):
