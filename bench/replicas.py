@@ -300,6 +300,9 @@ def main(argv: list[str] | None = None) -> dict:
     extra = {
         "GENERATION_QUEUE": GENERATION_QUEUE,
         "GENERATION_LEASE_SECONDS": "20",
+        # The sweep (every 120 s) sends a never-attempted item again once its message is this old (900 s in
+        # production): the item whose message the killed worker took along comes back within the run.
+        "GENERATION_REDISPATCH_SECONDS": "60",
         "BENCH_GENERATION_KEY": "bench-key-not-secret",
         "PROVIDER_URL_ALLOWLIST": "127.0.0.0/8",
         # Each simulated participant's address in X-Forwarded-For, then nginx's append: two hops to trust.

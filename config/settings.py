@@ -218,6 +218,11 @@ PROLIFIC_RETRY_AFTER_MAX = env_int("PROLIFIC_RETRY_AFTER_MAX_SECONDS", 120)
 GENERATION_QUEUE = env_str("GENERATION_QUEUE", "celery")
 # A running item whose worker has not reported for this long is taken over by another (worker died).
 GENERATION_LEASE_SECONDS = env_int("GENERATION_LEASE_SECONDS", 300)
+# A pending item never attempted whose message went out this long ago is sent again by the sweep: its message
+# may have died with a worker that had taken it off the queue but not started it (the broker would return it
+# only after CELERY_VISIBILITY_TIMEOUT). Longer than a queue normally takes to drain: each re-send of an item
+# still waiting its turn is one more message, which the claim makes a no-op.
+GENERATION_REDISPATCH_SECONDS = env_int("GENERATION_REDISPATCH_SECONDS", 900)
 # Retries of transient provider errors: exponential from BASE, capped at CAP (milliseconds), plus jitter.
 GENERATION_BACKOFF_BASE = env_int("GENERATION_BACKOFF_BASE_MS", 1000) / 1000
 GENERATION_BACKOFF_CAP = env_int("GENERATION_BACKOFF_CAP_MS", 60000) / 1000

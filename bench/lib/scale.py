@@ -3,7 +3,8 @@ participants (10 ratings each, generated inside PostgreSQL by bench/analysis.py 
 
 * enrolment: `--scale-enrolments` newcomers one after another (`participant_enroll`, in process): latency
   percentiles and CPU per enrolment (this process's plus its PostgreSQL backend's, from /proc);
-* at the largest size only: the study's live status page (the admin's), the analysis dashboard's first view
+* at the largest size only: the study's live status page (the admin's; and apart, its counts and its list of
+  participants the declared rules flag), the analysis dashboard's first view
   with the analysis computed ahead (bench/analysis.py `measure_dashboard`), and the ratings export streamed
   through the view (Django's test client, the whole middleware stack): its time, size and the process's memory
   before and at its peak.
@@ -122,6 +123,14 @@ def _views(study) -> dict:
     page = client.get(f"/admin/studies/study/{study.pk}/status/")
     out["status_page_seconds"] = round(time.perf_counter() - t0, 3)
     assert page.status_code == 200, page.status_code
+    from studies.selectors import study_flagged_participants, study_status
+
+    t0 = time.perf_counter()
+    study_status(study=study)
+    out["status_page_parts"] = {"counts_seconds": round(time.perf_counter() - t0, 3)}
+    t0 = time.perf_counter()
+    study_flagged_participants(study=study)
+    out["status_page_parts"]["flagged_list_seconds"] = round(time.perf_counter() - t0, 3)
     before = _rss_mb()
     t0 = time.perf_counter()
     response = client.get(f"/analysis/{study.slug}/exports/ratings.csv")
@@ -201,7 +210,7 @@ def report(sizes: list[int], current: list[dict], baseline: list[dict] | None, b
         },
     }
     largest = current[-1]
-    for key in ("status_page_seconds", "export", "dashboard"):
+    for key in ("status_page_seconds", "status_page_parts", "export", "dashboard"):
         if key in largest:
             out["must_show"][key] = largest[key]
     if baseline:

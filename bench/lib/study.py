@@ -97,7 +97,7 @@ def outcomes_check(*, slug: str, outcomes: list, id_prefix: str = "") -> dict:
     whose external id starts with `id_prefix`, so waves of one run are checked apart)."""
     from django.db.models import Count
 
-    from studies.models import Participant, Rating, Response, Study
+    from studies.models import Assignment, Participant, Rating, Response, Study
 
     study = Study.objects.get(slug=slug)
     ratings = Rating.objects.filter(
@@ -117,7 +117,8 @@ def outcomes_check(*, slug: str, outcomes: list, id_prefix: str = "") -> dict:
                 lost += 1
     duplicates = (
         ratings.values("assignment").annotate(n=Count("id")).filter(n__gt=1).count()
-        + ratings.values("assignment__participant", "assignment__response")
+        + ratings.filter(assignment__kind=Assignment.Kind.RESPONSE)  # a consistency pair's repeat rates again
+        .values("assignment__participant", "assignment__response")
         .annotate(n=Count("id"))
         .filter(n__gt=1, assignment__response__isnull=False)
         .count()

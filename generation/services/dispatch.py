@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -65,7 +66,14 @@ def tasks_dispatch(*, task_name: str, run_here: Callable, arg_lists: list[tuple]
 
 
 def generation_dispatch(*, item_ids: list[int]) -> None:
-    """Hand items to the workers, or to background threads without a broker (see `tasks_dispatch`)."""
+    """Hand items to the workers, or to background threads without a broker (see `tasks_dispatch`). The pending
+    ones are stamped (`updated_at`) as sent now: the sweep sends a never-attempted item again only once its last
+    message is older than GENERATION_REDISPATCH_SECONDS (`_lost_messages`)."""
+    if not item_ids:
+        return
+    GenerationItem.objects.filter(id__in=item_ids, status=Status.PENDING, attempts=0).update(
+        updated_at=timezone.now()
+    )
     tasks_dispatch(
         task_name=GENERATE_ITEM,
         run_here=item_run_until_settled,
@@ -217,12 +225,31 @@ def generation_retry_failed(
     return ids
 
 
+def _lost_messages() -> Q:
+    """Pending items never attempted whose last message went out more than GENERATION_REDISPATCH_SECONDS ago
+    (`generation_dispatch` stamps it): a worker killed after taking the message off the queue but before
+    starting it took it along. Items a provider's Batch API holds are running under their batch, never
+    pending, and an item that ever carried a batch is left to the batch's own bookkeeping."""
+    sent_before = timezone.now() - timedelta(seconds=settings.GENERATION_REDISPATCH_SECONDS)
+    return Q(
+        status=Status.PENDING,
+        attempts=0,
+        next_attempt_at__isnull=True,
+        batch__isnull=True,
+        updated_at__lt=sent_before,
+    )
+
+
 def generation_sweep(*, conditions: list[Condition] | None = None) -> int:
-    """Re-dispatch items whose worker died mid-call (lease expired) and pending items whose retry message was
-    lost (due long ago). Safe to run any time: claiming decides who works. Returns how many were dispatched."""
+    """Re-dispatch items whose worker died mid-call (lease expired), pending items whose retry message was lost
+    (due long ago), and never-attempted items whose message was lost (`_lost_messages`). Safe to run any time:
+    claiming decides who works, so a late duplicate message (the broker returning the lost one after its
+    visibility timeout) is skipped. Returns how many were dispatched."""
     grace = lease_cutoff()
     items = GenerationItem.objects.filter(
-        Q(status=Status.RUNNING, claimed_at__lt=grace) | Q(status=Status.PENDING, next_attempt_at__lt=grace)
+        Q(status=Status.RUNNING, claimed_at__lt=grace)
+        | Q(status=Status.PENDING, next_attempt_at__lt=grace)
+        | _lost_messages()
     )
     if conditions is not None:
         items = items.filter(condition__in=conditions)

@@ -12,11 +12,11 @@ pairs' second showings last; the picture check (`trap_picture`) where the partic
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 
-from django.db.models import Avg, Count, Exists, IntegerField, Max, Min, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
 from studies import rows
@@ -38,10 +38,11 @@ from studies.models import (
     AttentionCheck,
     Condition,
     Participant,
-    Rating,
     Response,
     Study,
 )
+
+from .rating_totals import ratings_per_response
 
 INSTRUCTIONS = Participant.Step.INSTRUCTIONS
 TEQ = Participant.Step.TEQ
@@ -74,24 +75,6 @@ def response_live_counts(*, condition: Condition, now: datetime | None = None) -
         if response_id in counts:
             counts[response_id] = n
     return counts
-
-
-def _ratings_per_response(study: Study):
-    """Responses of the study annotated with ``n``: their ratings by counted (non-preview) participants."""
-    counted = (
-        Rating.objects.filter(
-            assignment__response=OuterRef("pk"),
-            assignment__participant__is_preview=False,
-            assignment__kind=Assignment.Kind.RESPONSE,  # a consistency pair's second answer is not a rating
-        )
-        .order_by()
-        .values("assignment__response")
-        .annotate(n=Count("id"))
-        .values("n")
-    )
-    return Response.objects.filter(condition__study=study).annotate(
-        n=Coalesce(Subquery(counted, output_field=IntegerField()), 0)
-    )
 
 
 def check_place(after_item: int, after_item_max: int | None, rng: random.Random) -> int:
@@ -284,49 +267,19 @@ class RatingKind(StudyKind):
 
     def status_counts(self, study: Study, conditions: list[Condition]) -> dict[int, dict]:
         """Responses, ratings by counted participants, and the spread of ratings per response (min / max /
-        mean and how many responses have each count). Five grouped queries."""
+        mean and how many responses have each count), from the running totals (kinds/rating/rating_totals.py):
+        a fixed number of queries that do not grow with the number of participants."""
         per: dict[int, dict] = {}
-
-        def row_of(cid: int) -> dict:
-            return per.setdefault(
-                cid,
-                {
-                    "responses": 0,
-                    "ratings": 0,
-                    "ratings_per_response": {"min": None, "max": None, "mean": None, "histogram": {}},
-                },
-            )
-
-        for cid, n in (
-            Response.objects.filter(condition__study=study)
-            .values("condition")
-            .annotate(n=Count("id"))
-            .values_list("condition", "n")
-        ):
-            row_of(cid)["responses"] = n
-        for cid, n in (
-            Rating.objects.filter(  # answers to attention-check pages are not ratings of responses
-                assignment__participant__study=study,
-                assignment__participant__is_preview=False,
-                assignment__kind=Assignment.Kind.RESPONSE,
-            )
-            .values("assignment__participant__condition")
-            .annotate(n=Count("id"))
-            .values_list("assignment__participant__condition", "n")
-        ):
-            if cid is not None:
-                row_of(cid)["ratings"] = n
-        per_response = _ratings_per_response(study)
-        for row in per_response.values("condition").annotate(min=Min("n"), max=Max("n"), mean=Avg("n")):
-            spread = row_of(row["condition"])["ratings_per_response"]
-            spread["min"], spread["max"] = row["min"], row["max"]
-            spread["mean"] = round(float(row["mean"]), 3) if row["mean"] is not None else None
-        for row in (
-            per_response.values("condition", "n").annotate(responses=Count("id")).order_by("condition", "n")
-        ):
-            row_of(row["condition"])["ratings_per_response"]["histogram"][str(row["n"])] = row["responses"]
-        for condition in conditions:
-            row_of(condition.pk)
+        by_condition: dict[int, list[int]] = {condition.pk: [] for condition in conditions}
+        for condition_id, n in ratings_per_response(study).values():
+            by_condition.setdefault(condition_id, []).append(n)
+        for cid, counts in by_condition.items():
+            spread = {"min": None, "max": None, "mean": None, "histogram": {}}
+            if counts:
+                spread["min"], spread["max"] = min(counts), max(counts)
+                spread["mean"] = round(sum(counts) / len(counts), 3)
+                spread["histogram"] = {str(n): k for n, k in sorted(Counter(counts).items())}
+            per[cid] = {"responses": len(counts), "ratings": sum(counts), "ratings_per_response": spread}
         return per
 
     def status_totals(self, study: Study, per_condition: dict[int, dict]) -> dict:

@@ -132,7 +132,7 @@ def test_i_cannot_see_the_picture_is_refused_on_an_ordinary_item(study):
 
 def test_the_picture_answer_is_never_a_rating(study):
     from analysis.selectors import rating_rows_frame
-    from kinds.rating.kind import _ratings_per_response
+    from kinds.rating.rating_totals import ratings_per_response
 
     client = Client()
     participant = _on_items(client, study)
@@ -140,7 +140,7 @@ def test_the_picture_answer_is_never_a_rating(study):
     assert Rating.objects.filter(assignment__participant=participant).count() == 6
     assert len(rating_rows_frame(study=study)) == 5
     assert study_status(study=study)["totals"]["ratings"] == 5
-    assert sum(r.n for r in _ratings_per_response(study)) == 5
+    assert sum(n for _, n in ratings_per_response(study).values()) == 5
 
 
 def test_in_place_answers_send_the_browser_to_the_picture_page(study):

@@ -7,6 +7,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from studies.balance_counts import counts_rebuild
 from studies.models import Assignment, Emotion, Participant, Rating, Study
 from tests.factories import ConditionFactory, ParticipantFactory, PromptFactory, ResponseFactory, StudyFactory
 
@@ -28,6 +29,7 @@ def build_study(slug: str, *, prompts: int = 6, participants: int = 4, state=Stu
         p = ParticipantFactory(study=study, condition=human, status=Participant.Status.COMPLETED)
         a = Assignment.objects.create(participant=p, position=0, response=responses[i % prompts])
         Rating.objects.create(assignment=a, value=3)
+    counts_rebuild(study)  # rows written here, not by enrolment: the running totals counted from them
     return study
 
 

@@ -154,6 +154,7 @@ def test_a_questionnaire_study_gets_its_own_material_step_and_no_corpus_or_check
 def test_a_filled_study_with_unrated_responses_shows_a_shortfall(staff_client):
     from django.core.management import call_command
 
+    from studies.balance_counts import counts_rebuild
     from studies.models import Assignment, Rating
 
     study = rating_study("short", prompts=4, state=Study.State.LIVE, quota_per_condition=1)
@@ -168,6 +169,7 @@ def test_a_filled_study_with_unrated_responses_shows_a_shortfall(staff_client):
             assignment=Assignment.objects.create(participant=person, position=position, response=response),
             value=3,
         )
+    counts_rebuild(study)  # rows written here, not by enrolment: the running totals counted from them
     text = text_of(staff_client.get(url).content.decode())
     expected = (
         "condition 'human' has filled its quota (1 participants) but 2 responses have no rating and 6 ratings "
