@@ -14,7 +14,8 @@ import pandas as pd
 from django.db import connection
 from django.db.models import QuerySet
 
-from studies.models import Assignment, Condition, Participant, Rating, Response, Study
+from kinds.rating.models import Rating
+from studies.models import Assignment, Condition, Participant, Response, Study
 
 # Column name in the frame → ORM path from Rating. Order matters: it is the SELECT list.
 RATING_FRAME_FIELDS: dict[str, str] = {

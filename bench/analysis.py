@@ -110,7 +110,8 @@ def _insert_select(model, varied: dict[str, str], source_sql: str, params: list)
 def generate(n_ratings: int, seed: float = 0.42):
     from django.db import connection, transaction
 
-    from studies.models import Assignment, Condition, Emotion, Participant, Prompt, Rating, Response, Study
+    from kinds.rating.models import Rating
+    from studies.models import Assignment, Condition, Emotion, Participant, Prompt, Response, Study
 
     n_participants = n_ratings // 10
     with transaction.atomic():
@@ -284,7 +285,8 @@ def measure_copy(db: str, out: str) -> dict:
 
 def _new_participant_rates(study, n: int = 10) -> None:
     """New ratings arrive: one more participant of the baseline condition rates n responses."""
-    from studies.models import Assignment, Participant, Rating
+    from kinds.rating.models import Rating
+    from studies.models import Assignment, Participant
 
     cond = study.conditions.get(is_baseline=True)
     responses = list(cond.responses.order_by("id")[:n])

@@ -63,7 +63,8 @@ def main() -> None:
 
         log("migrating the scratch database")
         call_command("migrate", verbosity=0)
-        from studies.importers import corpus_import, corpus_parse, ratings_import
+        from kinds.rating.importer import ratings_import
+        from studies.importers import corpus_import, corpus_parse
         from studies.models import Condition, Emotion, Prompt, Response, Study
 
         data = DATASET.read_bytes()

@@ -66,7 +66,8 @@ def build(noise: float, seed: int = 0):
     from django.utils import timezone
 
     from generation.models import Judge, JudgeRating, Provider
-    from studies.models import Condition, Rating, Response, Study
+    from kinds.rating.models import Rating
+    from studies.models import Condition, Response, Study
 
     call_command("import_ratings", "published", str(DATASET), stdout=io.StringIO(), stderr=io.StringIO())
     study = Study.objects.get(slug="published")

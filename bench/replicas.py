@@ -224,8 +224,9 @@ def answers_check(outcomes: dict[str, list]) -> dict:
     participants per condition each study enrols into, and the pairwise study's pages per condition pair."""
     from django.db.models import Count
 
+    from kinds.pairwise.models import PairItem
     from studies.kinds import kind_of
-    from studies.models import PairItem, Participant, QuestionnaireAnswer, QuestionnaireRun, Study
+    from studies.models import Participant, QuestionnaireAnswer, QuestionnaireRun, Study
 
     rating = outcomes_check(slug="demo", outcomes=outcomes["demo"], id_prefix="R")
     completed = Participant.objects.filter(

@@ -8,8 +8,8 @@ differs by kind:
   (studies/questionnaire_models.py).
 
 What a kind does is declared once, in studies/kinds/. Participants get Assignments (what they are shown, in
-order). Each rating-study Assignment has at most one Rating; each questionnaire answer is a
-QuestionnaireAnswer of a QuestionnaireRun. The database keeps these invariants with unique and check
+order). Each rating-study Assignment has at most one Rating (kinds/rating/models.py); each pairwise page is a
+PairItem (kinds/pairwise/models.py); each questionnaire answer is a QuestionnaireAnswer of a QuestionnaireRun. The database keeps these invariants with unique and check
 constraints, so no code path can store an answer twice.
 """
 
@@ -322,6 +322,25 @@ class AttentionCheck(models.Model):
         return f"check after item {self.after_item}{'–' + str(self.after_item_max) if self.after_item_max else ''}"
 
 
+class PairAttentionCheck(models.Model):
+    """A known-answer pair: a good reply against a clearly inadequate one, shown like any other pair (the side of
+    the good reply is drawn per participant). Choosing anything but the good reply counts as a failed check."""
+
+    study = models.ForeignKey("Study", on_delete=models.CASCADE, related_name="pair_attention_checks")
+    emotion_label = models.CharField(max_length=64)
+    situation = PlainTextField()
+    speaker_utterance = PlainTextField()
+    good_reply = PlainTextField()
+    poor_reply = PlainTextField()
+    after_item = models.PositiveSmallIntegerField(help_text="Shown after this many regular pairs (0: first).")
+
+    class Meta:
+        ordering = ["study", "after_item", "id"]
+
+    def __str__(self) -> str:
+        return f"known-answer pair after pair {self.after_item}"
+
+
 class Participant(models.Model):
     class Status(models.TextChoices):
         ACTIVE = "active", "Active"
@@ -438,24 +457,11 @@ class Assignment(models.Model):
         return f"{self.participant.external_id} #{self.position}"
 
 
-class Rating(models.Model):
-    """The answer to one Assignment. The OneToOne key makes a second answer impossible."""
-
-    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="rating")
-    value = models.SmallIntegerField()
-    response_time_ms = models.PositiveIntegerField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    def __str__(self) -> str:
-        return f"{self.assignment} = {self.value}"
-
-
-# The questionnaire and pairwise kinds', the authenticity signals' and the frozen design's models, imported so
-# Django registers them.
+# The questionnaire kind's, the authenticity signals' and the frozen design's models, imported so Django
+# registers them. The rating and pairwise kinds' answers and settings are in their packages (kinds/*/models.py).
 from .authenticity_models import ParticipantAuthenticity  # noqa: E402
 from .balance_models import BalanceCount  # noqa: E402
 from .design_models import StudyAmendment, StudyDesign  # noqa: E402
-from .pairwise_models import PairAttentionCheck, PairItem, PairwiseSettings  # noqa: E402
 from .questionnaire_models import (  # noqa: E402
     Instrument,
     InstrumentCategory,
@@ -469,7 +475,7 @@ from .questionnaire_models import (  # noqa: E402
 
 __all__ = [
     "AttentionCheck", "Assignment", "BalanceCount", "Condition", "Emotion", "Instrument", "InstrumentCategory", "InstrumentItem",
-    "PairAttentionCheck", "PairItem", "PairwiseSettings", "Participant", "ParticipantAuthenticity", "Prompt",
-    "QuestionnaireAnswer", "QuestionnaireRun", "QuestionnaireSettings", "Rating", "Response", "Situation", "Study",
+    "PairAttentionCheck", "Participant", "ParticipantAuthenticity", "Prompt",
+    "QuestionnaireAnswer", "QuestionnaireRun", "QuestionnaireSettings", "Response", "Situation", "Study",
     "StudyAmendment", "StudyDesign", "StudySituation", "Valence",
 ]  # fmt: skip

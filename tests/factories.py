@@ -2,6 +2,7 @@
 
 import factory
 
+from kinds.pairwise.models import PairwiseSettings
 from studies import models
 
 
@@ -137,7 +138,7 @@ def pairwise_study_build(
         conditions=conditions, prompts=prompts, state=state, kind=models.Study.Kind.PAIRWISE, **study_fields
     )
     study.conditions.filter(name="arm0").update(is_baseline=True)
-    models.PairwiseSettings.objects.create(study=study, focal_design=focal_design)
+    PairwiseSettings.objects.create(study=study, focal_design=focal_design)
     for after in known_answers:
         models.PairAttentionCheck.objects.create(
             study=study,

@@ -15,8 +15,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
+from kinds.pairwise.models import PairwiseSettings
 from studies.design import design_freeze
-from studies.models import PairAttentionCheck, PairwiseSettings, Study
+from studies.models import PairAttentionCheck, Study
 from tests.a11y import axe_violations
 from tests.analysis.test_pairwise_page import rater
 from tests.factories import ConditionFactory, PromptFactory, ResponseFactory

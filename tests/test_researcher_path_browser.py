@@ -26,7 +26,8 @@ from django.urls import reverse
 from playwright.sync_api import expect
 
 from generation.models import LLMConditionConfig, Provider, ResponseEdit
-from studies.models import Participant, Rating, Response, Study
+from kinds.rating.models import Rating
+from studies.models import Participant, Response, Study
 from tests.a11y import axe_violations
 from tests.generation.conftest import TEST_KEY, json_response, openai_body
 from tests.ratings.test_participant_pages import walk

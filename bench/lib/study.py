@@ -97,7 +97,8 @@ def outcomes_check(*, slug: str, outcomes: list, id_prefix: str = "") -> dict:
     whose external id starts with `id_prefix`, so waves of one run are checked apart)."""
     from django.db.models import Count
 
-    from studies.models import Assignment, Participant, Rating, Response, Study
+    from kinds.rating.models import Rating
+    from studies.models import Assignment, Participant, Response, Study
 
     study = Study.objects.get(slug=slug)
     ratings = Rating.objects.filter(

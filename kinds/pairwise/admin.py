@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from kinds.pairwise.models import PairwiseSettings
 from studies.admin_design import FrozenInlineFormSet
 from studies.admin_extras import FriendlyProtectedDeleteInline
-from studies.models import PairAttentionCheck, PairwiseSettings
+from studies.models import PairAttentionCheck
 
 
 class PairwiseSettingsInline(admin.StackedInline):

@@ -12,8 +12,8 @@ from collections import defaultdict
 from generation.judge_formats import VERDICT_A, VERDICT_B, VERDICT_SAME
 from generation.judge_models import JudgeRating
 from generation.selectors import words_count
+from kinds.pairwise.models import PairItem
 from studies.models import Participant
-from studies.pairwise_models import PairItem
 
 # A choice and a verdict in one vocabulary: 1 the left reply, 2 the right one, 3 about the same.
 _CHOICE = {"left": 1, "right": 2, "tie": 3, "same": 3}

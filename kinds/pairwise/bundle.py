@@ -17,8 +17,9 @@ from kinds.pairwise import bradley_terry_bootstrap, bradley_terry_fit
 from kinds.pairwise.analysis import baseline_of
 from kinds.pairwise.bradley_terry_fit import BradleyTerryError
 from kinds.pairwise.frame import pairwise_export, pairwise_frame
+from kinds.pairwise.models import PairItem
 from kinds.pairwise.report import pairwise_analyze_frame
-from studies.models import PairItem, Study
+from studies.models import Study
 
 HERE = Path(__file__).resolve().parent
 ANSWER_COLUMNS = [

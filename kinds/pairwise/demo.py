@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from kinds.pairwise.models import PairwiseSettings
 from studies.authenticity_models import NEW_STUDY_TRAPS
 from studies.demo.texts import DEMO_CORPUS, EMPATHY_SIDES, TAKING_PART
 from studies.importers import corpus_import
-from studies.models import PairAttentionCheck, PairwiseSettings, Study
+from studies.models import PairAttentionCheck, Study
 from studies.services import study_launch
 
 PAIRWISE_SLUG = "pairs-demo"

@@ -22,7 +22,8 @@ from django.db.models.functions import Length
 
 from analysis.exclusions import RULE_NAMES, ExclusionRules, participant_exclusion_flags_one
 from analysis.pseudonyms import pseudonym
-from studies.models import PairItem, Study
+from kinds.pairwise.models import PairItem
+from studies.models import Study
 
 FRAME_COLUMNS = [
     "participant", "prompt_id", "left_condition", "right_condition", "choice", "both_inadequate",

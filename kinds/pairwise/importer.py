@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from kinds.pairwise.models import PairItem, PairwiseSettings
 from studies.balance_counts import counts_rebuild
 from studies.design import design_freeze
 from studies.importers.corpus import corpus_import
 from studies.importers.reading import CorpusImportError, ImportProblem, csv_text
 from studies.kinds import DONE
-from studies.models import PairItem, PairwiseSettings, Participant, Prompt, Response, Study
+from studies.models import Participant, Prompt, Response, Study
 
 VOTE_COLUMNS = ("prompt", "condition_a", "condition_b", "choice", "rater")
 CHOICES = {"a": PairItem.Choice.LEFT, "left": PairItem.Choice.LEFT, "b": PairItem.Choice.RIGHT,

@@ -42,6 +42,7 @@ from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
 from generation.judge_formats import PAIRS as PAIRS_FORMAT
+from kinds.pairwise.models import PairItem, PairwiseSettings
 from studies import rows
 from studies.balancing import live_assignments, tie_break_draws, tie_break_key
 from studies.kinds import StudyKind, register, resolved
@@ -55,16 +56,7 @@ from studies.kinds.base import (
     corpus_coverage_problems,
     instructions_problems,
 )
-from studies.models import (
-    RESPONSE_ELIGIBLE,
-    Condition,
-    PairAttentionCheck,
-    PairItem,
-    PairwiseSettings,
-    Participant,
-    Response,
-    Study,
-)
+from studies.models import RESPONSE_ELIGIBLE, Condition, PairAttentionCheck, Participant, Response, Study
 from studies.reply_review import undecided_same_pairs
 
 INSTRUCTIONS = Participant.Step.INSTRUCTIONS

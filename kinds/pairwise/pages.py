@@ -25,8 +25,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
+from kinds.pairwise.models import PairItem
 from studies.answers import STALE, AnswerRejected, InvalidValue, Page, answer_take
-from studies.models import PairItem, Participant
+from studies.models import Participant
 from studies.pages import StepPage
 from studies.participants import participant_complete, participant_lock, participant_state_copy
 

@@ -27,8 +27,9 @@ from analysis.permissions import analyst_required
 from analysis.services import AnalysisError, AnalysisOptions, analysis_entry
 from analysis.views import options_from_query
 from generation.selectors import judge_run_summary, judges_of
+from kinds.pairwise.models import PairItem
 from studies.kinds import kinds_with
-from studies.models import Condition, PairItem, Study
+from studies.models import Condition, Study
 from studies.selectors import study_planned_analysis
 
 from . import page as words

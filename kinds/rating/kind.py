@@ -133,6 +133,7 @@ class RatingKind(StudyKind):
     ]
     analysis = "kinds.rating.entry.RATING_ANALYSIS"
     analysis_page = "analysis:dashboard"
+    demo_closed = "kinds.rating.demo.published_demo_ensure"
     launch_panel = "kinds.rating.launch_power.launch_power_html"
     corpus_import = True
     judged = True

@@ -16,6 +16,7 @@ from functools import cache
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from kinds.rating.models import Rating
 from studies import authenticity, rows
 from studies.answers import (  # noqa: F401 (the answers' refusals, raised and imported from here too)
     AnswerRejected,
@@ -26,7 +27,7 @@ from studies.answers import (  # noqa: F401 (the answers' refusals, raised and i
     ParticipantNotActive,
     answer_take,
 )
-from studies.models import Assignment, AttentionCheck, Participant, Rating
+from studies.models import Assignment, AttentionCheck, Participant
 from studies.participants import (
     participant_advance,
     participant_lock,

@@ -15,7 +15,7 @@ from django.db import transaction
 
 from studies.authenticity_models import NEW_STUDY_TRAPS
 from studies.emotionbench.instruments import instruments_import
-from studies.importers import corpus_import, ratings_import
+from studies.importers import corpus_import
 from studies.kinds import registered_kinds, resolved
 from studies.models import (
     AttentionCheck,
@@ -31,12 +31,10 @@ from studies.services import study_launch
 from .texts import DEMO_CORPUS, EMPATHY_SIDES, TAKING_PART
 
 DEMO_SLUG = "demo"
-PUBLISHED_SLUG = "published-sample"
 QUESTIONNAIRE_SLUG = "feelings-demo"
 QUESTIONNAIRE_INSTRUMENT = Path(__file__).resolve().parent / "panas.json"
 QUESTIONNAIRE_SITUATIONS = Path(__file__).resolve().parent / "situations.json"
 DEMO_FACTOR_INDEX = 901
-PUBLISHED_RATINGS = Path(__file__).resolve().parent / "published_ratings.csv"
 ADMIN_USERNAME = "admin"
 PASSWORD_FILE_NAME = "demo-admin-password"
 
@@ -251,22 +249,10 @@ def _participant_link(base_url: str, study: Study) -> str:
     return f"{base_url}/s/{study.slug}/?PROLIFIC_PID={pid}&STUDY_ID={study.slug}&SESSION_ID={session}"
 
 
-def _ensure_published() -> Study:
-    """The published ratings of 30 of the seed study's batches, as a closed study the analysis can open."""
-    study = Study.objects.filter(slug=PUBLISHED_SLUG).first()
-    if study is None:
-        study = ratings_import(
-            study_slug=PUBLISHED_SLUG,
-            data=PUBLISHED_RATINGS.read_bytes(),
-            title="Published ratings: a sample of Welivita & Pu (2024)",
-        ).study
-    return study
-
-
 def demo_seed(*, base_url: str) -> DemoInfo:
     """Create, if missing, the live `demo` study (64 prompts, conditions human / chatgpt / chatgpt_empathy,
     consent, instructions with 3 worked examples, the TEQ, one attention check), the closed study
-    `published-sample` (the published ratings of 30 of the seed study's batches of 10: 90 raters, 900
+    `published-sample` (`StudyKind.demo_closed`, kinds/rating/demo.py: the published ratings of 30 of the seed study's batches of 10: 90 raters, 900
     ratings, for the analysis dashboard), the live questionnaire study `feelings-demo` (PANAS before and
     after one of five situations, with consent text), each kind's own demo (`StudyKind.demo`: the pairwise kind's `pairs-demo`)
     and the superuser `admin`.
@@ -275,7 +261,9 @@ def demo_seed(*, base_url: str) -> DemoInfo:
     generated once and kept in VAR_DIR/demo-admin-password, so every run reports the same one.
     """
     study, study_created = _ensure_study()
-    published = _ensure_published()
+    published = next(
+        resolved(kind.demo_closed)() for kind in registered_kinds() if kind.demo_closed is not None
+    )
     questionnaire = _ensure_questionnaire()
     kind_studies = {kind.name: resolved(kind.demo)() for kind in registered_kinds() if kind.demo is not None}
     admin_created, password = _ensure_admin()

@@ -221,6 +221,9 @@ class StudyKind(ABC):
     analysis_file: ClassVar[str | None] = None
     # () -> Study: the kind's live demo study, created when missing (`manage.py seed_demo`, `make run`).
     demo: ClassVar[str | None] = None
+    # () -> Study: a closed study of the kind with answers, for the analysis dashboard (`seed_demo`'s published
+    # sample); None: the kind has none.
+    demo_closed: ClassVar[str | None] = None
     # Prompts and responses come from a corpus file (studies/importers/corpus.py, the admin's "Import corpus").
     corpus_import: ClassVar[bool] = False
     # LLM judges answer the study's items (generation's Judge), asked and read by `judge_format`: the dotted path

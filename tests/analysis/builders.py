@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from kinds.rating.models import Rating
 from studies.models import (
     Assignment,
     AttentionCheck,
@@ -12,7 +13,6 @@ from studies.models import (
     Emotion,
     Participant,
     Prompt,
-    Rating,
     Response,
     Study,
     Valence,

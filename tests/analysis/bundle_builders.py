@@ -8,13 +8,13 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from kinds.pairwise.models import PairItem
+from kinds.rating.models import Rating
 from studies.models import (
     Assignment,
-    PairItem,
     Participant,
     QuestionnaireAnswer,
     QuestionnaireRun,
-    Rating,
     Study,
     StudySituation,
 )

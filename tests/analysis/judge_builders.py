@@ -9,7 +9,8 @@ from decimal import Decimal
 from django.utils import timezone
 
 from generation.models import Judge, JudgeRating, Provider
-from studies.models import Rating, Response, Study
+from kinds.rating.models import Rating
+from studies.models import Response, Study
 
 
 def judge_create(study: Study, *, name: str = "gpt-judge", n_samples: int = 1) -> Judge:

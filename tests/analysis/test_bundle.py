@@ -21,10 +21,12 @@ from django.core.management import CommandError, call_command
 from analysis.bundle import BundleOptions, bundle_write, bundle_zip
 from analysis.services import AnalysisOptions, study_analyze
 from kinds.pairwise.analysis import PAIRWISE_ANALYSIS
-from studies.demo.seed import PUBLISHED_RATINGS, demo_seed
+from kinds.pairwise.models import PairItem
+from kinds.rating.demo import PUBLISHED_RATINGS
+from studies.demo.seed import demo_seed
 from studies.design import study_amend
 from studies.kinds import registered_kinds, resolved
-from studies.models import PairItem, Participant, Study
+from studies.models import Participant, Study
 from studies.waves import study_extend
 
 from .bundle_builders import questionnaire_fill, ratings_fill, votes_fill

@@ -11,7 +11,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from studies.demo.seed import PUBLISHED_SLUG, demo_seed
+from kinds.rating.demo import PUBLISHED_SLUG
+from studies.demo.seed import demo_seed
 from studies.models import Study
 from tests.a11y import axe_violations
 from tests.screenshots import screenshot

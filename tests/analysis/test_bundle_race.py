@@ -10,8 +10,9 @@ import pytest
 from django.db import connection
 
 from analysis.bundle import bundle_write
+from kinds.rating.models import Rating
 from studies.demo.seed import demo_seed
-from studies.models import Participant, Rating, Study
+from studies.models import Participant, Study
 
 from .bundle_builders import ratings_fill
 

@@ -26,7 +26,8 @@ def dispatched(monkeypatch):
 def _add_participant(study, values):
     """New ratings arrive: one more participant of an existing condition, finished (an unfinished one is
     excluded by the declared rules)."""
-    from studies.models import Assignment, Participant, Rating
+    from kinds.rating.models import Rating
+    from studies.models import Assignment, Participant
 
     cond = study.conditions.get(name="human")
     responses = list(cond.responses.order_by("id")[: len(values)])

@@ -202,7 +202,8 @@ def _both_paths(study, monkeypatch, **kwargs):
 def test_the_postgresql_and_python_exports_give_the_same_cells(db, monkeypatch, reveal, rules):
     from django.utils import timezone
 
-    from studies.models import ParticipantAuthenticity, Rating
+    from kinds.rating.models import Rating
+    from studies.models import ParticipantAuthenticity
 
     people = [
         Rated("human", [("sad", 3, 4000)] * 10, external_id="=HYPERLINK(1)"),  # straight-lining, hostile id

@@ -10,8 +10,9 @@ import pytest
 from django.core.management import call_command
 
 from kinds.pairwise.kind import pair_live_counts
+from kinds.pairwise.models import PairItem, PairwiseSettings
 from kinds.pairwise.pages import pair_answer_submit, pair_show
-from studies.models import Condition, PairItem, PairwiseSettings
+from studies.models import Condition
 from studies.participants import participant_advance, participant_enroll
 from tests.factories import pairwise_study_build, rating_study_build
 

@@ -9,7 +9,8 @@ import pytest
 from analysis import exports
 from analysis.pseudonyms import pseudonym
 from kinds.pairwise.frame import FRAME_COLUMNS, pairwise_frame
-from studies.models import PairItem, Participant
+from kinds.pairwise.models import PairItem
+from studies.models import Participant
 from studies.participants import participant_enroll
 from tests.factories import pairwise_study_build
 from tests.ratings.helpers import consent_and_instructions, enter

@@ -10,8 +10,8 @@ import re
 
 import pytest
 
+from kinds.pairwise.models import PairItem
 from kinds.pairwise.pages import pair_answer_submit, pair_show
-from studies.models import PairItem
 from studies.participants import participant_advance, participant_enroll
 from tests.factories import pairwise_study_build
 

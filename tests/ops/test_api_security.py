@@ -17,7 +17,8 @@ from analysis.permissions import ANALYSTS_GROUP
 from analysis.pseudonyms import pseudonym
 from analysis.tokens import analyst_token_issue
 from generation.models import Judge, Provider
-from studies.models import Participant, Rating, Response, Study
+from kinds.rating.models import Rating
+from studies.models import Participant, Response, Study
 
 from .flow_helpers import hidden_fields, live_study, post_step, to_first_item
 

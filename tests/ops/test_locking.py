@@ -6,7 +6,8 @@ import pytest
 from django.db import connection, transaction
 from django.test import Client
 
-from studies.models import Rating, Study
+from kinds.rating.models import Rating
+from studies.models import Study
 
 from .flow_helpers import live_study, post_step, to_first_item
 

@@ -6,7 +6,8 @@ from django.core.cache import caches
 from django.test import Client
 
 from config.ratelimit import HONEYPOT_FIELD
-from studies.models import Participant, Rating
+from kinds.rating.models import Rating
+from studies.models import Participant
 from tests.factories import ParticipantFactory
 
 from .flow_helpers import enter, hidden_fields, live_study, post_step, to_first_item

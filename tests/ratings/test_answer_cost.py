@@ -12,8 +12,9 @@ from django.test.utils import CaptureQueriesContext
 from redis.connection import AbstractConnection
 
 from config.sessions import SessionStore
+from kinds.rating.models import Rating
 from ratings.selectors import session_key
-from studies.models import Assignment, Participant, Rating
+from studies.models import Assignment, Participant
 from tests.factories import rating_study_build
 from tests.ratings.helpers import consent_and_instructions, current_position, enter, step_url
 

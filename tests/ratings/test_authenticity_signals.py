@@ -6,8 +6,9 @@ import json
 import pytest
 from django.test import Client
 
+from kinds.rating.models import Rating
 from studies.authenticity import NO_SIGNALS, TRAP_FIELD, authenticity_review, trap_word
-from studies.models import Participant, ParticipantAuthenticity, Rating
+from studies.models import Participant, ParticipantAuthenticity
 from studies.selectors import study_status
 from tests.factories import rating_study_build
 from tests.ratings.helpers import consent_and_instructions, current_position, enter, step_url

@@ -5,7 +5,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from studies.models import Participant, Rating, Study
+from kinds.rating.models import Rating
+from studies.models import Participant, Study
 from tests.factories import AttentionCheckFactory, rating_study_build
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -11,7 +11,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from studies.models import Assignment, Emotion, Participant, Rating
+from kinds.rating.models import Rating
+from studies.models import Assignment, Emotion, Participant
 from tests.factories import AttentionCheckFactory, rating_study_build
 from tests.ratings.helpers import another_tab, carried, enter, step_url
 from tests.studies.test_assignment_races import race

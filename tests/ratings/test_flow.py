@@ -8,8 +8,9 @@ from django.test import Client
 from django.utils import timezone
 from django.utils.html import escape
 
+from kinds.rating.models import Rating
 from ratings.tasks import release_stale_participants
-from studies.models import Assignment, Emotion, Participant, Rating, Study
+from studies.models import Assignment, Emotion, Participant, Study
 from tests.factories import AttentionCheckFactory, rating_study_build
 from tests.ratings.helpers import (
     answer_current,

@@ -4,7 +4,8 @@ as JSON, with the same checks and the same exactly-once rules as the plain form 
 import pytest
 from django.test import Client
 
-from studies.models import Assignment, Participant, Rating
+from kinds.rating.models import Rating
+from studies.models import Assignment, Participant
 from tests.factories import AttentionCheckFactory, rating_study_build
 from tests.ratings.helpers import (
     CSRF_TOKEN,

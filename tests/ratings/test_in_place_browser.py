@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 import pytest
 from playwright.sync_api import expect
 
-from studies.models import Participant, Rating
+from kinds.rating.models import Rating
+from studies.models import Participant
 from tests.a11y import axe_violations
 from tests.factories import AttentionCheckFactory, rating_study_build
 from tests.screenshots import screenshot

@@ -10,9 +10,10 @@ import pytest
 from playwright.sync_api import expect
 
 from analysis import exports
+from kinds.pairwise.models import PairItem
 from scripts.walk import VIEWPORTS, walk
 from studies.demo.seed import demo_seed
-from studies.models import PairItem, Participant, ParticipantAuthenticity
+from studies.models import Participant, ParticipantAuthenticity
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

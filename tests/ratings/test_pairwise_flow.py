@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from studies.models import PairItem, Participant
+from kinds.pairwise.models import PairItem
+from studies.models import Participant
 from tests.factories import pairwise_study_build
 from tests.ratings.helpers import POSITION, consent_and_instructions, enter, step_url
 

@@ -10,8 +10,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from kinds.rating.models import Rating
 from studies.demo.seed import DEMO_SLUG, QUESTIONNAIRE_SLUG, demo_seed
-from studies.models import Participant, QuestionnaireRun, QuestionnaireSettings, Rating
+from studies.models import Participant, QuestionnaireRun, QuestionnaireSettings
 from tests.a11y import axe_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -7,8 +7,9 @@ import re
 import pytest
 from django.test import Client
 
+from kinds.rating.models import Rating
 from studies.authenticity import PICTURE_SKIPPED, picture_answer, score_compute
-from studies.models import Assignment, Participant, ParticipantAuthenticity, Rating
+from studies.models import Assignment, Participant, ParticipantAuthenticity
 from studies.selectors import study_status
 from tests.factories import rating_study_build
 from tests.ratings.helpers import consent_and_instructions, current_position, enter, step_url

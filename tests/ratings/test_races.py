@@ -3,7 +3,8 @@
 import pytest
 from django.test import Client
 
-from studies.models import Participant, Rating
+from kinds.rating.models import Rating
+from studies.models import Participant
 from tests.factories import rating_study_build
 from tests.ratings.helpers import consent_and_instructions, current_position, enter, step_url
 from tests.studies.test_assignment_races import race

@@ -7,8 +7,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from kinds.rating.models import Rating
 from kinds.rating.services import rating_submit
-from studies.models import Assignment, Participant, Rating
+from studies.models import Assignment, Participant
 from studies.participants import (
     participant_advance,
     participant_enroll,

@@ -9,9 +9,10 @@ from django.core.cache import caches
 from django.test import Client
 
 from config import ratelimit
+from kinds.rating.models import Rating
 from ratings import tickets
 from ratings.selectors import session_key
-from studies.models import Participant, Rating
+from studies.models import Participant
 from tests.factories import rating_study_build
 from tests.ratings.helpers import POSITION, enter, first_item, item_positions, step_url
 from tests.studies.test_assignment_races import race

@@ -11,7 +11,8 @@ from pathlib import Path
 from django.apps import apps
 from django.utils import timezone
 
-from studies.models import Assignment, Rating
+from kinds.rating.models import Rating
+from studies.models import Assignment
 
 # The published dataset lives in shared/ beside the checkout (as in CI); PUBLISHED_RATINGS_CSV points elsewhere
 # (a checkout that is not beside shared/, e.g. a git worktree).

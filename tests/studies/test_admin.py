@@ -7,8 +7,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from kinds.rating.models import Rating
 from studies.balance_counts import counts_rebuild
-from studies.models import Assignment, Emotion, Participant, Rating, Study
+from studies.models import Assignment, Emotion, Participant, Study
 from tests.factories import ConditionFactory, ParticipantFactory, PromptFactory, ResponseFactory, StudyFactory
 
 from .helpers import public_csv, public_rows, row_counts

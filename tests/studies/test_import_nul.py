@@ -12,8 +12,9 @@ from django.core.management import CommandError, call_command
 from kinds.pairwise.demo import PAIRWISE_CORPUS
 from kinds.pairwise.importer import pairwise_import
 from kinds.questionnaire.results_parse import llm_results_parse_csv
+from kinds.rating.importer import ratings_import
 from studies.emotionbench.data import EmotionBenchImportError
-from studies.importers import CorpusImportError, corpus_import, ratings_import
+from studies.importers import CorpusImportError, corpus_import
 from studies.models import Instrument, Participant, Prompt, Study
 
 from .helpers import DATASET, sqlite_manage

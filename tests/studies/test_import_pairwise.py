@@ -7,7 +7,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from kinds.pairwise.demo import PAIRWISE_CORPUS
-from studies.models import PairItem, Participant, Study
+from kinds.pairwise.models import PairItem
+from studies.models import Participant, Study
 
 pytestmark = pytest.mark.django_db
 

@@ -7,9 +7,10 @@ from collections import Counter, defaultdict
 import pytest
 from django.core.management import CommandError, call_command
 
+from kinds.rating.importer import teq_score
+from kinds.rating.models import Rating
 from kinds.rating.teq import teq_score as flow_teq_score
-from studies.importers import teq_score
-from studies.models import Assignment, Participant, Rating, Study
+from studies.models import Assignment, Participant, Study
 from studies.selectors import study_status
 
 from .helpers import DATASET, row_counts

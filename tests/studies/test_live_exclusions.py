@@ -7,7 +7,8 @@ import pytest
 from django.urls import reverse
 
 from analysis import exclusions, selectors
-from studies.models import Assignment, AttentionCheck, Participant, ParticipantAuthenticity, Rating, Study
+from kinds.rating.models import Rating
+from studies.models import Assignment, AttentionCheck, Participant, ParticipantAuthenticity, Study
 from tests.factories import ConditionFactory, ParticipantFactory, PromptFactory, ResponseFactory, StudyFactory
 
 pytestmark = pytest.mark.django_db

@@ -68,7 +68,7 @@ def test_a_database_migrated_from_0007_with_data_ends_as_a_fresh_one_with_its_da
     new = migrate(latest())
 
     assert schema() == fresh
-    rating = new.get_model("studies", "Rating").objects.get()
+    rating = new.get_model("rating", "Rating").objects.get()
     assert (rating.value, rating.assignment.participant.external_id, rating.assignment.response.text) == (
         3,
         "P1",

@@ -9,9 +9,10 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from kinds.pairwise.kind import PAIRS, pair_live_counts
+from kinds.pairwise.models import PairItem, PairwiseSettings
 from studies.design import FrozenDesignError, design_build
 from studies.kinds.registry import participant_steps
-from studies.models import Condition, PairAttentionCheck, PairItem, PairwiseSettings, Participant
+from studies.models import Condition, PairAttentionCheck, Participant
 from studies.participants import participant_advance, participant_enroll, participant_return
 from studies.services import study_launch, study_launch_problems
 from tests.factories import pairwise_study_build

@@ -154,8 +154,9 @@ def test_a_questionnaire_study_gets_its_own_material_step_and_no_corpus_or_check
 def test_a_filled_study_with_unrated_responses_shows_a_shortfall(staff_client):
     from django.core.management import call_command
 
+    from kinds.rating.models import Rating
     from studies.balance_counts import counts_rebuild
-    from studies.models import Assignment, Rating
+    from studies.models import Assignment
 
     study = rating_study("short", prompts=4, state=Study.State.LIVE, quota_per_condition=1)
     study.target_ratings_per_response = 2

@@ -5,8 +5,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from kinds.rating.models import Rating
 from studies import rows
-from studies.models import Assignment, Participant, Rating, Study
+from studies.models import Assignment, Participant, Study
 from tests.factories import ParticipantFactory, ResponseFactory, StudyFactory
 
 pytestmark = pytest.mark.django_db

@@ -5,9 +5,10 @@ import pytest
 from django.urls import reverse
 
 from kinds.pairwise.demo import PAIRWISE_CORPUS
+from kinds.pairwise.models import PairItem
 from studies.importers import corpus_import
 from studies.kinds import kind_of
-from studies.models import PairItem, Response
+from studies.models import Response
 from studies.participants import participant_enroll
 from studies.reply_review import SAME_AS_OTHER_CONDITION, same_replies_flag, undecided_same_pairs
 from studies.services import study_launch_problems

@@ -6,8 +6,9 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from kinds.rating.models import Rating
 from studies.balance_counts import counts_rebuild
-from studies.models import Assignment, Participant, Rating
+from studies.models import Assignment, Participant
 from studies.selectors import study_status
 from tests.factories import (
     AttentionCheckFactory,

@@ -1,5 +1,6 @@
-"""The pairwise kind's models (kinds/pairwise/kind.py): its settings, its known-answer pairs, and the pairs
-participants are shown and answer.
+"""The pairwise kind's models (kinds/pairwise/kind.py): its settings and the pairs participants are shown and
+answer. The known-answer pairs (`PairAttentionCheck`) stay in studies/models.py: the frozen design and the
+waves' copy of a design (studies/design.py, waves.py) read them.
 
 A `PairItem` is one page of a participant: one prompt with two replies of two conditions (which one is on the
 left is stored), or one known-answer pair (`PairAttentionCheck`) disguised as any other. Its answer is written
@@ -11,14 +12,14 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 
-from studies.fields import PlainTextField
+from studies.models import PairAttentionCheck, Participant, Prompt, Response, Study
 
 
 class PairwiseSettings(models.Model):
     """A pairwise study's own settings (one per study of that kind). The number of pairs a participant answers
     is the study's `items_per_participant`."""
 
-    study = models.OneToOneField("Study", on_delete=models.CASCADE, related_name="pairwise_settings")
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="pairwise_settings")
     question = models.CharField(max_length=300, default="Which reply is more empathetic?")
     focal_design = models.BooleanField(
         default=False,
@@ -41,28 +42,10 @@ class PairwiseSettings(models.Model):
     class Meta:
         verbose_name = "pairwise settings"
         verbose_name_plural = "pairwise settings"
+        db_table = "studies_pairwisesettings"
 
     def __str__(self) -> str:
         return "pairwise settings"
-
-
-class PairAttentionCheck(models.Model):
-    """A known-answer pair: a good reply against a clearly inadequate one, shown like any other pair (the side of
-    the good reply is drawn per participant). Choosing anything but the good reply counts as a failed check."""
-
-    study = models.ForeignKey("Study", on_delete=models.CASCADE, related_name="pair_attention_checks")
-    emotion_label = models.CharField(max_length=64)
-    situation = PlainTextField()
-    speaker_utterance = PlainTextField()
-    good_reply = PlainTextField()
-    poor_reply = PlainTextField()
-    after_item = models.PositiveSmallIntegerField(help_text="Shown after this many regular pairs (0: first).")
-
-    class Meta:
-        ordering = ["study", "after_item", "id"]
-
-    def __str__(self) -> str:
-        return f"known-answer pair after pair {self.after_item}"
 
 
 class PairItem(models.Model):
@@ -73,11 +56,11 @@ class PairItem(models.Model):
         RIGHT = "right", "B (right) is more empathetic"
         TIE = "tie", "About the same"
 
-    participant = models.ForeignKey("Participant", on_delete=models.CASCADE, related_name="pair_items")
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="pair_items")
     position = models.PositiveSmallIntegerField()
-    prompt = models.ForeignKey("Prompt", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    left = models.ForeignKey("Response", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    right = models.ForeignKey("Response", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    prompt = models.ForeignKey(Prompt, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    left = models.ForeignKey(Response, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    right = models.ForeignKey(Response, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     known_answer = models.ForeignKey(
         PairAttentionCheck, null=True, blank=True, on_delete=models.PROTECT, related_name="items"
     )
@@ -89,6 +72,7 @@ class PairItem(models.Model):
     response_time_ms = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
+        db_table = "studies_pairitem"
         ordering = ["participant", "position"]
         constraints = [
             models.UniqueConstraint(fields=["participant", "position"], name="pair_item_unique_position"),

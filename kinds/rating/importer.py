@@ -10,12 +10,11 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
-from ..balance_counts import counts_rebuild
-from ..design import design_freeze
-from ..exclusion_rules import seed_study_exclusion_rules
-from ..models import Assignment, Participant, Prompt, Rating, Response, Study
-from .corpus import conditions_ensure, emotions_by_name, progress_tick
-from .parse import (
+from studies.balance_counts import counts_rebuild
+from studies.design import design_freeze
+from studies.exclusion_rules import seed_study_exclusion_rules
+from studies.importers.corpus import conditions_ensure, emotions_by_name, progress_tick
+from studies.importers.parse import (
     BULK_BATCH,
     PUBLIC_FORMAT,
     TEQ_ANSWER_CODES,
@@ -27,6 +26,9 @@ from .parse import (
     corpus_parse,
     missing_columns,
 )
+from studies.models import Assignment, Participant, Prompt, Response, Study
+
+from .models import Rating
 
 
 @dataclass

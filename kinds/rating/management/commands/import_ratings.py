@@ -2,7 +2,8 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from studies.importers import CorpusImportError, ratings_import
+from kinds.rating.importer import ratings_import
+from studies.importers import CorpusImportError
 from studies.management.commands.import_corpus import TqdmProgress, read_file
 
 
