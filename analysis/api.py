@@ -60,14 +60,20 @@ class StudyDetailSerializer(serializers.ModelSerializer):
     scale = serializers.JSONField()
     exclusion_rules = serializers.JSONField(help_text="The exclusion rules the study declared before launch.")
     participants = serializers.SerializerMethodField()
+    kind_settings = serializers.SerializerMethodField(
+        help_text="The study kind's own settings (a rating study's question, TEQ and ratings aimed for per response)."
+    )
 
     class Meta:
         model = Study
         fields = [
             "slug", "title", "kind", "state", "created_at", "launched_at", "closed_at", "scale",
-            "items_per_participant", "target_ratings_per_response", "quota_per_condition", "conditions",
+            "items_per_participant", "kind_settings", "quota_per_condition", "conditions",
             "exclusion_rules", "participants",
         ]  # fmt: skip
+
+    def get_kind_settings(self, study: Study) -> dict | None:
+        return kind_of(study).settings_values(study)
 
     def get_participants(self, study: Study) -> int:
         return study.participants.filter(is_preview=False).count()

@@ -44,6 +44,7 @@ django.setup()
 
 from django.db import connection, connections, transaction  # noqa: E402
 
+from kinds.rating.models import RatingSettings  # noqa: E402
 from studies.models import Assignment, Condition, Emotion, Participant, Prompt, Response, Study  # noqa: E402
 from studies.participants import participant_enroll  # noqa: E402
 
@@ -63,10 +64,10 @@ def build_study(prompts: int, conditions: int) -> Study:
         title="Enrollment benchmark",
         state=Study.State.LIVE,
         items_per_participant=10,
-        target_ratings_per_response=3,
         quota_per_condition=1_000_000,
         completion_code="BENCH",
     )
+    RatingSettings.objects.create(study=study, target_ratings_per_response=3)
     emotion, _ = Emotion.objects.get_or_create(name="joyful")
     arms = [Condition.objects.create(study=study, name=f"arm{i}", position=i) for i in range(conditions)]
     rows = Prompt.objects.bulk_create(

@@ -10,6 +10,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import flatten_fieldsets
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.forms.models import modelform_factory
 from django.http import HttpRequest, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -31,6 +32,7 @@ from .design import (
     design_current,
     frozen_message,
     is_frozen,
+    kind_settings_amendable,
     study_amend,
 )
 from .kinds import kind_of
@@ -171,6 +173,16 @@ class FrozenInlineFormSet(forms.BaseInlineFormSet):
                     )
 
 
+class KindSettingsInline(admin.StackedInline):
+    """A kind's own settings (`StudyKind.settings_model`) on the study page: one row, never deleted, frozen with
+    the design at launch (a change is refused on the page). A kind's subclass names the model and its fields."""
+
+    formset = FrozenInlineFormSet
+    can_delete = False
+    max_num = 1
+    min_num = 1
+
+
 class AmendForm(forms.Form):
     """An amendment of one frozen field: the field as the study's own form edits it (its widget, its clean()),
     filled in with the current value, and the reason."""
@@ -253,6 +265,13 @@ class StudyDesignAdminMixin:
         shown = flatten_fieldsets(self.get_fieldsets(request, study))
         names = [name for name in shown if name in AMENDABLE]
         study_form = self.get_form(request, study, change=True, fields=names)(instance=study)
+        # The kind's own settings (`StudyKind.settings_model`) are amended like the study's fields, after them.
+        own = kind_of(study).settings(study)
+        if kind_settings_amendable(study):
+            own_form = modelform_factory(type(own), fields=kind_settings_amendable(study))(instance=own)
+            study_form.fields.update(own_form.fields)
+            study_form.initial.update(own_form.initial)
+            names += list(own_form.fields)
         name = request.GET.get("field", "")
         form = None
         if name in names:

@@ -25,7 +25,6 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models.signals import pre_delete, pre_save
 from django.dispatch import receiver
-from django.forms.models import model_to_dict
 
 from .kinds import kind_of
 from .kinds.base import AnalysisPlan
@@ -49,11 +48,8 @@ FROZEN_STUDY_FIELDS = (
     "consent_text",
     "instructions_text",
     "worked_examples",
-    "scale_question",
     "scale",
-    "ask_teq",
     "items_per_participant",
-    "target_ratings_per_response",
     "quota_per_condition",
     "attention_check_max_failures",
     "seed",
@@ -175,14 +171,6 @@ def analysis_plan_of(study: Study) -> AnalysisPlan | None:
     return _plan(study, frozen)
 
 
-def _kind_settings(study: Study) -> dict | None:
-    settings = kind_of(study).settings(study)
-    if settings is None:
-        return None
-    values = model_to_dict(settings, exclude=["id", "study"])
-    return {key: values[key] for key in sorted(values)}
-
-
 def design_build(study: Study) -> dict:
     """The study's design as it stands now, JSON-ready (see the module docstring)."""
     conditions = list(study.conditions.order_by("position", "name"))
@@ -227,7 +215,7 @@ def design_build(study: Study) -> dict:
         "format": FORMAT,
         "study": study.slug,
         "fields": fields,
-        "kind_settings": _kind_settings(study),
+        "kind_settings": kind_of(study).settings_values(study),
         "conditions": condition_rows,
         "quotas": {
             "per_condition_default": study.quota_per_condition,
@@ -352,8 +340,16 @@ def _guard_pair_check(sender, instance: PairAttentionCheck, raw=False, **kwargs)
 
 
 def _guard_kind_settings(sender, instance, raw=False, **kwargs):
-    fields = tuple(f.attname for f in sender._meta.concrete_fields if f.name not in {"id", "study"})
-    if not raw and instance.pk is not None and changed_fields(instance, fields):
+    """A launched study's kind settings change only by an amendment; a study without its row reads the defaults,
+    so a row created after launch may only hold the defaults."""
+    if raw:
+        return
+    fields = [f for f in sender._meta.concrete_fields if f.name not in {"id", "study"}]
+    if instance.pk is None:
+        changed = [f.attname for f in fields if getattr(instance, f.attname) != f.get_default()]
+    else:
+        changed = changed_fields(instance, tuple(f.attname for f in fields))
+    if changed:
         design_edit_refuse(instance.study, "The study kind's settings")
 
 
@@ -414,10 +410,22 @@ def _guard_condition_delete(sender, instance: Condition, origin=None, **kwargs):
 # --- amendments --------------------------------------------------------------------------------------------
 
 
-def _value_clean(study: Study, field: str, value: Any) -> Any:
-    model_field = Study._meta.get_field(field)
+def kind_settings_amendable(study: Study) -> tuple[str, ...]:
+    """The fields of the study's kind's own settings (`StudyKind.settings_model`) amendable like Study's: its
+    plain values (a relation, such as a questionnaire's instrument, is not)."""
+    model = kind_of(study).settings_model
+    if model is None:
+        return ()
+    return tuple(
+        f.name for f in model._meta.concrete_fields if f.name not in {"id", "study"} and not f.is_relation
+    )
+
+
+def _value_clean(study: Study, field: str, value: Any, *, on=None) -> Any:
+    on = study if on is None else on
+    model_field = type(on)._meta.get_field(field)
     try:
-        clean = model_field.clean(model_field.to_python(value), study)
+        clean = model_field.clean(model_field.to_python(value), on)
         if field in STUDY_SETTINGS:  # a JSON setting: its one validator, as Study.clean runs it
             clean = study_setting_normalise(study, field, clean)
         return clean
@@ -428,8 +436,9 @@ def _value_clean(study: Study, field: str, value: Any) -> Any:
 def study_amend(*, study: Study, field: str, value: Any, reason: str, author: str) -> StudyAmendment:
     """Changes one frozen field of a launched study and records it (who, when, why, old → new, the hash before
     and after); the design gets a new version. All or nothing."""
-    if field not in FROZEN_STUDY_FIELDS or field == "kind":
-        allowed = ", ".join(f for f in FROZEN_STUDY_FIELDS if f != "kind")
+    own = kind_settings_amendable(study)
+    if (field not in FROZEN_STUDY_FIELDS and field not in own) or field == "kind":
+        allowed = ", ".join(f for f in (*FROZEN_STUDY_FIELDS, *own) if f != "kind")
         raise AmendmentError(f"'{field}' cannot be amended: choose one of {allowed}")
     if not reason.strip():
         raise AmendmentError("an amendment needs a reason (why the frozen design changes)")
@@ -442,13 +451,15 @@ def study_amend(*, study: Study, field: str, value: Any, reason: str, author: st
             raise AmendmentError(
                 f"study '{study.slug}' is a draft: its design is not frozen yet, edit it directly"
             )
-        new = _value_clean(study, field, value)
-        old = getattr(study, field)
+        # A field of the kind's own settings is amended on its row (created with the defaults when missing).
+        target = kind_of(study).settings(study) if field in own else study
+        new = _value_clean(study, field, value, on=target)
+        old = getattr(target, field)
         if old == new:
             raise AmendmentError(f"{field} already has this value: nothing to amend")
-        setattr(study, field, new)
+        setattr(target, field, new)
         with _amending():
-            study.save(update_fields=[field])
+            target.save(**({"update_fields": [field]} if target.pk is not None else {}))
         after = design_freeze(study, reason=f"amendment of {field}")
         return StudyAmendment.objects.create(
             study=study,

@@ -81,20 +81,10 @@ class Study(models.Model):
         help_text="Examples shown with the instructions: a list of objects with emotion, situation, "
         "speaker_utterance, response, rating (a scale value) and explanation.",
     )
-    scale_question = models.CharField(
-        max_length=300,
-        default="How empathetic is Speaker 2's response, compared with how you would have responded?",
-    )
     scale = models.JSONField(default=default_scale, help_text="List of {value, label}, shown in this order.")
-    ask_teq = models.BooleanField(
-        default=False, verbose_name="Ask the Toronto Empathy Questionnaire before rating"
-    )
 
     # Design.
     items_per_participant = models.PositiveSmallIntegerField(default=10, validators=[MinValueValidator(1)])
-    target_ratings_per_response = models.PositiveSmallIntegerField(
-        default=1, validators=[MinValueValidator(1)]
-    )
     quota_per_condition = models.PositiveIntegerField(default=200, validators=[MinValueValidator(1)])
     attention_check_max_failures = models.PositiveSmallIntegerField(
         default=0, help_text="A participant failing more attention checks than this is flagged for exclusion."

@@ -79,7 +79,7 @@ def study_status(*, study: Study) -> dict[str, Any]:
         "state": study.state,
         "prompts": study.prompts.count(),
         "items_per_participant": study.items_per_participant,
-        "target_ratings_per_response": study.target_ratings_per_response,
+        "kind_settings": kind.settings_values(study),
         "columns": [{"key": key, "header": header} for key, header in kind.status_columns],
         "conditions": result_conditions,
         "participants_without_condition": unassigned,

@@ -3,6 +3,7 @@
 import factory
 
 from kinds.pairwise.models import PairwiseSettings
+from kinds.rating.models import RatingSettings
 from studies import models
 
 
@@ -15,6 +16,9 @@ class EmotionFactory(factory.django.DjangoModelFactory):
     valence = factory.LazyAttribute(
         lambda o: models.Valence.POSITIVE if o.name in {"joyful", "proud"} else models.Valence.NEGATIVE
     )
+
+
+RATING_SETTINGS = [f.name for f in RatingSettings._meta.concrete_fields if f.name not in ("id", "study")]
 
 
 class StudyFactory(factory.django.DjangoModelFactory):
@@ -30,6 +34,16 @@ class StudyFactory(factory.django.DjangoModelFactory):
     failed_checks_code = "FAILEDCK"
     items_per_participant = 3
     quota_per_condition = 10
+
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        """The rating kind's own settings given with the study's fields (RATING_SETTINGS: ask_teq,
+        scale_question, target_ratings_per_response) go to its RatingSettings row."""
+        own = {name: kwargs.pop(name) for name in RATING_SETTINGS if name in kwargs}
+        study = super()._create(model_class, *args, **kwargs)
+        if own:
+            RatingSettings.objects.create(study=study, **own)
+        return study
 
 
 class ConditionFactory(factory.django.DjangoModelFactory):

@@ -20,19 +20,27 @@ def live_study_fields(*, ask_teq: bool, quota_per_condition: int) -> dict:
         "consent_text": "You are invited to rate how empathetic some short replies are.",
         "instructions_text": "Read each conversation and rate the reply.",
         "items_per_participant": 10,
-        "target_ratings_per_response": 1,
         "quota_per_condition": quota_per_condition,
-        "ask_teq": ask_teq,
         "completion_code": COMPLETION_CODE,
         "screened_out_code": "BENCHSCREEN",
         "completion_redirect_url": "",
     }
 
 
+def rating_settings_fields(*, ask_teq: bool) -> dict:
+    """The benchmark study's rating settings (kinds/rating/models.py RatingSettings; Study fields in a checkout
+    from before the rating kind had its own settings)."""
+    return {"ask_teq": ask_teq, "target_ratings_per_response": 1}
+
+
 def study_seed_in(stack: Stack, *, slug: str, corpus: Path, ask_teq: bool, quota_per_condition: int) -> None:
     """The same live study seeded by the stack's own checkout (its `manage.py`), not by this process's
     Django: for a stack running another version of the code (bench/participants.py --baseline)."""
-    fields = live_study_fields(ask_teq=ask_teq, quota_per_condition=quota_per_condition)
+    # The baseline checkout is from before RatingSettings: its Study still has the rating kind's fields.
+    fields = {
+        **live_study_fields(ask_teq=ask_teq, quota_per_condition=quota_per_condition),
+        **rating_settings_fields(ask_teq=ask_teq),
+    }
     log(f"importing {corpus.name} through import_corpus ({stack.root})")
     stack.manage("import_corpus", slug, str(corpus))
     stack.manage(
@@ -50,6 +58,7 @@ def study_seed(stack: Stack, *, slug: str, corpus: Path, ask_teq: bool, quota_pe
     is not on this machine."""
     from django.utils import timezone
 
+    from kinds.rating.models import RatingSettings
     from studies.models import Condition, Emotion, Prompt, Response, Study
 
     if corpus.exists():
@@ -83,6 +92,7 @@ def study_seed(stack: Stack, *, slug: str, corpus: Path, ask_teq: bool, quota_pe
         launched_at=timezone.now(),
     )
     study = Study.objects.get(slug=slug)
+    RatingSettings.objects.update_or_create(study=study, defaults=rating_settings_fields(ask_teq=ask_teq))
     return {
         "slug": slug,
         "conditions": list(study.conditions.values_list("name", flat=True)),

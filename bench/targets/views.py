@@ -27,7 +27,6 @@ _SCALE = [{"value": 1, "label": "Good"}, {"value": 2, "label": "Okay"}, {"value"
 _STUDY = SimpleNamespace(
     slug="bench",
     title="Benchmark page",
-    scale_question="How empathetic is the reply?",
     trap_hidden_instruction=False,  # the item page's authenticity trap, off as in a study that leaves it off
 )
 _ITEM = SimpleNamespace(
@@ -63,6 +62,7 @@ def page_ceiling(request):
         "ratings/item.html",
         {
             "study": _STUDY,
+            "question": "How empathetic is the reply?",
             "participant": None,
             "step": "items",
             "item": _ITEM,

@@ -6,17 +6,13 @@ from __future__ import annotations
 from django.contrib import admin
 
 from kinds.pairwise.models import PairwiseSettings
-from studies.admin_design import FrozenInlineFormSet
+from studies.admin_design import FrozenInlineFormSet, KindSettingsInline
 from studies.admin_extras import FriendlyProtectedDeleteInline
 from studies.models import PairAttentionCheck
 
 
-class PairwiseSettingsInline(admin.StackedInline):
+class PairwiseSettingsInline(KindSettingsInline):
     model = PairwiseSettings
-    formset = FrozenInlineFormSet  # frozen with the design at launch: a change is refused on the page
-    can_delete = False
-    max_num = 1
-    min_num = 1
     verbose_name = "pairwise settings"
     verbose_name_plural = "pairwise settings"
     fields = ["question", "focal_design", "adaptive_after", "adaptive_max_share"]

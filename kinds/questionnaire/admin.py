@@ -7,7 +7,7 @@ from django.contrib import admin
 from django.db.models import Count
 from django.utils.text import Truncator
 
-from studies.admin_design import FrozenInlineFormSet
+from studies.admin_design import KindSettingsInline
 from studies.admin_extras import FriendlyProtectedDeleteInline
 from studies.models import (
     Instrument,
@@ -19,12 +19,8 @@ from studies.models import (
 )
 
 
-class QuestionnaireSettingsInline(admin.StackedInline):
+class QuestionnaireSettingsInline(KindSettingsInline):
     model = QuestionnaireSettings
-    formset = FrozenInlineFormSet  # frozen with the design at launch: a change is refused on the page
-    can_delete = False
-    max_num = 1
-    min_num = 1
     verbose_name = "questionnaire settings"
     verbose_name_plural = "questionnaire settings"
     fields = [

@@ -15,6 +15,8 @@ from analysis.exclusions import ExclusionRules
 from analysis.services import AnalysisOptions, baseline_choose, rating_study_analyze
 from studies.models import Study
 
+from .kind import RATING
+
 ANSWER_COLUMNS = [
     "participant", "condition", "response_id", "dialogue_id", "emotion", "valence", "position", "value",
     "value_label", "response_time_ms", "rated_at",
@@ -55,7 +57,7 @@ class RatingBundle:
             Column("emotion", "string", "The emotion the speaker felt.", True),
             Column("valence", "string", "The emotion's valence group."),
             Column("position", "integer", "The page's place in the rater's sequence (1-based).", True, minimum=0),
-            Column("value", "integer", f"The rating: {study.scale_question}", True, enum=values or None,
+            Column("value", "integer", f"The rating: {RATING.settings(study).scale_question}", True, enum=values or None,
                    minimum=min(values, default=None), maximum=max(values, default=None)),
             Column("value_label", "string", "The scale's word for the value.",
                    enum=tuple(str(point.get("label", point["value"])) for point in scale) or None),
@@ -78,14 +80,15 @@ class RatingBundle:
         return [answers]
 
     def materials(self, study: Study) -> dict[str, object]:
-        return {"scale": {"question": study.scale_question, "scale": study.scale}}
+        return {"scale": {"question": RATING.settings(study).scale_question, "scale": study.scale}}
 
     def prereg_answers(self, study: Study) -> dict[str, str]:
         """The pre-registration's answers only this kind gives (studies.prereg.prereg_osf)."""
         scale = ", ".join(f"{p.get('label', p['value'])} = {p['value']}" for p in study.scale or [])
+        settings = RATING.settings(study)
         return {
-            "Measured variables": f"Each rating of a reply: {study.scale_question} Scale: {scale}. "
-            f"{study.target_ratings_per_response} ratings per reply aimed for.",
+            "Measured variables": f"Each rating of a reply: {settings.scale_question} Scale: {scale}. "
+            f"{settings.target_ratings_per_response} ratings per reply aimed for.",
         }
 
     def parameters(self, study: Study) -> dict:

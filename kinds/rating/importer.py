@@ -28,7 +28,7 @@ from studies.importers.parse import (
 )
 from studies.models import Assignment, Participant, Prompt, Response, Study
 
-from .models import Rating
+from .models import Rating, RatingSettings
 
 
 @dataclass
@@ -195,14 +195,13 @@ def ratings_import(
             description="Imported published ratings: public dataset of github.com/anuradha1992/llm-empathy-evaluation "
             "(texts from EmpatheticDialogues, CC BY-NC 4.0).",
             state=Study.State.CLOSED,
-            ask_teq=True,
             items_per_participant=items_per_participant,
-            target_ratings_per_response=1,
             quota_per_condition=max(per_condition.values()),
             # The published study declared attention checks as its only exclusion rule.
             exclusion_rules=seed_study_exclusion_rules(),
             closed_at=timezone.now(),
         )
+        RatingSettings.objects.create(study=study, ask_teq=True, target_ratings_per_response=1)
         condition_rows = conditions_ensure(study, conditions)
         prompt_rows = Prompt.objects.bulk_create(
             [

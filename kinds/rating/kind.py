@@ -42,6 +42,7 @@ from studies.models import (
     Study,
 )
 
+from .models import RatingSettings
 from .rating_totals import ratings_per_response
 
 INSTRUCTIONS = Participant.Step.INSTRUCTIONS
@@ -150,9 +151,6 @@ class RatingKind(StudyKind):
             {
                 "fields": [
                     "worked_examples",
-                    "target_ratings_per_response",
-                    "ask_teq",
-                    "scale_question",
                     "scale",
                     "trap_repeat_items",
                     "trap_picture",
@@ -160,12 +158,16 @@ class RatingKind(StudyKind):
             },
         ),
     ]
+    # The question, the TEQ and the ratings aimed for per response (kinds/rating/models.py), on the study's page.
+    settings_model = RatingSettings
+    admin_inlines = ["kinds.rating.admin.RatingSettingsInline"]
 
     def steps(self, study: Study) -> list[str]:
-        return [INSTRUCTIONS, *([TEQ] if study.ask_teq else []), ITEMS]
+        return [INSTRUCTIONS, *([TEQ] if self.settings(study).ask_teq else []), ITEMS]
 
     def prereg_procedure(self, study: Study, design: dict) -> list[str]:
-        fields = design["fields"]
+        # A design frozen while these settings were Study fields has them among its fields.
+        fields = {**design["fields"], **(design.get("kind_settings") or {})}
         scale = ", ".join(f"{o['label']} = {o['value']}" for o in fields["scale"])
         return [
             f"Question: {fields['scale_question']}",
@@ -254,7 +256,7 @@ class RatingKind(StudyKind):
             .annotate(n=Count("id"))
             .values_list("condition", "n")
         )
-        target, items = study.target_ratings_per_response, study.items_per_participant
+        target, items = self.settings(study).target_ratings_per_response, study.items_per_participant
         for condition in conditions:
             n = responses.get(condition.pk, 0)
             quota = condition.effective_quota
@@ -290,7 +292,7 @@ class RatingKind(StudyKind):
         """A shortfall per condition whose quota has filled (its completed and active participants reach it, so
         nobody new joins) while responses have fewer ratings than the target: how many have none, how many
         ratings are missing, and the participants that would give them."""
-        target, items = study.target_ratings_per_response, study.items_per_participant
+        target, items = self.settings(study).target_ratings_per_response, study.items_per_participant
         notices = []
         for row in status["conditions"]:
             taken = row["participants"]["completed"] + row["participants"]["active"]
@@ -308,7 +310,7 @@ class RatingKind(StudyKind):
         return notices
 
     def status_summary(self, study: Study, status: dict) -> list[str]:
-        target = study.target_ratings_per_response
+        target = self.settings(study).target_ratings_per_response
         return [
             f"{status['prompts']} prompts",
             f"{study.items_per_participant} items per participant",

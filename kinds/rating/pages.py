@@ -24,7 +24,7 @@ from studies.participants import participant_complete
 
 from . import services, teq
 from .forms import ItemAnswerForm, TeqForm
-from .kind import ITEMS
+from .kind import ITEMS, RATING
 from .picture import picture_draw
 from .picture_sound import sound_response
 from .selectors import (
@@ -91,6 +91,7 @@ def item_get(request, participant: Participant) -> HttpResponse:
         step=participant.step,
         item=current,
         page=current.assignment,
+        question=RATING.settings(study).scale_question,
         scale=scale_buttons(study),
         picture=picture_draw(study=study, participant_id=participant.pk) if current.is_picture else None,
         # "I can't see the picture": the same check as a sound (kinds/rating/picture_sound.py).
@@ -185,7 +186,8 @@ def _item_in_place_data(request: HttpRequest, participant, item: CurrentItem) ->
         request,
         "item.html",
         participant,
-        shows=(study.scale_question, study.scale),
+        shows=(question := RATING.settings(study).scale_question, study.scale),
+        question=question,
         item=blank,
         page=SimpleNamespace(position=item.assignment.position),
         scale=scale_buttons(study),

@@ -16,7 +16,7 @@ from django.db import transaction
 from studies.authenticity_models import NEW_STUDY_TRAPS
 from studies.emotionbench.instruments import instruments_import
 from studies.importers import corpus_import
-from studies.kinds import registered_kinds, resolved
+from studies.kinds import kind_of, registered_kinds, resolved
 from studies.models import (
     AttentionCheck,
     Condition,
@@ -87,6 +87,8 @@ WORKED_EXAMPLES = [
     },
 ]
 
+# The demo's settings of its kind (the rating kind's, kinds/rating/models.py).
+DEMO_KIND_SETTINGS = {"ask_teq": True, "target_ratings_per_response": 3}
 DEMO_SETTINGS = {
     **NEW_STUDY_TRAPS,
     "title": "Demo: how empathetic are these replies?",
@@ -94,9 +96,7 @@ DEMO_SETTINGS = {
     "consent_text": CONSENT,
     "instructions_text": INSTRUCTIONS,
     "worked_examples": WORKED_EXAMPLES,
-    "ask_teq": True,
     "items_per_participant": 10,
-    "target_ratings_per_response": 3,
     "quota_per_condition": 50,
     "attention_check_max_failures": 0,
     "seed": 2024,
@@ -202,6 +202,10 @@ def _ensure_study() -> tuple[Study, bool]:
         for field, value in DEMO_SETTINGS.items():
             setattr(study, field, value)
         study.save()
+        own = kind_of(study).settings(study)
+        for field, value in DEMO_KIND_SETTINGS.items():
+            setattr(own, field, value)
+        own.save()
         AttentionCheck.objects.create(study=study, **ATTENTION_CHECK)
         study_launch(study=study)
     return study, True

@@ -42,6 +42,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from django.db.models import Q
+from django.forms.models import model_to_dict
 from django.urls import reverse
 from django.utils.module_loading import import_string
 
@@ -365,6 +366,15 @@ class StudyKind(ABC):
             return getattr(study, related)
         except model.DoesNotExist:
             return model(study=study)
+
+    def settings_values(self, study: Study) -> dict | None:
+        """The study's settings of this kind as plain values, by field name in order (what the design freezes, the
+        status and the API show); None for a kind without settings."""
+        settings = self.settings(study)
+        if settings is None:
+            return None
+        values = model_to_dict(settings, exclude=["id", "study"])
+        return {key: values[key] for key in sorted(values)}
 
     def __repr__(self) -> str:
         return f"<study kind {self.name!r}>"

@@ -5,7 +5,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from kinds.rating.models import Rating
+from kinds.rating.models import Rating, RatingSettings
 from studies.models import Participant, Study
 from tests.factories import AttentionCheckFactory, rating_study_build
 
@@ -87,7 +87,7 @@ def assert_fits_the_phone(page):
 
 
 def test_the_flow_works_on_a_phone(live_server, phone_page, study):
-    Study.objects.filter(pk=study.pk).update(ask_teq=True)
+    RatingSettings.objects.create(study=study, ask_teq=True)
     AttentionCheckFactory(study=study, after_item=1, expected_value=2)
     page = phone_page
     page.goto(f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID=PIDPHONE&STUDY_ID=S1&SESSION_ID=X1")

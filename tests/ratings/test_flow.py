@@ -8,7 +8,7 @@ from django.test import Client
 from django.utils import timezone
 from django.utils.html import escape
 
-from kinds.rating.models import Rating
+from kinds.rating.models import Rating, RatingSettings
 from ratings.tasks import release_stale_participants
 from studies.models import Assignment, Emotion, Participant, Study
 from tests.factories import AttentionCheckFactory, rating_study_build
@@ -64,7 +64,7 @@ def test_a_participant_runs_through_to_the_completion_code_and_the_prolific_redi
     )
     consent_and_instructions(client, study)
     page = client.get(step_url(study)).content.decode()
-    assert "Item 1 of 3" in page and escape(study.scale_question) in page and "Good" in page
+    assert "Item 1 of 3" in page and escape(RatingSettings().scale_question) in page and "Good" in page
     finish(client, study, value=2)
     page = client.get(step_url(study)).content.decode()
     assert "C0MPLETE" in page

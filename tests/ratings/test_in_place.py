@@ -4,7 +4,7 @@ as JSON, with the same checks and the same exactly-once rules as the plain form 
 import pytest
 from django.test import Client
 
-from kinds.rating.models import Rating
+from kinds.rating.models import Rating, RatingSettings
 from studies.models import Assignment, Participant
 from tests.factories import AttentionCheckFactory, rating_study_build
 from tests.ratings.helpers import (
@@ -124,8 +124,7 @@ def _page_step(reply) -> str:
 def test_each_step_posted_in_place_gets_the_next_steps_page_in_its_reply(client, study):
     """Consent, instructions and the TEQ posted in the background: the services run as for a plain post and
     the reply is the page of the new step, honeypot field included, one request per step."""
-    study.ask_teq = True
-    study.save(update_fields=["ask_teq"])
+    RatingSettings.objects.create(study=study, ask_teq=True)
     enter(client, study, "PID1")
     response = client.post(step_url(study), {"step": "consent", "decision": "agree"}, **JSON)
     reply = response.json()

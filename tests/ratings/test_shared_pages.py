@@ -8,6 +8,7 @@ import pytest
 from django.test import Client
 from django.test.signals import template_rendered
 
+from kinds.rating.models import RatingSettings
 from studies.models import Participant
 from studies.pages import TOKEN_MARK
 from tests.factories import rating_study_build
@@ -101,8 +102,7 @@ def test_an_edit_is_shown_on_the_next_request(study):
 def test_the_step_count_and_the_preview_banner_are_part_of_the_page(study, admin_client):
     _, page = _consent_page(study, "P1")
     assert re.search(r"Step 1 of 3\b", page)
-    study.ask_teq = True
-    study.save()
+    RatingSettings.objects.create(study=study, ask_teq=True)
     _, page = _consent_page(study, "P2")
     assert re.search(r"Step 1 of 4\b", page)
 

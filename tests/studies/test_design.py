@@ -13,6 +13,8 @@ from django.core.management import CommandError, call_command
 from django.db import transaction
 from django.urls import reverse
 
+from kinds.rating.kind import RATING
+from kinds.rating.models import RatingSettings
 from studies.design import (
     FROZEN_CHECK_FIELDS,
     FROZEN_CONDITION_FIELDS,
@@ -75,11 +77,8 @@ STUDY_EDITS = {
     "worked_examples": [
         {"emotion": "sad", "situation": "s", "speaker_utterance": "u", "response": "r", "rating": 3}
     ],
-    "scale_question": "How kind is it?",
     "scale": [{"value": 2, "label": "Good"}, {"value": 1, "label": "Bad"}],
-    "ask_teq": True,
     "items_per_participant": 4,
-    "target_ratings_per_response": 2,
     "quota_per_condition": 11,
     "attention_check_max_failures": 1,
     "seed": 7,
@@ -96,6 +95,12 @@ STUDY_EDITS = {
     "trap_hidden_instruction": True,
     "trap_repeat_items": 2,
     "trap_picture": True,
+}
+# One new value per field of the rating kind's own settings (kinds/rating/models.py), frozen with the design too.
+RATING_SETTINGS_EDITS = {
+    "scale_question": "How kind is it?",
+    "ask_teq": True,
+    "target_ratings_per_response": 2,
 }
 CONDITION_EDITS = {
     "name": "gpt5",
@@ -159,6 +164,31 @@ def test_a_study_field_edit_changes_the_hash_and_is_refused_after_launch(field):
     setattr(study, field, copy.deepcopy(STUDY_EDITS[field]))
     with pytest.raises(FrozenDesignError, match="frozen design"):
         study.save()
+    assert design_sha256(design_build(Study.objects.get(pk=study.pk))) == frozen.sha256
+
+
+@pytest.mark.parametrize("existing", [True, False], ids=["row", "no-row"])
+@pytest.mark.parametrize("field", sorted(RATING_SETTINGS_EDITS))
+def test_a_rating_settings_edit_changes_the_hash_and_is_refused_after_launch(field, existing):
+    """With a settings row, and without one (the study read the defaults): a row created after launch with
+    another value is refused too."""
+    assert set(RATING_SETTINGS_EDITS) == {
+        f.name for f in RatingSettings._meta.concrete_fields if f.name not in ("id", "study")
+    }
+    draft = ready_study()
+    before = design_sha256(design_build(draft))
+    RatingSettings.objects.create(study=draft, **{field: RATING_SETTINGS_EDITS[field]})
+    assert design_sha256(design_build(Study.objects.get(pk=draft.pk))) != before
+
+    study = ready_study()
+    if existing:
+        RatingSettings.objects.create(study=study)
+    frozen = _frozen(study)
+    own = RATING.settings(Study.objects.get(pk=study.pk))
+    own.save()  # a no-op save (or a row of the defaults) keeps the design
+    setattr(own, field, RATING_SETTINGS_EDITS[field])
+    with pytest.raises(FrozenDesignError, match="frozen design"):
+        own.save()
     assert design_sha256(design_build(Study.objects.get(pk=study.pk))) == frozen.sha256
 
 
@@ -312,7 +342,7 @@ def test_the_study_amend_command_records_an_amendment(capsys):
         "study_amend", "amended", "--field", "scale_question", "--value", "How caring is it?",
         "--reason", "typo", "--author", "ann",
     )  # fmt: skip
-    assert Study.objects.get(pk=study.pk).scale_question == "How caring is it?"
+    assert RatingSettings.objects.get(study=study).scale_question == "How caring is it?"
     assert "typo" in prereg_markdown(study) and "How caring is it?" in prereg_markdown(study)
     with pytest.raises(CommandError, match="cannot be amended"):
         call_command(

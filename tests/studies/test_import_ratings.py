@@ -31,7 +31,7 @@ def test_the_public_dataset_becomes_a_closed_study_matching_the_file():
         in summary
     )
     study = Study.objects.get(slug="published")
-    assert study.state == Study.State.CLOSED and study.ask_teq
+    assert study.state == Study.State.CLOSED and study.rating_settings.ask_teq
     assert study.prompts.count() == 2000
     assert [c.name for c in study.conditions.order_by("position")] == ["human", "chatgpt", "chatgpt_empathy"]
 

@@ -8,6 +8,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from generation.models import GenerationItem
+from kinds.rating.models import RatingSettings
 from studies.models import Condition, Participant, Study
 from tests.factories import (
     AttentionCheckFactory,
@@ -159,8 +160,7 @@ def test_a_filled_study_with_unrated_responses_shows_a_shortfall(staff_client):
     from studies.models import Assignment
 
     study = rating_study("short", prompts=4, state=Study.State.LIVE, quota_per_condition=1)
-    study.target_ratings_per_response = 2
-    study.save()
+    RatingSettings.objects.create(study=study, target_ratings_per_response=2)
     human = study.conditions.get()
     url = reverse("admin:studies_study_status", args=[study.pk])
     assert "Shortfall" not in staff_client.get(url).content.decode()  # not filled yet

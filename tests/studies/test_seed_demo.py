@@ -53,7 +53,12 @@ def test_seed_demo_creates_a_live_demo_study_and_an_admin_and_a_second_run_chang
     ]
     per_emotion = set(study.prompts.values("emotion").annotate(n=Count("id")).values_list("n", flat=True))
     assert per_emotion == {2}
-    assert study.ask_teq and study.items_per_participant == 10 and len(study.worked_examples) == 3
+    assert (
+        study.rating_settings.ask_teq
+        and study.rating_settings.target_ratings_per_response == 3
+        and study.items_per_participant == 10
+        and len(study.worked_examples) == 3
+    )
     assert study.completion_code and study.screened_out_code and study.failed_checks_code
     assert study.completion_redirect_url == ""
     assert AttentionCheck.objects.filter(study=study).count() == 1

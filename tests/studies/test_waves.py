@@ -41,7 +41,6 @@ def test_a_copy_is_a_draft_with_the_same_design():
         "consent_text",
         "instructions_text",
         "worked_examples",
-        "ask_teq",
         "scale",
         "seed",
         "completion_code",
