@@ -319,3 +319,38 @@ def test_a_missing_api_key_is_named_before_anything_is_sent(imported_basics, htt
         with pytest.raises(CommandError, match="keyless: .*EB_TEST_API_KEY.* is not set"):
             call_command("generate_questionnaire", "eb-nokey", *extra)
     assert QuestionnaireExchange.objects.count() == 0 and QuestionnaireRun.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_the_test_model_answers_a_panas_study_with_no_key_and_no_network(imported_basics, capsys):
+    """A questionnaire study's LLM subject on the test model (a fresh `make run`'s provider): every run answered on
+    the first ask, the negative feelings higher after a scenario than at baseline, the positive ones lower."""
+    from kinds.questionnaire.analysis import emotionbench_analyse
+
+    provider = Provider(name="test-model", kind="test", max_concurrency=4, requests_per_minute=6000)
+    provider.full_clean()
+    provider.save()
+    study = questionnaire_study_create(
+        slug="eb-test-model",
+        title="EmotionBench on the test model",
+        kind=Study.Kind.QUESTIONNAIRE,
+        instrument=Instrument.objects.get(name="PANAS"),
+        llm_default_runs=6,
+        llm_evoked_runs=3,
+        seed=4,
+    )
+    situations = list(Situation.objects.filter(emotion="Anger"))[:2]
+    StudySituation.objects.bulk_create([StudySituation(study=study, situation=s) for s in situations])
+    condition = Condition.objects.create(study=study, name="test", kind=Condition.Kind.LLM)
+    LLMConditionConfig.objects.create(condition=condition, provider=provider, model="test-model")
+    call_command("generate_questionnaire", "eb-test-model", "--threads", "1")
+    runs = QuestionnaireRun.objects.filter(condition=condition)
+    assert runs.filter(phase="default").count() == 6 and runs.filter(phase="evoked").count() == 6
+    exchanges = QuestionnaireExchange.objects.filter(condition=condition)
+    assert exchanges.count() == 12 and set(exchanges.values_list("outcome", flat=True)) == {"parsed"}
+    assert all("test model: placeholder reply" in e.model_returned for e in exchanges)
+    analysis = emotionbench_analyse(study=study)
+    na = analysis.get(condition="test", level="emotion", group="Anger", category="Negative Affect")
+    pa = analysis.get(condition="test", level="emotion", group="Anger", category="Positive Affect")
+    assert na.two_sample.mean_evoked > na.two_sample.mean_default
+    assert pa.two_sample.mean_evoked < pa.two_sample.mean_default
