@@ -38,6 +38,26 @@ def make_provider(httpserver) -> Provider:
     return provider
 
 
+def panas_llm_study(slug, provider, model, condition, *, runs, seed):
+    """A PANAS study with one LLM subject (`condition`) on `provider`'s `model`; `runs`: (default runs, evoked runs
+    per situation, how many of the Anger situations)."""
+    default_runs, evoked_runs, situations = runs
+    study = questionnaire_study_create(
+        slug=slug,
+        title=f"EmotionBench on {model}",
+        kind=Study.Kind.QUESTIONNAIRE,
+        instrument=Instrument.objects.get(name="PANAS"),
+        llm_default_runs=default_runs,
+        llm_evoked_runs=evoked_runs,
+        seed=seed,
+    )
+    chosen = list(Situation.objects.filter(emotion="Anger"))[:situations]
+    StudySituation.objects.bulk_create([StudySituation(study=study, situation=s) for s in chosen])
+    subject = Condition.objects.create(study=study, name=condition, kind=Condition.Kind.LLM)
+    LLMConditionConfig.objects.create(condition=subject, provider=provider, model=model, temperature=0.0)
+    return study, subject, chosen
+
+
 def openai_body(text: str) -> dict:
     return {
         "id": "chatcmpl-eb",
@@ -115,19 +135,9 @@ def test_the_full_llm_protocol_runs_against_a_loopback_model_and_is_analysed(
     imported_basics, httpserver, api_key, capsys, redis_url, tmp_path, staff_client
 ):
     provider = make_provider(httpserver)
-    study = questionnaire_study_create(
-        slug="eb-llm",
-        title="EmotionBench on a loopback model",
-        kind=Study.Kind.QUESTIONNAIRE,
-        instrument=Instrument.objects.get(name="PANAS"),
-        llm_default_runs=8,
-        llm_evoked_runs=4,
-        seed=3,
+    study, condition, situations = panas_llm_study(
+        "eb-llm", provider, "fake-1", "fake", runs=(8, 4, 3), seed=3
     )
-    situations = list(Situation.objects.filter(emotion="Anger"))[:3]
-    StudySituation.objects.bulk_create([StudySituation(study=study, situation=s) for s in situations])
-    condition = Condition.objects.create(study=study, name="fake", kind=Condition.Kind.LLM)
-    LLMConditionConfig.objects.create(condition=condition, provider=provider, model="fake-1", temperature=0.0)
     handler, calls = _fake_model(random.Random(5), garbage_every=7)
     httpserver.expect_request("/v1/chat/completions").respond_with_handler(handler)
 
@@ -330,19 +340,9 @@ def test_the_test_model_answers_a_panas_study_with_no_key_and_no_network(importe
     provider = Provider(name="test-model", kind="test", max_concurrency=4, requests_per_minute=6000)
     provider.full_clean()
     provider.save()
-    study = questionnaire_study_create(
-        slug="eb-test-model",
-        title="EmotionBench on the test model",
-        kind=Study.Kind.QUESTIONNAIRE,
-        instrument=Instrument.objects.get(name="PANAS"),
-        llm_default_runs=6,
-        llm_evoked_runs=3,
-        seed=4,
+    study, condition, _ = panas_llm_study(
+        "eb-test-model", provider, "test-model", "test", runs=(6, 3, 2), seed=4
     )
-    situations = list(Situation.objects.filter(emotion="Anger"))[:2]
-    StudySituation.objects.bulk_create([StudySituation(study=study, situation=s) for s in situations])
-    condition = Condition.objects.create(study=study, name="test", kind=Condition.Kind.LLM)
-    LLMConditionConfig.objects.create(condition=condition, provider=provider, model="test-model")
     call_command("generate_questionnaire", "eb-test-model", "--threads", "1")
     runs = QuestionnaireRun.objects.filter(condition=condition)
     assert runs.filter(phase="default").count() == 6 and runs.filter(phase="evoked").count() == 6
