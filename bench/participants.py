@@ -372,7 +372,7 @@ def baseline_stack(args, *, slug: str, ref: str, quota: int):
     # A Redis database of its own: the two stacks' rate-limit counters would otherwise add up (same study id,
     # same simulated client addresses).
     base, _, number = args.redis_url.rpartition("/")
-    redis_url = f"{base}/{(int(number or 0) + 1) % 16}"
+    redis_url = args.baseline_redis_url or f"{base}/{(int(number or 0) + 1) % 16}"
     try:
         with Stack(workers=args.workers, redis_url=redis_url, name="baseline", root=tree) as old:
             study_seed_in(old, slug=slug, corpus=args.corpus, ask_teq=args.teq, quota_per_condition=quota)
@@ -420,6 +420,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--saturation-seconds", type=float, default=24.0, help="for each of floor and flow")
     parser.add_argument("--rounds", type=int, default=3, help="alternating floor/flow slices")
     parser.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/6"))
+    parser.add_argument(
+        "--baseline-redis-url",
+        default="",
+        help="the baseline stack's Redis database (flushed at its start; default: the next database number)",
+    )
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(

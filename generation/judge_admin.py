@@ -15,6 +15,7 @@ from generation import judge_batches, selectors
 from generation.judge_formats import judge_format_of
 from generation.judge_models import Judge, JudgeBatch, JudgeRating
 from generation.providers import batch_api_of
+from generation.providers.registry import placeholder_kinds
 from generation.services import judging
 
 
@@ -87,6 +88,7 @@ class JudgeAdmin(admin.ModelAdmin):
             "title": f"Judge {judge.name}: {judge.study.title}",
             "judge": judge,
             "judge_answers": judge_format_of(judge.study).answers,
+            "placeholder": judge.provider.kind in placeholder_kinds(),
             "progress": progress,
             "busy": busy,
             "problems": judging.judge_problems(judge=judge),

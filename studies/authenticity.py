@@ -291,10 +291,9 @@ def _locked_row(participant: Participant) -> ParticipantAuthenticity:
     on every answer, inside the answer's own transaction (ratings.flow.signals_kept)."""
     row = rows.select(ParticipantAuthenticity, ("participant",), [participant.pk], lock=True)
     if row is None:
-        ParticipantAuthenticity.objects.bulk_create(
-            [ParticipantAuthenticity(participant_id=participant.pk)], ignore_conflicts=True
-        )
-        row = rows.select(ParticipantAuthenticity, ("participant",), [participant.pk], lock=True)
+        row = ParticipantAuthenticity(participant_id=participant.pk)
+        if not rows.insert_if_absent(row):  # a concurrent insert came first: lock that one
+            row = rows.select(ParticipantAuthenticity, ("participant",), [participant.pk], lock=True)
     return row
 
 

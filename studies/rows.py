@@ -201,6 +201,33 @@ def insert_many(model: type[Model], instances: list[Model], names: tuple[str, ..
     return instances
 
 
+def insert_if_absent(instance: Model) -> bool:
+    """Inserts the unsaved `instance` (every concrete field, its defaults and `auto_now` times as `save` would
+    set them) unless a row with one of its unique keys exists; True when inserted, and then the instance is
+    the saved row (its insert is held by the caller's transaction until it commits). One statement where the
+    ORM's `bulk_create(ignore_conflicts=True)` compiles a query each call; no signals."""
+    model = type(instance)
+    fields = [f for f in model._meta.concrete_fields if not (f.primary_key and f.auto_created)]
+    params = [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(_insert_absent_sql(model, connection.vendor), params)
+        inserted = cursor.rowcount == 1
+    if inserted:
+        instance._state.adding = False
+        instance._state.db = connection.alias
+    return inserted
+
+
+@cache
+def _insert_absent_sql(model: type[Model], vendor: str) -> str:
+    quote = connection.ops.quote_name
+    fields = [f for f in model._meta.concrete_fields if not (f.primary_key and f.auto_created)]
+    return (
+        f"INSERT INTO {table(model)} ({', '.join(quote(f.column) for f in fields)})"
+        f" VALUES ({', '.join(['%s'] * len(fields))}) ON CONFLICT DO NOTHING"
+    )
+
+
 @cache
 def _select_sql(model: type[Model], where: tuple[str, ...], vendor: str, lock: bool) -> str:
     conditions = " AND ".join(f"{column(model, name, 't')} = %s" for name in where)

@@ -38,6 +38,26 @@ def make_provider(httpserver) -> Provider:
     return provider
 
 
+def panas_llm_study(slug, provider, model, condition, *, runs, seed):
+    """A PANAS study with one LLM subject (`condition`) on `provider`'s `model`; `runs`: (default runs, evoked runs
+    per situation, how many of the Anger situations)."""
+    default_runs, evoked_runs, situations = runs
+    study = questionnaire_study_create(
+        slug=slug,
+        title=f"EmotionBench on {model}",
+        kind=Study.Kind.QUESTIONNAIRE,
+        instrument=Instrument.objects.get(name="PANAS"),
+        llm_default_runs=default_runs,
+        llm_evoked_runs=evoked_runs,
+        seed=seed,
+    )
+    chosen = list(Situation.objects.filter(emotion="Anger"))[:situations]
+    StudySituation.objects.bulk_create([StudySituation(study=study, situation=s) for s in chosen])
+    subject = Condition.objects.create(study=study, name=condition, kind=Condition.Kind.LLM)
+    LLMConditionConfig.objects.create(condition=subject, provider=provider, model=model, temperature=0.0)
+    return study, subject, chosen
+
+
 def openai_body(text: str) -> dict:
     return {
         "id": "chatcmpl-eb",
@@ -115,19 +135,9 @@ def test_the_full_llm_protocol_runs_against_a_loopback_model_and_is_analysed(
     imported_basics, httpserver, api_key, capsys, redis_url, tmp_path, staff_client
 ):
     provider = make_provider(httpserver)
-    study = questionnaire_study_create(
-        slug="eb-llm",
-        title="EmotionBench on a loopback model",
-        kind=Study.Kind.QUESTIONNAIRE,
-        instrument=Instrument.objects.get(name="PANAS"),
-        llm_default_runs=8,
-        llm_evoked_runs=4,
-        seed=3,
+    study, condition, situations = panas_llm_study(
+        "eb-llm", provider, "fake-1", "fake", runs=(8, 4, 3), seed=3
     )
-    situations = list(Situation.objects.filter(emotion="Anger"))[:3]
-    StudySituation.objects.bulk_create([StudySituation(study=study, situation=s) for s in situations])
-    condition = Condition.objects.create(study=study, name="fake", kind=Condition.Kind.LLM)
-    LLMConditionConfig.objects.create(condition=condition, provider=provider, model="fake-1", temperature=0.0)
     handler, calls = _fake_model(random.Random(5), garbage_every=7)
     httpserver.expect_request("/v1/chat/completions").respond_with_handler(handler)
 
@@ -319,3 +329,28 @@ def test_a_missing_api_key_is_named_before_anything_is_sent(imported_basics, htt
         with pytest.raises(CommandError, match="keyless: .*EB_TEST_API_KEY.* is not set"):
             call_command("generate_questionnaire", "eb-nokey", *extra)
     assert QuestionnaireExchange.objects.count() == 0 and QuestionnaireRun.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_the_test_model_answers_a_panas_study_with_no_key_and_no_network(imported_basics, capsys):
+    """A questionnaire study's LLM subject on the test model (a fresh `make run`'s provider): every run answered on
+    the first ask, the negative feelings higher after a scenario than at baseline, the positive ones lower."""
+    from kinds.questionnaire.analysis import emotionbench_analyse
+
+    provider = Provider(name="test-model", kind="test", max_concurrency=4, requests_per_minute=6000)
+    provider.full_clean()
+    provider.save()
+    study, condition, _ = panas_llm_study(
+        "eb-test-model", provider, "test-model", "test", runs=(6, 3, 2), seed=4
+    )
+    call_command("generate_questionnaire", "eb-test-model", "--threads", "1")
+    runs = QuestionnaireRun.objects.filter(condition=condition)
+    assert runs.filter(phase="default").count() == 6 and runs.filter(phase="evoked").count() == 6
+    exchanges = QuestionnaireExchange.objects.filter(condition=condition)
+    assert exchanges.count() == 12 and set(exchanges.values_list("outcome", flat=True)) == {"parsed"}
+    assert all("test model: placeholder reply" in e.model_returned for e in exchanges)
+    analysis = emotionbench_analyse(study=study)
+    na = analysis.get(condition="test", level="emotion", group="Anger", category="Negative Affect")
+    pa = analysis.get(condition="test", level="emotion", group="Anger", category="Positive Affect")
+    assert na.two_sample.mean_evoked > na.two_sample.mean_default
+    assert pa.two_sample.mean_evoked < pa.two_sample.mean_default

@@ -67,3 +67,33 @@ def test_the_judge_pages_on_a_phone_and_a_desktop(live_server, page_at, httpserv
             assert page.evaluate("document.documentElement.scrollWidth <= innerWidth + 1"), (viewport, name)
             screenshot(page, f"judge-admin-{name}-{viewport}")
     assert violations == []
+
+
+def test_a_judge_on_the_test_model_runs_and_its_page_says_so_on_a_phone_and_a_desktop(live_server, page_at):
+    """A fresh `make run`'s test model as a judge: run from its page with no key, every rating done, the page marked."""
+    from generation.models import Provider
+    from generation.services.running import run_until_settled
+
+    get_user_model().objects.create_superuser(username="researcher", email="", password=PASSWORD)
+    provider = Provider(name="test-model", kind="test", max_concurrency=4, requests_per_minute=6000)
+    provider.full_clean()
+    provider.save()
+    study = make_study(provider=provider, n_prompts=4)
+    judge = make_judge(study, provider, name="trial-judge", model="test-model")
+    started = judging.judge_start(judge=judge, dispatch=False)
+    for rating_id in started.rating_ids:
+        run_until_settled(lambda i=rating_id: judging.judge_rating_run(rating_id=i))
+    assert set(JudgeRating.objects.filter(judge=judge).values_list("status", flat=True)) == {"done"}
+    violations = []
+    for viewport in ("phone", "desktop"):
+        page = page_at(viewport)
+        _login(page, live_server)
+        assert (
+            page.goto(live_server.url + reverse("admin:generation_judge_run", args=[judge.pk])).status == 200
+        )
+        expect(page.locator("#judge-placeholder")).to_contain_text("Test model: placeholder verdicts")
+        expect(page.locator("#judge-progress-bar")).to_be_visible()
+        violations += axe_violations(page)
+        assert page.evaluate("document.documentElement.scrollWidth <= innerWidth + 1"), viewport
+        screenshot(page, f"judge-test-model-run-{viewport}")
+    assert violations == []
