@@ -352,6 +352,7 @@ def instructions_post(request, participant: Participant) -> HttpResponse:
     return _to_step(participant.study)
 
 
-# The spine's pages (studies/kinds/base.py SPINE_PAGES): every kind's consent and instructions.
+# The spine's pages (studies/kinds/base.py SPINE_STEPS, registered by ratings/apps.py): every kind's consent and
+# instructions.
 CONSENT_PAGE = StepPage(get=consent_page, post=consent_post)
 INSTRUCTIONS_PAGE = StepPage(get=instructions_page, post=instructions_post)

@@ -98,10 +98,11 @@ def step_after(study: Study, step: str) -> str:
 
 def page_for(study: Study, step: str):
     """The page object serving `step` for this study's kind (a kind's own page, or the spine's)."""
-    path = kind_of(study).pages.get(step) or SPINE_PAGES.get(step)
-    if path is None:
+    path = kind_of(study).pages.get(step)
+    page = _page(path) if path is not None else SPINE_PAGES.get(step)
+    if page is None:
         raise LookupError(f"No page handles the participant step {step!r} of a {study.kind} study.")
-    return _page(path)
+    return page
 
 
 @cache
