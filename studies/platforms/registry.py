@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..named_registry import named_add, named_get
 from .base import RecruitingPlatform
 
 if TYPE_CHECKING:
@@ -20,11 +21,7 @@ class UnknownPlatform(LookupError):
 
 def register(platform: RecruitingPlatform) -> RecruitingPlatform:
     """Adds `platform` under its name. The same class again is a no-op; another class under a taken name a bug."""
-    existing = PLATFORMS.get(platform.name)
-    if existing is not None and type(existing) is not type(platform):
-        raise ValueError(f"platform {platform.name!r} is already registered by {type(existing).__name__}")
-    PLATFORMS[platform.name] = platform
-    return platform
+    return named_add(PLATFORMS, platform, "recruiting platform")
 
 
 def unregister(name: str) -> None:
@@ -33,12 +30,7 @@ def unregister(name: str) -> None:
 
 
 def platform_named(name: str) -> RecruitingPlatform:
-    try:
-        return PLATFORMS[name]
-    except KeyError:
-        raise UnknownPlatform(
-            f"no recruiting platform {name!r} is registered (known: {sorted(PLATFORMS)})"
-        ) from None
+    return named_get(PLATFORMS, name, UnknownPlatform, "recruiting platform")
 
 
 def platform_of(holder: Study | Participant) -> RecruitingPlatform:

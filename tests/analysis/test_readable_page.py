@@ -13,6 +13,7 @@ from analysis import figures, reports, snapshots
 from analysis.permissions import ANALYSTS_GROUP
 from analysis.services import AnalysisOptions, study_analyze
 from tests.a11y import axe_violations
+from tests.browser_login import sign_in
 from tests.screenshots import screenshot
 
 from .builders import build_rating_study, participants_from_counts
@@ -109,12 +110,14 @@ def test_on_a_phone_the_figures_keep_a_readable_size_and_at_1280_the_tests_fit(
     user.groups.add(Group.objects.get_or_create(name=ANALYSTS_GROUP)[0])
     for viewport in ("small-phone", "phone", "desktop"):
         page = page_at(viewport)
-        page.set_default_timeout(30_000)
-        page.goto(f"{live_server.url}/analysis/login/?next=/analysis/{study.slug}/")
-        page.fill("#id_username", "analyst")
-        page.fill("#id_password", "analyst-pass-123")
-        page.click("button[type=submit], input[type=submit]")
-        page.wait_for_url(f"**/analysis/{study.slug}/")
+        sign_in(
+            page,
+            live_server.url,
+            "analyst",
+            "analyst-pass-123",
+            next_path=f"/analysis/{study.slug}/",
+            login_path="/analysis/login/",
+        )
         shown = page.evaluate(
             """() => [...document.querySelectorAll('figure svg')].map(svg => ({
                  width: svg.getBoundingClientRect().width, viewBox: svg.viewBox.baseVal.width,

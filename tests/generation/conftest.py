@@ -197,3 +197,21 @@ def overlap_gate(calls: int = 2, timeout: float = 5.0):
             arrived.wait_for(lambda: count[0] >= calls, timeout=timeout)
 
     return gate
+
+
+def condition_config_post(client, provider, *, n_prompts=3, **fields):
+    """A study with one LLM condition "gpt4" and no configuration yet, and the admin's "add configuration" form
+    posted for it with gpt-4o, 200 tokens, one sample and `fields`. Returns (condition, response)."""
+    from django.urls import reverse
+
+    study = make_study(provider=provider, conditions=(), n_prompts=n_prompts)
+    condition = Condition.objects.create(study=study, name="gpt4", kind=Condition.Kind.LLM)
+    form = {
+        "condition": condition.id,
+        "provider": provider.id,
+        "model": "gpt-4o",
+        "max_tokens": 200,
+        "n_samples": 1,
+        **fields,
+    }
+    return condition, client.post(reverse("admin:generation_llmconditionconfig_add"), form)
