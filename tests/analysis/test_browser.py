@@ -7,10 +7,11 @@ import pytest
 from django.contrib.auth.models import Group
 
 from analysis.permissions import ANALYSTS_GROUP
+from tests.analysis.builders import two_conditions_rated
 from tests.browser_login import sign_in
 from tests.screenshots import screenshot
 
-from .builders import build_rating_study, participants_from_counts
+from .builders import build_rating_study
 
 
 @pytest.mark.browser
@@ -18,9 +19,7 @@ from .builders import build_rating_study, participants_from_counts
 def test_an_analyst_signs_in_opens_the_dashboard_and_downloads_the_ratings(
     live_server, page, django_user_model
 ):
-    people = participants_from_counts("human", {1: 30, 2: 50, 3: 20}) + participants_from_counts(
-        "gpt4", {1: 20, 2: 40, 3: 40}
-    )
+    people = two_conditions_rated()
     study = build_rating_study(slug="browser", conditions=["human", "gpt4"], participants=people).study
     user = django_user_model.objects.create_user(
         username="analyst", password="analyst-pass-123", is_staff=True

@@ -11,10 +11,10 @@ from werkzeug import Response as WResponse
 from generation.models import LLMConditionConfig, Provider
 from generation.questionnaire_models import QuestionnaireExchange
 from generation.questionnaire_replies import ReplyParseError, reply_parse
-from generation.ratelimit import limit_spec_for, limiter_reset
 from kinds.questionnaire.analysis import emotionbench_analyse
 from studies.models import Condition, Instrument, QuestionnaireRun, Situation, Study, StudySituation
 from tests.factories import questionnaire_study_create
+from tests.generation.conftest import make_provider as loopback_provider
 
 from .conftest import PA, PANAS_ITEMS
 
@@ -22,20 +22,9 @@ LABELS = ["Interested", "Distressed", "Excited"]
 
 
 def make_provider(httpserver) -> Provider:
-    provider = Provider.objects.create(
-        name="loop-eb",
-        kind="openai",
-        base_url=httpserver.url_for("/v1"),
-        api_key_env="EB_TEST_API_KEY",
-        requests_per_minute=60_000,
-        tokens_per_minute=10_000_000,
-        price_input_per_million="2.5",
-        price_output_per_million="10",
-        timeout_seconds=5.0,
-        max_attempts=3,
+    return loopback_provider(
+        httpserver, name="loop-eb", api_key_env="EB_TEST_API_KEY", timeout_seconds=5.0, max_attempts=3
     )
-    limiter_reset(spec=limit_spec_for(provider))
-    return provider
 
 
 def openai_body(text: str) -> dict:

@@ -9,6 +9,7 @@ from django.db import connection
 from generation.models import LLMConditionConfig, Provider
 from generation.ratelimit import limit_spec_for, limiter_reset
 from studies.models import Condition
+from tests.concurrency import race as race_threads
 from tests.factories import ConditionFactory, PromptFactory, StudyFactory
 from tests.loopback_server import LoopbackServer
 
@@ -146,22 +147,9 @@ def threaded_server():
 def race(run, n: int) -> list[str]:
     """Call `run()` from n threads released at once (each on its own database connection); their outcomes'
     statuses, in finishing order."""
-    barrier = threading.Barrier(n)
-    outcomes = []
-
-    def worker():
-        barrier.wait()
-        try:
-            outcomes.append(run().status)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker) for _ in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return outcomes
+    results, errors = race_threads(lambda i: run().status, n)
+    assert not errors, errors
+    return list(results.values())
 
 
 def race_mid_call(run, n: int, call_entered: threading.Event) -> list[str]:

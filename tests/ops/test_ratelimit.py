@@ -3,10 +3,10 @@
 import time
 
 import pytest
-from django.core.cache import caches
 
 from bench.targets.models import FloorWrite
 from config.ratelimit import HONEYPOT_FIELD
+from tests.ratelimits import rate_limits_on
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.ops.urls")]
 
@@ -21,11 +21,7 @@ def _one_window(monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _fresh_limits(settings, redis_url):
-    settings.RATELIMIT_ENABLED = True
-    settings.RATELIMIT_ENTRY_PER_IP = 5
-    settings.RATELIMIT_PARTICIPANT = 8
-    settings.RATELIMIT_TRUSTED_PROXIES = 0
-    caches["default"].clear()
+    rate_limits_on(settings, entry=5, participant=8)
 
 
 def test_entry_gives_a_friendly_429_after_the_per_ip_limit(client):
