@@ -6,14 +6,7 @@ LOGIN_TIMEOUT_MS = 30_000  # the first admin page compiles its templates on a bu
 
 
 def sign_in(
-    page,
-    base_url: str,
-    username: str,
-    password: str,
-    *,
-    next_path: str = "",
-    login_path: str = "/admin/login/",
-    lands: str = "",
+    page, base_url: str, username: str, password: str, *, next_path="", login_path="/admin/login/", lands=""
 ):
     """Fills and submits the login form at `login_path` (`?next=next_path` when given) and waits for the page it
     lands on: `lands` (a URL pattern), else `next_path`, else the admin's home."""

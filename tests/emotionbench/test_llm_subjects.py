@@ -21,6 +21,14 @@ from .conftest import PA, PANAS_ITEMS
 LABELS = ["Interested", "Distressed", "Excited"]
 
 
+def panas_study(slug: str, title: str, **fields) -> Study:
+    """A questionnaire study of the PANAS instrument (imported by the test)."""
+    instrument = Instrument.objects.get(name="PANAS")
+    return questionnaire_study_create(
+        slug=slug, title=title, kind=Study.Kind.QUESTIONNAIRE, instrument=instrument, **fields
+    )
+
+
 def make_provider(httpserver) -> Provider:
     return loopback_provider(
         httpserver, name="loop-eb", api_key_env="EB_TEST_API_KEY", timeout_seconds=5.0, max_attempts=3
@@ -104,14 +112,8 @@ def test_the_full_llm_protocol_runs_against_a_loopback_model_and_is_analysed(
     imported_basics, httpserver, api_key, capsys, redis_url, tmp_path, staff_client
 ):
     provider = make_provider(httpserver)
-    study = questionnaire_study_create(
-        slug="eb-llm",
-        title="EmotionBench on a loopback model",
-        kind=Study.Kind.QUESTIONNAIRE,
-        instrument=Instrument.objects.get(name="PANAS"),
-        llm_default_runs=8,
-        llm_evoked_runs=4,
-        seed=3,
+    study = panas_study(
+        "eb-llm", "EmotionBench on a loopback model", llm_default_runs=8, llm_evoked_runs=4, seed=3
     )
     situations = list(Situation.objects.filter(emotion="Anger"))[:3]
     StudySituation.objects.bulk_create([StudySituation(study=study, situation=s) for s in situations])
@@ -183,14 +185,7 @@ def _llm_study(write_json, httpserver, *, slug, default_runs, evoked_runs, model
     call_command("import_instruments", write_json("q.json", [panas_definition()]))
     call_command("import_situations", write_json("s.json", situations_definition()))
     provider = make_provider(httpserver)
-    study = questionnaire_study_create(
-        slug=slug,
-        title=slug,
-        kind=Study.Kind.QUESTIONNAIRE,
-        instrument=Instrument.objects.get(name="PANAS"),
-        llm_default_runs=default_runs,
-        llm_evoked_runs=evoked_runs,
-    )
+    study = panas_study(slug, slug, llm_default_runs=default_runs, llm_evoked_runs=evoked_runs)
     StudySituation.objects.bulk_create(
         [StudySituation(study=study, situation=s) for s in Situation.objects.all()[:situations]]
     )
@@ -262,14 +257,7 @@ def test_the_admin_shows_llm_subject_progress_and_sends_the_missing_runs_to_the_
     broker = redis.Redis.from_url(redis_url)
     broker.delete("eb-admin-test")
     provider = make_provider(httpserver)
-    study = questionnaire_study_create(
-        slug="eb-admin",
-        title="Admin",
-        kind=Study.Kind.QUESTIONNAIRE,
-        instrument=Instrument.objects.get(name="PANAS"),
-        llm_default_runs=3,
-        llm_evoked_runs=1,
-    )
+    study = panas_study("eb-admin", "Admin", llm_default_runs=3, llm_evoked_runs=1)
     StudySituation.objects.bulk_create(
         [StudySituation(study=study, situation=s) for s in Situation.objects.all()[:2]]
     )
@@ -296,12 +284,7 @@ def test_a_missing_api_key_is_named_before_anything_is_sent(imported_basics, htt
 
     monkeypatch.delenv("EB_TEST_API_KEY", raising=False)
     provider = make_provider(httpserver)
-    study = questionnaire_study_create(
-        slug="eb-nokey",
-        title="No key",
-        kind=Study.Kind.QUESTIONNAIRE,
-        instrument=Instrument.objects.get(name="PANAS"),
-    )
+    study = panas_study("eb-nokey", "No key")
     condition = Condition.objects.create(study=study, name="keyless", kind=Condition.Kind.LLM)
     LLMConditionConfig.objects.create(condition=condition, provider=provider, model="m")
     for extra in ([], ["--on-workers"]):

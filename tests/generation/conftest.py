@@ -203,3 +203,16 @@ def condition_config_post(client, provider, *, n_prompts=3, **fields):
         **fields,
     }
     return condition, client.post(reverse("admin:generation_llmconditionconfig_add"), form)
+
+
+@pytest.fixture
+def worker_queue(settings, redis_url):
+    """A queue of this test's own for generation's messages (`GENERATION_QUEUE`), emptied from the broker after."""
+    import uuid
+
+    import redis
+
+    queue = f"generation-test-{uuid.uuid4().hex[:8]}"
+    settings.GENERATION_QUEUE = queue
+    yield queue
+    redis.Redis.from_url(redis_url).delete(queue)
