@@ -14,7 +14,7 @@ from ..balance_counts import counts_rebuild
 from ..design import design_freeze
 from ..exclusion_rules import seed_study_exclusion_rules
 from ..models import Assignment, Participant, Prompt, Rating, Response, Study
-from .corpus import conditions_ensure, emotions_by_name, progress_tick
+from .corpus import conditions_ensure, emotions_by_name, progress_tick, prompts_unsaved
 from .parse import (
     BULK_BATCH,
     PUBLIC_FORMAT,
@@ -203,16 +203,7 @@ def ratings_import(
         )
         condition_rows = conditions_ensure(study, conditions)
         prompt_rows = Prompt.objects.bulk_create(
-            [
-                Prompt(
-                    study=study,
-                    dialogue_id=p.dialogue_id,
-                    emotion=emotions[p.emotion],
-                    situation=p.situation,
-                    speaker_utterance=p.speaker_utterance,
-                )
-                for p in corpus.prompts
-            ],
+            prompts_unsaved(study, corpus.prompts, emotions),
             batch_size=BULK_BATCH,
         )
         progress_tick(progress, "prompts", len(prompt_rows), len(prompt_rows))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -39,13 +39,7 @@ class Entry:
     platform_data: dict = field(default_factory=dict)
 
     def enrollment_fields(self) -> dict:
-        return {
-            "external_id": self.external_id,
-            "platform": self.platform,
-            "platform_study_id": self.platform_study_id,
-            "platform_session_id": self.platform_session_id,
-            "platform_data": dict(self.platform_data),
-        }
+        return asdict(self)  # a copy: platform_data is the participant's own
 
 
 @dataclass(frozen=True)

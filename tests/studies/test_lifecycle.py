@@ -2,7 +2,7 @@
 
 import pytest
 
-from studies.models import Condition, Response, Study, StudySituation
+from studies.models import Response, Study, StudySituation
 from studies.services import (
     StudyCreateError,
     StudyLaunchError,
@@ -15,20 +15,10 @@ from studies.services import (
     study_resume,
 )
 from tests.concurrency import race
-from tests.factories import ConditionFactory, PromptFactory, ResponseFactory, SituationFactory, StudyFactory
+from tests.factories import ConditionFactory, SituationFactory, StudyFactory
+from tests.studies.test_design import ready_study  # a draft that passes every launch check
 
 pytestmark = pytest.mark.django_db
-
-
-def ready_study(**fields) -> Study:
-    study = StudyFactory(**{"items_per_participant": 3, **fields})
-    human = ConditionFactory(study=study, name="human")
-    gpt = ConditionFactory(study=study, name="gpt4", kind=Condition.Kind.LLM)
-    for _ in range(4):
-        prompt = PromptFactory(study=study)
-        ResponseFactory(prompt=prompt, condition=human)
-        ResponseFactory(prompt=prompt, condition=gpt)
-    return study
 
 
 def test_a_ready_draft_goes_live_then_paused_live_and_closed():
