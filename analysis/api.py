@@ -23,7 +23,7 @@ from analysis.judge_views import report_for
 from analysis.permissions import IsAnalyst
 from analysis.services import AnalysisError, study_analyze_cached
 from analysis.tokens import token_studies
-from analysis.views import download_name, options_from_query
+from analysis.views import download_name, export_response, options_from_query
 from studies.kinds import kind_of, resolved
 from studies.models import Study
 
@@ -159,22 +159,7 @@ class StudyExport(CSVView):
         responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="CSV, streamed")},
     )
     def get(self, request: Request, slug: str, what: str) -> StreamingHttpResponse:
-        study = _study(slug)
-        if what not in exports.EXPORT_KINDS:
-            raise Http404("No such export.")
-        rules = options_from_query(request.query_params).rules
-        response = StreamingHttpResponse(
-            exports.export_lines(
-                study=study,
-                what=what,
-                rules=rules,
-                reveal_participant_ids=exports.reveals_participant_ids(request.user),
-            ),
-            content_type="text/csv; charset=utf-8",
-        )
-        name = download_name(study.slug, f"{what}.csv", request.query_params)
-        response["Content-Disposition"] = f'attachment; filename="{name}"'
-        return design_headers(response, study)
+        return export_response(_study(slug), what, request.query_params, request.user)
 
 
 class StudyTable(CSVView):

@@ -23,14 +23,12 @@ import pandas as pd
 from scipy.stats import MonteCarloMethod, chi2_contingency, fisher_exact
 
 from analysis import stats
+from analysis.exclusion_predicates import INCOMPLETE_STATUSES, RULES, flags_frame, flags_one
 from studies.exclusion_rules import STRAIGHT_LINING_DEFAULTS, exclusion_rules_normalise, exclusion_rules_words
-from studies.models import Participant
 
-RULE_NAMES = ("attention_checks", "incomplete", "too_fast", "straight_lining", "authenticity")
+RULE_NAMES = tuple(RULES)  # declared once, in analysis/exclusion_predicates.py
 ANY_RULE = "any rule"
-INCOMPLETE_STATUSES = frozenset(
-    {Participant.Status.ACTIVE, Participant.Status.RETURNED, Participant.Status.TIMED_OUT}
-)
+__all__ = ["INCOMPLETE_STATUSES", "RULE_NAMES", "ExclusionRules"]
 MIN_EXPECTED = 5  # Cochran's rule: below this expected count the chi-square approximation is not trusted
 MONTE_CARLO_TABLES = 9999
 
@@ -120,35 +118,16 @@ def participant_exclusion_flags(rows: pd.DataFrame, rules: ExclusionRules) -> pd
     per = pd.DataFrame(
         {
             "condition": grouped["condition"].first(),
-            "n_items": grouped["value"].size(),
+            "n": grouped["value"].size(),
             "n_distinct": grouped["value"].nunique(),
             "median_ms": grouped["response_time_ms"].median(),
             "flagged": grouped["flagged_for_exclusion"].any(),
             "status": grouped["participant_status"].first(),
-            "attention_failures": grouped["attention_failures"].max(),
+            "failures": grouped["attention_failures"].max(),
             "unauthentic": grouped["authenticity_excluded"].any(),
         }
     )
-    flags = pd.DataFrame({"condition": per["condition"]}, index=per.index)
-    flags["attention_checks"] = per["flagged"] if rules.attention_checks else False
-    flags["incomplete"] = per["status"].isin(INCOMPLETE_STATUSES) if rules.incomplete else False
-    # NaN medians (no times recorded) compare False: never excluded for speed.
-    if rules.min_median_response_ms is not None:
-        flags["too_fast"] = per["median_ms"] < rules.min_median_response_ms
-    else:
-        flags["too_fast"] = False
-    if rules.straight_lining_min_items is not None:
-        straight = (per["n_distinct"] == 1) & (per["n_items"] >= rules.straight_lining_min_items)
-        if not rules.straight_lining_identical_alone:
-            straight &= (per["attention_failures"] > 0) | (
-                per["median_ms"] < rules.straight_lining_corroborating_ms
-            )
-        flags["straight_lining"] = straight
-    else:
-        flags["straight_lining"] = False
-    flags["authenticity"] = per["unauthentic"] if rules.authenticity else False
-    for rule in RULE_NAMES:
-        flags[rule] = flags[rule].astype(bool)
+    flags = pd.DataFrame({"condition": per["condition"], **flags_frame(per, rules)}, index=per.index)
     flags["excluded"] = flags[list(RULE_NAMES)].any(axis=1)
     return flags
 
@@ -164,31 +143,18 @@ def participant_exclusion_flags_one(
     authenticity_excluded: bool = False,
 ) -> dict[str, bool]:
     """The same rules for one participant's answers, for streamed exports (they see one participant at a time).
-    Must agree with `participant_exclusion_flags`; a test holds them together."""
+    Both are derived from the one declaration of the rules (analysis/exclusion_predicates.py)."""
     times = [t for t in times_ms if t is not None]
-    median = statistics.median(times) if times else None
-    too_fast = (
-        rules.min_median_response_ms is not None
-        and median is not None
-        and median < rules.min_median_response_ms
-    )
-    straight = (
-        rules.straight_lining_min_items is not None
-        and len(values) >= rules.straight_lining_min_items
-        and len(set(values)) == 1
-        and (
-            rules.straight_lining_identical_alone
-            or attention_failures > 0
-            or (median is not None and median < rules.straight_lining_corroborating_ms)
-        )
-    )
-    out = {
-        "attention_checks": bool(rules.attention_checks and flagged),
-        "incomplete": bool(rules.incomplete and status in INCOMPLETE_STATUSES),
-        "too_fast": too_fast,
-        "straight_lining": straight,
-        "authenticity": bool(rules.authenticity and authenticity_excluded),
+    one = {
+        "flagged": flagged,
+        "status": status,
+        "failures": attention_failures,
+        "unauthentic": authenticity_excluded,
+        "median_ms": statistics.median(times) if times else None,
+        "n": len(values),
+        "n_distinct": len(set(values)),
     }
+    out = flags_one(one, rules)
     out["excluded"] = any(out.values())
     return out
 

@@ -9,17 +9,15 @@ the size. Both paths give the same cells; a test holds them together.
 The SQL mirrors, cell by cell:
 - `exports.cell_neutralise`: text starting with = + - @ TAB CR gets a leading apostrophe; numbers stay numbers;
   booleans are true/false; NULL is an empty cell; timestamps are `datetime.isoformat()` in UTC;
-- `exclusions.participant_exclusion_flags_one`: flagged for attention checks, median response time (NULL times left
-  out, no times: never too fast) below the threshold, the same value for all of at least N items, the stored
-  authenticity verdict (no row: not excluded).
-Rules this SQL does not know (a rule added to `ExclusionRules`) send the export down the Python path:
-`sql_export_supported` checks the rules' fields and the flag columns, so a new rule can never be silently dropped.
+- the exclusion flags: not written here but derived, rule by rule, from the one declaration of the rules that the
+  pandas and per-participant forms are derived from too (analysis/exclusion_predicates.py), over each
+  participant's aggregate `f` (NULL times left out; no times: never too fast; no authenticity row: not excluded).
+  A rule added there is in this SQL at once; a rule reading an aggregate `f` lacks fails loudly.
 """
 
 from __future__ import annotations
 
 import codecs
-import dataclasses
 import os
 import threading
 from collections.abc import Iterator
@@ -28,7 +26,8 @@ from django.db import connection
 from django.db.models import F
 
 from analysis import selectors
-from analysis.exclusions import INCOMPLETE_STATUSES, ExclusionRules
+from analysis.exclusion_predicates import flags_sql
+from analysis.exclusions import RULE_NAMES, ExclusionRules
 from analysis.pseudonyms import pseudonym_sql
 from studies.models import Study
 
@@ -43,23 +42,7 @@ NARROW_FIELDS = (
     "authenticity_excluded",
 )
 
-KNOWN_RULE_FIELDS = (
-    "attention_checks",
-    "incomplete",
-    "min_median_response_ms",
-    "straight_lining_min_items",
-    "straight_lining_corroborating_ms",
-    "straight_lining_identical_alone",
-    "authenticity",
-)
-KNOWN_FLAG_COLUMNS = [
-    "excluded",
-    "excluded_attention_checks",
-    "excluded_incomplete",
-    "excluded_too_fast",
-    "excluded_straight_lining",
-    "excluded_authenticity",
-]
+KNOWN_FLAG_COLUMNS = ["excluded", *(f"excluded_{rule}" for rule in RULE_NAMES)]
 TEXT_FIELDS = frozenset(
     {
         "participant",
@@ -83,15 +66,12 @@ TRIGGER_CODES_SQL = "(61, 43, 45, 64, 9, 13)"  # = + - @ TAB CR, as exports.FORM
 
 
 def sql_export_supported(*, rules: ExclusionRules, flag_columns: list[str]) -> bool:
-    """True when PostgreSQL can write this export: the database is PostgreSQL, and the exclusion rules, the flag
-    columns and the export's columns are the ones this module translates to SQL (anything new: the Python path)."""
+    """True when PostgreSQL can write this export: the database is PostgreSQL, and the flag columns and the export's
+    columns are the ones this module writes (a new export column: its type unknown here, the Python path)."""
     if connection.vendor != "postgresql":
         return False
-    fields = tuple(f.name for f in dataclasses.fields(rules))
-    known_columns = (
-        set(selectors.RATING_EXPORT_FIELDS) <= KNOWN_EXPORT_FIELDS
-    )  # a new column: its type unknown here
-    return fields == KNOWN_RULE_FIELDS and list(flag_columns) == KNOWN_FLAG_COLUMNS and known_columns
+    known_columns = set(selectors.RATING_EXPORT_FIELDS) <= KNOWN_EXPORT_FIELDS
+    return list(flag_columns) == KNOWN_FLAG_COLUMNS and known_columns
 
 
 def _text(expr: str) -> str:
@@ -114,39 +94,14 @@ def _iso(expr: str) -> str:
 
 
 def _flag_sql(rules: ExclusionRules) -> tuple[list[str], list]:
-    """SQL for (excluded, attention_checks, incomplete, too_fast, straight_lining, authenticity) over the per-participant
-    aggregate `f`: `exclusions.participant_exclusion_flags_one` in SQL (a test holds the two together)."""
-    params: list = []
-    attention = "f.flagged" if rules.attention_checks else "false"
-    if rules.incomplete:
-        statuses = sorted(INCOMPLETE_STATUSES)
-        incomplete = f"f.status IN ({', '.join(['%s'] * len(statuses))})"
-        params += statuses
-    else:
-        incomplete = "false"
-    if rules.min_median_response_ms is not None:
-        too_fast = "COALESCE(f.median_ms < %s, false)"
-        params.append(float(rules.min_median_response_ms))
-    else:
-        too_fast = "false"
-    if rules.straight_lining_min_items is not None:
-        # Identical answers count only when corroborated: a failed attention check, or a fast median time
-        # (unless the study declared identical answers enough on their own, on a long scale).
-        alone = "true" if rules.straight_lining_identical_alone else "false"
-        straight = (
-            f"(f.n >= %s AND f.n_distinct = 1 AND ({alone} OR f.failures > 0"
-            " OR COALESCE(f.median_ms < %s, false)))"
-        )
-        params += [int(rules.straight_lining_min_items), float(rules.straight_lining_corroborating_ms)]
-    else:
-        straight = "false"
-    # The stored verdict (ParticipantAuthenticity.excluded); no row (no signals): never excluded.
-    authenticity = "COALESCE(f.unauthentic, false)" if rules.authenticity else "false"
-    # Parameters in the order they appear: excluded (all five), then each flag again.
-    order = [attention, incomplete, too_fast, straight, authenticity]
+    """SQL for `excluded` and each rule (RULE_NAMES order) over the per-participant aggregate `f`, derived from the
+    one declaration of the rules (analysis/exclusion_predicates.py) as the pandas and per-participant forms are."""
+    per_rule = [flags_sql(rules)[rule] for rule in RULE_NAMES]
+    order = [sql for sql, _ in per_rule]
+    params = [p for _, rule_params in per_rule for p in rule_params]
+    # Parameters in the order they appear: excluded (every rule), then each flag again.
     sqls = [f"({' OR '.join(order)})", *order]
-    ordered_params = params + params
-    return [f"CASE WHEN {s} THEN 'true' ELSE 'false' END" for s in sqls], ordered_params
+    return [f"CASE WHEN {s} THEN 'true' ELSE 'false' END" for s in sqls], params + params
 
 
 def _export_sql(

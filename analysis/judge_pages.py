@@ -148,6 +148,20 @@ def condition_bias_html(report: JudgeReport) -> SafeString:
     )
 
 
+def _human_beside_ppi(frame: pd.DataFrame, what: str) -> dict[str, list[str]]:
+    """The human-only and prediction-powered estimates of `frame`'s rows with their 95 % intervals, as two
+    columns ("Human-only{what} (95 % CI)", "Prediction-powered{what} (95 % CI)")."""
+    rows = list(frame.itertuples())
+    return {
+        f"Human-only{what} (95 % CI)": [
+            with_ci(r.human_estimate, r.human_ci_low, r.human_ci_high, pct=True) for r in rows
+        ],
+        f"Prediction-powered{what} (95 % CI)": [
+            with_ci(r.ppi_estimate, r.ppi_ci_low, r.ppi_ci_high, pct=True) for r in rows
+        ],
+    }
+
+
 def ppi_shares_html(report: JudgeReport) -> SafeString:
     frame = report.shares
     if frame.empty:
@@ -159,13 +173,7 @@ def ppi_shares_html(report: JudgeReport) -> SafeString:
             "Human ratings": frame["n_human"],
             "n (rated by both)": frame["n"],
             "N (judge only)": frame["N"],
-            "Human-only (95 % CI)": [
-                with_ci(r.human_estimate, r.human_ci_low, r.human_ci_high, pct=True)
-                for r in frame.itertuples()
-            ],
-            "Prediction-powered (95 % CI)": [
-                with_ci(r.ppi_estimate, r.ppi_ci_low, r.ppi_ci_high, pct=True) for r in frame.itertuples()
-            ],
+            **_human_beside_ppi(frame, ""),
             "Width, PPI / human-only": frame["width_ratio"].map(lambda x: _num(x)),
         }
     )
@@ -180,13 +188,7 @@ def ppi_differences_html(report: JudgeReport) -> SafeString:
         {
             "Condition": frame["condition"],
             "Rating": frame["value"],
-            "Human-only difference (95 % CI)": [
-                with_ci(r.human_estimate, r.human_ci_low, r.human_ci_high, pct=True)
-                for r in frame.itertuples()
-            ],
-            "Prediction-powered difference (95 % CI)": [
-                with_ci(r.ppi_estimate, r.ppi_ci_low, r.ppi_ci_high, pct=True) for r in frame.itertuples()
-            ],
+            **_human_beside_ppi(frame, " difference"),
         }
     )
     return _table(shown, f"Differences from {report.baseline}, in percentage points")

@@ -149,15 +149,17 @@ RATING_EXPORT_FIELDS: dict[str, str] = {
 }
 
 
+def _streamed(ordered, fields: dict[str, str]) -> Iterator[tuple]:
+    """The rows of an ordered queryset as tuples of `fields`' paths, read in chunks (a server-side cursor on
+    PostgreSQL): memory stays bounded by the chunk size, not the study's size."""
+    return ordered.values_list(*fields.values()).iterator(chunk_size=EXPORT_CHUNK_SIZE)
+
+
 def rating_export_rows(*, study: Study) -> Iterator[tuple]:
     """Every counted rating with its design variables, ordered by participant then position, streamed in chunks
     (a server-side cursor on PostgreSQL): memory stays bounded by the chunk size, not the study's size."""
-    qs = (
-        rating_queryset(study=study)
-        .order_by("assignment__participant_id", "assignment__position")
-        .values_list(*RATING_EXPORT_FIELDS.values())
-    )
-    return qs.iterator(chunk_size=EXPORT_CHUNK_SIZE)
+    ordered = rating_queryset(study=study).order_by("assignment__participant_id", "assignment__position")
+    return _streamed(ordered, RATING_EXPORT_FIELDS)
 
 
 PARTICIPANT_EXPORT_FIELDS: dict[str, str] = {
@@ -185,12 +187,9 @@ PARTICIPANT_EXPORT_FIELDS: dict[str, str] = {
 
 def participant_export_rows(*, study: Study) -> Iterator[tuple]:
     """The study's real participants (previews excluded), streamed."""
-    qs = (
-        Participant.objects.filter(study=study, is_preview=False)
-        .order_by("id")
-        .values_list(*PARTICIPANT_EXPORT_FIELDS.values())
+    return _streamed(
+        Participant.objects.filter(study=study, is_preview=False).order_by("id"), PARTICIPANT_EXPORT_FIELDS
     )
-    return qs.iterator(chunk_size=EXPORT_CHUNK_SIZE)
 
 
 RESPONSE_EXPORT_FIELDS: dict[str, str] = {
@@ -213,9 +212,7 @@ RESPONSE_EXPORT_FIELDS: dict[str, str] = {
 
 def response_export_rows(*, study: Study) -> Iterator[tuple]:
     """The study's responses with their prompt, streamed."""
-    qs = (
-        Response.objects.filter(prompt__study=study)
-        .order_by("condition__position", "condition__name", "prompt_id", "sample_index")
-        .values_list(*RESPONSE_EXPORT_FIELDS.values())
+    ordered = Response.objects.filter(prompt__study=study).order_by(
+        "condition__position", "condition__name", "prompt_id", "sample_index"
     )
-    return qs.iterator(chunk_size=EXPORT_CHUNK_SIZE)
+    return _streamed(ordered, RESPONSE_EXPORT_FIELDS)

@@ -190,23 +190,25 @@ def _csv_response(lines, filename: str) -> StreamingHttpResponse:
     return response
 
 
+def export_response(study: Study, what: str, query, user) -> StreamingHttpResponse:
+    """One export of the study (`what`) as a streamed CSV download, under the exclusion rules the query names
+    (the dashboard's link and the API's alike); Http404 for an unknown export."""
+    if what not in exports.EXPORT_KINDS:
+        raise Http404("No such export.")
+    lines = exports.export_lines(
+        study=study,
+        what=what,
+        rules=options_from_query(query).rules,
+        reveal_participant_ids=exports.reveals_participant_ids(user),
+    )
+    response = _csv_response(lines, download_name(study.slug, f"{what}.csv", query))
+    return design_headers(response, study)
+
+
 @require_GET
 @analyst_required
 def export(request: HttpRequest, slug: str, what: str) -> StreamingHttpResponse:
-    study = _study(slug)
-    if what not in exports.EXPORT_KINDS:
-        raise Http404("No such export.")
-    rules = options_from_query(request.GET).rules
-    response = _csv_response(
-        exports.export_lines(
-            study=study,
-            what=what,
-            rules=rules,
-            reveal_participant_ids=exports.reveals_participant_ids(request.user),
-        ),
-        download_name(study.slug, f"{what}.csv", request.GET),
-    )
-    return design_headers(response, study)
+    return export_response(_study(slug), what, request.GET, request.user)
 
 
 @require_GET

@@ -35,7 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-PG = "postgres://postgres@127.0.0.1:5432"
+from bench.lib.scratch_db import PG, admin_sql, database_drop, database_fresh  # noqa: E402, F401 (scale.py)
+
 CONDITIONS = [("human", 0.49), ("gpt4", 0.60), ("llama2", 0.55), ("gemini", 0.57), ("mixtral", 0.58)]
 
 
@@ -70,16 +71,6 @@ def django_setup(db: str) -> None:
     import django
 
     django.setup()
-
-
-def admin_sql(sql: str) -> None:
-    import psycopg2
-
-    conn = psycopg2.connect(f"{PG}/postgres")
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute(sql)
-    conn.close()
 
 
 def _insert_select(model, varied: dict[str, str], source_sql: str, params: list) -> int:
@@ -386,8 +377,7 @@ def main() -> None:
 
     import tempfile
 
-    admin_sql(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
-    admin_sql(f'CREATE DATABASE "{args.db}"')
+    database_fresh(args.db)
     try:
         django_setup(args.db)
         from django.core.management import call_command
@@ -459,10 +449,7 @@ def main() -> None:
         )
     finally:
         if not args.keep:
-            from django.db import connections
-
-            connections.close_all()
-            admin_sql(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
+            database_drop(args.db)
 
 
 if __name__ == "__main__":

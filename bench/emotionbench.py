@@ -27,21 +27,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-PG = "postgres://postgres@127.0.0.1:5432"
+from bench.lib.scratch_db import PG, database_drop, database_fresh  # noqa: E402
 
 
 def log(message: str) -> None:
     print(f"[bench/emotionbench] {message}", file=sys.stderr, flush=True)
-
-
-def admin_sql(sql: str) -> None:
-    import psycopg2
-
-    conn = psycopg2.connect(f"{PG}/postgres")
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute(sql)
-    conn.close()
 
 
 def main() -> None:
@@ -59,8 +49,7 @@ def main() -> None:
     if not (data / "questionnaires.json").exists():
         sys.exit(f"no EmotionBench data at {data} (give --data)")
 
-    admin_sql(f'DROP DATABASE IF EXISTS "{args.db}"')
-    admin_sql(f'CREATE DATABASE "{args.db}"')
+    database_fresh(args.db)
     os.environ["DATABASE_URL"] = f"{PG}/{args.db}"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
@@ -150,9 +139,8 @@ def main() -> None:
             )
         )
     finally:
-        connection.close()
         if not args.keep:
-            admin_sql(f'DROP DATABASE IF EXISTS "{args.db}"')
+            database_drop(args.db)
 
 
 if __name__ == "__main__":

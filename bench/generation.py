@@ -27,6 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.lib.celery_worker import celery_worker_command  # noqa: E402
+
 PG_ADMIN = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432")
 DB_NAME = os.environ.get("BENCH_GENERATION_DB", "empathy_bench_generation")
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/3")
@@ -237,26 +239,7 @@ def main():
         for n in range(args.workers):
             workers.append(
                 subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "celery",
-                        "-A",
-                        "config",
-                        "worker",
-                        "--pool",
-                        "threads",
-                        "--concurrency",
-                        str(args.threads),
-                        "-Q",
-                        queue,
-                        "--without-mingle",
-                        "--without-gossip",
-                        "--loglevel",
-                        "WARNING",
-                        "-n",
-                        f"bench{n}-{queue}@%h",
-                    ],
+                    celery_worker_command(queue=queue, name=f"bench{n}-{queue}@%h", concurrency=args.threads),
                     cwd=ROOT,
                     env=env,
                     stdout=subprocess.DEVNULL,

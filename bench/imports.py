@@ -23,6 +23,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench.lib.scratch_db import database_drop, database_fresh  # noqa: E402
+
 DATASET = Path(
     os.environ.get(
         "BENCH_DATASET", ROOT.parent / "shared/data/llm-empathy-evaluation/dataset_and_ratings.csv"
@@ -35,22 +38,12 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def admin_sql(sql: str) -> None:
-    import psycopg2
-
-    conn = psycopg2.connect(SERVER)
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute(sql)
-    conn.close()
-
-
 def main() -> None:
     if not DATASET.exists():
         print(json.dumps({"skipped": f"no dataset at {DATASET}"}))
         return
     name = f"empathy_bench_imports_{uuid.uuid4().hex[:8]}"
-    admin_sql(f'CREATE DATABASE "{name}"')
+    database_fresh(name, server=SERVER)
     try:
         os.environ["DATABASE_URL"] = SERVER.rsplit("/", 1)[0] + "/" + name
         os.environ.setdefault("DJANGO_ENV", "test")
@@ -122,7 +115,7 @@ def main() -> None:
             )
         )
     finally:
-        admin_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        database_drop(name, server=SERVER)
 
 
 if __name__ == "__main__":

@@ -30,22 +30,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-PG = "postgres://postgres@127.0.0.1:5432"
+from bench.lib.scratch_db import PG, database_drop, database_fresh  # noqa: E402
+
 DATASET = ROOT.parent / "shared" / "data" / "llm-empathy-evaluation" / "dataset_and_ratings.csv"
 
 
 def log(message: str) -> None:
     print(f"[bench/judge_report] {message}", file=sys.stderr, flush=True)
-
-
-def admin_sql(sql: str) -> None:
-    import psycopg2
-
-    conn = psycopg2.connect(f"{PG}/postgres")
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute(sql)
-    conn.close()
 
 
 def django_setup(db: str) -> None:
@@ -128,8 +119,7 @@ def main() -> None:
     parser.add_argument("--noise", type=float, default=0.2)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    admin_sql(f'DROP DATABASE IF EXISTS "{args.db}"')
-    admin_sql(f'CREATE DATABASE "{args.db}"')
+    database_fresh(args.db)
     try:
         django_setup(args.db)
         from django.contrib.auth import get_user_model
@@ -200,10 +190,7 @@ def main() -> None:
         )
     finally:
         if not args.keep:
-            from django.db import connections
-
-            connections.close_all()
-            admin_sql(f'DROP DATABASE IF EXISTS "{args.db}"')
+            database_drop(args.db)
 
 
 if __name__ == "__main__":

@@ -276,6 +276,19 @@ def periodic_check(sends: dict[str, list[float]], seconds: float) -> dict:
     return {"run_twice": twice, "per_task": intervals}
 
 
+def generation_settle(study, seconds: float) -> None:
+    """Waits (at most `seconds`) until no generation item of `study` is pending or running."""
+    from generation.models import GenerationItem
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not GenerationItem.objects.filter(
+            condition__study=study, status__in=["pending", "running"]
+        ).exists():
+            return
+        time.sleep(2)
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -417,25 +430,13 @@ def run(args, stack: Stack, procs: Processes, proxy: Proxy, generation, beat_sta
         log(f"{done}/{args.participants} participants finished, {recorder.requests} requests")
     fault_thread.join()
     participants_seconds = time.monotonic() - t0
-    deadline = time.monotonic() + args.settle_seconds
-    while time.monotonic() < deadline:
-        if not GenerationItem.objects.filter(
-            condition__study=generation, status__in=["pending", "running"]
-        ).exists():
-            break
-        time.sleep(2)
+    generation_settle(generation, args.settle_seconds)
     shortest = min(float(entry["schedule"]) for entry in settings.CELERY_BEAT_SCHEDULE.values())
     beat_until = beat_started + args.beat_intervals * shortest + 5
     if time.time() < beat_until:
         log(f"both beats running until {args.beat_intervals} intervals of {shortest:.0f} s have passed")
         time.sleep(beat_until - time.time())
-    deadline = time.monotonic() + args.settle_seconds  # the killed worker's items come back by the sweep
-    while time.monotonic() < deadline:
-        if not GenerationItem.objects.filter(
-            condition__study=generation, status__in=["pending", "running"]
-        ).exists():
-            break
-        time.sleep(2)
+    generation_settle(generation, args.settle_seconds)  # the killed worker's items come back by the sweep
     seconds = time.time() - wall0
 
     window = (marks["web_killed"], marks["web_back"] + 2)

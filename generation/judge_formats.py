@@ -1,5 +1,5 @@
 """What a judge is asked and how its reply is read, one format per shape of answer; a study's kind names its format
-(`StudyKind.judge_format`, a dotted path to one of the objects at the bottom), so the judge's machinery (rows,
+(`StudyKind.judge_format`, one of the objects at the bottom; None for `SCALE`), so the judge's machinery (rows,
 claims, retries, spend, batches, run pages, commands) is one for every kind and never asks which kind it serves.
 
 * `SCALE` (the rating kind): one reply rated on the study's scale; one unit per response.
@@ -218,4 +218,4 @@ def judge_format_of(study: Study) -> ScaleFormat | PairFormat:
     kind = kind_of(study)
     if not kind.judged:
         raise ValueError(f"judges do not answer {study.kind} studies")
-    return resolved(kind.judge_format)
+    return SCALE if kind.judge_format is None else resolved(kind.judge_format)

@@ -23,6 +23,7 @@ from django.shortcuts import render
 from config.ratelimit import enrollment_refused
 from studies.models import Participant, Study
 from studies.participants import participant_find
+from studies.platforms import platform_of
 
 # Participants whose outcome may be shown to any browser with their id: they can do nothing more, and it reveals
 # nothing but the outcome (for a finished one, "you have finished" and the study's code, which every finished
@@ -38,7 +39,10 @@ _FINISHED_FOR_GOOD = (
 
 def _page(request: HttpRequest, study: Study, template: str, *, status: int, **context) -> HttpResponse:
     return render(
-        request, f"ratings/{template}", {"study": study, "participant": None, **context}, status=status
+        request,
+        f"ratings/{template}",
+        {"study": study, "participant": None, "platform": platform_of(study), **context},
+        status=status,
     )
 
 
@@ -47,22 +51,14 @@ def link_names_another_study(study: Study, fields: dict) -> bool:
     expected = study.platform_study_id.strip()
     if not expected:
         return False
-    named = (
-        fields.get("platform_study_id")
-        if fields.get("platform") == "prolific"
-        else fields.get("mturk_hit_id")
-    )
-    return named != expected
+    return fields.get("platform_study_id") != expected
 
 
 def resume_allowed(participant: Participant, fields: dict) -> bool:
     """May a browser that does not hold `participant` in its session continue as them? Only with the
     platform's per-attempt id they started with (Prolific SESSION_ID, MTurk assignmentId)."""
-    if participant.platform == Study.Platform.MTURK:
-        stored, sent = participant.mturk_assignment_id, fields.get("mturk_assignment_id", "")
-    else:
-        stored, sent = participant.platform_session_id, fields.get("platform_session_id", "")
-    return bool(stored) and sent == stored
+    stored = participant.platform_session_id
+    return bool(stored) and fields.get("platform_session_id", "") == stored
 
 
 def limited_enrollment(request: HttpRequest, study: Study) -> HttpResponse | None:

@@ -11,8 +11,7 @@ site's key, so it names only the participant it was given to, as the session's u
 
 `selectors.participant_id_for_request` reads it first; without a valid one (another study's, tampered with,
 expired, or a browser that enrolled before tickets) the session is read as before. The session is still
-written where it alone keeps something (MTurk's submit address) or already names a participant
-(`views._remember`). `TicketMiddleware` sets the ticket on the response that enrolled or resumed them.
+written where it already names a participant (`views._remember`). `TicketMiddleware` sets the ticket on the response that enrolled or resumed them.
 """
 
 from __future__ import annotations

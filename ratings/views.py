@@ -13,7 +13,7 @@ URLs (see ratings/urls.py):
   reply instead, so each answer is one request: what the step's page answers (`StepPage.answer`: the
   rating kind's next item), the page of the participant's new step rendered into the reply (`_in_place`), or
   `{"next": url}` where the browser goes instead. Same checks, same services, same exactly-once rules: only the reply differs.
-* `/s/<slug>/start/` — direct-link studies (platform "none") only: a POST that enrolls a generated id.
+* `/s/<slug>/start/` — studies whose platform enrolls without an id (the direct link) only: a POST that enrolls a generated id.
 * `/s/<slug>/return/` — stop and return: a confirmation page, then the slot and items are given back.
 
 Study states: newcomers are only taken while the study is live. A participant who already started may
@@ -47,17 +47,16 @@ from studies.participants import (
     participant_return,
     participant_touch,
 )
+from studies.platforms import platform_of
 
 from . import entry_guard, flow, tickets
-from .forms import DEFAULT_TURK_SUBMIT_TO, ConsentForm, EntryForm
+from .forms import ConsentForm, EntryForm
 from .selectors import (
     participant_get_for_request,
     session_key,
     study_get_by_slug,
 )
 from .shared_pages import consent_page, instructions_page
-
-TURK_SUBMIT_SESSION_KEY = "ratings:turk_submit_to:{study_id}"
 
 
 def home(request):
@@ -70,12 +69,16 @@ def home(request):
 def _page(
     request, study: Study, template: str, *, participant=None, status: int = 200, **context
 ) -> HttpResponse:
-    context.update({"study": study, "participant": participant, "welcome": _welcome(study)})
+    platform = platform_of(participant if participant is not None else study)
+    context.update(
+        {"study": study, "participant": participant, "platform": platform, "welcome": _welcome(study)}
+    )
     return render(request, f"ratings/{template}", context, status=status)
 
 
 def _welcome(study: Study) -> str:
-    """What the study asks of a participant, in one sentence of its kind's (the welcome and MTurk preview pages)."""
+    """What the study asks of a participant, in one sentence of its kind's (the welcome and platform preview
+    pages)."""
     return kind_of(study).setup_texts.welcome.format(n=study.items_per_participant)
 
 
@@ -97,20 +100,16 @@ def _step_url(slug: str) -> str:
     return reverse("ratings:step", kwargs={"slug": slug})
 
 
-def _remember(
-    request: HttpRequest, study: Study, participant: Participant, *, turk_submit_to: str = ""
-) -> None:
-    """This browser is `participant` now: their ticket (ratings/tickets.py) names them. The session keeps only
-    MTurk's submit address, or goes on naming them where it named someone here (enrolled before tickets)."""
+def _remember(request: HttpRequest, study: Study, participant: Participant) -> None:
+    """This browser is `participant` now: their ticket (ratings/tickets.py) names them. The session goes on
+    naming them only where it named someone here (a browser that enrolled before tickets)."""
     tickets.remember(request, slug=study.slug, participant_id=participant.pk)
     session, key = request.session, session_key(study.slug)
     named = session.get(key)
-    if turk_submit_to or named is not None:
+    if named is not None:
         if named != participant.pk and session.session_key is not None:
             session.cycle_key()  # a new key at enrollment: a planted one is worth nothing
         session[key] = participant.pk
-        if turk_submit_to:
-            session[TURK_SUBMIT_SESSION_KEY.format(study_id=study.pk)] = turk_submit_to
 
 
 def _enrollment_failed(request, study: Study, error: Exception) -> HttpResponse:
@@ -140,20 +139,8 @@ def _outcome_page(request, participant: Participant) -> HttpResponse:
     status = participant.status
     if status in (Participant.Status.COMPLETED, Participant.Status.EXCLUDED):
         code = participant.completion_code
-        turk_submit_to = request.session.get(
-            TURK_SUBMIT_SESSION_KEY.format(study_id=study.pk), DEFAULT_TURK_SUBMIT_TO
-        )
-        return _page(
-            request,
-            study,
-            "done.html",
-            participant=participant,
-            code=code,
-            redirect_url=_redirect_url(study, code) if participant.platform != Study.Platform.MTURK else "",
-            mturk_submit_url=f"{turk_submit_to}/mturk/externalSubmit"
-            if participant.platform == Study.Platform.MTURK
-            else "",
-        )
+        completion = platform_of(participant).completion(participant, code, _redirect_url(study, code))
+        return _page(request, study, "done.html", participant=participant, code=code, completion=completion)
     if status == Participant.Status.SCREENED_OUT:
         code = participant.completion_code
         return _page(
@@ -194,16 +181,17 @@ def study_entry(request: HttpRequest, slug: str) -> HttpResponse:
         _remember(request, study, participant)
         return _to_step(study)
 
-    if form.is_mturk_preview:
-        # MTurk shows the task before a worker accepts it: describe it, write nothing.
-        return _page(request, study, "mturk_preview.html")
+    previewing = form.platform_preview
+    if previewing is not None:
+        # The platform shows the task before a person accepts it (MTurk): describe it, write nothing.
+        return _page(request, study, "platform_preview.html", preview_notice=previewing.preview_notice)
 
     fields = form.enrollment_fields()
     current = participant_get_for_request(request, study.slug)
     if fields is None:
         if current is not None:
             return _to_step(study)
-        if study.platform == Study.Platform.NONE:
+        if platform_of(study).enrolls_without_id:
             template = "start.html" if study.state == Study.State.LIVE else "study_not_open.html"
             return _page(request, study, template)
         return _page(request, study, "missing_id.html")
@@ -216,12 +204,7 @@ def study_entry(request: HttpRequest, slug: str) -> HttpResponse:
         participant = participant_enroll(study=study, **fields)
     except (AlreadyInFamily, StudyFull, StudyNotOpen, ParticipantCannotRestart, InvalidExternalId) as error:
         return _enrollment_failed(request, study, error)
-    _remember(
-        request,
-        study,
-        participant,
-        turk_submit_to=form.turk_submit_to() if fields["platform"] == "mturk" else "",
-    )
+    _remember(request, study, participant)
     # Their current step right away (consent, for a newcomer), not a redirect to it: one request fewer.
     return _current_page(request, participant_touch(participant=participant))
 
@@ -234,7 +217,7 @@ def study_start(request: HttpRequest, slug: str) -> HttpResponse:
     """Direct-link studies only: enrolls a generated id (a POST, so link previews and crawlers enroll
     nobody)."""
     study = get_object_or_404(Study, slug=slug)
-    if study.platform != Study.Platform.NONE:
+    if not platform_of(study).enrolls_without_id:
         return _page(request, study, "missing_id.html", status=400)
     if participant_get_for_request(request, study.slug) is not None:
         return _to_step(study)
@@ -369,6 +352,7 @@ def instructions_post(request, participant: Participant) -> HttpResponse:
     return _to_step(participant.study)
 
 
-# The spine's pages (studies/kinds/base.py SPINE_PAGES): every kind's consent and instructions.
+# The spine's pages (studies/kinds/base.py SPINE_STEPS, registered by ratings/apps.py): every kind's consent and
+# instructions.
 CONSENT_PAGE = StepPage(get=consent_page, post=consent_post)
 INSTRUCTIONS_PAGE = StepPage(get=instructions_page, post=instructions_post)

@@ -35,6 +35,7 @@ from .models import (
     Participant,
     Study,
 )
+from .platforms import platform_of
 from .selectors import STATUSES, status_cell, study_flagged_participants, study_list_with_counts, study_status
 from .services import (
     StudyLaunchError,
@@ -433,6 +434,7 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, StudySetupAdminMix
         if study is not None:
             extra_context["preview_url"] = preview_url(study)
             extra_context["participant_link"] = admin_extras.participant_link(request, study)
+            extra_context["participant_link_where"] = platform_of(study).link_instructions
             extra_context["state_changes"] = admin_extras.state_changes_for(study)
             extra_context["analysis_url"] = kind_of(study).analysis_url(study)
             extra_context["bundle_url"] = kind_of(study).bundle_url(study)

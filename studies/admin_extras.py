@@ -21,6 +21,7 @@ from django.utils.text import get_text_list
 
 from .kinds import kind_of, resolved
 from .models import Participant, Study
+from .platforms import platform_of
 from .services import (
     StudyLaunchError,
     StudyStateError,
@@ -42,15 +43,12 @@ STATE_CHANGES = {
 
 logger = logging.getLogger(__name__)
 
-PROLIFIC_PARAMETERS = "PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
-
 
 def participant_link(request: HttpRequest, study: Study) -> str:
     """The link participants open, as the study's recruiting platform wants it pasted."""
     base = request.build_absolute_uri(reverse("ratings:entry", args=[study.slug]))
-    if study.platform == Study.Platform.PROLIFIC:
-        return f"{base}?{PROLIFIC_PARAMETERS}"
-    return base
+    query = platform_of(study).link_query
+    return f"{base}?{query}" if query else base
 
 
 def launch_panel(study: Study, query=None) -> str:

@@ -170,7 +170,7 @@ class ParticipantAdmin(ReadMostlyAdmin):
         "last_seen_at",
     ]
     list_filter = ["study", "status", "flagged_for_exclusion", "is_preview", "platform", "condition__name"]
-    search_fields = ["external_id", "platform_session_id", "mturk_assignment_id"]
+    search_fields = ["external_id", "platform_session_id"]
     list_select_related = ["study", "condition__study"]
     date_hierarchy = "started_at"
     inlines = [AssignmentInline]
@@ -181,8 +181,7 @@ class ParticipantAdmin(ReadMostlyAdmin):
         "platform",
         "platform_study_id",
         "platform_session_id",
-        "mturk_assignment_id",
-        "mturk_hit_id",
+        "platform_data",
         "is_preview",
         "status",
         "step",

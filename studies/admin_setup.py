@@ -28,6 +28,7 @@ from .design import CONDITION_HOOKS
 from .kinds import kind_choices, kind_of
 from .kinds.base import CHECKS, CONDITIONS, LAUNCH, MATERIAL, PREVIEW, QUOTAS, SETUP_STEPS, TEXTS
 from .models import Condition, Study
+from .platforms import platform_choices
 from .services import StudyCreateError, study_create, study_launch_checks
 
 TITLES = {
@@ -204,7 +205,7 @@ class NewStudyForm(forms.Form):
         help_text="Its short name in links and exports (letters, digits, - and _); blank: made from the title.",
     )
     kind = forms.ChoiceField(choices=kind_choices, label="Kind of study")
-    platform = forms.ChoiceField(choices=Study.Platform.choices, label="Recruiting platform")
+    platform = forms.ChoiceField(choices=platform_choices, label="Recruiting platform")
 
     def clean(self):
         data = super().clean()

@@ -8,6 +8,7 @@ class StudiesConfig(AppConfig):
 
     def ready(self):
         from . import design  # noqa: F401 (connects the frozen design's guards; the kinds' own: their apps)
+        from .platforms import direct, mturk  # noqa: F401 (the built-in platforms; Prolific: recruiting/apps.py)
 
 
 class ResearchAdminConfig(admin_apps.AdminConfig):

@@ -11,32 +11,33 @@ class EnrollmentError(Exception):
     code = "enrollment_error"
 
 
-class StudyNotOpen(EnrollmentError):
+class StudyRefused(EnrollmentError):
+    """The study takes nobody new: `message` says why, with the study's fields ({slug}, {state})."""
+
+    message = ""
+
+    def __init__(self, study: Study):
+        self.study = study
+        super().__init__(self.message.format(slug=repr(study.slug), state=study.state))
+
+
+class StudyNotOpen(StudyRefused):
     code = "study_not_open"
-
-    def __init__(self, study: Study):
-        self.study = study
-        super().__init__(f"Study {study.slug!r} is {study.state}, not live: it takes no new participants.")
+    message = "Study {slug} is {state}, not live: it takes no new participants."
 
 
-class StudyFull(EnrollmentError):
+class StudyFull(StudyRefused):
     code = "study_full"
-
-    def __init__(self, study: Study):
-        self.study = study
-        super().__init__(f"Every condition of study {study.slug!r} has reached its quota.")
+    message = "Every condition of study {slug} has reached its quota."
 
 
-class AlreadyInFamily(EnrollmentError):
+class AlreadyInFamily(StudyRefused):
     """The external id took part in another study of this study's family (its parent or another wave): a wave
     compares new conditions with the parent's raters, so it needs other people. Not a full study: places may
     be free, and the participant is told the real reason (trying again later would not help)."""
 
     code = "already_in_family"
-
-    def __init__(self, study: Study):
-        self.study = study
-        super().__init__(f"This participant already took part in a study of the family of {study.slug!r}.")
+    message = "This participant already took part in a study of the family of {slug}."
 
 
 class InvalidExternalId(EnrollmentError):

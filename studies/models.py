@@ -24,6 +24,7 @@ from studies.rating_settings import study_settings_normalise
 
 from .authenticity_models import PICTURE_HELP, REPEAT_HELP, TRAP_HELP
 from .kinds.registry import kind_choices, step_choices
+from .platforms.registry import platform_choices
 
 
 class Valence(models.TextChoices):
@@ -61,6 +62,8 @@ class Study(models.Model):
         CLOSED = "closed", "Closed"
 
     class Platform(models.TextChoices):
+        """The built-in recruiting platforms' names (studies/platforms/, recruiting/platform.py)."""
+
         PROLIFIC = "prolific", "Prolific"
         MTURK = "mturk", "Amazon Mechanical Turk"
         NONE = "none", "None (direct link)"
@@ -112,7 +115,8 @@ class Study(models.Model):
     )
 
     # Recruiting platform and outcomes.
-    platform = models.CharField(max_length=16, choices=Platform.choices, default=Platform.PROLIFIC)
+    # Choices: every registered recruiting platform (studies/platforms/).
+    platform = models.CharField(max_length=16, choices=platform_choices, default=Platform.PROLIFIC)
     platform_study_id = models.CharField(
         max_length=128,
         blank=True,
@@ -356,11 +360,18 @@ class Participant(models.Model):
         Condition, null=True, blank=True, on_delete=models.PROTECT, related_name="participants"
     )
     external_id = models.CharField(max_length=128, help_text="PROLIFIC_PID or MTurk workerId.")
-    platform = models.CharField(max_length=16, choices=Study.Platform.choices, default=Study.Platform.NONE)
-    platform_study_id = models.CharField(max_length=128, blank=True)
-    platform_session_id = models.CharField(max_length=128, blank=True)
-    mturk_assignment_id = models.CharField(max_length=128, blank=True)
-    mturk_hit_id = models.CharField(max_length=128, blank=True)
+    platform = models.CharField(max_length=16, choices=platform_choices, default=Study.Platform.NONE)
+    platform_study_id = models.CharField(
+        max_length=128, blank=True, help_text="The platform's id of the study (STUDY_ID, hitId)."
+    )
+    platform_session_id = models.CharField(
+        max_length=128, blank=True, help_text="The platform's id of this attempt (SESSION_ID, assignmentId)."
+    )
+    platform_data = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What else the platform needs back at the end (studies/platforms/).",
+    )
     is_preview = models.BooleanField(default=False, help_text="Staff preview: never counted.")
 
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE, db_index=True)

@@ -251,8 +251,7 @@ def participant_enroll(
     platform: str = Study.Platform.NONE,
     platform_study_id: str = "",
     platform_session_id: str = "",
-    mturk_assignment_id: str = "",
-    mturk_hit_id: str = "",
+    platform_data: dict | None = None,
     is_preview: bool = False,
     now: datetime | None = None,
 ) -> Participant:
@@ -292,8 +291,11 @@ def participant_enroll(
         if not is_preview:
             raise StudyNotOpen(study)
 
-    ids = (platform_study_id, platform_session_id, mturk_assignment_id, mturk_hit_id)
-    fields = dict(zip(_PLATFORM_IDS, (value[:128] for value in ids), strict=True))
+    fields = {
+        "platform_study_id": platform_study_id[:128],
+        "platform_session_id": platform_session_id[:128],
+        "platform_data": platform_data or {},
+    }
     stale: list[bool] = []
     try:
         with transaction.atomic():
@@ -309,9 +311,6 @@ def participant_enroll(
         if stale:  # housekeeping, in its own transaction, whatever the enrolment's outcome
             participants_release_stale(now=now, study=study)
     return participant
-
-
-_PLATFORM_IDS = ("platform_study_id", "platform_session_id", "mturk_assignment_id", "mturk_hit_id")
 
 
 def _enroll_locked(

@@ -16,6 +16,7 @@ from .kinds import kind_named, kind_of
 from .kinds.base import CONDITIONS, LAUNCH, MATERIAL, TEXTS, LaunchProblem
 from .markdown import template_blanks
 from .models import Study
+from .platforms import platform_of
 
 State = Study.State
 
@@ -85,7 +86,7 @@ def study_launch_checks(*, study: Study) -> list[LaunchProblem]:
                 TEXTS, f"the consent text still has the template's blanks to fill in: {', '.join(blanks)}"
             )
         )
-    if study.platform != Study.Platform.NONE and not study.completion_code.strip():
+    if platform_of(study).needs_completion_code and not study.completion_code.strip():
         problems.append(LaunchProblem(LAUNCH, "the completion code is not set"))
     for problem in kind_of(study).launch_problems(study, conditions):
         problems.append(problem if isinstance(problem, LaunchProblem) else LaunchProblem(MATERIAL, problem))

@@ -446,6 +446,7 @@ def kind_modules_imported(graph: Graph, package: str, owned: dict[str, str]) -> 
 # (FORBIDDEN), one kind never imports another, a kind names no module outside its package by a dotted string, and
 # the participant front (FRONT) names no kind's step, in code or in its templates (FRONT_TEMPLATES).
 FRONT = "ratings"
+SPINE = "studies"
 FRONT_TEMPLATES = ("templates/ratings",)
 DOTTED = re.compile(r"[a-z_][a-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 
@@ -492,12 +493,13 @@ def _strings(tree: ast.AST):
     return sorted(found, key=lambda node: (node.lineno, node.col_offset))
 
 
-def kind_dotted_strings(graph: Graph, package: str) -> list[Violation]:
-    """Every string in a kind's package that names a module of the apps (or something in one) outside that
-    package: a dotted path resolved at run time is an import the graph does not see."""
+def _dotted_strings_out(graph: Graph, home_of) -> list[Violation]:
+    """Every string in a module with a home (`home_of(module)`: a package, or None to skip the module) that names
+    a module of the apps (or something in one) outside that home: a dotted path resolved at run time is an
+    import the graph does not see."""
     violations = []
     for module, path in sorted(graph.modules.items()):
-        mine = _kind_package(module, package)
+        mine = home_of(module)
         if mine is None:
             continue
         for node in _strings(ast.parse(path.read_text(), filename=str(path))):
@@ -509,6 +511,17 @@ def kind_dotted_strings(graph: Graph, package: str) -> list[Violation]:
                     Violation(f"dotted string {node.value!r} in {module}", f"{path}:{node.lineno}: import it")
                 )
     return violations
+
+
+def kind_dotted_strings(graph: Graph, package: str) -> list[Violation]:
+    """Every string in a kind's package naming a module outside that package."""
+    return _dotted_strings_out(graph, lambda module: _kind_package(module, package))
+
+
+def spine_dotted_strings(graph: Graph, spine: str) -> list[Violation]:
+    """Every string in the spine naming a module outside it: the spine may not reach the apps above it by a
+    dotted path any more than by an import (they register what it needs from their `ready()`)."""
+    return _dotted_strings_out(graph, lambda module: spine if _owner(module, [spine]) else None)
 
 
 def front_kind_steps(
@@ -549,10 +562,10 @@ def front_kind_steps(
 def kinds_steps() -> dict[str, str]:
     """The registered kinds' own steps (not the spine's: consent, instructions, done), member name -> value."""
     from studies.kinds import DONE, registered_kinds
-    from studies.kinds.base import SPINE_PAGES
+    from studies.kinds.base import SPINE_STEPS
     from studies.models import Participant
 
-    own = {step for kind in registered_kinds() for step in kind.step_labels} - set(SPINE_PAGES) - {DONE}
+    own = {step for kind in registered_kinds() for step in kind.step_labels} - set(SPINE_STEPS) - {DONE}
     members = {member.name: member.value for member in Participant.Step if member.value in own}
     return {**members, **{value.upper(): value for value in own - set(members.values())}}
 
@@ -617,6 +630,11 @@ def test_a_kind_names_no_module_outside_its_package_by_a_dotted_string():
     assert not found, "dotted strings out of a kind's package:\n" + "\n".join(found)
 
 
+def test_the_spine_names_no_module_above_it_by_a_dotted_string():
+    found = unexpected(spine_dotted_strings(_GRAPH, SPINE), KNOWN_VIOLATIONS)
+    assert not found, "dotted strings out of the spine (register them from their app):\n" + "\n".join(found)
+
+
 def test_the_participant_front_names_no_kinds_step():
     steps = kinds_steps()
     assert {"items", "teq", "pairs", "q_default", "q_evoked"} <= set(steps.values())
@@ -634,6 +652,7 @@ def test_every_known_violation_still_exists():
         + kind_modules_imported(_GRAPH, KINDS_PACKAGE, KIND_MODULES)
         + kind_packages_crossing(_GRAPH, KINDS_PACKAGE)
         + kind_dotted_strings(_GRAPH, KINDS_PACKAGE)
+        + spine_dotted_strings(_GRAPH, SPINE)
         + front_kind_steps(_GRAPH, FRONT, kinds_steps(), ROOT, FRONT_TEMPLATES)
     }
     fixed = sorted(set(KNOWN_VIOLATIONS) - current)
@@ -848,6 +867,7 @@ PACKAGES_SYNTHETIC = {
     "spine/__init__.py": "",
     "spine/models.py": "thing = 1\n",
     "spine/uses.py": "from kinds_pkg.a import kind  # the spine importing a kind\n",
+    "spine/registry.py": 'PAGES = {"consent": "front.views.PAGE", "own": "spine.models.thing"}\n',
     "front/__init__.py": "",
     "front/views.py": """\
         from kinds_pkg.a import pages  # the front importing a kind
@@ -889,6 +909,9 @@ def test_the_kind_package_rules_each_find_their_planted_violation(tmp_path):
     assert [v.key for v in kind_dotted_strings(graph, "kinds_pkg")] == [
         "dotted string 'front.views.PAGE' in kinds_pkg.a.kind",
         "dotted string 'spine.models.thing' in kinds_pkg.a.kind",
+    ]
+    assert [v.key for v in spine_dotted_strings(graph, "spine")] == [
+        "dotted string 'front.views.PAGE' in spine.registry"
     ]
     steps = {"ANSWER_A": "answer_a"}
     assert [v.key for v in front_kind_steps(graph, "front", steps, tmp_path, ("front_pages",))] == [

@@ -20,6 +20,7 @@ from studies.design import design_freeze
 from studies.models import PairAttentionCheck, Study
 from tests.a11y import axe_violations
 from tests.analysis.test_pairwise_page import rater
+from tests.browser_login import sign_in
 from tests.factories import ConditionFactory, PromptFactory, ResponseFactory
 from tests.screenshots import screenshot
 
@@ -68,10 +69,7 @@ def test_a_pairwise_study_from_new_study_to_its_preregistration_and_analysis(liv
     def text() -> str:
         return re.sub(r"\s+", " ", page.locator("body").inner_text())
 
-    page.goto(f"{live_server.url}/admin/login/")
-    page.get_by_label("Username").fill("researcher")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
+    sign_in(page, live_server.url, "researcher", PASSWORD)
     page.get_by_role("link", name="New study").click()
     page.get_by_label("Title").fill("Pairs replication")
     page.get_by_label("Kind of study").select_option("pairwise")

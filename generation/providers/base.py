@@ -13,7 +13,7 @@ import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any, ClassVar
 
@@ -274,21 +274,14 @@ def completion_checked(
             http_status=http_status,
         )
     kept = {k: v for k, v in (headers or {}).items() if k.lower() in _KEPT_HEADERS}
-    return Completion(
-        text=reply.text,
-        finish_reason=finish,
-        model_returned=reply.model_returned,
-        system_fingerprint=reply.system_fingerprint,
-        response_id=reply.response_id,
-        usage_in=reply.usage_in,
-        usage_out=reply.usage_out,
-        request=request,
-        raw_response=raw_response,
-        latency_ms=latency_ms,
-        http_status=http_status,
-        cost=cost_compute(provider=provider, usage_in=reply.usage_in, usage_out=reply.usage_out),
-        headers=kept,
-    )
+    cost = cost_compute(provider=provider, usage_in=reply.usage_in, usage_out=reply.usage_out)
+    call = {
+        "request": request,
+        "raw_response": raw_response,
+        "latency_ms": latency_ms,
+        "http_status": http_status,
+    }
+    return Completion(**asdict(reply), **call, cost=cost, headers=kept)  # the fields of the reply as read
 
 
 # --- the interface ------------------------------------------------------------------------------------------

@@ -95,33 +95,28 @@ def provider_complete(
         except RateLimitWait as wait:
             raise LimiterWait(wait.retry_after) from None
     actual_tokens = None
+    said = {"provider": provider.name, "model": model}
     try:
         completion = adapter.complete(provider=provider, api_key=api_key, body=body)
-        if completion.usage_in is not None or completion.usage_out is not None:
-            actual_tokens = int(completion.usage_in or 0) + int(completion.usage_out or 0)
+        actual_tokens = _tokens_used(completion)
         logger.info(
             "provider call ok",
-            extra={
-                "provider": provider.name,
-                "model": model,
-                "latency_ms": completion.latency_ms,
-                "finish_reason": completion.finish_reason,
-            },
+            extra={**said, "latency_ms": completion.latency_ms, "finish_reason": completion.finish_reason},
         )
         return completion
     except ProviderError as exc:
-        if exc.usage_in is not None or exc.usage_out is not None:
-            actual_tokens = int(exc.usage_in or 0) + int(exc.usage_out or 0)
+        actual_tokens = _tokens_used(exc)
         logger.warning(
-            "provider call failed",
-            extra={
-                "provider": provider.name,
-                "model": model,
-                "error_kind": exc.kind,
-                "http_status": exc.http_status,
-            },
+            "provider call failed", extra={**said, "error_kind": exc.kind, "http_status": exc.http_status}
         )
         raise
     finally:
         if lease is not None:
             limiter_release(lease=lease, actual_tokens=actual_tokens)
+
+
+def _tokens_used(outcome) -> int | None:
+    """Tokens in and out a completion (or a failed call) reports, for the limiter; None when it reports none."""
+    if outcome.usage_in is None and outcome.usage_out is None:
+        return None
+    return int(outcome.usage_in or 0) + int(outcome.usage_out or 0)

@@ -13,7 +13,7 @@ from django.utils import timezone
 from studies.balance_counts import counts_rebuild
 from studies.design import design_freeze
 from studies.exclusion_rules import seed_study_exclusion_rules
-from studies.importers.corpus import conditions_ensure, emotions_by_name, progress_tick
+from studies.importers.corpus import conditions_ensure, emotions_by_name, progress_tick, prompts_unsaved
 from studies.importers.parse import (
     BULK_BATCH,
     PUBLIC_FORMAT,
@@ -204,16 +204,7 @@ def ratings_import(
         RatingSettings.objects.create(study=study, ask_teq=True, target_ratings_per_response=1)
         condition_rows = conditions_ensure(study, conditions)
         prompt_rows = Prompt.objects.bulk_create(
-            [
-                Prompt(
-                    study=study,
-                    dialogue_id=p.dialogue_id,
-                    emotion=emotions[p.emotion],
-                    situation=p.situation,
-                    speaker_utterance=p.speaker_utterance,
-                )
-                for p in corpus.prompts
-            ],
+            prompts_unsaved(study, corpus.prompts, emotions),
             batch_size=BULK_BATCH,
         )
         progress_tick(progress, "prompts", len(prompt_rows), len(prompt_rows))

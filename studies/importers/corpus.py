@@ -43,6 +43,20 @@ def _refuse_non_draft(study: Study) -> None:
         )
 
 
+def prompts_unsaved(study: Study, parsed, emotions: dict) -> list[Prompt]:
+    """The Prompt rows (unsaved) of parsed prompts, their emotions looked up by name in `emotions`."""
+    return [
+        Prompt(
+            study=study,
+            dialogue_id=p.dialogue_id,
+            emotion=emotions[p.emotion],
+            situation=p.situation,
+            speaker_utterance=p.speaker_utterance,
+        )
+        for p in parsed
+    ]
+
+
 def conditions_ensure(study: Study, names: list[str]) -> dict[str, Condition]:
     existing = {c.name: c for c in study.conditions.all()}
     has_baseline = any(c.is_baseline for c in existing.values())
@@ -137,18 +151,7 @@ def corpus_import(
         created_prompts = []
         for start in range(0, total, BULK_BATCH):
             batch = prompts[start : start + BULK_BATCH]
-            created_prompts += Prompt.objects.bulk_create(
-                [
-                    Prompt(
-                        study=study,
-                        dialogue_id=p.dialogue_id,
-                        emotion=emotions[p.emotion],
-                        situation=p.situation,
-                        speaker_utterance=p.speaker_utterance,
-                    )
-                    for p in batch
-                ]
-            )
+            created_prompts += Prompt.objects.bulk_create(prompts_unsaved(study, batch, emotions))
             progress_tick(progress, "prompts", len(created_prompts), total)
         responses = [
             Response(

@@ -52,9 +52,11 @@ if TYPE_CHECKING:
 CONSENT = "consent"
 DONE = "done"
 INSTRUCTIONS = "instructions"
-# The spine's own pages: shared by every kind (entry, outcome and return pages need no step); a kind whose
-# participants read the study's instructions puts INSTRUCTIONS among its steps and gets the shared page.
-SPINE_PAGES = {CONSENT: "ratings.views.CONSENT_PAGE", INSTRUCTIONS: "ratings.views.INSTRUCTIONS_PAGE"}
+# The spine's own steps: shared by every kind (entry, outcome and return pages need no step); a kind whose
+# participants read the study's instructions puts INSTRUCTIONS among its steps and gets the shared page. Their
+# pages belong to the participant front, which registers them when it starts (`spine_page_register`).
+SPINE_STEPS = (CONSENT, INSTRUCTIONS)
+SPINE_PAGES: dict[str, object] = {}
 SPINE_STEP_LABELS = {CONSENT: "Consent", DONE: "Done"}
 
 # The researcher's setup steps (studies/admin_setup.py, the "New study" path), in order. A launch problem names
@@ -109,6 +111,13 @@ def instructions_problems(study: Study, *, what: str) -> list[LaunchProblem]:
     if study.instructions_text.strip():
         return []
     return [LaunchProblem(TEXTS, f"the instructions are empty: say {what}")]
+
+
+def spine_page_register(step: str, page) -> None:
+    """The participant front's page of a spine step (SPINE_STEPS), registered by its app's `ready()`."""
+    if step not in SPINE_STEPS:
+        raise ValueError(f"{step!r} is not a spine step (one of {SPINE_STEPS})")
+    SPINE_PAGES[step] = page
 
 
 def resolved(capability):
@@ -227,11 +236,11 @@ class StudyKind(ABC):
     demo_closed: ClassVar[str | None] = None
     # Prompts and responses come from a corpus file (studies/importers/corpus.py, the admin's "Import corpus").
     corpus_import: ClassVar[bool] = False
-    # LLM judges answer the study's items (generation's Judge), asked and read by `judge_format`: the dotted path
-    # of a generation.judge_formats object (what a judge is sent, how its reply is read, which units it answers);
-    # a judged kind that names none has its responses rated on its scale, as the rating kind's are.
+    # LLM judges answer the study's items (generation's Judge), asked and read by `judge_format`: one of
+    # generation's judge formats (what a judge is sent, how its reply is read, which units it answers); a judged
+    # kind that names none (None) has its responses rated on its scale, as the rating kind's are.
     judged: ClassVar[bool] = False
-    judge_format: ClassVar[str] = "generation.judge_formats.SCALE"
+    judge_format: ClassVar[object | None] = None
     # Dotted path of (study) -> {participant id: the declared exclusion rules that exclude them, in words}: the
     # analysis's own computation, shown on the live status page and the participant list while the study runs.
     exclusion_flags: ClassVar[str | None] = None

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING
 
+from ..named_registry import named_add, named_get
 from .base import CONSENT, DONE, SPINE_PAGES, SPINE_STEP_LABELS, StudyKind, resolved
 
 if TYPE_CHECKING:
@@ -27,11 +28,7 @@ class NoQuestionnaire(LookupError):
 def register(kind: StudyKind) -> StudyKind:
     """Adds `kind` (an instance) under `kind.name`. Registering the same class again is a no-op; another class
     under a taken name is a bug."""
-    existing = KINDS.get(kind.name)
-    if existing is not None and type(existing) is not type(kind):
-        raise ValueError(f"study kind {kind.name!r} is already registered by {type(existing).__name__}")
-    KINDS[kind.name] = kind
-    return kind
+    return named_add(KINDS, kind, "study kind")
 
 
 def unregister(name: str) -> None:
@@ -41,10 +38,7 @@ def unregister(name: str) -> None:
 
 
 def kind_named(name: str) -> StudyKind:
-    try:
-        return KINDS[name]
-    except KeyError:
-        raise UnknownStudyKind(f"no study kind {name!r} is registered (known: {sorted(KINDS)})") from None
+    return named_get(KINDS, name, UnknownStudyKind, "study kind")
 
 
 def kind_of(study: Study) -> StudyKind:
@@ -98,10 +92,11 @@ def step_after(study: Study, step: str) -> str:
 
 def page_for(study: Study, step: str):
     """The page object serving `step` for this study's kind (a kind's own page, or the spine's)."""
-    path = kind_of(study).pages.get(step) or SPINE_PAGES.get(step)
-    if path is None:
+    path = kind_of(study).pages.get(step)
+    page = _page(path) if path is not None else SPINE_PAGES.get(step)
+    if page is None:
         raise LookupError(f"No page handles the participant step {step!r} of a {study.kind} study.")
-    return _page(path)
+    return page
 
 
 @cache

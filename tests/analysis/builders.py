@@ -163,3 +163,19 @@ def participants_from_counts(
     for i, v in enumerate(values):
         buckets[i // per_participant].append((emotion, v, rt))
     return [Rated(condition=condition, items=b) for b in buckets]
+
+
+def two_conditions_rated() -> list:
+    """100 people for human (30/50/20 Bad/Okay/Good) and 100 for gpt4 (20/40/40): a clear, small difference."""
+    return participants_from_counts("human", {1: 30, 2: 50, 3: 20}) + participants_from_counts(
+        "gpt4", {1: 20, 2: 40, 3: 40}
+    )
+
+
+def two_emotions_rated() -> list:
+    """For each of sad and joyful, 50 people for human (10/20/20) and 50 for gpt4 (5/15/30)."""
+    people = []
+    for emotion in ("sad", "joyful"):
+        people += participants_from_counts("human", {1: 10, 2: 20, 3: 20}, emotion=emotion)
+        people += participants_from_counts("gpt4", {1: 5, 2: 15, 3: 30}, emotion=emotion)
+    return people

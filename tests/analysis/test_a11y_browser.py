@@ -14,9 +14,11 @@ from kinds.rating.entry import RATING_ANALYSIS
 from studies.demo.seed import QUESTIONNAIRE_SLUG, demo_seed
 from studies.models import Study
 from tests.a11y import axe_violations
+from tests.analysis.builders import two_conditions_rated
+from tests.browser_login import sign_in
 from tests.screenshots import screenshot
 
-from .builders import build_rating_study, participants_from_counts
+from .builders import build_rating_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -29,9 +31,7 @@ def test_the_analysis_pages_pass_axe_on_a_desktop_and_a_phone(
 ):
     settings.VAR_DIR = tmp_path
     demo_seed(base_url=live_server.url)
-    people = participants_from_counts("human", {1: 30, 2: 50, 3: 20}) + participants_from_counts(
-        "gpt4", {1: 20, 2: 40, 3: 40}
-    )
+    people = two_conditions_rated()
     study = build_rating_study(slug="axe-study", conditions=["human", "gpt4"], participants=people).study
     snapshots.snapshot_compute(study_id=study.pk, baseline=None, no_exclusions=False)  # what the worker does
     snapshots.snapshot_compute(study_id=study.pk, baseline=None, no_exclusions=True)
@@ -42,12 +42,7 @@ def test_the_analysis_pages_pass_axe_on_a_desktop_and_a_phone(
     RATING_ANALYSIS.report_write(study, AnalysisOptions(), tmp_path / "report")
 
     page = page_at("desktop")
-    page.set_default_timeout(30_000)
-    page.goto(f"{live_server.url}/admin/login/?next=/analysis/")
-    page.fill("#id_username", "analyst")
-    page.fill("#id_password", "analyst-pass-123")
-    page.click("input[type=submit]")
-    page.wait_for_url("**/analysis/")
+    sign_in(page, live_server.url, "analyst", "analyst-pass-123", next_path="/analysis/")
     questionnaire = Study.objects.get(slug=QUESTIONNAIRE_SLUG)
     violations = []
     for viewport, size in {"desktop": DESKTOP, "phone": PHONE}.items():

@@ -7,9 +7,11 @@ import pytest
 from django.contrib.auth.models import Group
 
 from analysis.permissions import ANALYSTS_GROUP
+from tests.analysis.builders import two_conditions_rated
+from tests.browser_login import sign_in
 from tests.screenshots import screenshot
 
-from .builders import build_rating_study, participants_from_counts
+from .builders import build_rating_study
 
 
 @pytest.mark.browser
@@ -17,9 +19,7 @@ from .builders import build_rating_study, participants_from_counts
 def test_an_analyst_signs_in_opens_the_dashboard_and_downloads_the_ratings(
     live_server, page, django_user_model
 ):
-    people = participants_from_counts("human", {1: 30, 2: 50, 3: 20}) + participants_from_counts(
-        "gpt4", {1: 20, 2: 40, 3: 40}
-    )
+    people = two_conditions_rated()
     study = build_rating_study(slug="browser", conditions=["human", "gpt4"], participants=people).study
     user = django_user_model.objects.create_user(
         username="analyst", password="analyst-pass-123", is_staff=True
@@ -29,11 +29,7 @@ def test_an_analyst_signs_in_opens_the_dashboard_and_downloads_the_ratings(
     from analysis import snapshots
 
     snapshots.snapshot_compute(study_id=study.pk, baseline=None, no_exclusions=False)  # what the worker does
-    page.goto(f"{live_server.url}/admin/login/?next=/analysis/{study.slug}/")
-    page.fill("#id_username", "analyst")
-    page.fill("#id_password", "analyst-pass-123")
-    page.click("input[type=submit]")
-    page.wait_for_url(f"**/analysis/{study.slug}/")
+    sign_in(page, live_server.url, "analyst", "analyst-pass-123", next_path=f"/analysis/{study.slug}/")
     assert page.locator("h1").inner_text().startswith(study.title)
     assert page.locator("figure svg").count() == 3
     assert page.get_by_text("gpt4 vs human").first.is_visible()
@@ -81,12 +77,14 @@ def test_a_waves_dashboard_and_family_show_the_drift_warning_once_and_pass_axe(
     violations = []
     for viewport in ("phone", "desktop"):
         page = page_at(viewport)
-        page.set_default_timeout(30_000)
-        page.goto(f"{live_server.url}/admin/login/?next=/analysis/wave1/%3Fexclusions%3Dnone")
-        page.fill("#id_username", "analyst")
-        page.fill("#id_password", "analyst-pass-123")
-        page.click("input[type=submit]")
-        page.wait_for_url("**/analysis/wave1/?exclusions=none")
+        sign_in(
+            page,
+            live_server.url,
+            "analyst",
+            "analyst-pass-123",
+            next_path="/analysis/wave1/%3Fexclusions%3Dnone",
+            lands="**/analysis/wave1/?exclusions=none",
+        )
         warning = page.locator("#drift-warning")
         assert warning.count() == 1 and warning.is_visible()
         assert page.content().count("today's raters judge") == 1  # once, not again among the notes

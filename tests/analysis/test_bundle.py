@@ -27,6 +27,7 @@ from studies.demo.seed import demo_seed
 from studies.design import study_amend
 from studies.kinds import registered_kinds, resolved
 from studies.models import Participant, Study
+from studies.prereg import OSF_SECTIONS
 from studies.waves import study_extend
 
 from .bundle_builders import questionnaire_fill, ratings_fill, votes_fill
@@ -234,14 +235,7 @@ def test_the_bundle_is_private_by_default_and_holds_free_text_only_when_asked(se
     deviations = json.loads((tmp_path / "private/documentation/deviations.json").read_text())
     assert [d["field"] for d in deviations] == ["hypotheses"] and deviations[0]["reason"] == "typo"
     prereg = (tmp_path / "private/documentation/preregistration.md").read_text()
-    for section in (
-        "Study information",
-        "Design plan",
-        "Sampling plan",
-        "Variables",
-        "Analysis plan",
-        "Deviations",
-    ):
+    for section in OSF_SECTIONS:
         assert f"## {section}" in prereg
     assert "Replies by LLMs are rated higher." in prereg
 

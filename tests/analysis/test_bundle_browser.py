@@ -14,7 +14,9 @@ from django.urls import reverse
 from kinds.rating.demo import PUBLISHED_SLUG
 from studies.demo.seed import demo_seed
 from studies.models import Study
+from studies.prereg import OSF_SECTIONS
 from tests.a11y import axe_violations
+from tests.browser_login import sign_in
 from tests.screenshots import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -23,13 +25,7 @@ PASSWORD = "a-long-test-password"
 
 
 def signed_in(page, live_server):
-    page.set_default_timeout(30_000)  # the first admin page compiles its templates on a busy machine
-    page.goto(f"{live_server.url}/admin/login/")
-    page.get_by_label("Username").fill("researcher")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/admin/")
-    return page
+    return sign_in(page, live_server.url, "researcher", PASSWORD)
 
 
 def downloaded(page, link_name: str, path) -> dict[str, bytes]:
@@ -68,14 +64,7 @@ def test_the_bundle_downloads_from_the_studys_pages(settings, tmp_path, live_ser
     assert set(manifest) == set(files) - {"MANIFEST.sha256"}
     assert all(hashlib.sha256(files[name]).hexdigest() == digest for name, digest in manifest.items())
     prereg = files["documentation/preregistration.md"].decode()
-    for section in (
-        "Study information",
-        "Design plan",
-        "Sampling plan",
-        "Variables",
-        "Analysis plan",
-        "Deviations",
-    ):
+    for section in OSF_SECTIONS:
         assert f"\n## {section}\n" in prereg
     assert {"dataset_description.json", "datapackage.json", "croissant.json", "analysis/reproduce.py"} <= set(
         files

@@ -246,15 +246,8 @@ def test_the_ratings_export_has_the_scale_label_beside_the_value(analyst_client,
     assert {(r["value"], r["value_label"]) for r in rows} == {("1", "Bad"), ("2", "Okay"), ("3", "Good")}
 
 
-def test_rules_the_sql_does_not_know_fall_back_to_the_python_export(rated_study, monkeypatch):
-    import dataclasses
-
-    @dataclasses.dataclass(frozen=True)
-    class MoreRules(ExclusionRules):
-        too_slow: bool = True  # a rule export_sql does not translate
-
+def test_columns_the_sql_does_not_know_fall_back_to_the_python_export(rated_study, monkeypatch):
     assert export_sql.sql_export_supported(rules=ExclusionRules(), flag_columns=exports.RATING_FLAG_COLUMNS)
-    assert not export_sql.sql_export_supported(rules=MoreRules(), flag_columns=exports.RATING_FLAG_COLUMNS)
     assert not export_sql.sql_export_supported(
         rules=ExclusionRules(), flag_columns=[*exports.RATING_FLAG_COLUMNS, "excluded_too_slow"]
     )

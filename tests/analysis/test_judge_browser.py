@@ -5,19 +5,18 @@ import pytest
 
 from analysis import judge_ahead
 from tests.a11y import axe_violations
+from tests.analysis.builders import two_emotions_rated
+from tests.browser_login import sign_in
 from tests.screenshots import screenshot
 
-from .builders import build_rating_study, participants_from_counts
+from .builders import build_rating_study
 from .judge_builders import judge_create, judge_ratings_create
 
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_judge_report_on_a_phone_and_a_desktop(live_server, page_at, django_user_model):
-    people = []
-    for emotion in ("sad", "joyful"):
-        people += participants_from_counts("human", {1: 10, 2: 20, 3: 20}, emotion=emotion)
-        people += participants_from_counts("gpt4", {1: 5, 2: 15, 3: 30}, emotion=emotion)
+    people = two_emotions_rated()
     study = build_rating_study(
         slug="judge-browser",
         conditions=["human", "gpt4", "newmodel"],
@@ -39,11 +38,9 @@ def test_judge_report_on_a_phone_and_a_desktop(live_server, page_at, django_user
     url = f"{live_server.url}/analysis/{study.slug}/judges/{judge.name}/"
     for viewport in ("phone", "desktop"):
         page = page_at(viewport)
-        page.goto(f"{live_server.url}/admin/login/?next=/analysis/{study.slug}/judges/{judge.name}/")
-        page.fill("#id_username", "staffer")
-        page.fill("#id_password", "staff-pass-123")
-        page.click("input[type=submit]")
-        page.wait_for_url(url)
+        sign_in(
+            page, live_server.url, "staffer", "staff-pass-123", next_path=url.removeprefix(live_server.url)
+        )
         verdict = page.locator("p.verdict")
         assert "screen models for this study" in verdict.inner_text()
         screening = page.get_by_role(

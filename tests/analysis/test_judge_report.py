@@ -7,13 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 from django.core.management import call_command
-from django.db import connections
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from analysis import judge_ahead, judge_report, judge_screening
 from analysis.stats import Scale
+from tests.analysis.builders import two_emotions_rated
+from tests.concurrency import race
 
 from .builders import build_rating_study, participants_from_counts
 from .judge_builders import judge_create, judge_ratings_create
@@ -25,10 +26,7 @@ SCALE = Scale(values=(1, 2, 3), labels=("Bad", "Okay", "Good"))
 def judged_study(db):
     """human and gpt4 rated by people (100 ratings each, two emotions); newmodel's 100 responses rated by the
     judge only; the judge agrees with people 80 % of the time; 3 pending and 2 failed judge rows."""
-    people = []
-    for emotion in ("sad", "joyful"):
-        people += participants_from_counts("human", {1: 10, 2: 20, 3: 20}, emotion=emotion)
-        people += participants_from_counts("gpt4", {1: 5, 2: 15, 3: 30}, emotion=emotion)
+    people = two_emotions_rated()
     study = build_rating_study(
         slug="judged",
         conditions=["human", "gpt4", "newmodel", "other"],
@@ -211,21 +209,9 @@ def test_simultaneous_views_ask_for_one_compute(monkeypatch):
             calls.append(args)
 
     monkeypatch.setattr(judge_ahead, "_dispatch", record)
-    barrier = threading.Barrier(6)
-    states = []
-
-    def view():
-        try:
-            barrier.wait()
-            states.append(judge_ahead.judge_report_state(study=study, judge=judge))
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=view) for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results, errors = race(lambda i: judge_ahead.judge_report_state(study=study, judge=judge), 6)
+    assert not errors, errors
+    states = list(results.values())
     assert len(states) == 6 and all(s.computing and not s.current for s in states)
     assert calls == [(study.pk, judge.pk)]
 

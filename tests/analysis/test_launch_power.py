@@ -10,6 +10,7 @@ from analysis import power
 from analysis.study_power import study_power_plan
 from kinds.rating import launch_power
 from studies.models import Condition, Prompt, Response, Study
+from tests.analysis.builders import two_emotions_rated
 
 from .builders import build_rating_study, participants_from_counts
 from .judge_builders import judge_create, judge_ratings_create
@@ -69,10 +70,7 @@ def test_the_launch_page_shows_the_plan_without_a_judge(staff_client):
 
 
 def test_a_wave_uses_the_judge_calibrated_on_its_root(staff_client):
-    people = []
-    for emotion in ("sad", "joyful"):
-        people += participants_from_counts("human", {1: 10, 2: 20, 3: 20}, emotion=emotion)
-        people += participants_from_counts("gpt4", {1: 5, 2: 15, 3: 30}, emotion=emotion)
+    people = two_emotions_rated()
     root = build_rating_study(
         slug="root", conditions=["human", "gpt4"], participants=people, baseline="human"
     ).study

@@ -13,6 +13,8 @@ from analysis import figures, reports, snapshots
 from analysis.permissions import ANALYSTS_GROUP
 from analysis.services import AnalysisOptions, study_analyze
 from tests.a11y import axe_violations
+from tests.analysis.builders import two_conditions_rated
+from tests.browser_login import sign_in
 from tests.screenshots import screenshot
 
 from .builders import build_rating_study, participants_from_counts
@@ -100,21 +102,21 @@ def test_analysts_download_report_html_and_nobody_else_does(analyst_client, rate
 def test_on_a_phone_the_figures_keep_a_readable_size_and_at_1280_the_tests_fit(
     live_server, page_at, django_user_model
 ):
-    people = participants_from_counts("human", {1: 30, 2: 50, 3: 20}) + participants_from_counts(
-        "gpt4", {1: 20, 2: 40, 3: 40}
-    )
+    people = two_conditions_rated()
     study = build_rating_study(slug="phone-study", conditions=["human", "gpt4"], participants=people).study
     snapshots.snapshot_compute(study_id=study.pk, baseline=None, no_exclusions=False)
     user = django_user_model.objects.create_user(username="analyst", password="analyst-pass-123")
     user.groups.add(Group.objects.get_or_create(name=ANALYSTS_GROUP)[0])
     for viewport in ("small-phone", "phone", "desktop"):
         page = page_at(viewport)
-        page.set_default_timeout(30_000)
-        page.goto(f"{live_server.url}/analysis/login/?next=/analysis/{study.slug}/")
-        page.fill("#id_username", "analyst")
-        page.fill("#id_password", "analyst-pass-123")
-        page.click("button[type=submit], input[type=submit]")
-        page.wait_for_url(f"**/analysis/{study.slug}/")
+        sign_in(
+            page,
+            live_server.url,
+            "analyst",
+            "analyst-pass-123",
+            next_path=f"/analysis/{study.slug}/",
+            login_path="/analysis/login/",
+        )
         shown = page.evaluate(
             """() => [...document.querySelectorAll('figure svg')].map(svg => ({
                  width: svg.getBoundingClientRect().width, viewBox: svg.viewBox.baseVal.width,

@@ -11,45 +11,36 @@ from werkzeug import Response as WResponse
 from generation.models import LLMConditionConfig, Provider
 from generation.questionnaire_models import QuestionnaireExchange
 from generation.questionnaire_replies import ReplyParseError, reply_parse
-from generation.ratelimit import limit_spec_for, limiter_reset
 from kinds.questionnaire.analysis import emotionbench_analyse
 from studies.models import Condition, Instrument, QuestionnaireRun, Situation, Study, StudySituation
 from tests.factories import questionnaire_study_create
+from tests.generation.conftest import make_provider as loopback_provider
 
 from .conftest import PA, PANAS_ITEMS
 
 LABELS = ["Interested", "Distressed", "Excited"]
 
 
-def make_provider(httpserver) -> Provider:
-    provider = Provider.objects.create(
-        name="loop-eb",
-        kind="openai",
-        base_url=httpserver.url_for("/v1"),
-        api_key_env="EB_TEST_API_KEY",
-        requests_per_minute=60_000,
-        tokens_per_minute=10_000_000,
-        price_input_per_million="2.5",
-        price_output_per_million="10",
-        timeout_seconds=5.0,
-        max_attempts=3,
+def panas_study(slug: str, title: str, **fields) -> Study:
+    """A questionnaire study of the PANAS instrument (imported by the test)."""
+    instrument = Instrument.objects.get(name="PANAS")
+    return questionnaire_study_create(
+        slug=slug, title=title, kind=Study.Kind.QUESTIONNAIRE, instrument=instrument, **fields
     )
-    limiter_reset(spec=limit_spec_for(provider))
-    return provider
+
+
+def make_provider(httpserver) -> Provider:
+    return loopback_provider(
+        httpserver, name="loop-eb", api_key_env="EB_TEST_API_KEY", timeout_seconds=5.0, max_attempts=3
+    )
 
 
 def panas_llm_study(slug, provider, model, condition, *, runs, seed):
     """A PANAS study with one LLM subject (`condition`) on `provider`'s `model`; `runs`: (default runs, evoked runs
     per situation, how many of the Anger situations)."""
     default_runs, evoked_runs, situations = runs
-    study = questionnaire_study_create(
-        slug=slug,
-        title=f"EmotionBench on {model}",
-        kind=Study.Kind.QUESTIONNAIRE,
-        instrument=Instrument.objects.get(name="PANAS"),
-        llm_default_runs=default_runs,
-        llm_evoked_runs=evoked_runs,
-        seed=seed,
+    study = panas_study(
+        slug, f"EmotionBench on {model}", llm_default_runs=default_runs, llm_evoked_runs=evoked_runs, seed=seed
     )
     chosen = list(Situation.objects.filter(emotion="Anger"))[:situations]
     StudySituation.objects.bulk_create([StudySituation(study=study, situation=s) for s in chosen])
@@ -204,14 +195,7 @@ def _llm_study(write_json, httpserver, *, slug, default_runs, evoked_runs, model
     call_command("import_instruments", write_json("q.json", [panas_definition()]))
     call_command("import_situations", write_json("s.json", situations_definition()))
     provider = make_provider(httpserver)
-    study = questionnaire_study_create(
-        slug=slug,
-        title=slug,
-        kind=Study.Kind.QUESTIONNAIRE,
-        instrument=Instrument.objects.get(name="PANAS"),
-        llm_default_runs=default_runs,
-        llm_evoked_runs=evoked_runs,
-    )
+    study = panas_study(slug, slug, llm_default_runs=default_runs, llm_evoked_runs=evoked_runs)
     StudySituation.objects.bulk_create(
         [StudySituation(study=study, situation=s) for s in Situation.objects.all()[:situations]]
     )
@@ -283,14 +267,7 @@ def test_the_admin_shows_llm_subject_progress_and_sends_the_missing_runs_to_the_
     broker = redis.Redis.from_url(redis_url)
     broker.delete("eb-admin-test")
     provider = make_provider(httpserver)
-    study = questionnaire_study_create(
-        slug="eb-admin",
-        title="Admin",
-        kind=Study.Kind.QUESTIONNAIRE,
-        instrument=Instrument.objects.get(name="PANAS"),
-        llm_default_runs=3,
-        llm_evoked_runs=1,
-    )
+    study = panas_study("eb-admin", "Admin", llm_default_runs=3, llm_evoked_runs=1)
     StudySituation.objects.bulk_create(
         [StudySituation(study=study, situation=s) for s in Situation.objects.all()[:2]]
     )
@@ -317,12 +294,7 @@ def test_a_missing_api_key_is_named_before_anything_is_sent(imported_basics, htt
 
     monkeypatch.delenv("EB_TEST_API_KEY", raising=False)
     provider = make_provider(httpserver)
-    study = questionnaire_study_create(
-        slug="eb-nokey",
-        title="No key",
-        kind=Study.Kind.QUESTIONNAIRE,
-        instrument=Instrument.objects.get(name="PANAS"),
-    )
+    study = panas_study("eb-nokey", "No key")
     condition = Condition.objects.create(study=study, name="keyless", kind=Condition.Kind.LLM)
     LLMConditionConfig.objects.create(condition=condition, provider=provider, model="m")
     for extra in ([], ["--on-workers"]):

@@ -9,6 +9,7 @@ from django.db import connection
 from generation.models import LLMConditionConfig, Provider
 from generation.ratelimit import limit_spec_for, limiter_reset
 from studies.models import Condition
+from tests.concurrency import race as race_threads
 from tests.factories import ConditionFactory, PromptFactory, StudyFactory
 from tests.loopback_server import LoopbackServer
 
@@ -146,22 +147,9 @@ def threaded_server():
 def race(run, n: int) -> list[str]:
     """Call `run()` from n threads released at once (each on its own database connection); their outcomes'
     statuses, in finishing order."""
-    barrier = threading.Barrier(n)
-    outcomes = []
-
-    def worker():
-        barrier.wait()
-        try:
-            outcomes.append(run().status)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker) for _ in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return outcomes
+    results, errors = race_threads(lambda i: run().status, n)
+    assert not errors, errors
+    return list(results.values())
 
 
 def race_mid_call(run, n: int, call_entered: threading.Event) -> list[str]:
@@ -197,3 +185,34 @@ def overlap_gate(calls: int = 2, timeout: float = 5.0):
             arrived.wait_for(lambda: count[0] >= calls, timeout=timeout)
 
     return gate
+
+
+def condition_config_post(client, provider, *, n_prompts=3, **fields):
+    """A study with one LLM condition "gpt4" and no configuration yet, and the admin's "add configuration" form
+    posted for it with gpt-4o, 200 tokens, one sample and `fields`. Returns (condition, response)."""
+    from django.urls import reverse
+
+    study = make_study(provider=provider, conditions=(), n_prompts=n_prompts)
+    condition = Condition.objects.create(study=study, name="gpt4", kind=Condition.Kind.LLM)
+    form = {
+        "condition": condition.id,
+        "provider": provider.id,
+        "model": "gpt-4o",
+        "max_tokens": 200,
+        "n_samples": 1,
+        **fields,
+    }
+    return condition, client.post(reverse("admin:generation_llmconditionconfig_add"), form)
+
+
+@pytest.fixture
+def worker_queue(settings, redis_url):
+    """A queue of this test's own for generation's messages (`GENERATION_QUEUE`), emptied from the broker after."""
+    import uuid
+
+    import redis
+
+    queue = f"generation-test-{uuid.uuid4().hex[:8]}"
+    settings.GENERATION_QUEUE = queue
+    yield queue
+    redis.Redis.from_url(redis_url).delete(queue)

@@ -30,3 +30,13 @@ def judge_reply_body(text, *, prompt_tokens=300, completion_tokens=2, rid="chatc
 
 def study_responses(study):
     return list(Response.objects.filter(condition__study=study).order_by("id"))
+
+
+def judged_study(httpserver, *, n_prompts: int, **provider_options):
+    """A study of `n_prompts` human responses (no LLM condition) and its judge on a loopback provider built with
+    `provider_options`: (study, judge)."""
+    from .conftest import make_provider, make_study
+
+    provider = make_provider(httpserver, **provider_options)
+    study = make_study(provider=provider, n_prompts=n_prompts, conditions=())
+    return study, make_judge(study, provider)

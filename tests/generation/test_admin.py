@@ -10,9 +10,9 @@ from django.urls import reverse
 
 from generation.models import GenerationItem, LLMConditionConfig, ResponseEdit, ResponseProvenance
 from generation.services.dispatch import generation_run_in_process
-from studies.models import Condition, Response
+from studies.models import Response
 
-from .conftest import TEST_KEY, make_study, openai_body
+from .conftest import TEST_KEY, condition_config_post, make_study, openai_body
 
 CHAT = "/v1/chat/completions"
 
@@ -30,18 +30,8 @@ def hidden_inputs(html: str) -> dict:
 
 @pytest.mark.django_db
 def test_a_template_with_an_unknown_placeholder_is_refused_in_the_admin(staff_client, openai_provider):
-    study = make_study(provider=openai_provider, conditions=())
-    condition = Condition.objects.create(study=study, name="gpt4", kind=Condition.Kind.LLM)
-    response = staff_client.post(
-        reverse("admin:generation_llmconditionconfig_add"),
-        {
-            "condition": condition.id,
-            "provider": openai_provider.id,
-            "model": "gpt-4o",
-            "max_tokens": 200,
-            "n_samples": 1,
-            "prompt_template": "Situation: {situation}\nFeeling: {feeling}",
-        },
+    condition, response = condition_config_post(
+        staff_client, openai_provider, prompt_template="Situation: {situation}\nFeeling: {feeling}"
     )
     assert response.status_code == 400  # the form again, with the reason
     assert "Unknown placeholder(s) in the template: {feeling}" in response.content.decode()

@@ -8,7 +8,6 @@ of its own."""
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -20,6 +19,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.db.models import Count
 
+from bench.lib.celery_worker import celery_worker_command
 from generation.models import GenerationItem
 from studies.models import Response
 
@@ -50,26 +50,7 @@ def _start_worker(queue, redis_url, log_path):
     )
     log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "--pool",
-            "threads",
-            "--concurrency",
-            "4",
-            "-Q",
-            queue,
-            "--without-mingle",
-            "--without-gossip",
-            "--loglevel",
-            "WARNING",
-            "-n",
-            f"gen-{uuid.uuid4().hex[:6]}@%h",
-        ],
+        celery_worker_command(queue=queue, name=f"gen-{uuid.uuid4().hex[:6]}@%h", concurrency=4),
         cwd=ROOT,
         env=env,
         stdout=log,
@@ -106,10 +87,9 @@ def _wait_for(predicate, timeout, what):
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_killed_mid_run_and_restarted_leaves_exactly_one_response_per_slot(
-    threaded_server, api_key, redis_url, settings, requires_postgres, tmp_path
+    threaded_server, api_key, redis_url, settings, worker_queue, requires_postgres, tmp_path
 ):
-    queue = f"generation-test-{uuid.uuid4().hex[:8]}"
-    settings.GENERATION_QUEUE = queue
+    queue = worker_queue
     settings.GENERATION_LEASE_SECONDS = 3
 
     def slow(request):
@@ -155,9 +135,6 @@ def test_a_worker_killed_mid_run_and_restarted_leaves_exactly_one_response_per_s
             _kill(second)
     finally:
         _kill(first)
-        import redis
-
-        redis.Redis.from_url(redis_url).delete(queue)
 
     per_slot = Response.objects.values("prompt", "condition").annotate(n=Count("id"))
     assert len(per_slot) == slots

@@ -19,7 +19,7 @@ from generation.services.running import run_until_settled
 from studies.models import default_scale
 
 from .conftest import json_response, make_provider, make_study, overlap_gate, race, race_mid_call
-from .judge_helpers import judge_reply_body, make_judge
+from .judge_helpers import judge_reply_body, judged_study, make_judge
 
 CHAT = "/v1/chat/completions"
 SCALE = default_scale()
@@ -120,9 +120,7 @@ def test_a_run_rates_every_response_once_with_provenance_tokens_and_cost(httpser
 
 @pytest.mark.django_db
 def test_only_the_chosen_conditions_are_rated(httpserver, api_key):
-    provider = make_provider(httpserver)
-    study = make_study(provider=provider, n_prompts=2, conditions=())
-    judge = make_judge(study, provider)
+    study, judge = judged_study(httpserver, n_prompts=2)
     with pytest.raises(judging.JudgeSetupError, match="no condition named 'gpt4'.*its conditions: human"):
         judging.judge_conditions(judge=judge, names=["gpt4"])
     human = judging.judge_conditions(judge=judge, names=["human"])
@@ -133,9 +131,7 @@ def test_only_the_chosen_conditions_are_rated(httpserver, api_key):
 def test_an_unparseable_reply_is_retried_then_fails_with_the_reply_quoted_and_its_cost_counted(
     httpserver, api_key, fast_retries
 ):
-    provider = make_provider(httpserver, max_attempts=3)
-    study = make_study(provider=provider, n_prompts=1, conditions=())
-    judge = make_judge(study, provider)
+    study, judge = judged_study(httpserver, n_prompts=1, max_attempts=3)
     httpserver.expect_request(CHAT).respond_with_json(judge_reply_body("It is fine, I think."))
 
     assert _run_all(judge) == ["failed"]
@@ -177,9 +173,7 @@ def test_a_429_waits_at_least_its_retry_after_then_succeeds(httpserver, api_key,
 def test_server_errors_and_malformed_bodies_are_retried_and_a_400_fails_at_once(
     httpserver, api_key, fast_retries
 ):
-    provider = make_provider(httpserver)
-    study = make_study(provider=provider, n_prompts=2, conditions=())
-    judge = make_judge(study, provider)
+    study, judge = judged_study(httpserver, n_prompts=2)
     httpserver.expect_ordered_request(CHAT).respond_with_response(WResponse("upstream down", status=503))
     httpserver.expect_ordered_request(CHAT).respond_with_data(
         "<html>not json</html>", content_type="text/html"
@@ -198,9 +192,7 @@ def test_server_errors_and_malformed_bodies_are_retried_and_a_400_fails_at_once(
 
 @pytest.mark.django_db
 def test_a_provider_that_hangs_times_out_and_fails_after_its_attempts(httpserver, api_key, fast_retries):
-    provider = make_provider(httpserver, timeout_seconds=0.3, max_attempts=2)
-    study = make_study(provider=provider, n_prompts=1, conditions=())
-    judge = make_judge(study, provider)
+    study, judge = judged_study(httpserver, n_prompts=1, timeout_seconds=0.3, max_attempts=2)
 
     def hang(request):
         time.sleep(1.0)
@@ -215,9 +207,7 @@ def test_a_provider_that_hangs_times_out_and_fails_after_its_attempts(httpserver
 
 @pytest.mark.django_db
 def test_a_missing_key_stops_the_run_before_anything_is_written(httpserver, api_key, monkeypatch):
-    provider = make_provider(httpserver)
-    study = make_study(provider=provider, n_prompts=1, conditions=())
-    judge = make_judge(study, provider)
+    study, judge = judged_study(httpserver, n_prompts=1)
     monkeypatch.delenv("TEST_GEN_API_KEY")
     with pytest.raises(judging.JudgeSetupError, match="TEST_GEN_API_KEY"):
         judging.judge_start(judge=judge, dispatch=False)

@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 from generation.judge_models import JudgeRating
 from generation.services import judging
 from tests.a11y import axe_violations
+from tests.browser_login import sign_in
 from tests.screenshots import screenshot
 
 from .conftest import make_provider, make_study
@@ -22,12 +23,7 @@ PASSWORD = "a-long-test-password"
 
 
 def _login(page, live_server):
-    page.set_default_timeout(30_000)
-    page.goto(f"{live_server.url}/admin/login/")
-    page.get_by_label("Username").fill("researcher")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/admin/")
+    sign_in(page, live_server.url, "researcher", PASSWORD)
 
 
 def test_the_judge_pages_on_a_phone_and_a_desktop(live_server, page_at, httpserver, api_key):

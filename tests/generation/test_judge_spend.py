@@ -14,7 +14,7 @@ from generation.services.dispatch import generation_start
 from generation.services.running import generation_item_run, run_until_settled
 
 from .conftest import make_provider, make_study
-from .judge_helpers import judge_reply_body, make_judge
+from .judge_helpers import judge_reply_body, judged_study, make_judge
 
 CHAT = "/v1/chat/completions"
 USAGE = {"prompt_tokens": 300, "completion_tokens": 7, "total_tokens": 307}
@@ -51,9 +51,7 @@ def test_24_failed_calls_whose_replies_reported_usage_are_all_in_the_judges_spen
 def test_empty_and_unparseable_replies_count_their_tokens_and_a_stored_verdict_counts_its_own(
     httpserver, api_key, fast_retries
 ):
-    provider = make_provider(httpserver, max_attempts=4)
-    study = make_study(provider=provider, n_prompts=1, conditions=())
-    judge = make_judge(study, provider)
+    study, judge = judged_study(httpserver, n_prompts=1, max_attempts=4)
     httpserver.expect_ordered_request(CHAT).respond_with_json(judge_reply_body("", prompt_tokens=100))
     httpserver.expect_ordered_request(CHAT).respond_with_json(judge_reply_body("Hmm.", prompt_tokens=200))
     httpserver.expect_ordered_request(CHAT).respond_with_json(judge_reply_body("Good", prompt_tokens=300))

@@ -4,7 +4,6 @@ stored exactly once."""
 
 import itertools
 import threading
-import uuid
 from io import StringIO
 
 import pytest
@@ -22,10 +21,9 @@ CHAT = "/v1/chat/completions"
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_rates_every_response_once_through_transient_errors(
-    threaded_server, api_key, redis_url, settings, requires_postgres, tmp_path
+    threaded_server, api_key, redis_url, settings, worker_queue, requires_postgres, tmp_path
 ):
-    queue = f"judge-test-{uuid.uuid4().hex[:8]}"
-    settings.GENERATION_QUEUE = queue
+    queue = worker_queue
     calls = itertools.count()
     lock = threading.Lock()
 
@@ -47,9 +45,6 @@ def test_a_worker_rates_every_response_once_through_transient_errors(
         call_command("judge_run", study.slug, "j", "--wait", "--no-progress", stdout=out)
     finally:
         _kill(worker)
-        import redis
-
-        redis.Redis.from_url(redis_url).delete(queue)
     assert "24 new ratings, 24 to run (sent to the workers)" in out.getvalue()
     assert "24/24 rated, 0 pending, 0 failed" in out.getvalue(), log_path.read_text()
     rows = JudgeRating.objects.all()

@@ -3,11 +3,9 @@ which the broker returns only after its visibility timeout): the sweep sends the
 older than GENERATION_REDISPATCH_SECONDS, a real Celery worker generates it, and the lost message arriving late
 changes nothing: exactly one provider call and one response."""
 
-import uuid
 from datetime import timedelta
 
 import pytest
-import redis
 from django.db.models import Count
 from django.utils import timezone
 
@@ -22,10 +20,9 @@ from .test_celery_worker import CHAT, _kill, _start_worker, _wait_for
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_an_item_whose_message_was_lost_is_generated_exactly_once(
-    threaded_server, api_key, redis_url, settings, requires_postgres, tmp_path
+    threaded_server, api_key, redis_url, settings, worker_queue, requires_postgres, tmp_path
 ):
-    queue = f"generation-test-{uuid.uuid4().hex[:8]}"
-    settings.GENERATION_QUEUE = queue
+    queue = worker_queue
     threaded_server.expect_request(CHAT).respond_with_handler(lambda request: json_response(openai_body()))
     study = make_study(provider=make_provider(threaded_server), n_prompts=5, human=False)
     started = generation_start(study=study, conditions=list(study.conditions.all()), dispatch=False)
@@ -49,7 +46,6 @@ def test_an_item_whose_message_was_lost_is_generated_exactly_once(
         _wait_for(lambda: GenerationItem.objects.get(pk=last).status == "done", 60, "the last item")
     finally:
         _kill(worker)
-        redis.Redis.from_url(redis_url).delete(queue)
 
     assert set(GenerationItem.objects.values_list("status", flat=True)) == {"done"}
     per_slot = Response.objects.values("prompt", "condition").annotate(n=Count("id"))

@@ -15,10 +15,18 @@ from django.urls import reverse
 from generation.models import GenerationItem, LLMConditionConfig, Provider
 from generation.services.dispatch import generation_run_in_process
 from generation.services.running import SAME_TEXT_FLAG
-from studies.models import Condition, Prompt, Response, Study
+from studies.models import Prompt, Response, Study
 from tests.studies.helpers import PUBLIC_HEADER
 
-from .conftest import TEST_KEY, anthropic_body, json_response, make_provider, make_study, openai_body
+from .conftest import (
+    TEST_KEY,
+    anthropic_body,
+    condition_config_post,
+    json_response,
+    make_provider,
+    make_study,
+    openai_body,
+)
 
 CHAT = "/v1/chat/completions"
 REFUSED_WITH_KEY = {
@@ -109,20 +117,13 @@ def test_the_provider_pages_link_to_the_test_and_it_offers_the_configured_model(
 
 @pytest.mark.django_db
 def test_an_unknown_placeholder_in_the_system_prompt_is_refused_in_the_admin(staff_client, openai_provider):
-    study = make_study(provider=openai_provider, conditions=())
-    condition = Condition.objects.create(study=study, name="gpt4", kind=Condition.Kind.LLM)
-    page = staff_client.post(
-        reverse("admin:generation_llmconditionconfig_add"),
-        {
-            "condition": condition.id,
-            "provider": openai_provider.id,
-            "model": "gpt-4o",
-            "max_tokens": 200,
-            "n_samples": 1,
-            "system_prompt": "You comfort a person who feels {feeling}.",
-            "prompt_template": "Situation: {situation}",
-        },
-    ).content.decode()
+    condition, response = condition_config_post(
+        staff_client,
+        openai_provider,
+        system_prompt="You comfort a person who feels {feeling}.",
+        prompt_template="Situation: {situation}",
+    )
+    page = response.content.decode()
     assert "Unknown placeholder(s) in the system prompt: {feeling}" in page
     assert not LLMConditionConfig.objects.filter(condition=condition).exists()
 
@@ -151,20 +152,14 @@ def test_a_stored_system_prompt_with_an_unknown_placeholder_stops_generation_bef
 
 @pytest.mark.django_db
 def test_line_breaks_typed_in_the_admin_are_stored_and_sent_as_lf(staff_client, openai_provider, httpserver):
-    study = make_study(provider=openai_provider, conditions=(), n_prompts=1)
-    condition = Condition.objects.create(study=study, name="gpt4", kind=Condition.Kind.LLM)
-    staff_client.post(
-        reverse("admin:generation_llmconditionconfig_add"),
-        {
-            "condition": condition.id,
-            "provider": openai_provider.id,
-            "model": "gpt-4o",
-            "max_tokens": 200,
-            "n_samples": 1,
-            "system_prompt": "You are kind.\r\nThe person feels {emotion}.\rBe brief.",
-            "prompt_template": "Situation: {situation}\r\n\r\nThey said: {speaker_utterance}",
-        },
+    condition, _ = condition_config_post(
+        staff_client,
+        openai_provider,
+        n_prompts=1,
+        system_prompt="You are kind.\r\nThe person feels {emotion}.\rBe brief.",
+        prompt_template="Situation: {situation}\r\n\r\nThey said: {speaker_utterance}",
     )
+    study = condition.study
     config = LLMConditionConfig.objects.get(condition=condition)
     assert config.system_prompt == "You are kind.\nThe person feels {emotion}.\nBe brief."
     assert config.prompt_template == "Situation: {situation}\n\nThey said: {speaker_utterance}"

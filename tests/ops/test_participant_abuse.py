@@ -9,6 +9,7 @@ from config.ratelimit import HONEYPOT_FIELD
 from kinds.rating.models import Rating
 from studies.models import Participant
 from tests.factories import ParticipantFactory
+from tests.ratelimits import rate_limits_on
 
 from .flow_helpers import enter, hidden_fields, live_study, post_step, to_first_item
 
@@ -27,11 +28,7 @@ def _one_window(monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _limits(settings):
-    settings.RATELIMIT_ENABLED = True
-    settings.RATELIMIT_ENTRY_PER_IP = 1000
-    settings.RATELIMIT_PARTICIPANT = 1000
-    settings.RATELIMIT_TRUSTED_PROXIES = 0
-    caches["default"].clear()
+    rate_limits_on(settings)
 
 
 @pytest.fixture

@@ -3,10 +3,10 @@
 import time
 
 import pytest
-from django.core.cache import caches
 
 from bench.targets.models import FloorWrite
 from config.ratelimit import HONEYPOT_FIELD
+from tests.ratelimits import rate_limits_on
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.ops.urls")]
 
@@ -21,11 +21,7 @@ def _one_window(monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _fresh_limits(settings, redis_url):
-    settings.RATELIMIT_ENABLED = True
-    settings.RATELIMIT_ENTRY_PER_IP = 5
-    settings.RATELIMIT_PARTICIPANT = 8
-    settings.RATELIMIT_TRUSTED_PROXIES = 0
-    caches["default"].clear()
+    rate_limits_on(settings, entry=5, participant=8)
 
 
 def test_entry_gives_a_friendly_429_after_the_per_ip_limit(client):
@@ -44,23 +40,23 @@ def test_the_per_ip_limit_counts_the_address_the_trusted_proxy_saw(client, setti
         headers = {"X-Forwarded-For": f"10.0.0.{i}"}
         assert client.get("/entry/", {"PROLIFIC_PID": f"p{i}"}, headers=headers).status_code == 200
     # One address forging extra hops in front still counts as itself.
-    statuses = [
+    assert _entries_forwarded_for(client, "q", "1.2.3.{i}, 10.0.0.99")[-1] == 429
+
+
+def _entries_forwarded_for(client, pid_prefix: str, forwarded: str, n: int = 6) -> list[int]:
+    """The statuses of n entries of new ids, each claiming to be forwarded for `forwarded` ({i}: its number)."""
+    return [
         client.get(
-            "/entry/", {"PROLIFIC_PID": f"q{i}"}, headers={"X-Forwarded-For": f"1.2.3.{i}, 10.0.0.99"}
+            "/entry/",
+            {"PROLIFIC_PID": f"{pid_prefix}{i}"},
+            headers={"X-Forwarded-For": forwarded.format(i=i)},
         ).status_code
-        for i in range(6)
+        for i in range(n)
     ]
-    assert statuses[-1] == 429
 
 
 def test_an_untrusted_forwarded_for_header_does_not_escape_the_per_ip_limit(client):
-    statuses = [
-        client.get(
-            "/entry/", {"PROLIFIC_PID": f"p{i}"}, headers={"X-Forwarded-For": f"10.0.0.{i}"}
-        ).status_code
-        for i in range(6)
-    ]
-    assert statuses[-1] == 429
+    assert _entries_forwarded_for(client, "p", "10.0.0.{i}")[-1] == 429
 
 
 def test_each_participant_has_their_own_per_minute_limit(client):

@@ -82,6 +82,15 @@ def first_item(client: Client, study, pid: str = "PID1") -> str:
     return client.get(step_url(study)).content.decode()
 
 
+def at_first_item(study, pid: str = "PID1"):
+    """A browser whose participant `pid` has consented and read the instructions: (browser, its item's
+    position)."""
+    browser = Client()
+    enter(browser, study, pid)
+    consent_and_instructions(browser, study)
+    return browser, current_position(browser, study)
+
+
 def another_tab(cookies) -> Client:
     """A second tab of the browser whose cookies these are (the same session and ticket)."""
     tab = Client()

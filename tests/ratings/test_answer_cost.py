@@ -16,6 +16,7 @@ from kinds.rating.models import Rating
 from ratings.selectors import session_key
 from studies.models import Assignment, Participant
 from tests.factories import rating_study_build
+from tests.ratelimits import rate_limits_on
 from tests.ratings.helpers import consent_and_instructions, current_position, enter, step_url
 
 JSON = {"HTTP_ACCEPT": "application/json"}
@@ -30,10 +31,7 @@ def study():
 @pytest.fixture
 def redis_trips(settings, redis_url, monkeypatch):
     """Rate limits on (high), sessions in Redis; returns a list that grows by one per round trip to Redis."""
-    settings.RATELIMIT_ENABLED = True
-    settings.RATELIMIT_PARTICIPANT = 1000
-    settings.RATELIMIT_ENTRY_PER_IP = 1000
-    caches["default"].clear()
+    rate_limits_on(settings)
     sent = []
     send = AbstractConnection.send_packed_command
 

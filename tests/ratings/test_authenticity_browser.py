@@ -44,17 +44,23 @@ def read(page, ms: int) -> None:
     page.clock.fast_forward(ms)
 
 
+def consent_by_keyboard(page, live_server, study, pid: str):
+    """A keyboard-only person opens the study on a page whose clock is installed, reads and agrees by Tab and
+    Enter."""
+    page.clock.install()
+    page.goto(entry(live_server, study, pid))
+    read(page, 600)
+    tab_to(page, "I agree")
+    page.keyboard.press("Enter")
+
+
 def authenticity_of(pid: str) -> ParticipantAuthenticity | None:
     return ParticipantAuthenticity.objects.filter(participant__external_id=pid).first()
 
 
 def test_a_keyboard_only_person_is_not_flagged_and_a_dom_clicking_agent_is(live_server, person_page, study):
     page = person_page()
-    page.clock.install()
-    page.goto(entry(live_server, study, "KEYS"))
-    read(page, 600)
-    tab_to(page, "I agree")
-    page.keyboard.press("Enter")
+    consent_by_keyboard(page, live_server, study, "KEYS")
     expect(page.locator("h1")).to_have_text("Instructions")
     read(page, 600)
     tab_to(page, "I have read the instructions")

@@ -10,9 +10,9 @@ from kinds.rating.models import Rating
 from studies.authenticity import NO_SIGNALS, TRAP_FIELD, authenticity_review, trap_word
 from studies.models import Participant, ParticipantAuthenticity
 from studies.selectors import study_status
+from tests.concurrency import race
 from tests.factories import rating_study_build
 from tests.ratings.helpers import consent_and_instructions, current_position, enter, step_url
-from tests.studies.test_assignment_races import race
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("pages_seconds_apart")]
 

@@ -15,9 +15,9 @@ from django.utils import timezone
 from config.ratelimit import HONEYPOT_FIELD
 from ratings import shared_pages
 from studies.models import Assignment, Participant
+from tests.concurrency import race
 from tests.factories import ParticipantFactory, questionnaire_study_create, rating_study_build
 from tests.ratings.helpers import another_tab, carried, enter, step_url
-from tests.studies.test_assignment_races import race
 
 pytestmark = pytest.mark.usefixtures("pages_uncached")
 JSON = {"HTTP_ACCEPT": "application/json"}

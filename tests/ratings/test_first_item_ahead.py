@@ -13,9 +13,9 @@ from django.utils import timezone
 
 from kinds.rating.models import Rating
 from studies.models import Assignment, Emotion, Participant
+from tests.concurrency import race
 from tests.factories import AttentionCheckFactory, rating_study_build
 from tests.ratings.helpers import another_tab, carried, enter, step_url
-from tests.studies.test_assignment_races import race
 
 pytestmark = pytest.mark.usefixtures("pages_uncached")
 JSON = {"HTTP_ACCEPT": "application/json"}

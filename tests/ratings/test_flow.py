@@ -274,11 +274,12 @@ def test_an_mturk_worker_submits_the_hit_to_their_validated_mturk_host(client, s
     assert 'action="https://workersandbox.mturk.com/mturk/externalSubmit"' in page
     assert 'name="assignmentId" value="A1"' in page and 'value="C0MPLETE"' in page
     participant = Participant.objects.get()
-    assert (participant.platform, participant.mturk_assignment_id, participant.mturk_hit_id) == (
-        "mturk",
-        "A1",
-        "H1",
-    )
+    assert (
+        participant.platform,
+        participant.platform_session_id,
+        participant.platform_study_id,
+        participant.platform_data,
+    ) == ("mturk", "A1", "H1", {"submit_to": "https://workersandbox.mturk.com"})
 
     evil = Client()
     evil.get(

@@ -6,18 +6,19 @@ from django.test import Client
 
 from kinds.rating.models import Rating, RatingSettings
 from studies.models import Assignment, Participant
+from tests.concurrency import race
 from tests.factories import AttentionCheckFactory, rating_study_build
 from tests.ratings.helpers import (
     CSRF_TOKEN,
     POSITION,
     STEP,
     another_tab,
+    at_first_item,
     consent_and_instructions,
     current_position,
     enter,
     step_url,
 )
-from tests.studies.test_assignment_races import race
 
 JSON = {"HTTP_ACCEPT": "application/json"}
 
@@ -192,14 +193,10 @@ def test_an_attention_check_shown_in_place_looks_like_an_item(client, study):
 @pytest.mark.django_db(transaction=True)
 def test_the_same_background_answer_posted_concurrently_is_stored_exactly_once(requires_postgres):
     study = rating_study_build(conditions=1, prompts=5, items_per_participant=3)
-    browser = Client()
-    enter(browser, study, "PID1")
-    consent_and_instructions(browser, study)
-    position = current_position(browser, study)
-    cookies = browser.cookies
+    browser, position = at_first_item(study)
 
     def post(i):
-        tab = another_tab(cookies)
+        tab = another_tab(browser.cookies)
         response = answer(tab, study, position, 3 if i % 2 else 1)
         return response.json()["item"]["position"]
 

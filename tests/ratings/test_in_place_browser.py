@@ -29,6 +29,24 @@ def open_items(page, live_server, study, pid):
     expect(page.locator("h1")).to_have_text("Item 1 of 5")
 
 
+def first_answer_lost(page, *, reaches_server: bool) -> list:
+    """The page's first answer fails with a reset connection, after reaching the server or not; the later ones
+    go through. Returns the list of every attempt's body, as they are made."""
+    attempts = []
+
+    def lost_once(route):
+        attempts.append(route.request.post_data)
+        if len(attempts) > 1:
+            route.continue_()
+            return
+        if reaches_server:
+            route.fetch()
+        route.abort("connectionreset")
+
+    page.route("**/step/", lost_once)
+    return attempts
+
+
 def choice(page) -> str:
     return "Okay" if "choose Okay" in page.locator("[data-response]").inner_text() else "Good"
 
@@ -196,17 +214,7 @@ def test_an_answer_whose_reply_was_lost_is_sent_again_by_itself_and_stored_once(
     page = page_at("phone")
     page.clock.install()
     open_items(page, live_server, study, "PIDLOSTREPLY")
-    attempts = []
-
-    def reply_lost_once(route):
-        attempts.append(route.request.post_data)
-        if len(attempts) == 1:
-            route.fetch()  # the server gets it and answers; the page never sees the answer
-            route.abort("connectionreset")
-        else:
-            route.continue_()
-
-    page.route("**/step/", reply_lost_once)
+    attempts = first_answer_lost(page, reaches_server=True)  # the server answers; the page never sees it
     page.get_by_role("button", name="Bad").tap()
     expect(page.locator("[data-retry]")).to_be_visible()
     assert stored("PIDLOSTREPLY") == [bad_value("PIDLOSTREPLY")]  # stored by the first attempt
@@ -220,16 +228,7 @@ def test_the_button_sends_an_answer_that_was_not_sent_at_once(live_server, page_
     page = page_at("phone")
     page.clock.install()
     open_items(page, live_server, study, "PIDBUTTON")
-    attempts = []
-
-    def fail_once(route):
-        attempts.append(route.request.post_data)
-        if len(attempts) == 1:
-            route.abort("connectionreset")
-        else:
-            route.continue_()
-
-    page.route("**/step/", fail_once)
+    attempts = first_answer_lost(page, reaches_server=False)
     # The page's clock stands still: the automatic re-send (1.5 to 2.5 s after the failure) cannot fall due,
     # however slow the machine, so a second attempt can only be the button's.
     pause_clock(page)

@@ -13,7 +13,7 @@ from studies.authenticity import picture_answer
 from studies.models import Participant, ParticipantAuthenticity
 from tests.a11y import axe_violations
 from tests.factories import rating_study_build
-from tests.ratings.test_authenticity_browser import entry, read, tab_to
+from tests.ratings.test_authenticity_browser import consent_by_keyboard, entry, read, tab_to
 
 pytestmark = [
     pytest.mark.browser,
@@ -82,11 +82,7 @@ def test_the_picture_holds_no_answer_in_text_or_accessibility_tree_and_axe_is_cl
 
 def test_a_keyboard_only_person_answers_the_picture_by_what_they_see(live_server, person_page, study):
     page = person_page()
-    page.clock.install()
-    page.goto(entry(live_server, study, "KEYS"))
-    read(page, 600)
-    tab_to(page, "I agree")
-    page.keyboard.press("Enter")
+    consent_by_keyboard(page, live_server, study, "KEYS")
     read(page, 600)
     tab_to(page, "I have read the instructions")
     page.keyboard.press("Enter")

@@ -11,9 +11,9 @@ from kinds.rating.models import Rating
 from studies.authenticity import PICTURE_SKIPPED, picture_answer, score_compute
 from studies.models import Assignment, Participant, ParticipantAuthenticity
 from studies.selectors import study_status
+from tests.concurrency import race
 from tests.factories import rating_study_build
 from tests.ratings.helpers import consent_and_instructions, current_position, enter, step_url
-from tests.studies.test_assignment_races import race
 
 pytestmark = pytest.mark.django_db
 

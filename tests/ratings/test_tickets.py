@@ -5,7 +5,6 @@ tickets is still its session's."""
 
 import pytest
 from django.core import signing
-from django.core.cache import caches
 from django.test import Client
 
 from config import ratelimit
@@ -13,9 +12,10 @@ from kinds.rating.models import Rating
 from ratings import tickets
 from ratings.selectors import session_key
 from studies.models import Participant
+from tests.concurrency import race
 from tests.factories import rating_study_build
+from tests.ratelimits import rate_limits_on
 from tests.ratings.helpers import POSITION, enter, first_item, item_positions, step_url
-from tests.studies.test_assignment_races import race
 
 pytestmark = pytest.mark.postgres
 JSON = {"HTTP_ACCEPT": "application/json"}
@@ -30,11 +30,7 @@ def study():
 @pytest.fixture
 def limited(settings, redis_url, monkeypatch):
     """Rate limits on, the limiter's clock pinned; returns the list of the limiter's (Redis) counts made."""
-    settings.RATELIMIT_ENABLED = True
-    settings.RATELIMIT_PARTICIPANT = 1000  # each test lowers it once its participant is on the items
-    settings.RATELIMIT_ENTRY_PER_IP = 1000
-    caches["default"].clear()
-    monkeypatch.setattr(ratelimit, "_now", lambda: NOW)
+    rate_limits_on(settings, monkeypatch, now=NOW)  # each test lowers the limit once on the items
     counts = []
     hits = ratelimit._hits
 

@@ -4,6 +4,7 @@ import pytest
 
 from recruiting.submissions import submission_status_apply
 from tests.a11y import axe_violations
+from tests.browser_login import sign_in as log_in
 from tests.factories import AttentionCheckFactory
 from tests.screenshots import screenshot
 
@@ -26,11 +27,7 @@ def sign_in(page, live_server, django_user_model, next_url):
     django_user_model.objects.create_user(
         username="researcher", password="researcher-pass-123", is_staff=True, is_superuser=True
     )
-    page.goto(f"{live_server.url}/admin/login/?next={next_url}")
-    page.fill("#id_username", "researcher")
-    page.fill("#id_password", "researcher-pass-123")
-    page.click("input[type=submit]")
-    page.wait_for_url(f"**{next_url}")
+    log_in(page, live_server.url, "researcher", "researcher-pass-123", next_path=next_url)
 
 
 @pytest.mark.parametrize("viewport", ["desktop", "phone"])

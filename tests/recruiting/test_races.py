@@ -14,7 +14,7 @@ from recruiting.models import BonusBatch, ProlificSubmission, WebhookEvent
 from recruiting.submissions import submission_status_apply, submissions_approve
 from recruiting.webhooks import webhook_event_process
 from studies.models import Participant
-from tests.studies.test_assignment_races import race as race_threads
+from tests.concurrency import race as race_threads
 
 from .conftest import enroll, finish, link_build
 

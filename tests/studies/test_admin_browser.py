@@ -12,6 +12,7 @@ from kinds.pairwise.demo import PAIRWISE_SLUG
 from studies.demo.seed import DEMO_SLUG, QUESTIONNAIRE_SLUG, demo_seed
 from studies.models import Study, StudyAmendment
 from tests.a11y import axe_violations
+from tests.browser_login import sign_in
 from tests.screenshots import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -25,13 +26,7 @@ def admin_page(settings, tmp_path, live_server, page_at):
     demo_seed(base_url=live_server.url)
     get_user_model().objects.create_superuser(username="researcher", email="", password=PASSWORD)
     page = page_at("desktop")
-    page.set_default_timeout(30_000)  # the first admin page compiles its templates on a busy machine
-    page.goto(f"{live_server.url}/admin/login/")
-    page.get_by_label("Username").fill("researcher")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/admin/")
-    return page
+    return sign_in(page, live_server.url, "researcher", PASSWORD)
 
 
 def test_the_admins_study_pages_pass_axe(admin_page, live_server):

@@ -18,6 +18,7 @@ from studies import models
 from studies.answers import NotCurrentItem, NotYourItem, ParticipantNotActive
 from studies.models import Assignment, Participant, QuestionnaireRun
 from studies.participants import participant_enroll
+from tests.concurrency import race
 from tests.emotionbench.conftest import panas_definition, situations_definition
 from tests.factories import (
     AttentionCheckFactory,
@@ -25,7 +26,6 @@ from tests.factories import (
     questionnaire_study_create,
     rating_study_build,
 )
-from tests.studies.test_assignment_races import race
 
 
 @dataclass

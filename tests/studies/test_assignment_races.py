@@ -1,41 +1,18 @@
 """Enrollment under a launch: many arrivals at the same instant, each on its own PostgreSQL connection."""
 
-import threading
 from collections import Counter
 
 import pytest
-from django.db import connections
 
 from kinds.rating.kind import response_live_counts
 from studies.models import Participant
 from studies.participants import StudyFull, participant_enroll
+from tests.concurrency import race
 from tests.factories import rating_study_build
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 ARRIVALS = 52  # PostgreSQL here allows 100 connections, shared with the rest of the suite
-
-
-def race(target, n):
-    """Runs target(i) in n threads released together by a barrier; returns results and errors by index."""
-    barrier = threading.Barrier(n)
-    results, errors = {}, {}
-
-    def run(i):
-        try:
-            barrier.wait()
-            results[i] = target(i)
-        except Exception as exc:  # collected and asserted on by the test
-            errors[i] = exc
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    return results, errors
 
 
 def test_simultaneous_arrivals_fill_conditions_evenly_and_never_past_their_quota(requires_postgres):

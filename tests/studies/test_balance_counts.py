@@ -18,8 +18,8 @@ from studies.participants import (
     participant_screen_out,
     participants_release_stale,
 )
+from tests.concurrency import race
 from tests.factories import SituationFactory, StudyFactory, rating_study_build
-from tests.studies.test_assignment_races import race
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ from django.utils import timezone
 from kinds.rating.kind import response_live_counts
 from studies.models import Assignment, Participant
 from studies.participants import participant_enroll, participants_release_stale
+from tests.concurrency import race
 from tests.factories import rating_study_build
-from tests.studies.test_assignment_races import race
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

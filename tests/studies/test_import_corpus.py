@@ -9,6 +9,7 @@ from django.core.management import CommandError, call_command
 
 from studies.importers import CorpusImportError, corpus_parse, corpus_sample
 from studies.models import Condition, Emotion, Prompt, Response, Study
+from tests.concurrency import race
 from tests.factories import PromptFactory, StudyFactory
 
 from .helpers import DATASET, PUBLIC_HEADER, public_csv, public_rows, row_counts
@@ -283,35 +284,16 @@ def test_the_emotions_migration_reverses_and_keeps_edited_valences_when_reapplie
 
 @pytest.mark.django_db(transaction=True)
 def test_two_simultaneous_imports_of_the_same_file_write_it_once(requires_postgres):
-    import threading
-
-    from django.db import connection
 
     from studies.importers import CorpusImportError, corpus_import
 
     data = public_csv(public_rows(40))
-    barrier = threading.Barrier(4)
-    outcomes = []
-
-    def run():
-        try:
-            barrier.wait()
-            corpus_import(study_slug="raced", data=data)
-            outcomes.append("imported")
-        except CorpusImportError as exc:
-            assert "is already in study 'raced'" in str(exc)
-            outcomes.append("refused")
-        except BaseException as exc:  # surfaced below: an exception in a thread would otherwise vanish
-            outcomes.append(f"error: {exc!r}")
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert sorted(outcomes) == ["imported", "refused", "refused", "refused"]
+    imported, refused = race(lambda i: corpus_import(study_slug="raced", data=data), 4)
+    assert len(imported) == 1 and len(refused) == 3
+    assert all(
+        isinstance(error, CorpusImportError) and "is already in study 'raced'" in str(error)
+        for error in refused.values()
+    )
     assert Prompt.objects.filter(study__slug="raced").count() == 40
     assert Response.objects.filter(prompt__study__slug="raced").count() == 80
 

@@ -1,11 +1,8 @@
 """The study lifecycle and its launch gates, through the services the admin and the terminal call."""
 
-import threading
-
 import pytest
-from django.db import connection
 
-from studies.models import Condition, Response, Study, StudySituation
+from studies.models import Response, Study, StudySituation
 from studies.services import (
     StudyCreateError,
     StudyLaunchError,
@@ -17,20 +14,11 @@ from studies.services import (
     study_pause,
     study_resume,
 )
-from tests.factories import ConditionFactory, PromptFactory, ResponseFactory, SituationFactory, StudyFactory
+from tests.concurrency import race
+from tests.factories import ConditionFactory, SituationFactory, StudyFactory
+from tests.studies.test_design import ready_study  # a draft that passes every launch check
 
 pytestmark = pytest.mark.django_db
-
-
-def ready_study(**fields) -> Study:
-    study = StudyFactory(**{"items_per_participant": 3, **fields})
-    human = ConditionFactory(study=study, name="human")
-    gpt = ConditionFactory(study=study, name="gpt4", kind=Condition.Kind.LLM)
-    for _ in range(4):
-        prompt = PromptFactory(study=study)
-        ResponseFactory(prompt=prompt, condition=human)
-        ResponseFactory(prompt=prompt, condition=gpt)
-    return study
 
 
 def test_a_ready_draft_goes_live_then_paused_live_and_closed():
@@ -145,48 +133,19 @@ def test_a_questionnaire_study_needs_an_instrument_and_a_situation_not_prompts()
 @pytest.mark.django_db(transaction=True)
 def test_two_admins_launching_at_once_launch_once(requires_postgres):
     study = ready_study()
-    barrier = threading.Barrier(8)
-    outcomes = []
-
-    def launch():
-        try:
-            barrier.wait()
-            study_launch(study=Study.objects.get(pk=study.pk))
-            outcomes.append("launched")
-        except StudyStateError:
-            outcomes.append("refused")
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=launch) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert outcomes.count("launched") == 1
-    assert outcomes.count("refused") == 7
+    launched, refused = race(lambda i: study_launch(study=Study.objects.get(pk=study.pk)), 8)
+    assert len(launched) == 1
+    assert len(refused) == 7 and all(isinstance(error, StudyStateError) for error in refused.values())
 
 
 @pytest.mark.django_db(transaction=True)
 def test_two_researchers_creating_the_same_study_at_once_create_it_once(requires_postgres):
-    barrier = threading.Barrier(8)
-    outcomes = []
-
-    def create():
-        try:
-            barrier.wait()
-            study_create(slug="same", title="Same", kind="rating", platform="none")
-            outcomes.append("created")
-        except StudyCreateError as exc:
-            outcomes.append(str(exc))
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=create) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert outcomes.count("created") == 1
-    assert outcomes.count("a study 'same' already exists: choose another short name") == 7
+    created, refused = race(
+        lambda i: study_create(slug="same", title="Same", kind="rating", platform="none"), 8
+    )
+    assert len(created) == 1
+    assert [type(error) for error in refused.values()] == [StudyCreateError] * 7
+    assert {str(error) for error in refused.values()} == {
+        "a study 'same' already exists: choose another short name"
+    }
     assert Study.objects.filter(slug="same").count() == 1

@@ -11,9 +11,8 @@ from django.utils import timezone
 from kinds.rating.kind import response_live_counts
 from studies.models import Participant
 from studies.participants import participant_enroll, participant_return
+from tests.concurrency import race
 from tests.factories import rating_study_build
-
-from .test_assignment_races import race
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,8 +15,8 @@ from studies.kinds.registry import participant_steps
 from studies.models import Condition, PairAttentionCheck, Participant
 from studies.participants import participant_advance, participant_enroll, participant_return
 from studies.services import study_launch, study_launch_problems
+from tests.concurrency import race
 from tests.factories import pairwise_study_build
-from tests.studies.test_assignment_races import race
 
 pytestmark = pytest.mark.django_db
 

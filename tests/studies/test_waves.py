@@ -85,6 +85,16 @@ def closed_parent() -> Study:
     return parent
 
 
+def launched_wave(parent: Study) -> Study:
+    """A live wave of `parent` with one new LLM condition that answered every prompt."""
+    wave = study_extend(parent=parent, new_slug="wave1", conditions=["llama"])
+    llama = wave.conditions.get(name="llama")
+    for prompt in wave.prompts.all():
+        Response.objects.create(prompt=prompt, condition=llama, text=f"llama says {prompt.dialogue_id}")
+    study_launch(study=wave)
+    return wave
+
+
 def test_a_wave_has_the_parents_prompts_new_conditions_and_a_rerating_share():
     parent = closed_parent()
     wave = study_extend(parent=parent, new_slug="wave1", conditions=["llama", "qwen"], rerate_share=0.1)
@@ -146,12 +156,7 @@ def test_the_extend_command(capsys):
 
 
 def test_a_participant_of_the_family_cannot_join_a_wave():
-    parent = closed_parent()
-    wave = study_extend(parent=parent, new_slug="wave1", conditions=["llama"])
-    llama = wave.conditions.get(name="llama")
-    for prompt in wave.prompts.all():
-        Response.objects.create(prompt=prompt, condition=llama, text=f"llama says {prompt.dialogue_id}")
-    study_launch(study=wave)
+    wave = launched_wave(closed_parent())
     assert seen_in_family(wave, "old1") and not seen_in_family(wave, "new1")
     with pytest.raises(AlreadyInFamily) as caught:
         participant_enroll(study=wave, external_id="old1")
@@ -163,12 +168,7 @@ def test_a_participant_of_the_family_cannot_join_a_wave():
 
 
 def test_a_participant_of_the_parent_opening_the_waves_link_is_told_why_they_cannot_join(client):
-    parent = closed_parent()
-    wave = study_extend(parent=parent, new_slug="wave1", conditions=["llama"])
-    llama = wave.conditions.get(name="llama")
-    for prompt in wave.prompts.all():
-        Response.objects.create(prompt=prompt, condition=llama, text=f"llama says {prompt.dialogue_id}")
-    study_launch(study=wave)
+    wave = launched_wave(closed_parent())
     url = reverse("ratings:entry", kwargs={"slug": wave.slug})
     response = client.get(url, {"PROLIFIC_PID": "old1", "STUDY_ID": "s", "SESSION_ID": "x"})
     page = response.content.decode()

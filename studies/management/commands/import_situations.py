@@ -1,20 +1,9 @@
-from pathlib import Path
-
-from django.core.management.base import BaseCommand, CommandError
-
-from studies.emotionbench.data import EmotionBenchImportError
 from studies.emotionbench.instruments import situations_import
+from studies.management.emotionbench_file_command import EmotionBenchFileCommand
 
 
-class Command(BaseCommand):
+class Command(EmotionBenchFileCommand):
     help = "Import the EmotionBench situation pool (situations.json: emotions → factors → situations), all or nothing."
-
-    def add_arguments(self, parser):
-        parser.add_argument("path", type=Path, help="A situations.json file.")
-
-    def handle(self, *args, path: Path, **options):
-        try:
-            summary = situations_import(path=path)
-        except EmotionBenchImportError as exc:
-            raise CommandError(f"nothing imported: {exc}") from exc
-        self.stdout.write("situations: " + "\n".join(summary.lines()))
+    what = "situations"
+    file_help = "A situations.json file."
+    load = staticmethod(situations_import)
