@@ -455,6 +455,7 @@ class Rating(models.Model):
 from .authenticity_models import ParticipantAuthenticity  # noqa: E402
 from .balance_models import BalanceCount  # noqa: E402
 from .design_models import StudyAmendment, StudyDesign  # noqa: E402
+from .flags_models import DeclaredFlags, FlagsStale  # noqa: E402
 from .pairwise_models import PairAttentionCheck, PairItem, PairwiseSettings  # noqa: E402
 from .questionnaire_models import (  # noqa: E402
     Instrument,
@@ -468,7 +469,7 @@ from .questionnaire_models import (  # noqa: E402
 )
 
 __all__ = [
-    "AttentionCheck", "Assignment", "BalanceCount", "Condition", "Emotion", "Instrument", "InstrumentCategory", "InstrumentItem",
+    "AttentionCheck", "Assignment", "BalanceCount", "Condition", "DeclaredFlags", "Emotion", "FlagsStale", "Instrument", "InstrumentCategory", "InstrumentItem",
     "PairAttentionCheck", "PairItem", "PairwiseSettings", "Participant", "ParticipantAuthenticity", "Prompt",
     "QuestionnaireAnswer", "QuestionnaireRun", "QuestionnaireSettings", "Rating", "Response", "Situation", "Study",
     "StudyAmendment", "StudyDesign", "StudySituation", "Valence",

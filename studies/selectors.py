@@ -8,10 +8,11 @@ from typing import Any
 from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
+from .declared_flags import flagged_by_rules
 from .design import planned_analysis_of
 from .kinds import kind_of
 from .kinds.base import resolved
-from .models import Assignment, Condition, Participant, Prompt, Study
+from .models import Assignment, Condition, Participant, ParticipantAuthenticity, Prompt, Study
 
 STATUSES = [status.value for status in Participant.Status]
 # A participant the authenticity score flags, unless a researcher cleared the flag; or confirmed in review
@@ -172,13 +173,6 @@ def study_planned_analysis(*, study: Study) -> dict[str, Any]:
     return {**planned, **declared, "design_sha256": sha256}
 
 
-def declared_exclusion_flags(*, study: Study) -> dict[int, list[str]]:
-    """{participant id: the declared exclusion rules that exclude them, in words; []: kept} by the kind's
-    `exclusion_flags` (the analysis's own computation); {} for a kind without declared rules."""
-    path = kind_of(study).exclusion_flags
-    return resolved(path)(study=study) if path else {}
-
-
 def participants_exclusion_flags(participants: list[Participant]) -> dict[int, list[str]]:
     """The same for some participants, whatever their studies: one computation per kind among them."""
     by_path: dict[str, dict[int, Study]] = defaultdict(dict)
@@ -195,12 +189,15 @@ def participants_exclusion_flags(participants: list[Participant]) -> dict[int, l
 def study_flagged_participants(*, study: Study) -> list[dict[str, Any]]:
     """The live status page's list: every counted participant whom a declared rule excludes or whom the
     authenticity score flags (whatever the rules say), with their condition, status, ratings of responses
-    (attention checks not counted, as everywhere) and flags, by condition then platform id."""
-    flags = declared_exclusion_flags(study=study)
-    excluded = [pid for pid, rules in flags.items() if rules]
+    (attention checks not counted, as everywhere) and flags, by condition then platform id.
+
+    Flat as the study grows: the stored flags of the participants who changed since the last look are computed
+    again (studies/declared_flags.py), and the people listed are found by their ids."""
+    flags = flagged_by_rules(study)
+    unauthentic = ParticipantAuthenticity.objects.filter(participant__study=study, excluded=True).order_by()
+    ids = set(flags) | set(unauthentic.values_list("participant_id", flat=True))
     people = (
-        Participant.objects.filter(study=study, is_preview=False)
-        .filter(Q(pk__in=excluded) | AUTHENTICITY_FLAGGED)
+        Participant.objects.filter(pk__in=ids, is_preview=False)
         .annotate(n_ratings=Count("assignments__rating", filter=COUNTED_RATINGS))
         .annotate(unauthentic=Count("id", filter=AUTHENTICITY_FLAGGED))
         .select_related("condition")
