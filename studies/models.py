@@ -453,7 +453,7 @@ class Rating(models.Model):
 # The questionnaire and pairwise kinds', the authenticity signals' and the frozen design's models, imported so
 # Django registers them.
 from .authenticity_models import ParticipantAuthenticity  # noqa: E402
-from .balance_models import BalanceCount  # noqa: E402
+from .balance_models import BalanceCount, StatusDelta, StatusTally  # noqa: E402
 from .design_models import StudyAmendment, StudyDesign  # noqa: E402
 from .flags_models import DeclaredFlags, FlagsStale  # noqa: E402
 from .pairwise_models import PairAttentionCheck, PairItem, PairwiseSettings  # noqa: E402
@@ -471,6 +471,6 @@ from .questionnaire_models import (  # noqa: E402
 __all__ = [
     "AttentionCheck", "Assignment", "BalanceCount", "Condition", "DeclaredFlags", "Emotion", "FlagsStale", "Instrument", "InstrumentCategory", "InstrumentItem",
     "PairAttentionCheck", "PairItem", "PairwiseSettings", "Participant", "ParticipantAuthenticity", "Prompt",
-    "QuestionnaireAnswer", "QuestionnaireRun", "QuestionnaireSettings", "Rating", "Response", "Situation", "Study",
+    "QuestionnaireAnswer", "QuestionnaireRun", "QuestionnaireSettings", "Rating", "Response", "Situation", "StatusDelta", "StatusTally", "Study",
     "StudyAmendment", "StudyDesign", "StudySituation", "Valence",
 ]  # fmt: skip

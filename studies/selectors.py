@@ -13,6 +13,7 @@ from .design import planned_analysis_of
 from .kinds import kind_of
 from .kinds.base import resolved
 from .models import Assignment, Condition, Participant, ParticipantAuthenticity, Prompt, Study
+from .status_tally import status_tallies
 
 STATUSES = [status.value for status in Participant.Status]
 # A participant the authenticity score flags, unless a researcher cleared the flag; or confirmed in review
@@ -28,7 +29,7 @@ def study_status(*, study: Study) -> dict[str, Any]:
     exclusion and those the authenticity score flags (not cleared in review), then the study kind's own numbers (`StudyKind.status_counts`, named by `status_columns`: e.g.
     responses, ratings and ratings per response of a rating study, completed runs of a questionnaire study).
 
-    A fixed number of grouped queries, whatever the size of the study.
+    A fixed number of queries, none reading the study's participants one by one: flat as the study grows.
     """
     kind = kind_of(study)
     conditions = list(study.conditions.order_by("position", "name"))
@@ -36,18 +37,14 @@ def study_status(*, study: Study) -> dict[str, Any]:
     flagged: dict[int | None, int] = defaultdict(int)
     # The authenticity score's flags still open or confirmed in review (studies/authenticity.py).
     unauthentic: dict[int | None, int] = defaultdict(int)
-    for row in (
-        Participant.objects.filter(study=study, is_preview=False)
-        .values("condition", "status")
-        .annotate(
-            n=Count("id"),
-            flagged=Count("id", filter=Q(flagged_for_exclusion=True)),
-            unauthentic=Count("id", filter=AUTHENTICITY_FLAGGED),
-        )
-    ):
-        participants[row["condition"]][row["status"]] = row["n"]
-        flagged[row["condition"]] += row["flagged"]
-        unauthentic[row["condition"]] += row["unauthentic"]
+    # Running tallies (studies/status_tally.py): the same counts at any size of the study.
+    for condition_id, status, is_flagged, is_unauthentic, n in status_tallies(study.pk):
+        if is_unauthentic:
+            unauthentic[condition_id] += n
+            continue
+        participants[condition_id][status] += n
+        if is_flagged:
+            flagged[condition_id] += n
     own = kind.status_counts(study, conditions)
 
     result_conditions = []

@@ -2,6 +2,8 @@
 
 from django.db import migrations, models
 
+from studies.migration_sql import by_vendor
+
 # Marks a participant whose declared-rule flags may have changed (studies/flags_models.py FlagsStale): what the
 # rules read changed. The triggers only say "changed"; the flags are computed in Python by the kind's
 # `exclusion_flags` (studies/declared_flags.py). Renewing a mark draws a new `seq`, so a reader deletes only the
@@ -124,14 +126,6 @@ SQLITE_DROP = [
 ]
 
 
-def _run(statements: dict):
-    def run(apps, schema_editor):
-        with schema_editor.connection.cursor() as cursor:
-            for statement in statements[schema_editor.connection.vendor]:
-                cursor.execute(statement)
-
-    return run
-
 
 def marks_build(apps, schema_editor):
     """Every participant with a rating is marked: the first look at a study computes them all once."""
@@ -169,9 +163,6 @@ class Migration(migrations.Migration):
                 ("rules", models.JSONField(default=list)),
             ],
         ),
-        migrations.RunPython(
-            _run({"postgresql": POSTGRES, "sqlite": SQLITE}),
-            _run({"postgresql": POSTGRES_DROP, "sqlite": SQLITE_DROP}),
-        ),
+        by_vendor({"postgresql": POSTGRES, "sqlite": SQLITE}, {"postgresql": POSTGRES_DROP, "sqlite": SQLITE_DROP}),
         migrations.RunPython(marks_build, migrations.RunPython.noop),
     ]

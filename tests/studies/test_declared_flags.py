@@ -2,10 +2,7 @@
 computation (the rating kind's `exclusion_flags`, `participant_exclusion_flags` under the declared rules) whatever
 changes what the rules read, and under answers racing the page's refreshes."""
 
-import threading
-
 import pytest
-from django.db import connections
 
 from kinds.rating.live_exclusions import rating_exclusion_flags
 from kinds.rating.services import rating_submit
@@ -20,6 +17,7 @@ from tests.factories import (
     StudyFactory,
     rating_study_build,
 )
+from tests.races import writers_against_readers
 
 EVERY_RULE = {
     "attention_checks": True,
@@ -147,9 +145,6 @@ def test_flags_stay_equal_to_the_analysis_while_answers_race_the_page(requires_p
     )
     people = [participant_enroll(study=study, external_id=f"R{i:02d}") for i in range(10)]
     Participant.objects.filter(study=study).update(step=Participant.Step.ITEMS)
-    writing = threading.Event()
-    writing.set()
-    refreshes, errors = [], []
 
     def answer(i: int) -> None:
         someone = Participant.objects.get(pk=people[i].pk)
@@ -162,27 +157,9 @@ def test_flags_stay_equal_to_the_analysis_while_answers_race_the_page(requires_p
                 participant=someone, position=position, value=value, response_time_ms=200 + 700 * (i % 4)
             )
 
-    def read() -> None:
-        while writing.is_set():
-            refreshes.append(flags_refresh(Study.objects.get(pk=study.pk)))
-
-    def run(target, *args):
-        try:
-            target(*args)
-        except Exception as exc:  # asserted on below
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    readers = [threading.Thread(target=run, args=(read,)) for _ in range(3)]
-    writers = [threading.Thread(target=run, args=(answer, i)) for i in range(len(people))]
-    for thread in readers + writers:
-        thread.start()
-    for thread in writers:
-        thread.join(120)
-    writing.clear()
-    for thread in readers:
-        thread.join(120)
+    refreshes, errors = writers_against_readers(
+        answer, len(people), lambda: flags_refresh(Study.objects.get(pk=study.pk))
+    )
 
     assert not errors, errors
     assert sum(refreshes) > 0  # the readers did compute while the answers went in
