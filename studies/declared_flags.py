@@ -49,6 +49,8 @@ def flags_refresh(study: Study) -> int:
     """Computes again the flags of the study's participants marked stale and stores them; returns how many
     participants it computed. A kind without declared rules (no `exclusion_flags`) has no flags: its marks are
     dropped."""
+    if not FlagsStale.objects.filter(study_id=study.pk).exists():  # the common case: nobody changed
+        return 0
     with transaction.atomic():
         _refresh_lock(study.pk)
         study = Study.objects.get(pk=study.pk)  # its rules as stored now, whatever the caller's copy says

@@ -5,9 +5,9 @@ size.
 Database triggers (migration 0019) append a `StatusDelta` in the transaction of every change to what is counted,
 whatever writes it (the participant services, bulk status updates, imports, the admin): appending waits on no
 other transaction. A reader first folds the study's deltas into its `StatusTally` rows and then reads them: the
-fold costs the changes since the last look. On PostgreSQL the fold is one statement (the deltas it deletes are the
-ones it adds, and a concurrent fold skips the rows another deleted); refreshes of one study also take turns under
-an advisory lock, so two never wait on each other's tally rows in a different order.
+fold costs the changes since the last look. On PostgreSQL the fold is one statement: the deltas it deletes are the
+ones it adds, a concurrent fold skips the rows another deleted, and both add to the tally rows in key order, so
+two never wait on each other in opposite orders.
 """
 
 from __future__ import annotations
@@ -18,14 +18,12 @@ from django.db import connection, transaction
 
 from .models import StatusDelta, StatusTally
 
-_LOCK_SPACE = 0x54414C59  # "TALY": this module's advisory locks, keyed by study id
 _KEY = ("study_id", "condition_id", "status", "flagged", "unauthentic")
 
 
 def _fold_postgresql(study_id: int) -> None:
     key = ", ".join(_KEY)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_SPACE, study_id])
         cursor.execute(
             f"WITH moved AS (DELETE FROM {StatusDelta._meta.db_table} WHERE study_id = %s RETURNING {key}, n) "
             f"INSERT INTO {StatusTally._meta.db_table} ({key}, n) "
@@ -56,10 +54,10 @@ def _fold_portable(study_id: int) -> None:
 def status_tallies(study_id: int) -> list[tuple[int | None, str, bool, bool, int]]:
     """[(condition id or None, status or "", flagged, unauthentic, participants)] of the study, up to date
     (see StatusTally for what each row counts)."""
-    with transaction.atomic():
-        if connection.vendor == "postgresql":
-            _fold_postgresql(study_id)
-        else:
+    if connection.vendor == "postgresql":
+        _fold_postgresql(study_id)
+    else:
+        with transaction.atomic():
             _fold_portable(study_id)
     found = StatusTally.objects.filter(study_id=study_id).exclude(n=0).order_by()
     return [(c or None, s, f, u, n) for c, s, f, u, n in found.values_list(*_KEY[1:], "n")]
