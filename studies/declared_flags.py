@@ -25,6 +25,9 @@ from .kinds.base import resolved
 from .models import DeclaredFlags, FlagsStale, Participant, Study
 
 REFRESH_BATCH = 2000
+# More marked participants than this (a bulk load, the first look after the migration): the study's flags are
+# computed in one pass over its rows, as the analysis does, rather than batch by batch.
+WHOLE_STUDY_ABOVE = 5 * REFRESH_BATCH
 _LOCK_SPACE = 0x464C4147  # "FLAG": the advisory locks of this module, keyed by study id
 
 
@@ -45,6 +48,18 @@ def _marks_delete(marks: list[tuple[int, int]]) -> None:
         )
 
 
+def _store(study_id: int, flags: dict[int, list[str]]) -> None:
+    """Stores the excluded among `flags` ({participant id: rules in words}; [] kept)."""
+    DeclaredFlags.objects.bulk_create(
+        [
+            DeclaredFlags(participant_id=pid, study_id=study_id, rules=rules)
+            for pid, rules in flags.items()
+            if rules
+        ],
+        batch_size=REFRESH_BATCH,
+    )
+
+
 def flags_refresh(study: Study) -> int:
     """Computes again the flags of the study's participants marked stale and stores them; returns how many
     participants it computed. A kind without declared rules (no `exclusion_flags`) has no flags: its marks are
@@ -60,6 +75,12 @@ def flags_refresh(study: Study) -> int:
             .order_by("participant_id")
             .values_list("participant_id", "seq")
         )
+        if path is not None and len(marks) > WHOLE_STUDY_ABOVE:  # a bulk load: one pass over the study
+            DeclaredFlags.objects.filter(study_id=study.pk).delete()
+            _store(study.pk, resolved(path)(study=study))
+            for start in range(0, len(marks), REFRESH_BATCH):
+                _marks_delete(marks[start : start + REFRESH_BATCH])
+            return len(marks)
         for start in range(0, len(marks), REFRESH_BATCH):
             batch = marks[start : start + REFRESH_BATCH]
             ids = [pid for pid, _ in batch]
@@ -69,13 +90,7 @@ def flags_refresh(study: Study) -> int:
                 mine = dict.fromkeys(counted.values_list("pk", flat=True), study)
                 flags = resolved(path)(participants=mine) if mine else {}
             DeclaredFlags.objects.filter(participant_id__in=ids).delete()
-            DeclaredFlags.objects.bulk_create(
-                [
-                    DeclaredFlags(participant_id=pid, study_id=study.pk, rules=rules)
-                    for pid, rules in flags.items()
-                    if rules
-                ]
-            )
+            _store(study.pk, flags)
             _marks_delete(batch)
     return len(marks)
 

@@ -96,6 +96,24 @@ def test_stored_flags_equal_the_analysis_with_every_rule_firing_through_every_ki
 
 
 @pytest.mark.django_db
+def test_many_marked_participants_are_computed_in_one_pass_over_the_study_with_the_same_flags(monkeypatch):
+    from studies import declared_flags
+
+    study = rating_study_build(conditions=1, prompts=3, items_per_participant=3, exclusion_rules=EVERY_RULE)
+    responses = list(study.conditions.get().responses.all())
+    done = Participant.Status.COMPLETED
+    for values, ms in [((1, 2, 3), 300), ((2, 2, 2), 4000), ((1, 2, 1), 4000), ((3, 1, 2), 500)]:
+        someone = ParticipantFactory(study=study, condition=responses[0].condition, status=done)
+        rated(someone, responses, values=values, ms=ms)
+    assert flags_refresh(study) == 4  # batch by batch
+    Rating.objects.filter(assignment__participant__study=study).update(response_time_ms=200)
+    monkeypatch.setattr(declared_flags, "WHOLE_STUDY_ABOVE", 2)
+    assert flags_refresh(study) == 4  # one pass
+    assert flagged_by_rules(study) == analysis_flags(study) and len(analysis_flags(study)) == 4
+    assert not FlagsStale.objects.filter(study_id=study.pk).exists()
+
+
+@pytest.mark.django_db
 def test_a_refresh_reads_the_rules_as_stored_not_as_the_callers_copy_says():
     study = rating_study_build(conditions=1, prompts=3, items_per_participant=3, exclusion_rules=EVERY_RULE)
     responses = list(study.conditions.get().responses.all())
