@@ -27,3 +27,50 @@ class BalanceCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study_id} {self.scope} {self.key} = {self.count}"
+
+
+class StatusTally(models.Model):
+    """The live status page's counts of a study's non-preview participants, folded from `StatusDelta`
+    (studies/status_tally.py), per condition (0: none yet):
+
+    * `status` a participant status: those in that status, flagged or not for failed attention checks
+      (`flagged`); `unauthentic` false;
+    * `status` "" and `unauthentic` true: those whose authenticity verdict excludes them, whatever their status."""
+
+    study_id = models.BigIntegerField()
+    condition_id = models.BigIntegerField()
+    status = models.CharField(max_length=16)
+    flagged = models.BooleanField()
+    unauthentic = models.BooleanField()
+    n = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study_id", "condition_id", "status", "flagged", "unauthentic"],
+                name="statustally_unique_key",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.study_id} {self.condition_id} {self.status} {self.flagged} {self.unauthentic} = {self.n}"
+        )
+
+
+class StatusDelta(models.Model):
+    """One change to a `StatusTally`, appended by a database trigger in the transaction that enrols, moves or
+    deletes a participant or changes their authenticity verdict (migration 0019): appending never waits on
+    another transaction, where adding to one total row would make every completion in a condition queue."""
+
+    study_id = models.BigIntegerField(db_index=True)
+    condition_id = models.BigIntegerField()
+    status = models.CharField(max_length=16)
+    flagged = models.BooleanField()
+    unauthentic = models.BooleanField()
+    n = models.IntegerField()
+
+    def __str__(self) -> str:
+        return (
+            f"{self.study_id} {self.condition_id} {self.status} {self.flagged} {self.unauthentic} {self.n:+d}"
+        )

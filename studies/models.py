@@ -461,8 +461,9 @@ class Assignment(models.Model):
 # The questionnaire kind's, the authenticity signals' and the frozen design's models, imported so Django
 # registers them. The rating and pairwise kinds' answers and settings are in their packages (kinds/*/models.py).
 from .authenticity_models import ParticipantAuthenticity  # noqa: E402
-from .balance_models import BalanceCount  # noqa: E402
+from .balance_models import BalanceCount, StatusDelta, StatusTally  # noqa: E402
 from .design_models import StudyAmendment, StudyDesign  # noqa: E402
+from .flags_models import DeclaredFlags, FlagsStale  # noqa: E402
 from .questionnaire_models import (  # noqa: E402
     Instrument,
     InstrumentCategory,
@@ -475,8 +476,8 @@ from .questionnaire_models import (  # noqa: E402
 )
 
 __all__ = [
-    "AttentionCheck", "Assignment", "BalanceCount", "Condition", "Emotion", "Instrument", "InstrumentCategory", "InstrumentItem",
+    "AttentionCheck", "Assignment", "BalanceCount", "Condition", "DeclaredFlags", "Emotion", "FlagsStale", "Instrument", "InstrumentCategory", "InstrumentItem",
     "PairAttentionCheck", "Participant", "ParticipantAuthenticity", "Prompt",
-    "QuestionnaireAnswer", "QuestionnaireRun", "QuestionnaireSettings", "Response", "Situation", "Study",
+    "QuestionnaireAnswer", "QuestionnaireRun", "QuestionnaireSettings", "Response", "Situation", "StatusDelta", "StatusTally", "Study",
     "StudyAmendment", "StudyDesign", "StudySituation", "Valence",
 ]  # fmt: skip

@@ -8,10 +8,12 @@ from typing import Any
 from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
+from .declared_flags import flagged_by_rules
 from .design import planned_analysis_of
 from .kinds import kind_of
 from .kinds.base import resolved
-from .models import Assignment, Condition, Participant, Prompt, Study
+from .models import Assignment, Condition, Participant, ParticipantAuthenticity, Prompt, Study
+from .status_tally import status_tallies
 
 STATUSES = [status.value for status in Participant.Status]
 # A participant the authenticity score flags, unless a researcher cleared the flag; or confirmed in review
@@ -27,7 +29,7 @@ def study_status(*, study: Study) -> dict[str, Any]:
     exclusion and those the authenticity score flags (not cleared in review), then the study kind's own numbers (`StudyKind.status_counts`, named by `status_columns`: e.g.
     responses, ratings and ratings per response of a rating study, completed runs of a questionnaire study).
 
-    A fixed number of grouped queries, whatever the size of the study.
+    A fixed number of queries, none reading the study's participants one by one: flat as the study grows.
     """
     kind = kind_of(study)
     conditions = list(study.conditions.order_by("position", "name"))
@@ -35,18 +37,14 @@ def study_status(*, study: Study) -> dict[str, Any]:
     flagged: dict[int | None, int] = defaultdict(int)
     # The authenticity score's flags still open or confirmed in review (studies/authenticity.py).
     unauthentic: dict[int | None, int] = defaultdict(int)
-    for row in (
-        Participant.objects.filter(study=study, is_preview=False)
-        .values("condition", "status")
-        .annotate(
-            n=Count("id"),
-            flagged=Count("id", filter=Q(flagged_for_exclusion=True)),
-            unauthentic=Count("id", filter=AUTHENTICITY_FLAGGED),
-        )
-    ):
-        participants[row["condition"]][row["status"]] = row["n"]
-        flagged[row["condition"]] += row["flagged"]
-        unauthentic[row["condition"]] += row["unauthentic"]
+    # Running tallies (studies/status_tally.py): the same counts at any size of the study.
+    for condition_id, status, is_flagged, is_unauthentic, n in status_tallies(study.pk):
+        if is_unauthentic:
+            unauthentic[condition_id] += n
+            continue
+        participants[condition_id][status] += n
+        if is_flagged:
+            flagged[condition_id] += n
     own = kind.status_counts(study, conditions)
 
     result_conditions = []
@@ -172,13 +170,6 @@ def study_planned_analysis(*, study: Study) -> dict[str, Any]:
     return {**planned, **declared, "design_sha256": sha256}
 
 
-def declared_exclusion_flags(*, study: Study) -> dict[int, list[str]]:
-    """{participant id: the declared exclusion rules that exclude them, in words; []: kept} by the kind's
-    `exclusion_flags` (the analysis's own computation); {} for a kind without declared rules."""
-    path = kind_of(study).exclusion_flags
-    return resolved(path)(study=study) if path else {}
-
-
 def participants_exclusion_flags(participants: list[Participant]) -> dict[int, list[str]]:
     """The same for some participants, whatever their studies: one computation per kind among them."""
     by_path: dict[str, dict[int, Study]] = defaultdict(dict)
@@ -195,12 +186,15 @@ def participants_exclusion_flags(participants: list[Participant]) -> dict[int, l
 def study_flagged_participants(*, study: Study) -> list[dict[str, Any]]:
     """The live status page's list: every counted participant whom a declared rule excludes or whom the
     authenticity score flags (whatever the rules say), with their condition, status, ratings of responses
-    (attention checks not counted, as everywhere) and flags, by condition then platform id."""
-    flags = declared_exclusion_flags(study=study)
-    excluded = [pid for pid, rules in flags.items() if rules]
+    (attention checks not counted, as everywhere) and flags, by condition then platform id.
+
+    Flat as the study grows: the stored flags of the participants who changed since the last look are computed
+    again (studies/declared_flags.py), and the people listed are found by their ids."""
+    flags = flagged_by_rules(study)
+    unauthentic = ParticipantAuthenticity.objects.filter(participant__study=study, excluded=True).order_by()
+    ids = set(flags) | set(unauthentic.values_list("participant_id", flat=True))
     people = (
-        Participant.objects.filter(study=study, is_preview=False)
-        .filter(Q(pk__in=excluded) | AUTHENTICITY_FLAGGED)
+        Participant.objects.filter(pk__in=ids, is_preview=False)
         .annotate(n_ratings=Count("assignments__rating", filter=COUNTED_RATINGS))
         .annotate(unauthentic=Count("id", filter=AUTHENTICITY_FLAGGED))
         .select_related("condition")

@@ -4,10 +4,12 @@ participants (10 ratings each, generated inside PostgreSQL by bench/analysis.py 
 * enrolment: `--scale-enrolments` newcomers one after another (`participant_enroll`, in process): latency
   percentiles and CPU per enrolment (this process's plus its PostgreSQL backend's, from /proc);
 * at the largest size only: the study's live status page (the admin's; and apart, its counts and its list of
-  participants the declared rules flag), the analysis dashboard's first view
-  with the analysis computed ahead (bench/analysis.py `measure_dashboard`), and the ratings export streamed
-  through the view (Django's test client, the whole middleware stack): its time, size and the process's memory
-  before and at its peak.
+  participants the declared rules flag, at the first look after the bulk load and after 100 participants
+  changed), the analysis dashboard's first view with the analysis computed ahead (bench/analysis.py
+  `measure_dashboard`), and the ratings, participants and responses exports streamed through the view (Django's
+  test client, the whole middleware stack): time, CPU, size and the process's memory sampled while it streams.
+  Wall time and CPU (this process's plus its PostgreSQL backend's) are reported side by side: the machine may be
+  shared.
 
 Each size runs in a child process on a database of its own (dropped after), so sizes do not share caches. With a
 baseline revision (a temporary git worktree), the same enrolment measure runs on that code too, in the same run.
@@ -18,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -100,13 +101,65 @@ def child(size: int, db: str, enrolments: int, views: bool) -> dict:
         "n": enrolments,
     }
     if views:
-        result.update(_views(study))
+        result.update(_views(study, backend))
     connection.close()
     admin_sql(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
     return result
 
 
-def _views(study) -> dict:
+def _measured(fn, backend: int) -> tuple[object, dict]:
+    """fn()'s result, and its wall time and CPU (this process's plus its PostgreSQL backend's) in seconds."""
+    cpu0, t0 = time.process_time() + _backend_cpu(backend), time.perf_counter()
+    result = fn()
+    return result, {
+        "seconds": round(time.perf_counter() - t0, 3),
+        "cpu_seconds": round(time.process_time() + _backend_cpu(backend) - cpu0, 3),
+    }
+
+
+def _streamed(client, url: str, backend: int) -> dict:
+    """One streamed export through the view: its time, first byte, rows, size, CPU, and the process's memory
+    (VmRSS sampled every 20 ms while it streams: before, peak, after)."""
+    import threading
+
+    before = _rss_mb()
+    peak = [before]
+    streaming = threading.Event()
+    streaming.set()
+
+    def sample():
+        while streaming.is_set():
+            peak[0] = max(peak[0], _rss_mb())
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    cpu0, t0 = time.process_time() + _backend_cpu(backend), time.perf_counter()
+    response = client.get(url)
+    assert response.status_code == 200 and response.streaming, (url, response.status_code)
+    first_byte = time.perf_counter() - t0
+    size = rows = 0
+    for piece in response.streaming_content:
+        size += len(piece)
+        rows += piece.count(b"\n")
+    seconds = time.perf_counter() - t0
+    cpu = time.process_time() + _backend_cpu(backend) - cpu0
+    streaming.clear()
+    sampler.join()
+    return {
+        "seconds": round(seconds, 2),
+        "cpu_seconds": round(cpu, 2),
+        "first_byte_seconds": round(first_byte, 3),
+        "rows": rows - 1,
+        "mb": round(size / 1e6, 1),
+        "rss_before_mb": round(before, 1),
+        "rss_peak_while_streaming_mb": round(peak[0], 1),
+        "rss_after_mb": round(_rss_mb(), 1),
+        "streamed": True,
+    }
+
+
+def _views(study, backend: int) -> dict:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
@@ -118,37 +171,47 @@ def _views(study) -> dict:
     client = Client()
     client.force_login(user)
     client.get("/analysis/")
-    out = {}
-    t0 = time.perf_counter()
-    page = client.get(f"/admin/studies/study/{study.pk}/status/")
-    out["status_page_seconds"] = round(time.perf_counter() - t0, 3)
-    assert page.status_code == 200, page.status_code
     from studies.selectors import study_flagged_participants, study_status
 
-    t0 = time.perf_counter()
-    study_status(study=study)
-    out["status_page_parts"] = {"counts_seconds": round(time.perf_counter() - t0, 3)}
-    t0 = time.perf_counter()
-    study_flagged_participants(study=study)
-    out["status_page_parts"]["flagged_list_seconds"] = round(time.perf_counter() - t0, 3)
-    before = _rss_mb()
-    t0 = time.perf_counter()
-    response = client.get(f"/analysis/{study.slug}/exports/ratings.csv")
-    assert response.status_code == 200 and response.streaming
-    first_byte = time.perf_counter() - t0
-    size = rows = 0
-    for piece in response.streaming_content:
-        size += len(piece)
-        rows += piece.count(b"\n")
-    out["export"] = {
-        "seconds": round(time.perf_counter() - t0, 2),
-        "first_byte_seconds": round(first_byte, 3),
-        "rows": rows - 1,
-        "mb": round(size / 1e6, 1),
-        "rss_before_mb": round(before, 1),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "streamed": True,
-    }
+    try:  # a revision with stored flags and tallies: what the bulk load left for the first look to compute
+        from studies.models import FlagsStale, StatusDelta
+
+        pending = {
+            "flags_stale": FlagsStale.objects.filter(study_id=study.pk).count(),
+            "status_deltas": StatusDelta.objects.filter(study_id=study.pk).count(),
+        }
+    except ImportError:
+        pending = {}
+    out = {"status_page_parts": {"pending_after_bulk_load": pending}}
+    parts = out["status_page_parts"]
+    # The first look after the bulk load (once: every generated participant is new to the page).
+    _, parts["flagged_list_first_look"] = _measured(lambda: study_flagged_participants(study=study), backend)
+    _, parts["counts_first_look"] = _measured(lambda: study_status(study=study), backend)
+    page, timing = _measured(lambda: client.get(f"/admin/studies/study/{study.pk}/status/"), backend)
+    assert page.status_code == 200, page.status_code
+    out["status_page"] = timing
+    out["status_page_seconds"] = timing["seconds"]
+    # A later look, after 100 participants changed: their ratings' times and their status.
+    from studies.models import Participant, Rating
+
+    changed = list(
+        Participant.objects.filter(study=study, is_preview=False)
+        .order_by("pk")
+        .values_list("pk", flat=True)[:100]
+    )
+    Rating.objects.filter(assignment__participant_id__in=changed).update(response_time_ms=150)
+    Participant.objects.filter(pk__in=changed[:50]).update(status=Participant.Status.RETURNED)
+    _, parts["flagged_list_after_100_changed"] = _measured(
+        lambda: study_flagged_participants(study=study), backend
+    )
+    _, parts["counts_after_100_changed"] = _measured(lambda: study_status(study=study), backend)
+    page, timing = _measured(lambda: client.get(f"/admin/studies/study/{study.pk}/status/"), backend)
+    out["status_page_after_100_changed"] = timing
+    out["export"] = _streamed(client, f"/analysis/{study.slug}/exports/ratings.csv", backend)
+    out["export_participants"] = _streamed(
+        client, f"/analysis/{study.slug}/exports/participants.csv", backend
+    )
+    out["export_responses"] = _streamed(client, f"/analysis/{study.slug}/exports/responses.csv", backend)
     out["dashboard"] = measure_dashboard(study)
     return out
 
@@ -210,7 +273,15 @@ def report(sizes: list[int], current: list[dict], baseline: list[dict] | None, b
         },
     }
     largest = current[-1]
-    for key in ("status_page_seconds", "status_page_parts", "export", "dashboard"):
+    for key in (
+        "status_page",
+        "status_page_after_100_changed",
+        "status_page_parts",
+        "export",
+        "export_participants",
+        "export_responses",
+        "dashboard",
+    ):
         if key in largest:
             out["must_show"][key] = largest[key]
     if baseline:
