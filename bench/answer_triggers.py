@@ -40,7 +40,8 @@ def main() -> dict:
         from django.core.management import call_command
         from django.db import connection, transaction
 
-        from studies.models import Assignment, Participant, Rating
+        from kinds.rating.models import Rating
+        from studies.models import Assignment, Participant
 
         call_command("migrate", verbosity=0)
         study = generate(args.ratings)

@@ -172,7 +172,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 import django
 django.setup()
 from django.utils import timezone
-from studies.models import Assignment, PairItem, Participant, Rating, Response, Study
+from kinds.pairwise.models import PairItem
+from kinds.rating.models import Rating
+from studies.models import Assignment, Participant, Response, Study
 
 rng = random.Random(51)
 now = timezone.now()

@@ -34,7 +34,8 @@ def main() -> dict:
         from django.db import connection
 
         from kinds.rating.live_exclusions import rating_exclusion_flags
-        from studies.models import FlagsStale, Participant, Rating, Study
+        from kinds.rating.models import Rating
+        from studies.models import FlagsStale, Participant, Study
         from studies.selectors import study_flagged_participants
 
         call_command("migrate", verbosity=0)

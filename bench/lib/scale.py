@@ -192,7 +192,8 @@ def _views(study, backend: int) -> dict:
     out["status_page"] = timing
     out["status_page_seconds"] = timing["seconds"]
     # A later look, after 100 participants changed: their ratings' times and their status.
-    from studies.models import Participant, Rating
+    from kinds.rating.models import Rating
+    from studies.models import Participant
 
     changed = list(
         Participant.objects.filter(study=study, is_preview=False)

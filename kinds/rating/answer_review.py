@@ -17,8 +17,9 @@ from django.db import connection
 from generation.judge_models import Judge, JudgeRating
 from generation.selectors import words_count
 from studies import rows
-from studies.models import Assignment, AttentionCheck, Participant, Rating
+from studies.models import Assignment, AttentionCheck, Participant
 
+from .models import Rating
 from .selectors import item_texts_sql
 
 
