@@ -84,21 +84,27 @@ class Hooks:
         from django.db import connection
 
         from studies.authenticity import picture_answer
+        from studies.kinds import kind_of
 
         try:
             participant = self._participant(pid)
-            return picture_answer(study=participant.study, participant_id=participant.pk)["label"]
+            study = participant.study
+            options = kind_of(study).picture_options(study)
+            return picture_answer(study=study, participant_id=participant.pk, options=options)["label"]
         finally:
             connection.close()  # a worker thread's own connection
 
     def beeps(self, pid: str) -> int:
         from django.db import connection
 
-        from kinds.rating.picture_sound import beeps_asked
+        from studies.authenticity_picture import beeps_asked
+        from studies.kinds import kind_of
 
         try:
             participant = self._participant(pid)
-            return beeps_asked(participant.study, participant.pk)
+            study = participant.study
+            options = kind_of(study).picture_options(study)
+            return beeps_asked(study=study, participant_id=participant.pk, options=options)
         finally:
             connection.close()
 

@@ -144,22 +144,38 @@ def trap_word(study: Study) -> str:
 PICTURE_SKIPPED = -32768
 
 
-def picture_answer(*, study: Study, participant_id: int) -> dict:
-    """The scale option (`{"value", "label"}`) the participant's picture check asks for: drawn per participant from
-    the server's secret, so neither the page's text nor another participant's picture tells it."""
+def picture_answer(*, study: Study, participant_id: int, options: list[dict]) -> dict:
+    """The answer (one of `options`, each `{"value", "label"}`: the kind's answers as its page shows them) the
+    participant's picture check asks for: drawn per participant from the server's secret, so neither the page's
+    text nor another participant's picture tells it."""
     digest = salted_hmac("authenticity-picture", f"{study.pk}:{study.seed}:{participant_id}").digest()
-    return study.scale[digest[0] % len(study.scale)]
+    return options[digest[0] % len(options)]
 
 
-def picture_outcome(*, study: Study, participant_id: int, value: int) -> str:
+def picture_outcome(
+    *, study: Study, participant_id: int, options: list[dict], value, skipped: bool = False
+) -> str:
     """The picture check's outcome for the answer `value` (given on the picture or on its sound): passed,
-    failed, or neither ("I can neither see the picture nor hear the sound")."""
-    if value == PICTURE_SKIPPED:
+    failed, or neither (`skipped`: "I can neither see the picture nor hear the sound")."""
+    if skipped:
         return ParticipantAuthenticity.Picture.NEITHER
-    asked = int(picture_answer(study=study, participant_id=participant_id)["value"])
+    asked = picture_answer(study=study, participant_id=participant_id, options=options)["value"]
     return (
-        ParticipantAuthenticity.Picture.PASSED if value == asked else ParticipantAuthenticity.Picture.FAILED
+        ParticipantAuthenticity.Picture.PASSED
+        if str(value) == str(asked)
+        else ParticipantAuthenticity.Picture.FAILED
     )
+
+
+def traps_place(pages: list, *, study: Study, shown: list, repeat, picture, rng) -> None:
+    """Adds a participant's trap pages to their `pages` (in place, at enrolment; every kind the same way): the first
+    `shown` items (in the participant's order) again after all the others, unannounced (`repeat(item)` makes the
+    second showing; never more than half of them: at least half the items apart), and the picture check
+    (`picture()`) where the participant's generator puts it, never first (the first page is where a person learns
+    the task), drawn last so the other draws stay as they were."""
+    pages += [repeat(item) for item in shown[: min(study.trap_repeat_items, len(shown) // 2)]]
+    if study.trap_picture:
+        pages.insert(rng.randint(1, len(pages)), picture())
 
 
 # --- the score -------------------------------------------------------------------------------------------

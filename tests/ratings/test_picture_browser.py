@@ -31,7 +31,9 @@ def study():
 
 
 def _asked(study, pid: str) -> dict:
-    return picture_answer(study=study, participant_id=Participant.objects.get(external_id=pid).pk)
+    return picture_answer(
+        study=study, participant_id=Participant.objects.get(external_id=pid).pk, options=study.scale
+    )
 
 
 def _start(page, live_server, study, pid: str) -> None:

@@ -49,7 +49,7 @@ def _answer_all(client, study, participant, picture_value, sig=None):
 
 
 def _asked(study, participant) -> int:
-    return int(picture_answer(study=study, participant_id=participant.pk)["value"])
+    return int(picture_answer(study=study, participant_id=participant.pk, options=study.scale)["value"])
 
 
 def test_each_participant_gets_one_picture_page_among_their_items_where_their_seed_puts_it(study):
@@ -83,7 +83,7 @@ def test_the_picture_page_text_says_nothing_of_the_answer(study):
     )
     svg = html[html.index("<svg") : html.index("</svg>")]
     assert "<text" not in svg and "<title" not in svg and "<desc" not in svg
-    label = picture_answer(study=study, participant_id=participant.pk)["label"]
+    label = picture_answer(study=study, participant_id=participant.pk, options=study.scale)["label"]
     text = re.sub(r"<[^>]+>", " ", html)
     assert "check:" not in text.lower() and "choose" not in re.sub(r"choose &ldquo;I can", "", svg + text)
     # The label appears only as its answer button, as on every item page.
