@@ -123,7 +123,9 @@ def study_prepare(stack: Stack, args) -> tuple[dict, Latent]:
         from kinds.pairwise.demo import pairwise_demo_ensure
 
         study = pairwise_demo_ensure()
-        Study.objects.filter(pk=study.pk).update(slug=SLUG, quota_per_condition=1000, **NEW_STUDY_TRAPS)
+        Study.objects.filter(pk=study.pk).update(
+            slug=SLUG, quota_per_condition=1000, **NEW_STUDY_TRAPS, trap_picture=args.picture
+        )
         seeded = {"study": "pairwise demo", "items_per_participant": study.items_per_participant}
     study = Study.objects.get(slug=SLUG)
     responses = list(
@@ -407,7 +409,7 @@ def main(argv: list[str] | None = None) -> dict:
         "--picture",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="the picture check with its sound (rating studies; the researcher's choice, on here)",
+        help="the picture check with its sound (the researcher's choice, on here)",
     )
     parser.add_argument(
         "--styles", default="", help="only these styles, comma-separated (e.g. pointer,plain)"
@@ -420,7 +422,6 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     args.slug = SLUG
     args.labels = list(RATING if args.kind == "rating" else PAIR)
-    args.picture = args.picture and args.kind == "rating"
     started = time.monotonic()
     fast_ms = max(1, round(FAST_PAGE_MS * args.compression))
     env = {"AUTHENTICITY_FAST_PAGE_MS": str(fast_ms), "RATELIMIT_PARTICIPANT": "600"}

@@ -45,6 +45,11 @@ FLAG_BELOW = 50
 NO_SIGNALS = (
     "no signals: the browser sent none (JavaScript off, an old browser, or forms posted without the page)"
 )
+NOT_LOADED = (
+    40,
+    "the pages' stylesheet was never fetched: no browser showed the pages (a program posting the forms, or a "
+    "text-only browser)",
+)
 
 # Each page field: (JSON key, the largest value kept). Times are milliseconds; a value above its cap is
 # clamped to the cap, a negative or non-integer one dropped.
@@ -200,6 +205,7 @@ def score_compute(
     picture: str = "",
     answers: dict | None = None,
     fast_page_ms: int | None = None,
+    loaded: bool = True,
 ) -> Score:
     """The authenticity score and its reasons from what was stored (a pure function: the one rule).
 
@@ -211,7 +217,9 @@ def score_compute(
 
     What the traps and the answers show counts without signals too: a participant whose browser sent none (no
     JavaScript, or a program posting the forms) is scored on the traps' outcomes and on their answers, and only
-    "no signals" alone leaves the score empty."""
+    "no signals" alone leaves the score empty. Without signals, the consent page's stylesheet never fetched
+    (`loaded` False) weighs 40: a browser with JavaScript off still fetches it, a program posting the forms over
+    plain HTTP does not; a text-only browser does not either, so it never flags alone (docs/participants.md)."""
     fast_page_ms = settings.AUTHENTICITY_FAST_PAGE_MS if fast_page_ms is None else fast_page_ms
     sent = [p for p in pages.values() if set(p) - {"trap"}]
     pairs = pairs or {}
@@ -231,6 +239,8 @@ def score_compute(
         )
     reasons += authenticity_reasons.answer_reasons(answers or {})
     if not client and not sent:
+        if not loaded:
+            reasons.append(NOT_LOADED)
         if not reasons:
             return Score(None, [NO_SIGNALS], False)
         score = max(0, 100 - sum(weight for weight, _ in reasons))
@@ -382,7 +392,12 @@ def _served_stamp(entry: dict, participant: Participant, pages: dict[str, dict],
 def _rescore_and_store(row: ParticipantAuthenticity, *changed: str) -> None:
     """Recomputes the row's score from what it holds and writes it with the fields `changed`."""
     result = score_compute(
-        client=row.client, pages=row.pages, pairs=row.pairs, picture=row.picture, answers=row.answers
+        client=row.client,
+        pages=row.pages,
+        pairs=row.pairs,
+        picture=row.picture,
+        answers=row.answers,
+        loaded=row.loaded,
     )
     row.score, row.reasons, row.flagged = result.score, result.reasons, result.flagged
     row.excluded = authenticity_excluded(flagged=row.flagged, review=row.review)
@@ -421,6 +436,18 @@ def picture_record(*, participant: Participant, outcome: str) -> ParticipantAuth
         row.picture = outcome
         _rescore_and_store(row, "picture")
     return row
+
+
+def stylesheet_fetched(*, participant: Participant) -> None:
+    """Notes that the participant's browser fetched the consent page's stylesheet (ratings.views.study_stylesheet)
+    and rescores them: a read, and one write the first time only. Locks the row as `signals_record` does."""
+    if ParticipantAuthenticity.objects.filter(participant_id=participant.pk, loaded=True).exists():
+        return
+    with transaction.atomic():
+        row = _locked_row(participant)
+        if not row.loaded:
+            row.loaded = True
+            _rescore_and_store(row, "loaded")
 
 
 def authenticity_review(

@@ -65,6 +65,9 @@ class ParticipantAuthenticity(models.Model):
     # What the participant's answers show, computed when they finish (authenticity_reasons.answers_summary):
     # agreement with the study's LLM judges, reading time against the texts' length, timing across pages.
     answers = models.JSONField(default=dict, blank=True)
+    # The consent page's stylesheet was fetched (ratings.views.study_stylesheet): every browser fetches it, with
+    # JavaScript off too; a program posting the forms over plain HTTP does not.
+    loaded = models.BooleanField(default=False)
     flagged = models.BooleanField(default=False, db_index=True)
     # What the declared `authenticity` exclusion rule drops: flagged and not cleared, or confirmed in review
     # (authenticity.authenticity_excluded, kept here so every reader, SQL included, reads one column).

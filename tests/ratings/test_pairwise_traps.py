@@ -11,7 +11,7 @@ from kinds.pairwise.frame import pairwise_answer_rows
 from kinds.pairwise.kind import answered_pairs
 from kinds.pairwise.pages import pair_answer_submit
 from kinds.pairwise.traps import PICTURE_OPTIONS
-from studies.authenticity import picture_answer
+from studies.authenticity import NOT_LOADED, picture_answer
 from studies.models import PairItem, Participant, ParticipantAuthenticity
 from tests.factories import pairwise_study_build
 from tests.ratings.helpers import POSITION, consent_and_instructions, enter, step_url
@@ -172,4 +172,21 @@ def test_the_picture_answer_sent_twice_at_once_is_stored_and_scored_once(require
     assert row.picture == "failed" and row.reasons == [
         "no signals: the browser sent none (JavaScript off, an old browser, or forms posted without the page)",
         "picture check answered otherwise than the picture (or its sound) asked (-40)",
+        f"{NOT_LOADED[1]} (-40)",  # posted by the test's client, which fetches no stylesheet
     ]
+
+
+def test_the_consent_page_links_the_stylesheet_whose_fetch_is_noted_once():
+    study = _study()
+    client = Client()
+    enter(client, study, "CSS")
+    consent = client.get(step_url(study)).content.decode()
+    href = f"/s/{study.slug}/look.css"
+    assert f'<link rel="stylesheet" href="{href}">' in consent
+    for _ in range(2):
+        reply = client.get(href)
+        assert reply.status_code == 200 and reply["Content-Type"].startswith("text/css")
+        assert "no-store" in reply["Cache-Control"]
+    row = ParticipantAuthenticity.objects.get(participant__external_id="CSS")
+    assert row.loaded and row.score is None and not row.flagged
+    assert Client().get(href).status_code == 200  # nobody's: nothing stored, nothing refused

@@ -7,7 +7,7 @@ import re
 import pytest
 from django.test import Client
 
-from studies.authenticity import PICTURE_SKIPPED, picture_answer, score_compute
+from studies.authenticity import NOT_LOADED, PICTURE_SKIPPED, picture_answer, score_compute
 from studies.models import Assignment, Participant, ParticipantAuthenticity, Rating
 from studies.selectors import study_status
 from tests.factories import rating_study_build
@@ -180,4 +180,5 @@ def test_the_picture_answer_sent_twice_at_once_is_stored_and_scored_once(require
     assert row.picture == "failed" and row.reasons == [
         "no signals: the browser sent none (JavaScript off, an old browser, or forms posted without the page)",
         "picture check answered otherwise than the picture (or its sound) asked (-40)",
+        f"{NOT_LOADED[1]} (-40)",  # posted by the test's client, which fetches no stylesheet
     ]
