@@ -8,8 +8,8 @@ the signals add to an answer's server time.
 
 Prints ONE JSON object (progress on stderr). A throwaway production-shaped stack (bench/lib/stack.py: gunicorn,
 its own PostgreSQL database and Redis database) serves one live study with the traps at a new study's defaults
-(NEW_STUDY_TRAPS: the hidden instruction and two consistency pairs) and, with `--picture` (the default for the
-rating kind), the picture check with its sound: `--kind rating` the public dataset's rating study
+(NEW_STUDY_TRAPS: the hidden instruction and two consistency pairs) and, with `--picture` (the default, on either
+kind), the picture check with its sound: `--kind rating` the public dataset's rating study
 (bench/lib/study.py), `--kind pairwise` the pairwise demo (kinds/pairwise/demo.py). The study has one simulated
 LLM judge whose answers are stored as a judge's are (generation's JudgeRating), from the latent qualities of
 bench/lib/answers_model.py: people agree with it at kappa about 0.3, agents at about 0.85 (`answers.calibration`).
@@ -23,8 +23,12 @@ what it asks, `picture_answer`, and what its sound says, `beeps_asked`) and slip
 (0.041: Affonso 2026's Prolific people failed its cognitive traps that often).
 
 Time compression: every pause is multiplied by `--compression` (0.1), and so is the server's one timing
-threshold (AUTHENTICITY_FAST_PAGE_MS); the answer reasons (rank correlation of time with length, variation of
-time) do not depend on the scale. A tab switch in headless Chromium is seen by the page as a window blur.
+threshold (AUTHENTICITY_FAST_PAGE_MS). The rank correlation of time with length ("reading time ignores length")
+does depend on it: the server's and the browser's own time per page (round trips, rendering, a loaded machine) is
+not compressed, and under strong compression it swamps the reading time. With the walkers' reader model on the
+pairwise demo's texts the reason fires for 0.1 % of people at full time, 9 % at 0.05 with 0.3 s of overhead a page
+and 43 % with 1 s: run people at 0.25 or more (waiting costs no CPU; raise `--concurrency` instead). A tab switch in
+headless Chromium is seen by the page as a window blur.
 
 Reported per kind and style: `flag_rate` (the score as stored), `flag_rate_without_picture` (recomputed without the
 picture check: the new defaults alone), the reasons' counts; `roc`: at each threshold, the share of people and of
