@@ -190,3 +190,26 @@ def test_the_consent_page_links_the_stylesheet_whose_fetch_is_noted_once():
     row = ParticipantAuthenticity.objects.get(participant__external_id="CSS")
     assert row.loaded and row.score is None and not row.flagged
     assert Client().get(href).status_code == 200  # nobody's: nothing stored, nothing refused
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_stylesheet_fetches_racing_a_pairs_outcome_leave_one_row_with_both(requires_postgres):
+    from studies.authenticity import pair_record, stylesheet_fetched
+
+    study = _study()
+    participant = _on_pairs(Client(), study)
+    assert not ParticipantAuthenticity.objects.filter(participant=participant).exists()
+
+    def send(i):
+        fresh = Participant.objects.select_related("study").get(pk=participant.pk)
+        if i % 2:
+            stylesheet_fetched(participant=fresh)
+        else:
+            pair_record(participant=fresh, position=10 + i, far=True)
+
+    results, errors = race(send, 8)
+    assert not errors
+    row = ParticipantAuthenticity.objects.get(participant=participant)
+    assert row.loaded and row.pairs == {"10": 1, "12": 1, "14": 1, "16": 1}
+    assert row.reasons[1].startswith("inconsistent") and not any("stylesheet" in r for r in row.reasons)
