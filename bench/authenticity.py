@@ -239,7 +239,7 @@ def flag_rates(walkers: list[Walker]) -> tuple[dict, dict[str, list[int]]]:
         groups.setdefault((walker.kind, walker.style), []).append(walker)
     for (kind, style), members in sorted(groups.items()):
         done = [w for w in members if w.completed]
-        flagged = without_picture = no_row = 0
+        flagged = without_picture = without_stylesheet = no_row = 0
         reasons: dict[str, int] = {}
         picture = {"passed": 0, "failed": 0, "neither": 0}
         for walker in done:
@@ -253,7 +253,10 @@ def flag_rates(walkers: list[Walker]) -> tuple[dict, dict[str, list[int]]]:
                 scores.setdefault(kind, []).append(100 if row.score is None else row.score)
             flagged += row.flagged
             without_picture += score_compute(
-                client=row.client, pages=row.pages, pairs=row.pairs, answers=row.answers
+                client=row.client, pages=row.pages, pairs=row.pairs, answers=row.answers, loaded=row.loaded
+            ).flagged
+            without_stylesheet += score_compute(
+                client=row.client, pages=row.pages, pairs=row.pairs, picture=row.picture, answers=row.answers
             ).flagged
             if row.picture in picture:
                 picture[row.picture] += 1
@@ -266,6 +269,8 @@ def flag_rates(walkers: list[Walker]) -> tuple[dict, dict[str, list[int]]]:
             "flagged": flagged,
             "flag_rate": round(flagged / n, 3) if n else None,
             "flag_rate_without_picture": round(without_picture / n, 3) if n else None,
+            # Recomputed as if the consent page's stylesheet had been fetched (what that reason adds).
+            "flag_rate_without_stylesheet": round(without_stylesheet / n, 3) if n else None,
             "picture": picture,
             "no_row": no_row,
             "reasons": dict(sorted(reasons.items())),
