@@ -8,8 +8,8 @@ the signals add to an answer's server time.
 
 Prints ONE JSON object (progress on stderr). A throwaway production-shaped stack (bench/lib/stack.py: gunicorn,
 its own PostgreSQL database and Redis database) serves one live study with the traps at a new study's defaults
-(NEW_STUDY_TRAPS: the hidden instruction and two consistency pairs) and, with `--picture` (the default for the
-rating kind), the picture check with its sound: `--kind rating` the public dataset's rating study
+(NEW_STUDY_TRAPS: the hidden instruction and two consistency pairs) and, with `--picture` (the default, on either
+kind), the picture check with its sound: `--kind rating` the public dataset's rating study
 (bench/lib/study.py), `--kind pairwise` the pairwise demo (kinds/pairwise/demo.py). The study has one simulated
 LLM judge whose answers are stored as a judge's are (generation's JudgeRating), from the latent qualities of
 bench/lib/answers_model.py: people agree with it at kappa about 0.3, agents at about 0.85 (`answers.calibration`).
@@ -23,8 +23,12 @@ what it asks, `picture_answer`, and what its sound says, `beeps_asked`) and slip
 (0.041: Affonso 2026's Prolific people failed its cognitive traps that often).
 
 Time compression: every pause is multiplied by `--compression` (0.1), and so is the server's one timing
-threshold (AUTHENTICITY_FAST_PAGE_MS); the answer reasons (rank correlation of time with length, variation of
-time) do not depend on the scale. A tab switch in headless Chromium is seen by the page as a window blur.
+threshold (AUTHENTICITY_FAST_PAGE_MS). The rank correlation of time with length ("reading time ignores length")
+does depend on it: the server's and the browser's own time per page (round trips, rendering, a loaded machine) is
+not compressed, and under strong compression it swamps the reading time. With the walkers' reader model on the
+pairwise demo's texts the reason fires for 0.1 % of people at full time, 9 % at 0.05 with 0.3 s of overhead a page
+and 43 % with 1 s: run people at 0.25 or more (waiting costs no CPU; raise `--concurrency` instead). A tab switch in
+headless Chromium is seen by the page as a window blur.
 
 Reported per kind and style: `flag_rate` (the score as stored), `flag_rate_without_picture` (recomputed without the
 picture check: the new defaults alone), the reasons' counts; `roc`: at each threshold, the share of people and of
@@ -84,21 +88,27 @@ class Hooks:
         from django.db import connection
 
         from studies.authenticity import picture_answer
+        from studies.kinds import kind_of
 
         try:
             participant = self._participant(pid)
-            return picture_answer(study=participant.study, participant_id=participant.pk)["label"]
+            study = participant.study
+            options = kind_of(study).picture_options(study)
+            return picture_answer(study=study, participant_id=participant.pk, options=options)["label"]
         finally:
             connection.close()  # a worker thread's own connection
 
     def beeps(self, pid: str) -> int:
         from django.db import connection
 
-        from kinds.rating.picture_sound import beeps_asked
+        from studies.authenticity_picture import beeps_asked
+        from studies.kinds import kind_of
 
         try:
             participant = self._participant(pid)
-            return beeps_asked(participant.study, participant.pk)
+            study = participant.study
+            options = kind_of(study).picture_options(study)
+            return beeps_asked(study=study, participant_id=participant.pk, options=options)
         finally:
             connection.close()
 
@@ -117,7 +127,9 @@ def study_prepare(stack: Stack, args) -> tuple[dict, Latent]:
         from kinds.pairwise.demo import pairwise_demo_ensure
 
         study = pairwise_demo_ensure()
-        Study.objects.filter(pk=study.pk).update(slug=SLUG, quota_per_condition=1000, **NEW_STUDY_TRAPS)
+        Study.objects.filter(pk=study.pk).update(
+            slug=SLUG, quota_per_condition=1000, **NEW_STUDY_TRAPS, trap_picture=args.picture
+        )
         seeded = {"study": "pairwise demo", "items_per_participant": study.items_per_participant}
     study = Study.objects.get(slug=SLUG)
     responses = list(
@@ -227,7 +239,7 @@ def flag_rates(walkers: list[Walker]) -> tuple[dict, dict[str, list[int]]]:
         groups.setdefault((walker.kind, walker.style), []).append(walker)
     for (kind, style), members in sorted(groups.items()):
         done = [w for w in members if w.completed]
-        flagged = without_picture = no_row = 0
+        flagged = without_picture = without_stylesheet = no_row = 0
         reasons: dict[str, int] = {}
         picture = {"passed": 0, "failed": 0, "neither": 0}
         for walker in done:
@@ -241,7 +253,10 @@ def flag_rates(walkers: list[Walker]) -> tuple[dict, dict[str, list[int]]]:
                 scores.setdefault(kind, []).append(100 if row.score is None else row.score)
             flagged += row.flagged
             without_picture += score_compute(
-                client=row.client, pages=row.pages, pairs=row.pairs, answers=row.answers
+                client=row.client, pages=row.pages, pairs=row.pairs, answers=row.answers, loaded=row.loaded
+            ).flagged
+            without_stylesheet += score_compute(
+                client=row.client, pages=row.pages, pairs=row.pairs, picture=row.picture, answers=row.answers
             ).flagged
             if row.picture in picture:
                 picture[row.picture] += 1
@@ -254,6 +269,8 @@ def flag_rates(walkers: list[Walker]) -> tuple[dict, dict[str, list[int]]]:
             "flagged": flagged,
             "flag_rate": round(flagged / n, 3) if n else None,
             "flag_rate_without_picture": round(without_picture / n, 3) if n else None,
+            # Recomputed as if the consent page's stylesheet had been fetched (what that reason adds).
+            "flag_rate_without_stylesheet": round(without_stylesheet / n, 3) if n else None,
             "picture": picture,
             "no_row": no_row,
             "reasons": dict(sorted(reasons.items())),
@@ -401,7 +418,7 @@ def main(argv: list[str] | None = None) -> dict:
         "--picture",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="the picture check with its sound (rating studies; the researcher's choice, on here)",
+        help="the picture check with its sound (the researcher's choice, on here)",
     )
     parser.add_argument(
         "--styles", default="", help="only these styles, comma-separated (e.g. pointer,plain)"
@@ -414,7 +431,6 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     args.slug = SLUG
     args.labels = list(RATING if args.kind == "rating" else PAIR)
-    args.picture = args.picture and args.kind == "rating"
     started = time.monotonic()
     fast_ms = max(1, round(FAST_PAGE_MS * args.compression))
     env = {"AUTHENTICITY_FAST_PAGE_MS": str(fast_ms), "RATELIMIT_PARTICIPANT": "600"}

@@ -10,4 +10,5 @@ urlpatterns = [
     path("s/<slug:slug>/start/", views.study_start, name="start"),
     path("s/<slug:slug>/step/", views.study_step, name="step"),
     path("s/<slug:slug>/return/", views.study_return, name="return"),
+    path("s/<slug:slug>/look.css", views.study_stylesheet, name="stylesheet"),
 ]

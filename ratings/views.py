@@ -33,6 +33,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from config.ratelimit import honeypot, honeypot_add, rate_limit
+from studies.authenticity import stylesheet_fetched
 from studies.kinds import kind_of
 from studies.models import Participant, Study
 from studies.pages import StepPage
@@ -319,6 +320,18 @@ def _in_place(request: HttpRequest, participant: Participant, response: HttpResp
 @require_http_methods(["GET", "POST"])
 @rate_limit("participant")
 @honeypot
+def study_stylesheet(request: HttpRequest, slug: str) -> HttpResponse:
+    """The consent page's second stylesheet (empty): fetching it tells the authenticity score that a browser
+    showed the page (studies/authenticity.py `stylesheet_fetched`; with JavaScript off too). Never cached, so a
+    second participant in the same browser fetches it again."""
+    participant = participant_get_for_request(request, slug)
+    if participant is not None:
+        stylesheet_fetched(participant=participant)
+    response = HttpResponse(b"", content_type="text/css")
+    response["Cache-Control"] = "no-store"
+    return response
+
+
 def study_return(request: HttpRequest, slug: str) -> HttpResponse:
     """Stop and return: asks for confirmation, then gives the slot and the unanswered items back."""
     study = get_object_or_404(Study, slug=slug)

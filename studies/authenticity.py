@@ -45,6 +45,11 @@ FLAG_BELOW = 50
 NO_SIGNALS = (
     "no signals: the browser sent none (JavaScript off, an old browser, or forms posted without the page)"
 )
+NOT_LOADED = (
+    40,
+    "the pages' stylesheet was never fetched: no browser showed the pages (a program posting the forms, or a "
+    "text-only browser)",
+)
 
 # Each page field: (JSON key, the largest value kept). Times are milliseconds; a value above its cap is
 # clamped to the cap, a negative or non-integer one dropped.
@@ -144,22 +149,38 @@ def trap_word(study: Study) -> str:
 PICTURE_SKIPPED = -32768
 
 
-def picture_answer(*, study: Study, participant_id: int) -> dict:
-    """The scale option (`{"value", "label"}`) the participant's picture check asks for: drawn per participant from
-    the server's secret, so neither the page's text nor another participant's picture tells it."""
+def picture_answer(*, study: Study, participant_id: int, options: list[dict]) -> dict:
+    """The answer (one of `options`, each `{"value", "label"}`: the kind's answers as its page shows them) the
+    participant's picture check asks for: drawn per participant from the server's secret, so neither the page's
+    text nor another participant's picture tells it."""
     digest = salted_hmac("authenticity-picture", f"{study.pk}:{study.seed}:{participant_id}").digest()
-    return study.scale[digest[0] % len(study.scale)]
+    return options[digest[0] % len(options)]
 
 
-def picture_outcome(*, study: Study, participant_id: int, value: int) -> str:
+def picture_outcome(
+    *, study: Study, participant_id: int, options: list[dict], value, skipped: bool = False
+) -> str:
     """The picture check's outcome for the answer `value` (given on the picture or on its sound): passed,
-    failed, or neither ("I can neither see the picture nor hear the sound")."""
-    if value == PICTURE_SKIPPED:
+    failed, or neither (`skipped`: "I can neither see the picture nor hear the sound")."""
+    if skipped:
         return ParticipantAuthenticity.Picture.NEITHER
-    asked = int(picture_answer(study=study, participant_id=participant_id)["value"])
+    asked = picture_answer(study=study, participant_id=participant_id, options=options)["value"]
     return (
-        ParticipantAuthenticity.Picture.PASSED if value == asked else ParticipantAuthenticity.Picture.FAILED
+        ParticipantAuthenticity.Picture.PASSED
+        if str(value) == str(asked)
+        else ParticipantAuthenticity.Picture.FAILED
     )
+
+
+def traps_place(pages: list, *, study: Study, shown: list, repeat, picture, rng) -> None:
+    """Adds a participant's trap pages to their `pages` (in place, at enrolment; every kind the same way): the first
+    `shown` items (in the participant's order) again after all the others, unannounced (`repeat(item)` makes the
+    second showing; never more than half of them: at least half the items apart), and the picture check
+    (`picture()`) where the participant's generator puts it, never first (the first page is where a person learns
+    the task), drawn last so the other draws stay as they were."""
+    pages += [repeat(item) for item in shown[: min(study.trap_repeat_items, len(shown) // 2)]]
+    if study.trap_picture:
+        pages.insert(rng.randint(1, len(pages)), picture())
 
 
 # --- the score -------------------------------------------------------------------------------------------
@@ -184,6 +205,7 @@ def score_compute(
     picture: str = "",
     answers: dict | None = None,
     fast_page_ms: int | None = None,
+    loaded: bool = True,
 ) -> Score:
     """The authenticity score and its reasons from what was stored (a pure function: the one rule).
 
@@ -195,7 +217,9 @@ def score_compute(
 
     What the traps and the answers show counts without signals too: a participant whose browser sent none (no
     JavaScript, or a program posting the forms) is scored on the traps' outcomes and on their answers, and only
-    "no signals" alone leaves the score empty."""
+    "no signals" alone leaves the score empty. Without signals, the consent page's stylesheet never fetched
+    (`loaded` False) weighs 40: a browser with JavaScript off still fetches it, a program posting the forms over
+    plain HTTP does not; a text-only browser does not either, so it never flags alone (docs/participants.md)."""
     fast_page_ms = settings.AUTHENTICITY_FAST_PAGE_MS if fast_page_ms is None else fast_page_ms
     sent = [p for p in pages.values() if set(p) - {"trap"}]
     pairs = pairs or {}
@@ -215,6 +239,8 @@ def score_compute(
         )
     reasons += authenticity_reasons.answer_reasons(answers or {})
     if not client and not sent:
+        if not loaded:
+            reasons.append(NOT_LOADED)
         if not reasons:
             return Score(None, [NO_SIGNALS], False)
         score = max(0, 100 - sum(weight for weight, _ in reasons))
@@ -365,7 +391,12 @@ def _served_stamp(entry: dict, participant: Participant, pages: dict[str, dict],
 def _rescore_and_store(row: ParticipantAuthenticity, *changed: str) -> None:
     """Recomputes the row's score from what it holds and writes it with the fields `changed`."""
     result = score_compute(
-        client=row.client, pages=row.pages, pairs=row.pairs, picture=row.picture, answers=row.answers
+        client=row.client,
+        pages=row.pages,
+        pairs=row.pairs,
+        picture=row.picture,
+        answers=row.answers,
+        loaded=row.loaded,
     )
     row.score, row.reasons, row.flagged = result.score, result.reasons, result.flagged
     row.excluded = authenticity_excluded(flagged=row.flagged, review=row.review)
@@ -404,6 +435,18 @@ def picture_record(*, participant: Participant, outcome: str) -> ParticipantAuth
         row.picture = outcome
         _rescore_and_store(row, "picture")
     return row
+
+
+def stylesheet_fetched(*, participant: Participant) -> None:
+    """Notes that the participant's browser fetched the consent page's stylesheet (ratings.views.study_stylesheet)
+    and rescores them: a read, and one write the first time only. Locks the row as `signals_record` does."""
+    if ParticipantAuthenticity.objects.filter(participant_id=participant.pk, loaded=True).exists():
+        return
+    with transaction.atomic():
+        row = _locked_row(participant)
+        if not row.loaded:
+            row.loaded = True
+            _rescore_and_store(row, "loaded")
 
 
 def authenticity_review(

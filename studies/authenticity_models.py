@@ -16,16 +16,16 @@ TRAP_HELP = (
 )
 
 REPEAT_HELP = (
-    "Consistency pairs (rating studies): this many of each participant's items are shown a second time after all "
-    "the others, unannounced; answers two or more points apart lower the authenticity score. The second "
-    "showing is never counted as a rating."
+    "Consistency pairs (rating and pairwise studies): this many of each participant's items are shown a second time "
+    "after all the others, unannounced (a pair with its replies' sides swapped); answers far apart (two or more "
+    "points; the other reply preferred) lower the authenticity score. The second showing is never counted."
 )
 
 PICTURE_HELP = (
-    "Picture check (rating studies): one extra item page per participant, among their items, shows a picture that "
-    "asks for one of the scale's answers; a person sees what to choose, software reading the page's text cannot. "
+    "Picture check (rating and pairwise studies): one extra page per participant, among their items, shows a "
+    "picture that asks for one of the page's answers; a person sees what to choose, software reading the page's text cannot. "
     "'I can't see the picture' leads to the same check as a sound (count the beeps), which a screen reader's user "
-    "hears. A wrong answer lowers the authenticity score. Never counted as a rating (docs/participants.md)."
+    "hears. A wrong answer lowers the authenticity score. Never counted as an answer (docs/participants.md)."
 )
 
 
@@ -65,6 +65,9 @@ class ParticipantAuthenticity(models.Model):
     # What the participant's answers show, computed when they finish (authenticity_reasons.answers_summary):
     # agreement with the study's LLM judges, reading time against the texts' length, timing across pages.
     answers = models.JSONField(default=dict, blank=True)
+    # The consent page's stylesheet was fetched (ratings.views.study_stylesheet): every browser fetches it, with
+    # JavaScript off too; a program posting the forms over plain HTTP does not.
+    loaded = models.BooleanField(default=False)
     flagged = models.BooleanField(default=False, db_index=True)
     # What the declared `authenticity` exclusion rule drops: flagged and not cleared, or confirmed in review
     # (authenticity.authenticity_excluded, kept here so every reader, SQL included, reads one column).

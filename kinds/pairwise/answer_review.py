@@ -24,7 +24,11 @@ def pairwise_answer_review(participant: Participant) -> tuple[list[tuple[int, in
     (the participant's choice, the judges' verdict on the same two replies) per pair a judge compared."""
     pairs = list(
         PairItem.objects.filter(
-            participant=participant, left__isnull=False, right__isnull=False, answered_at__isnull=False
+            participant=participant,
+            trap="",
+            left__isnull=False,
+            right__isnull=False,
+            answered_at__isnull=False,
         ).values_list(
             "left_id",
             "right_id",

@@ -51,6 +51,7 @@ def pairwise_answer_rows(*, study: Study) -> Iterator[tuple]:
             participant__study=study,
             participant__is_preview=False,
             known_answer__isnull=True,
+            trap="",
             answered_at__isnull=False,
         )
         .annotate(left_length=Length("left__text"), right_length=Length("right__text"))

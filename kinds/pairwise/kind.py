@@ -21,7 +21,9 @@ dealt again):
 * left/right: the side that condition pair has had less often that way round, then the side its conditions have
   had less often, then the side this participant has had less often; then the participant's seed;
 * the pages in an order drawn from the participant's seed, the study's known-answer pairs inserted after
-  `after_item` regular pairs, their good reply on a side drawn from the seed.
+  `after_item` regular pairs, their good reply on a side drawn from the seed;
+* the traps the study has on (studies/authenticity.py `traps_place`), never a vote: consistency pairs, their
+  replies' sides swapped, and the picture check.
 
 A follow-up wave (studies/waves.py) deals the pairs involving its new conditions, and re-asks its parent's pairs
 for `rerate_share` of its pairs (the drift test, kinds/pairwise/analysis.py).
@@ -43,7 +45,7 @@ from django.utils import timezone
 
 from generation.judge_formats import PAIRS as PAIRS_FORMAT
 from kinds.pairwise.models import PairItem, PairwiseSettings
-from studies import rows
+from studies import authenticity, rows
 from studies.balancing import live_assignments, tie_break_draws, tie_break_key
 from studies.kinds import StudyKind, register, resolved
 from studies.kinds.base import (
@@ -59,11 +61,14 @@ from studies.kinds.base import (
 from studies.models import RESPONSE_ELIGIBLE, Condition, PairAttentionCheck, Participant, Response, Study
 from studies.reply_review import undecided_same_pairs
 
+from .traps import PICTURE_OPTIONS, picture_page, repeat_page
+
 INSTRUCTIONS = Participant.Step.INSTRUCTIONS
 PAIRS = "pairs"
 # The columns a new page is written with (the answer's columns hold their defaults until it is answered).
 PAGE_FIELDS = (
     "participant", "position", "prompt", "left", "right", "known_answer", "good_on_left", "choice", "both_inadequate",
+    "trap",
 )  # fmt: skip
 
 Pair = tuple[int, int]  # two condition ids, smaller first
@@ -123,7 +128,7 @@ def pair_live_counts(*, study: Study, now: datetime | None = None) -> Counter:
     """Live regular pages of the study per (prompt id, left condition id, right condition id), by the balance
     rule (studies/balancing.py `live_assignments`). One grouped query."""
     pages = (
-        PairItem.objects.filter(participant__study=study, known_answer__isnull=True)
+        PairItem.objects.filter(participant__study=study, known_answer__isnull=True, trap="")
         .filter(live_assignments(study, now or timezone.now()))
         .order_by()
         .values_list("prompt_id", "left__condition_id", "right__condition_id")
@@ -138,6 +143,7 @@ def answered_pairs(study: Study) -> int:
         participant__study=study,
         participant__is_preview=False,
         known_answer__isnull=True,
+        trap="",
         answered_at__isnull=False,
     ).count()
 
@@ -199,12 +205,17 @@ class PairwiseKind(StudyKind):
     launch_panel = "kinds.pairwise.launch_power.pairwise_launch_power_html"
     # (study) -> {(condition id, condition id): weight}, the adaptive phase's targets; read after the warm-up.
     pair_weights = "kinds.pairwise.analysis.adaptive_pair_weights"
-    admin_fieldsets = [("Pairwise study", {"fields": ["worked_examples"]})]
+    admin_fieldsets = [
+        ("Pairwise study", {"fields": ["worked_examples", "trap_repeat_items", "trap_picture"]})
+    ]
     wave_keeps_conditions = True
     admin_inlines = [
         "kinds.pairwise.admin.PairwiseSettingsInline",
         "kinds.pairwise.admin.PairAttentionCheckInline",
     ]
+
+    def picture_options(self, study: Study) -> list[dict]:
+        return PICTURE_OPTIONS
 
     def steps(self, study: Study) -> list[str]:
         return [INSTRUCTIONS, PAIRS]
@@ -327,6 +338,9 @@ class PairwiseKind(StudyKind):
                     pages.append(PairItem(known_answer_id=check_id, good_on_left=rng.random() < 0.5))
             if page is not None:
                 pages.append(page)
+        authenticity.traps_place(
+            pages, study=study, shown=dealt, repeat=repeat_page, picture=picture_page, rng=rng
+        )
         for position, page in enumerate(pages):
             page.participant = participant
             page.position = position

@@ -49,12 +49,24 @@ class PairwiseSettings(models.Model):
 
 
 class PairItem(models.Model):
-    """One page of a pairwise participant, in order, with its answer once given."""
+    """One page of a pairwise participant, in order, with its answer once given.
+
+    Besides the pairs and the known-answer pairs, the authenticity traps (`trap`, never a vote): a consistency
+    pair's second showing (`repeat`: the same prompt and replies with the sides swapped, after all the others) and
+    the picture check (`picture`: no prompt, its answer one of the three choices or `skip`)."""
 
     class Choice(models.TextChoices):
         LEFT = "left", "A (left) is more empathetic"
         RIGHT = "right", "B (right) is more empathetic"
         TIE = "tie", "About the same"
+
+    class Trap(models.TextChoices):
+        NONE = "", "A pair or a known-answer pair"
+        REPEAT = "repeat", "A consistency pair's second showing"
+        PICTURE = "picture", "The picture check"
+
+    # The picture check's "I can neither see the picture nor hear the sound" (the answer on a picture page only).
+    PICTURE_SKIP = "skip"
 
     participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="pair_items")
     position = models.PositiveSmallIntegerField()
@@ -70,16 +82,17 @@ class PairItem(models.Model):
     choice = models.CharField(max_length=8, choices=Choice.choices, blank=True)
     both_inadequate = models.BooleanField(default=False)
     response_time_ms = models.PositiveIntegerField(null=True, blank=True)
+    trap = models.CharField(max_length=8, choices=Trap.choices, default="", blank=True)
 
     class Meta:
         db_table = "studies_pairitem"
         ordering = ["participant", "position"]
         constraints = [
             models.UniqueConstraint(fields=["participant", "position"], name="pair_item_unique_position"),
-            # A participant sees each prompt at most once.
+            # A participant sees each prompt at most once (a consistency pair's second showing apart).
             models.UniqueConstraint(
                 fields=["participant", "prompt"],
-                condition=Q(prompt__isnull=False),
+                condition=Q(prompt__isnull=False, trap=""),
                 name="pair_item_prompt_once_per_participant",
             ),
             models.CheckConstraint(
@@ -90,6 +103,7 @@ class PairItem(models.Model):
                         right__isnull=False,
                         known_answer__isnull=True,
                         good_on_left__isnull=True,
+                        trap__in=["", "repeat"],
                     )
                     & ~Q(left=F("right"))
                 )
@@ -99,12 +113,22 @@ class PairItem(models.Model):
                     right__isnull=True,
                     known_answer__isnull=False,
                     good_on_left__isnull=False,
+                    trap="",
+                )
+                | Q(
+                    prompt__isnull=True,
+                    left__isnull=True,
+                    right__isnull=True,
+                    known_answer__isnull=True,
+                    good_on_left__isnull=True,
+                    trap="picture",
                 ),
-                name="pair_item_pair_or_check",
+                name="pair_item_pair_check_or_picture",
             ),
             models.CheckConstraint(
                 condition=Q(answered_at__isnull=True, choice="")
-                | Q(answered_at__isnull=False, choice__in=["left", "right", "tie"]),
+                | Q(answered_at__isnull=False, choice__in=["left", "right", "tie"])
+                | Q(answered_at__isnull=False, choice="skip", trap="picture"),
                 name="pair_item_answer_whole",
             ),
         ]

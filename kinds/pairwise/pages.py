@@ -26,19 +26,15 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 
 from kinds.pairwise.models import PairItem
+from studies import authenticity
 from studies.answers import STALE, AnswerRejected, InvalidValue, Page, answer_take
+from studies.authenticity_picture import picture_context, sound_response
 from studies.models import Participant
 from studies.pages import StepPage
 from studies.participants import participant_complete, participant_lock, participant_state_copy
 
 from .kind import PAIRS, PAIRWISE
-
-# The answers' buttons, in page order: (value, label, keyboard shortcut).
-ANSWERS = (
-    (PairItem.Choice.LEFT, "A is more empathetic", "1"),
-    (PairItem.Choice.RIGHT, "B is more empathetic", "2"),
-    (PairItem.Choice.TIE, "About the same", "3"),
-)
+from .traps import ANSWERS, PICTURE_OPTIONS, trap_scored
 
 
 @dataclass(frozen=True)
@@ -53,6 +49,7 @@ class CurrentPair:
     utterance: str
     reply_a: str
     reply_b: str
+    is_picture: bool = False  # the picture check: a picture in place of the conversation
 
     @property
     def answered(self) -> int:
@@ -61,8 +58,19 @@ class CurrentPair:
 
 class PairAnswerForm(forms.Form):
     position = forms.IntegerField(min_value=0, max_value=32767)
-    choice = forms.ChoiceField(choices=PairItem.Choice.choices)
+    choice = forms.ChoiceField(choices=PairItem.Choice.choices, required=False)
     both_inadequate = forms.BooleanField(required=False)
+    # The picture check's "I can neither see the picture nor hear the sound" (name `picture`, value `skip`).
+    picture = forms.ChoiceField(choices=[(PairItem.PICTURE_SKIP, "skip")], required=False)
+
+    def clean(self) -> dict:
+        """One answer: a choice, or the picture check's way out (the choice `PairItem.PICTURE_SKIP`)."""
+        cleaned = super().clean()
+        if cleaned.get("picture") == PairItem.PICTURE_SKIP:
+            cleaned["choice"] = PairItem.PICTURE_SKIP
+        elif not cleaned.get("choice") and "choice" not in self.errors:
+            self.add_error("choice", "Choose an answer.")
+        return cleaned
 
 
 # --- reads and services ---------------------------------------------------------------------------------
@@ -83,6 +91,8 @@ def pair_current(*, participant: Participant) -> tuple[PairItem, CurrentPair] | 
     item = PairItem.objects.select_related("prompt__emotion", "left", "right", "known_answer").get(
         pk=pages[index][0]
     )
+    if item.trap == PairItem.Trap.PICTURE:
+        return item, CurrentPair(item.position, index + 1, len(pages), "", "", "", "", "", is_picture=True)
     if item.known_answer is not None:
         check = item.known_answer
         good, poor = check.good_reply, check.poor_reply
@@ -124,29 +134,34 @@ def pair_answer_submit(
 
     Refused, with nothing stored: a position the participant has no pair at (NotYourItem), a pair that is not
     the current one (NotCurrentItem), a participant not active on the pairs (ParticipantNotActive), a choice
-    that is not left, right or tie (InvalidValue). A known-answer pair is failed by any choice but its good
-    reply; the last answer completes the participant. The response time runs from the pair's first showing.
+    that is not left, right or tie (InvalidValue; on the picture check `PairItem.PICTURE_SKIP` too). A known-answer
+    pair is failed by any choice but its good reply; the last answer completes the participant. The response time
+    runs from the pair's first showing. A consistency pair's second showing and the picture check are scored for
+    authenticity after the answer's statements (`authenticity.pair_record`, `picture_record`).
 
     Locking: the participant's row, for the whole check-then-write; the UPDATE names the unanswered row."""
-    if choice not in PairItem.Choice.values:
+    if choice not in (*PairItem.Choice.values, PairItem.PICTURE_SKIP):
         raise InvalidValue(f"{choice!r} is not one of {PairItem.Choice.values}.")
     now = now or timezone.now()
+    scored: dict = {}
     with transaction.atomic():
         locked = participant_lock(participant)
         rows = list(
             _pages_of(locked).values_list(
-                "pk", "position", "answered_at", "shown_at", "known_answer", "good_on_left"
+                "pk", "position", "answered_at", "shown_at", "known_answer", "good_on_left", "trap"
             )
         )
         pages = [
             Page(position, PAIRS, answered is not None, check is not None)
-            for _pk, position, answered, _s, check, _g in rows
+            for _pk, position, answered, _s, check, _g, _t in rows
         ]
 
         def store(page: Page) -> bool:
-            pk, _position, _answered, shown_at, check_id, good_on_left = next(
+            pk, _position, _answered, shown_at, check_id, good_on_left, trap = next(
                 r for r in rows if r[1] == page.position
             )
+            if choice == PairItem.PICTURE_SKIP and trap != PairItem.Trap.PICTURE:
+                raise InvalidValue("Only the picture check can be answered without a choice.")
             elapsed = int((now - shown_at).total_seconds() * 1000) if shown_at is not None else None
             PairItem.objects.filter(pk=pk, answered_at__isnull=True).update(
                 choice=choice,
@@ -155,12 +170,18 @@ def pair_answer_submit(
                 answered_at=now,
                 shown_at=Coalesce(F("shown_at"), now),
             )
+            if trap:
+                scored.update(trap_scored(locked, pk, trap, choice))
             good = PairItem.Choice.LEFT if good_on_left else PairItem.Choice.RIGHT
             return check_id is not None and choice != good
 
         taken = answer_take(locked, pages=pages, position=position, now=now, store=store)
     if taken.created:
         participant_state_copy(participant, locked)
+    if "far" in scored:  # after the answer's statements, in the signals' transaction if any
+        authenticity.pair_record(participant=participant, position=position, far=scored["far"])
+    if "picture" in scored:
+        authenticity.picture_record(participant=participant, outcome=scored["picture"])
     return taken.created
 
 
@@ -176,8 +197,12 @@ def pair_get(request: HttpRequest, participant: Participant, *, status: int = 20
     if shown is None:  # every pair answered but not completed: cannot normally happen; finish them
         participant_complete(participant=participant)
         return _to_step(participant)
+    if shown.is_picture and request.GET.get("sound") == "wav":
+        return sound_response(participant, PICTURE_OPTIONS)
     study = participant.study
     context = {
+        # The picture check, or with "I can't see the picture" its sound (studies/authenticity_picture.py).
+        **(picture_context(request, participant, PICTURE_OPTIONS) if shown.is_picture else {}),
         "study": study,
         "participant": participant,
         "step": participant.step,

@@ -19,7 +19,7 @@ from datetime import datetime
 from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
-from studies import rows
+from studies import authenticity, rows
 from studies.balance_counts import live_pages
 from studies.balancing import live_assignments, tie_break_draws, tie_break_key
 from studies.kinds import register
@@ -165,6 +165,9 @@ class RatingKind(StudyKind):
     def steps(self, study: Study) -> list[str]:
         return [INSTRUCTIONS, *([TEQ] if self.settings(study).ask_teq else []), ITEMS]
 
+    def picture_options(self, study: Study) -> list[dict]:
+        return study.scale
+
     def prereg_procedure(self, study: Study, design: dict) -> list[str]:
         # A design frozen while these settings were Study fields has them among its fields.
         fields = {**design["fields"], **(design.get("kind_settings") or {})}
@@ -211,14 +214,14 @@ class RatingKind(StudyKind):
             add_checks(key for after, key in checks if after == index)
             pages.append(Assignment(kind=Assignment.Kind.RESPONSE, response_id=response_id))
         add_checks(key for after, key in checks if after >= len(chosen))
-        # Consistency pairs: the first items (in the participant's random order) shown again after all the others,
-        # at least half the items apart; never more than half of them.
-        for response_id in chosen[: min(study.trap_repeat_items, len(chosen) // 2)]:
-            pages.append(Assignment(kind=Assignment.Kind.REPEAT, response_id=response_id))
-        if study.trap_picture:
-            # The picture check, among the items where the participant's seed puts it (never first: the first
-            # item page is where a person learns the task), drawn last so the other draws stay as they were.
-            pages.insert(rng.randint(1, len(pages)), Assignment(kind=Assignment.Kind.PICTURE))
+        authenticity.traps_place(
+            pages,
+            study=study,
+            shown=chosen,
+            repeat=lambda response_id: Assignment(kind=Assignment.Kind.REPEAT, response_id=response_id),
+            picture=lambda: Assignment(kind=Assignment.Kind.PICTURE),
+            rng=rng,
+        )
         for position, page in enumerate(pages):
             page.participant = participant
             page.position = position

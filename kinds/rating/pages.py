@@ -18,6 +18,7 @@ from django.utils.crypto import salted_hmac
 
 from config.ratelimit import honeypot_add
 from studies.answers import STALE
+from studies.authenticity_picture import picture_context, sound_response
 from studies.models import Participant, Study
 from studies.pages import StepPage, shared_page
 from studies.participants import participant_complete
@@ -25,8 +26,6 @@ from studies.participants import participant_complete
 from . import services, teq
 from .forms import ItemAnswerForm, TeqForm
 from .kind import ITEMS, RATING
-from .picture import picture_draw
-from .picture_sound import sound_response
 from .selectors import (
     CurrentItem,
     assignment_current_for_participant,
@@ -82,7 +81,7 @@ def item_get(request, participant: Participant) -> HttpResponse:
         return _to_step(participant)
     study = participant.study
     if current.is_picture and request.GET.get("sound") == "wav":
-        return sound_response(participant)
+        return sound_response(participant, study.scale)
     return _page(
         request,
         study,
@@ -93,9 +92,8 @@ def item_get(request, participant: Participant) -> HttpResponse:
         page=current.assignment,
         question=RATING.settings(study).scale_question,
         scale=scale_buttons(study),
-        picture=picture_draw(study=study, participant_id=participant.pk) if current.is_picture else None,
-        # "I can't see the picture": the same check as a sound (kinds/rating/picture_sound.py).
-        sound=current.is_picture and request.GET.get("check") == "sound",
+        # The picture check, or with "I can't see the picture" its sound (studies/authenticity_picture.py).
+        **(picture_context(request, participant, study.scale) if current.is_picture else {}),
     )
 
 

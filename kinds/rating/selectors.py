@@ -31,7 +31,7 @@ class CurrentItem:
 
     @property
     def is_picture(self) -> bool:
-        """The picture check: shown only on its full page (kinds/rating/picture.py draws it), never in place."""
+        """The picture check: shown only on its full page (studies/authenticity_picture.py draws it), never in place."""
         return self.assignment.kind == Assignment.Kind.PICTURE
 
 

@@ -332,7 +332,11 @@ def _answer_store(
                 stored["pair_far"] = authenticity.pair_far(first.rating.value, value, study.scale_values)
         if picture:
             stored["picture"] = authenticity.picture_outcome(
-                study=study, participant_id=locked.pk, value=value
+                study=study,
+                participant_id=locked.pk,
+                options=study.scale,
+                value=value,
+                skipped=value == authenticity.PICTURE_SKIPPED,
             )
         return item.kind == Assignment.Kind.ATTENTION and value != item.expected_value
 

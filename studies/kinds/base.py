@@ -283,6 +283,12 @@ class StudyKind(ABC):
     def steps(self, study: Study) -> list[str]:
         """The kind's steps between consent and done, in order, for this study's settings."""
 
+    def picture_options(self, study: Study) -> list[dict] | None:
+        """The answers the picture check asks among (`{"value", "label"}` each, as the kind's page shows them;
+        studies/authenticity_picture.py), or None: the kind offers no picture check (`trap_picture` is then
+        not among its fields)."""
+        return None
+
     # --- assignment policy ---------------------------------------------------------------------------
 
     def enrollable(self) -> Q:

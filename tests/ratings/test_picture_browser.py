@@ -31,7 +31,9 @@ def study():
 
 
 def _asked(study, pid: str) -> dict:
-    return picture_answer(study=study, participant_id=Participant.objects.get(external_id=pid).pk)
+    return picture_answer(
+        study=study, participant_id=Participant.objects.get(external_id=pid).pk, options=study.scale
+    )
 
 
 def _start(page, live_server, study, pid: str) -> None:
@@ -182,4 +184,6 @@ def test_without_javascript_the_picture_page_is_a_plain_post(live_server, person
     expect(page.locator("svg.picture")).to_have_count(0)
     _finish(page, lambda p: p.get_by_role("button", name="Okay").click())
     assert Participant.objects.get(external_id="NOJS").status == Participant.Status.COMPLETED
-    assert ParticipantAuthenticity.objects.get(participant__external_id="NOJS").picture == "passed"
+    row = ParticipantAuthenticity.objects.get(participant__external_id="NOJS")
+    # A browser without JavaScript still fetched the consent page's stylesheet: "no signals" alone, no score.
+    assert (row.picture, row.loaded, row.score, row.flagged) == ("passed", True, None, False), row.reasons

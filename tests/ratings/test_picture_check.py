@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from kinds.rating.models import Rating
-from studies.authenticity import PICTURE_SKIPPED, picture_answer, score_compute
+from studies.authenticity import NOT_LOADED, PICTURE_SKIPPED, picture_answer, score_compute
 from studies.models import Assignment, Participant, ParticipantAuthenticity
 from studies.selectors import study_status
 from tests.concurrency import race
@@ -50,7 +50,7 @@ def _answer_all(client, study, participant, picture_value, sig=None):
 
 
 def _asked(study, participant) -> int:
-    return int(picture_answer(study=study, participant_id=participant.pk)["value"])
+    return int(picture_answer(study=study, participant_id=participant.pk, options=study.scale)["value"])
 
 
 def test_each_participant_gets_one_picture_page_among_their_items_where_their_seed_puts_it(study):
@@ -84,7 +84,7 @@ def test_the_picture_page_text_says_nothing_of_the_answer(study):
     )
     svg = html[html.index("<svg") : html.index("</svg>")]
     assert "<text" not in svg and "<title" not in svg and "<desc" not in svg
-    label = picture_answer(study=study, participant_id=participant.pk)["label"]
+    label = picture_answer(study=study, participant_id=participant.pk, options=study.scale)["label"]
     text = re.sub(r"<[^>]+>", " ", html)
     assert "check:" not in text.lower() and "choose" not in re.sub(r"choose &ldquo;I can", "", svg + text)
     # The label appears only as its answer button, as on every item page.
@@ -181,4 +181,5 @@ def test_the_picture_answer_sent_twice_at_once_is_stored_and_scored_once(require
     assert row.picture == "failed" and row.reasons == [
         "no signals: the browser sent none (JavaScript off, an old browser, or forms posted without the page)",
         "picture check answered otherwise than the picture (or its sound) asked (-40)",
+        f"{NOT_LOADED[1]} (-40)",  # posted by the test's client, which fetches no stylesheet
     ]

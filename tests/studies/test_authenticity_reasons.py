@@ -24,6 +24,20 @@ def test_trap_outcomes_count_without_signals_and_no_signals_alone_stays_unflagge
     assert (alone.score, alone.flagged) == (60, False)
 
 
+def test_a_stylesheet_never_fetched_counts_only_without_signals_and_never_flags_alone():
+    kappa = {"kappa": 0.9, "judged": 10}
+    # JavaScript off in a browser: the stylesheet was fetched, "no signals" alone, no score.
+    assert score_compute(client={}, pages={}, loaded=True).score is None
+    unseen = score_compute(client={}, pages={}, loaded=False)
+    assert (unseen.score, unseen.flagged) == (60, False) and unseen.reasons[0] == NO_SIGNALS
+    assert unseen.reasons[1].startswith("the pages' stylesheet was never fetched")
+    # With what the answers show: a program posting a model's answers.
+    assert score_compute(client={}, pages={}, answers=kappa, loaded=False).flagged
+    assert not score_compute(client={}, pages={}, answers=kappa, loaded=True).flagged
+    # A browser that sends signals is read by them: the stylesheet is not asked about.
+    assert score_compute(client=CLIENT, pages=pages_of(MOUSE), loaded=False, fast_page_ms=1500).score == 100
+
+
 def test_a_page_longer_on_screen_than_the_server_allows_is_impossible_on_two_pages():
     pages = pages_of(MOUSE)
     assert score_compute(client=CLIENT, pages=pages, fast_page_ms=1500).score == 100
