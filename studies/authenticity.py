@@ -23,6 +23,7 @@ import hashlib
 import json
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -313,13 +314,34 @@ def pair_far(first: int, second: int, scale_values: list[int]) -> bool:
 
 def _locked_row(participant: Participant) -> ParticipantAuthenticity:
     """The participant's authenticity row, locked (SELECT … FOR UPDATE) for the rest of the caller's transaction,
-    created first when missing (an INSERT that yields to a concurrent one). Hand-written (studies.rows): it runs
-    on every answer, inside the answer's own transaction (ratings.flow.signals_kept)."""
+    created first when missing (an INSERT that yields to a concurrent one). Hand-written (studies.rows)."""
     row = rows.select(ParticipantAuthenticity, ("participant",), [participant.pk], lock=True)
     if row is None:
         row = ParticipantAuthenticity(participant_id=participant.pk)
         if not rows.insert_if_absent(row):  # a concurrent insert came first: lock that one
             row = rows.select(ParticipantAuthenticity, ("participant",), [participant.pk], lock=True)
+    return row
+
+
+def _row_change(
+    participant: Participant, change: Callable[[ParticipantAuthenticity], list[str]]
+) -> ParticipantAuthenticity:
+    """Applies `change` (which returns the fields it changed) to the participant's authenticity row, locked
+    (SELECT … FOR UPDATE) for the rest of the caller's transaction, recomputes the score and writes the row. A
+    missing row is inserted with the change already made, in one statement; when a concurrent insert came
+    first, that row is locked and changed instead. Hand-written (studies.rows): it runs inside the answer's own
+    transaction (ratings.flow.signals_kept), on every answer that reports signals."""
+    row = rows.select(ParticipantAuthenticity, ("participant",), [participant.pk], lock=True)
+    if row is None:
+        fresh = ParticipantAuthenticity(participant_id=participant.pk)
+        change(fresh)
+        _rescore(fresh)
+        if rows.insert_if_absent(fresh):
+            return fresh
+        row = rows.select(ParticipantAuthenticity, ("participant",), [participant.pk], lock=True)
+    changed = change(row)
+    _rescore(row)
+    rows.update(row, (*changed, "score", "reasons", "flagged", "excluded", "updated_at"))
     return row
 
 
@@ -354,8 +376,8 @@ def signals_record(
         return None  # nothing reported (no JavaScript, or not our form): no query at all
     entry: dict[str, int] = {**(page or {}), **({"trap": 1} if trapped else {})}
     key = page_key(step, position)
-    with transaction.atomic(savepoint=False):
-        row = _locked_row(participant)
+
+    def change(row: ParticipantAuthenticity) -> list[str]:
         if page is not None:
             _served_stamp(entry, participant, row.pages, key)
         fields = ["pages"]
@@ -375,8 +397,10 @@ def signals_record(
             fields.append("client")
         if key in row.pages or len(row.pages) < MAX_PAGES:
             row.pages = {**row.pages, key: entry}
-        _rescore_and_store(row, *fields)
-    return row
+        return fields
+
+    with transaction.atomic(savepoint=False):
+        return _row_change(participant, change)
 
 
 def _served_stamp(entry: dict, participant: Participant, pages: dict[str, dict], key: str) -> None:
@@ -388,8 +412,8 @@ def _served_stamp(entry: dict, participant: Participant, pages: dict[str, dict],
     entry["rx"], entry["sv"] = now, now - max(before, default=0)
 
 
-def _rescore_and_store(row: ParticipantAuthenticity, *changed: str) -> None:
-    """Recomputes the row's score from what it holds and writes it with the fields `changed`."""
+def _rescore(row: ParticipantAuthenticity) -> None:
+    """Recomputes the row's score from what it holds."""
     result = score_compute(
         client=row.client,
         pages=row.pages,
@@ -400,18 +424,19 @@ def _rescore_and_store(row: ParticipantAuthenticity, *changed: str) -> None:
     )
     row.score, row.reasons, row.flagged = result.score, result.reasons, result.flagged
     row.excluded = authenticity_excluded(flagged=row.flagged, review=row.review)
-    rows.update(row, (*changed, "score", "reasons", "flagged", "excluded", "updated_at"))
 
 
 def pair_record(*, participant: Participant, position: int, far: bool) -> ParticipantAuthenticity:
     """Stores the outcome of a consistency pair (its second showing at `position`: far apart or not) with the
     participant and recomputes their score; the same answer again replaces it. Locks the participant's
     authenticity row as `signals_record` does."""
-    with transaction.atomic(savepoint=False):
-        row = _locked_row(participant)
+
+    def change(row: ParticipantAuthenticity) -> list[str]:
         row.pairs = {**row.pairs, str(position): int(far)}
-        _rescore_and_store(row, "pairs")
-    return row
+        return ["pairs"]
+
+    with transaction.atomic(savepoint=False):
+        return _row_change(participant, change)
 
 
 def answers_record(*, participant: Participant, summary: dict) -> ParticipantAuthenticity | None:
@@ -420,21 +445,25 @@ def answers_record(*, participant: Participant, summary: dict) -> ParticipantAut
     `signals_record` does."""
     if not summary:
         return None
-    with transaction.atomic(savepoint=False):
-        row = _locked_row(participant)
+
+    def change(row: ParticipantAuthenticity) -> list[str]:
         row.answers = summary
-        _rescore_and_store(row, "answers")
-    return row
+        return ["answers"]
+
+    with transaction.atomic(savepoint=False):
+        return _row_change(participant, change)
 
 
 def picture_record(*, participant: Participant, outcome: str) -> ParticipantAuthenticity:
     """Stores the outcome of the participant's picture check (passed, failed or skipped) and recomputes their
     score. Locks the participant's authenticity row as `signals_record` does."""
-    with transaction.atomic(savepoint=False):
-        row = _locked_row(participant)
+
+    def change(row: ParticipantAuthenticity) -> list[str]:
         row.picture = outcome
-        _rescore_and_store(row, "picture")
-    return row
+        return ["picture"]
+
+    with transaction.atomic(savepoint=False):
+        return _row_change(participant, change)
 
 
 def stylesheet_fetched(*, participant: Participant) -> None:
