@@ -21,7 +21,7 @@ from kinds.chat.models import ChatSettings, Conversation, Turn
 from kinds.chat.turns import Chunk, Done, Failed, Reset, participant_turn_store, reply_events
 from studies.models import Condition
 from tests.factories import ConditionFactory, ParticipantFactory, StudyFactory
-from tests.generation.conftest import api_key, make_provider  # noqa: F401 (a fixture)
+from tests.generation.conftest import make_provider
 from tests.generation.test_respond_now import PATH, WORDS, sse
 
 pytestmark = pytest.mark.django_db(transaction=True)
