@@ -166,9 +166,10 @@ class Lease:
     until: datetime
     renewed: float = 0.0  # time.monotonic() of the last renewal
 
-    def renew(self) -> bool:
-        """Extends the lease (at most every RENEW_EVERY seconds); False when it was lost to another request."""
-        if time.monotonic() - self.renewed < RENEW_EVERY:
+    def renew(self, *, force: bool = False) -> bool:
+        """Extends the lease (at most every RENEW_EVERY seconds unless `force`); False when it was lost to another
+        request, or the row is no longer pending."""
+        if not force and time.monotonic() - self.renewed < RENEW_EVERY:
             return True
         until = timezone.now() + LEASE
         updated = Turn.objects.filter(
@@ -235,19 +236,23 @@ def reply_events(
             yield Done(turn)
             return
         lease = _claim(turn, timezone.now())
-        if lease is not None:
-            break
-        if not waited:  # another request is producing it: wait for that one (or for its lease to lapse)
-            waited = True
-            yield Wait("Your reply is on its way.")
-        time.sleep(POLL)
-    try:
-        yield from _produce(turn, conversation, settings, lease)
-    finally:
-        lease.release()
+        if lease is None:  # another request is producing it: wait for that one (or for its lease to lapse)
+            if not waited:
+                waited = True
+                yield Wait("Your reply is on its way.")
+            time.sleep(POLL)
+            continue
+        try:
+            finished = yield from _produce(turn, conversation, settings, lease)
+        finally:
+            lease.release()
+        if finished:
+            return
+        # The lease was lost to another request (this one was too slow): its reply is the one to show.
 
 
 def _produce(turn, conversation, settings, lease) -> Iterator:
+    """Asks each source in turn; True once the reply is Done or Failed, False when the lease was lost."""
     shown_any = False
     for attempt, (condition, is_fallback) in enumerate(_sources(conversation, settings)):
         if attempt:
@@ -259,14 +264,19 @@ def _produce(turn, conversation, settings, lease) -> Iterator:
             done = yield from _person_wait(turn, settings, lease)
             if done is not None:
                 yield Done(done)
-                return
-            continue
-        outcome = yield from _call(turn, conversation, settings, lease, condition, is_fallback)
-        if isinstance(outcome, Turn):
-            yield Done(outcome)
-            return
-        shown_any = shown_any or outcome
+                return True
+        else:
+            outcome = yield from _call(turn, conversation, settings, lease, condition, is_fallback)
+            if isinstance(outcome, Turn):
+                yield Done(outcome)
+                return True
+            shown_any = shown_any or outcome
+        if not lease.renew(force=True):
+            if shown_any:
+                yield Reset()
+            return False
     yield Failed()
+    return True
 
 
 def _person_wait(turn: Turn, settings: ChatSettings, lease: datetime):

@@ -194,3 +194,19 @@ def test_a_message_while_a_reply_is_awaited_is_refused(httpserver, chat):
     with pytest.raises(ConversationClosed):
         _send(chat, "and another thing")
     assert Turn.objects.filter(conversation=chat).count() == 2
+
+
+def test_a_holder_that_lost_its_lease_stores_nothing_and_shows_the_reply_that_was_stored(httpserver, chat):
+    httpserver.expect_request(PATH, method="POST").respond_with_handler(sse(pause=0.2, pause_after=1))
+    turn = _send(chat)
+    stream = reply_events(turn)
+    assert isinstance(next(e for e in stream if isinstance(e, Chunk)), Chunk)
+    # Meanwhile its lease lapsed and another request took the row over and stored its reply.
+    Turn.objects.filter(pk=turn.pk).update(claimed_until=timezone.now() + timedelta(minutes=1))
+    Turn.objects.filter(pk=turn.pk).update(status="complete", text="The other request's reply.")
+    rest = list(stream)
+    assert any(isinstance(e, Reset) for e in rest)
+    assert isinstance(rest[-1], Done) and rest[-1].turn.text == "The other request's reply."
+    turn.refresh_from_db()
+    assert turn.text == "The other request's reply." and turn.attempts == 1
+    assert Turn.objects.filter(conversation=chat, role="responder").count() == 1
