@@ -67,6 +67,7 @@ class ChatKind(StudyKind):
         DEBRIEF: "kinds.chat.pages.DEBRIEF_PAGE",
     }
     settings_model = ChatSettings
+    admin_inlines = ["kinds.chat.admin.ChatSettingsInline"]
     status_columns = [("conversations", "conversations"), ("rated", "rated"), ("fallback", "fallback used")]
     analysis_plan = CHAT_PLAN
     material_title = "Situations and the conversation"

@@ -97,3 +97,29 @@ def test_a_message_too_short_is_refused_and_nothing_stored(client, chat_demo):
     assert not Turn.objects.filter(conversation__participant__external_id="CHAT3").exists()
     refused = post_step(client, chat_demo, step="chat_talk", action="finish")
     assert refused.status_code == 400  # fewer than the minimum of messages
+
+
+def test_make_run_prints_the_chat_participant_link(settings, tmp_path):
+    import io
+
+    from django.core.management import call_command
+
+    settings.VAR_DIR = tmp_path
+    out = io.StringIO()
+    call_command("seed_demo", stdout=out)
+    assert "Chat participant link: http://" in out.getvalue()
+    assert "/s/chat-demo/?PROLIFIC_PID=" in out.getvalue()
+
+
+def test_the_study_admin_shows_the_chat_settings_and_a_conversation_its_turns(admin_client, chat_demo):
+    page = admin_client.get(f"/admin/studies/study/{chat_demo.pk}/change/")
+    assert page.status_code == 200 and "chat settings" in page.content.decode().lower()
+    client_conversation = Conversation.objects.create(
+        participant=Participant.objects.create(
+            study=chat_demo, condition=chat_demo.conditions.first(), external_id="A"
+        ),
+        condition=chat_demo.conditions.first(),
+        label="ai",
+    )
+    shown = admin_client.get(f"/admin/chat/conversation/{client_conversation.pk}/change/")
+    assert shown.status_code == 200
