@@ -85,3 +85,32 @@ def test_chat_demo_is_walked_into_the_transcript_and_the_rating(demo, page_at, v
     rating = ChatRating.objects.get(conversation=conversation)
     first_shown = rating.pets_order[0]
     assert rating.pets[first_shown] == 100 and rating.scale_value == 2 and rating.free_text == "It felt kind."
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["js", "nojs"])
+def test_a_reply_pending_when_the_page_is_shown_is_produced_once_and_shown(demo, page_at, javascript):
+    """A refresh or a lost connection mid-reply: the page shown with the reply pending asks for it (at once with
+    JavaScript; with a "Show the reply" button without), and it is stored once."""
+    from kinds.chat.turns import participant_turn_store
+
+    page = page_at("phone")
+    if not javascript:
+        page.context.route("**/static/**/*.js", lambda route: route.abort())
+    page.goto(demo.kind_links["chat"])
+    page.get_by_role("button", name="I agree, start the study").click()
+    page.get_by_role("button", name="Start the conversation about it").click()
+    expect(page.locator("h1")).to_have_text("Conversation")
+    conversation = Conversation.objects.get(participant__study__slug="chat-demo")
+    participant_turn_store(
+        conversation, "I lost my job today."
+    )  # the message reached the server; the reply did not
+    page.reload()
+    if not javascript:
+        expect(page.locator("#chat-status")).to_have_text("Your reply is on its way.")
+        screenshot(page, "chat-phone-nojs-pending")
+        page.get_by_role("button", name="Show the reply").click()
+    expect(page.locator(".chat-responder .chat-text")).to_have_count(1)
+    expect(page.locator(".chat-responder .chat-text")).not_to_have_text("")
+    assert axe_violations(page) == []
+    replies = conversation.turns.filter(role="responder")
+    assert replies.count() == 1 and replies.get().status == "complete"
