@@ -123,3 +123,22 @@ def test_the_study_admin_shows_the_chat_settings_and_a_conversation_its_turns(ad
     )
     shown = admin_client.get(f"/admin/chat/conversation/{client_conversation.pk}/change/")
     assert shown.status_code == 200
+
+
+def test_the_participants_own_situation_is_their_first_message_and_its_reply_follows(client, chat_demo):
+    enter(client, chat_demo, "CHAT4")
+    post_step(client, chat_demo, decision="agree")
+    too_short = post_step(client, chat_demo, step="chat_opening", opening="own", own_text="sad")
+    assert too_short.status_code == 400 and not Turn.objects.filter(
+        conversation__participant__external_id="CHAT4"
+    )
+    own = "My best friend moved abroad and I feel left behind."
+    assert post_step(client, chat_demo, step="chat_opening", opening="own", own_text=own).status_code == 302
+    step, page = current_step(client, chat_demo)
+    assert step == "chat_talk" and "Show the reply" in page.content.decode()
+    conversation = Conversation.objects.get(participant__external_id="CHAT4")
+    assert conversation.opening_source == "own" and conversation.opening_text == own
+    assert post_step(client, chat_demo, step="chat_talk", action="resume").status_code == 302
+    turns = list(conversation.turns.order_by("index"))
+    assert [(t.role, t.status) for t in turns] == [("participant", "complete"), ("responder", "complete")]
+    assert turns[0].text == own and turns[1].prompt["messages"][-1]["content"] == own
