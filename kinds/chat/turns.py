@@ -283,7 +283,7 @@ def _person_wait(turn: Turn, settings: ChatSettings, lease: datetime):
     """A person source: the responder console completes the row (`reply_complete`); past the study's time limit
     a reply, None (the fallback answers)."""
     deadline = turn.sent_at + timedelta(seconds=settings.person_reply_seconds)
-    yield Wait("A person is writing their reply.")
+    yield Wait("Your reply is on its way.")  # the same words for every source: the label alone says who
     while timezone.now() < deadline:
         turn.refresh_from_db()
         if turn.status == Turn.Status.COMPLETE:
