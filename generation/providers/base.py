@@ -92,6 +92,18 @@ class StreamChunk:
 
 
 @dataclass(frozen=True)
+class Moderation:
+    """A moderation endpoint's verdict: flagged or not, the categories it flagged, the model that judged."""
+
+    flagged: bool
+    categories: tuple[str, ...]
+    model: str
+
+    def as_json(self) -> dict:
+        return {"flagged": self.flagged, "categories": list(self.categories), "model": self.model}
+
+
+@dataclass(frozen=True)
 class HTTPReply:
     status: int
     text: str
@@ -372,6 +384,11 @@ class ProviderAdapter(ABC):
             usage_out=completion.usage_out,
         )
         yield StreamChunk(end=end, raw=completion.raw_response)
+
+    def moderate(self, *, provider, api_key: str, text: str, model: str, timeout: float) -> Moderation:
+        """The provider's moderation verdict on `text`. A wire format without a moderation endpoint keeps this
+        default."""
+        raise PermanentProviderError("no_moderation", f"provider {provider.name} has no moderation endpoint")
 
     async def astream(
         self, *, provider, api_key: str, body: dict, timeout: float

@@ -12,6 +12,7 @@ from generation.providers.base import (
     BatchLine,
     BatchState,
     BatchSubmitted,
+    Moderation,
     Reply,
     status_error,
 )
@@ -95,6 +96,18 @@ class OpenAICompatAdapter(SDKAdapter, BatchAPI):
             usage_in=usage_in,
             usage_out=usage_out,
         )
+
+    def moderate(self, *, provider, api_key: str, text: str, model: str, timeout: float) -> Moderation:
+        """`POST /v1/moderations` through the SDK."""
+        with self.errors_classified(provider):
+            answer = self.client(provider, api_key).moderations.create(
+                model=model, input=text, timeout=timeout
+            )
+        result = answer.results[0]
+        flagged = tuple(
+            sorted(name for name, on in result.categories.model_dump(by_alias=True).items() if on)
+        )
+        return Moderation(flagged=bool(result.flagged), categories=flagged, model=answer.model or model)
 
     # --- Batch API ----------------------------------------------------------------------------------------
 
