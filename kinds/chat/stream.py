@@ -77,6 +77,9 @@ def _lines(reply: Turn) -> Iterator[str]:
 
 
 async def _lines_async(reply: Turn) -> AsyncIterator[str]:
+    # The request's view and middleware ran in the request's thread and left its database connection open until
+    # the response ends: closed now, so the open stream holds none (its own steps each open and close one).
+    await sync_to_async(_request_connection_close, thread_sensitive=True)()
     yield json.dumps({"start": reply.index}) + "\n"
     events = reply_events_async(reply)
     try:
@@ -88,6 +91,17 @@ async def _lines_async(reply: Turn) -> AsyncIterator[str]:
                 yield line
     finally:
         await events.aclose()
+
+
+def _request_connection_close() -> None:
+    """Close the connection the request's view left open. The server may hand this step to another thread than
+    the one that opened it (the connection is the request context's): closing is allowed across threads here,
+    the request's own work being done."""
+    connection.inc_thread_sharing()
+    try:
+        connection.close()
+    finally:
+        connection.dec_thread_sharing()
 
 
 async def _db(step, *args):
