@@ -247,7 +247,13 @@ class Participant:
 
 async def wave(base_url, slug, ns, *, arrival: float, deadline_s: float, during=None) -> list[Participant]:
     people = [Participant(base_url, slug, n) for n in ns]
-    pages = await asyncio.gather(*(p.ready() for p in people))
+    arriving = asyncio.Semaphore(20)  # people open the link over a few seconds, not in the same millisecond
+
+    async def ready(p):
+        async with arriving:
+            return await p.ready()
+
+    pages = await asyncio.gather(*(ready(p) for p in people))
     log(f"{len(people)} participants at the conversation; their messages go out over {arrival:g}s")
     deadline = time.monotonic() + deadline_s
 

@@ -191,3 +191,12 @@ def budget_admits(study_id: int, *, need: Decimal = Decimal(0)) -> bool:
     passes what one conversation may cost; the "full" page otherwise)."""
     budget = StudyBudget.objects.filter(study_id=study_id).first()
     return budget is None or budget.remaining is None or budget.remaining > need
+
+
+def budget_configure(*, study_id: int, cap: Decimal | None, participant_token_cap: int | None) -> StudyBudget:
+    """Set the study's limits (a kind calls it when its design is frozen, from the design's own fields); what is
+    spent and held is kept."""
+    budget, _ = StudyBudget.objects.update_or_create(
+        study_id=study_id, defaults={"cap": cap, "participant_token_cap": participant_token_cap}
+    )
+    return budget

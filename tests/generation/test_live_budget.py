@@ -131,3 +131,16 @@ def test_the_reservations_of_a_dead_process_are_settled_at_their_maximum(httpser
     budget.refresh_from_db()
     assert (budget.spent, budget.reserved) == (maximum.cost, maximum.cost)
     assert SpendReservation.objects.get(pk=fresh.pk).state == SpendReservation.State.HELD
+
+
+def test_configuring_the_limits_keeps_what_was_spent(httpserver, api_key):
+    from generation.budget import budget_configure
+
+    config = _config(httpserver)
+    study_id = config.condition.study_id
+    budget = budget_configure(study_id=study_id, cap=Decimal("2"), participant_token_cap=None)
+    StudyBudget.objects.filter(pk=budget.pk).update(spent=Decimal("1.5"))
+    budget = budget_configure(study_id=study_id, cap=Decimal("1"), participant_token_cap=500)
+    budget.refresh_from_db()
+    assert (budget.cap, budget.participant_token_cap, budget.spent) == (Decimal("1"), 500, Decimal("1.5"))
+    assert not budget_admits(study_id) and StudyBudget.objects.count() == 1
