@@ -10,4 +10,4 @@ RUN DJANGO_ENV=production SECRET_KEY=collectstatic-only-not-a-secret-collectstat
     ALLOWED_HOSTS=build python manage.py collectstatic --noinput && chown -R app /app/var
 USER app
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--workers", "4", "--graceful-timeout", "25"]
+CMD ["gunicorn", "config.asgi", "--worker-class", "uvicorn_worker.UvicornWorker", "--bind", "0.0.0.0:8000", "--workers", "4", "--graceful-timeout", "25"]

@@ -56,3 +56,11 @@ def server_warm() -> None:
             import_string(SNAPSHOTS_REFRESH)()
         except DatabaseError:  # not migrated yet: the first views ask instead
             logger.warning("warm: the analyses were not asked for ahead", exc_info=True)
+
+
+def server_preload() -> None:
+    """What config/wsgi.py and config/asgi.py do once their application exists: the URLconf (and every view module
+    it imports) loaded now rather than on each worker's first request — under gunicorn --preload once in the
+    master, before the workers fork, so they share those pages — then `server_warm`."""
+    get_resolver().url_patterns  # noqa: B018 - loaded for its side effect
+    server_warm()

@@ -21,6 +21,7 @@ from generation.models import (
     GenerationJob,
     ResponseEdit,
     ResponseProvenance,
+    StudyBudget,
 )
 from generation.providers.registry import placeholder_kinds
 from generation.services import dispatch, prompts, review
@@ -427,3 +428,13 @@ class GeneratedResponseAdmin(admin.ModelAdmin):
 
 # Registered in their own modules: the providers' and configurations' admins, the LLM judges' admin.
 from generation import admin_providers, judge_admin  # noqa: E402, F401
+
+
+@admin.register(StudyBudget)
+class StudyBudgetAdmin(admin.ModelAdmin):
+    """A study's live-call limits (generation/budget.py): the cap and the per-participant tokens are set here;
+    what is spent and held is kept by the calls themselves."""
+
+    list_display = ("study", "cap", "spent", "reserved", "participant_token_cap")
+    readonly_fields = ("spent", "reserved")
+    autocomplete_fields = ("study",)

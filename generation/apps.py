@@ -16,4 +16,6 @@ class GenerationConfig(AppConfig):
         running.response_stored_hook_register(judging.screening_enqueue)
         # A participant's request asks a model for a reply at once through the spine's port (studies/live.py).
         live = importlib.import_module("generation.live")
-        importlib.import_module("studies.live").live_responder_register(live.condition_respond_now)
+        importlib.import_module("studies.live").live_responder_register(
+            live.condition_respond_now, asynchronous=live.condition_respond_now_async
+        )

@@ -389,6 +389,7 @@ class GeneratedResponse(Response):
         verbose_name_plural = "generated responses (review)"
 
 
+from generation.budget import SpendReservation, StudyBudget  # noqa: E402, F401  (live calls' spending limits)
 from generation.judge_models import Judge, JudgeBatch, JudgeRating  # noqa: E402, F401  (the LLM judge)
 from generation.live_models import LiveCall  # noqa: E402, F401  ("respond now" calls)
 from generation.questionnaire_models import QuestionnaireExchange  # noqa: E402, F401  (EmotionBench LLM subjects)

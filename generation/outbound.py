@@ -28,8 +28,9 @@ import ipaddress
 import socket
 from urllib.parse import urlsplit
 
+import anyio
 from django.conf import settings
-from httpcore2 import ConnectError, SyncBackend
+from httpcore2 import AnyIOBackend, ConnectError, SyncBackend
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -147,23 +148,30 @@ def resolve(host: str, port: int) -> list[IPAddress]:
     return list(dict.fromkeys(ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos))
 
 
+def checked_addresses(host: str, port: int) -> tuple[str, list[IPAddress]]:
+    """The host's name as dialled and every address it resolves to, each allowed by the policy (OutboundRefused
+    otherwise; ConnectError when it does not resolve)."""
+    host = host.strip("[]").rstrip(".").lower()
+    if host in METADATA_HOSTS:
+        raise OutboundRefused(f"refused by the outbound policy: {host} is a cloud metadata service")
+    literal = ip_literal(host)
+    try:
+        addresses = [literal] if literal is not None else resolve(host, port)
+    except OSError as exc:
+        raise ConnectError(f"could not resolve {host}: {exc}") from exc
+    for address in addresses:
+        problem = address_problem(address, host=host)
+        if problem:
+            raise OutboundRefused(f"refused by the outbound policy: {problem}")
+    return host, addresses
+
+
 class GuardedBackend(SyncBackend):
     """httpcore's socket backend with the outbound policy: resolve, check every address, connect to a checked
     one (never resolving the name a second time)."""
 
     def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
-        host = host.strip("[]").rstrip(".").lower()
-        if host in METADATA_HOSTS:
-            raise OutboundRefused(f"refused by the outbound policy: {host} is a cloud metadata service")
-        literal = ip_literal(host)
-        try:
-            addresses = [literal] if literal is not None else resolve(host, port)
-        except OSError as exc:
-            raise ConnectError(f"could not resolve {host}: {exc}") from exc
-        for address in addresses:
-            problem = address_problem(address, host=host)
-            if problem:
-                raise OutboundRefused(f"refused by the outbound policy: {problem}")
+        host, addresses = checked_addresses(host, port)
         last: Exception | None = None
         for address in addresses:
             try:
@@ -175,6 +183,27 @@ class GuardedBackend(SyncBackend):
                     socket_options=socket_options,
                 )
             except ConnectError as exc:  # the next checked address, as socket.create_connection would
+                last = exc
+        raise last or ConnectError(f"could not connect to {host}")
+
+
+class GuardedAsyncBackend(AnyIOBackend):
+    """GuardedBackend for the SDKs' async clients (respond now in an async view): the same policy, the name
+    resolved in a thread."""
+
+    async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        host, addresses = await anyio.to_thread.run_sync(checked_addresses, host, port)
+        last: Exception | None = None
+        for address in addresses:
+            try:
+                return await super().connect_tcp(
+                    str(address),
+                    port,
+                    timeout=timeout,
+                    local_address=local_address,
+                    socket_options=socket_options,
+                )
+            except ConnectError as exc:
                 last = exc
         raise last or ConnectError(f"could not connect to {host}")
 

@@ -5,11 +5,12 @@ kind's page calls `live_respond`; a deployment without generation has no respond
 
 `live_respond(condition=..., messages=..., context=...)` returns an iterator of text chunks (the reply as it is
 streamed) whose `record` is the stored call once the iterator is exhausted or closed: see generation/live.py for
-the guarantees (outside any transaction, a timeout, the provider's limits, cost and provenance stored)."""
+the guarantees (outside any transaction, a timeout, the provider's limits, the study's budget, cost and
+provenance stored). `await live_respond_async(...)` is the same for an async view: `async for` its chunks."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
 from .models import Condition
@@ -26,12 +27,24 @@ class NoResponder(RuntimeError):
     """No app registered a responder (generation is not installed)."""
 
 
+class LiveReplyAsync(Protocol):
+    """What an async responder returns: LiveReply's chunks for `async for`."""
+
+    def __aiter__(self) -> AsyncIterator[str]: ...
+
+
 _RESPONDER: list[Callable[..., LiveReply]] = []
+_ASYNC_RESPONDER: list[Callable[..., Awaitable[LiveReplyAsync]]] = []
 
 
-def live_responder_register(responder: Callable[..., LiveReply]) -> None:
+def live_responder_register(
+    responder: Callable[..., LiveReply],
+    *,
+    asynchronous: Callable[..., Awaitable[LiveReplyAsync]] | None = None,
+) -> None:
     """Called once by generation's AppConfig.ready; registering again replaces."""
     _RESPONDER[:] = [responder]
+    _ASYNC_RESPONDER[:] = [asynchronous] if asynchronous else []
 
 
 def live_respond(
@@ -46,3 +59,18 @@ def live_respond(
     if not _RESPONDER:
         raise NoResponder("no model can answer now: the generation app is not installed")
     return _RESPONDER[0](condition=condition, messages=messages, context=context or {}, timeout=timeout)
+
+
+async def live_respond_async(
+    *,
+    condition: Condition,
+    messages: list[dict],
+    context: dict[str, Any] | None = None,
+    timeout: float | None = None,
+) -> LiveReplyAsync:
+    """live_respond for an async view: `async for` the chunks of the returned reply."""
+    if not _ASYNC_RESPONDER:
+        raise NoResponder("no model can answer now: the generation app is not installed")
+    return await _ASYNC_RESPONDER[0](
+        condition=condition, messages=messages, context=context or {}, timeout=timeout
+    )

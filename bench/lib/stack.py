@@ -205,14 +205,16 @@ class Stack:
             redis_url=self.env["REDIS_URL"],
         )
 
-    def start_server(self, *extra_args: str) -> None:
-        """gunicorn as docker-compose runs it; `extra_args` are added to its command line (e.g. a
-        `--config` file with hooks, as bench/profile_participants.py uses)."""
-        log(f"gunicorn with {self.workers} workers on {self.base_url}")
+    def start_server(self, *extra_args: str, asgi: bool = False) -> None:
+        """gunicorn; `extra_args` are added to its command line (e.g. a `--config` file with hooks, as
+        bench/profile_participants.py uses). `asgi`: as docker-compose runs it (config/asgi.py in uvicorn
+        workers); else the WSGI application in sync workers."""
+        log(f"gunicorn with {self.workers} {'ASGI' if asgi else 'sync'} workers on {self.base_url}")
+        app = ["config.asgi", "--worker-class", "uvicorn_worker.UvicornWorker"] if asgi else ["config.wsgi"]
         self.gunicorn = subprocess.Popen(
             [
                 str(Path(PYTHON).parent / "gunicorn"),
-                "config.wsgi",
+                *app,
                 "--bind",
                 f"127.0.0.1:{self.port}",
                 "--workers",

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-from generation.providers.base import Reply, StreamChunk
+from generation.providers.base import Reply
 from generation.providers.sdk import SDKAdapter
 
 
@@ -14,6 +13,7 @@ class AnthropicAdapter(SDKAdapter):
     label = "Anthropic"
     sdk_name = "anthropic"
     client_class = "Anthropic"
+    async_client_class = "AsyncAnthropic"
 
     def request_build(self, *, model: str, system: str, messages: list[dict], params: dict) -> dict:
         body: dict[str, Any] = {"model": model, "max_tokens": int(params.get("max_tokens") or 1024)}
@@ -47,31 +47,29 @@ class AnthropicAdapter(SDKAdapter):
         usage = data.get("usage") or {}
         return usage.get("input_tokens"), usage.get("output_tokens")
 
-    def stream(self, *, provider, api_key: str, body: dict, timeout: float) -> Iterator[StreamChunk]:
-        """Server-sent events of `body` sent with `stream: true`: the text deltas as they come, the id, model and
-        input tokens from `message_start`, the stop reason and output tokens from `message_delta`; `timeout`
-        bounds the wait for each event."""
-        create = self.client(provider, api_key).messages.create
-        end: dict[str, Any] = {"id": "", "model": "", "stop_reason": "", "usage": {}}
-        with (
-            self.errors_classified(provider),
-            create(**self.arguments(create, {**body, "stream": True}), timeout=timeout) as events,
-        ):
-            for event in events:  # closed on the way out, also when the reader stops early
-                data = event.model_dump(exclude_none=True)
-                if data.get("type") == "message_start":
-                    message = data.get("message") or {}
-                    end["id"], end["model"] = message.get("id") or "", message.get("model") or ""
-                    end["usage"].update(message.get("usage") or {})
-                elif data.get("type") == "content_block_delta":
-                    text = (data.get("delta") or {}).get("text")
-                    if text:
-                        yield StreamChunk(text=text)
-                elif data.get("type") == "message_delta":
-                    end["stop_reason"] = (data.get("delta") or {}).get("stop_reason") or end["stop_reason"]
-                    end["usage"].update(data.get("usage") or {})
+    def stream_create(self, client):
+        """Server-sent events: the text deltas as they come, the id, model and input tokens from
+        `message_start`, the stop reason and output tokens from `message_delta`."""
+        return client.messages.create
+
+    def stream_start(self) -> dict:
+        return {"id": "", "model": "", "stop_reason": "", "usage": {}}
+
+    def stream_event(self, data: dict, end: dict) -> str | None:
+        if data.get("type") == "message_start":
+            message = data.get("message") or {}
+            end["id"], end["model"] = message.get("id") or "", message.get("model") or ""
+            end["usage"].update(message.get("usage") or {})
+        elif data.get("type") == "content_block_delta":
+            return (data.get("delta") or {}).get("text")
+        elif data.get("type") == "message_delta":
+            end["stop_reason"] = (data.get("delta") or {}).get("stop_reason") or end["stop_reason"]
+            end["usage"].update(data.get("usage") or {})
+        return None
+
+    def stream_end(self, end: dict) -> Reply:
         usage_in, usage_out = self.usage_read(end)
-        reply = Reply(
+        return Reply(
             text="",
             finish_reason=end["stop_reason"],
             model_returned=end["model"],
@@ -79,4 +77,3 @@ class AnthropicAdapter(SDKAdapter):
             usage_in=usage_in,
             usage_out=usage_out,
         )
-        yield StreamChunk(end=reply, raw=end)

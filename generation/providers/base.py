@@ -8,11 +8,12 @@ No database access here, and nothing here reads keys (the caller passes the key 
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import json
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any, ClassVar
@@ -88,6 +89,18 @@ class StreamChunk:
     text: str = ""
     end: Reply | None = None
     raw: dict | None = None
+
+
+@dataclass(frozen=True)
+class Moderation:
+    """A moderation endpoint's verdict: flagged or not, the categories it flagged, the model that judged."""
+
+    flagged: bool
+    categories: tuple[str, ...]
+    model: str
+
+    def as_json(self) -> dict:
+        return {"flagged": self.flagged, "categories": list(self.categories), "model": self.model}
 
 
 @dataclass(frozen=True)
@@ -364,6 +377,23 @@ class ProviderAdapter(ABC):
             usage_out=completion.usage_out,
         )
         yield StreamChunk(end=end, raw=completion.raw_response)
+
+    def moderate(self, *, provider, api_key: str, text: str, model: str, timeout: float) -> Moderation:
+        """The provider's moderation verdict on `text`. A wire format without a moderation endpoint keeps this
+        default."""
+        raise PermanentProviderError("no_moderation", f"provider {provider.name} has no moderation endpoint")
+
+    async def astream(
+        self, *, provider, api_key: str, body: dict, timeout: float
+    ) -> AsyncIterator[StreamChunk]:
+        """`stream` for an async reader. This default reads the sync stream in a worker thread, one chunk at a
+        time (the test model answers at once); the SDK adapters read the provider with their async clients."""
+        chunks = self.stream(provider=provider, api_key=api_key, body=body, timeout=timeout)
+        try:
+            while (chunk := await asyncio.to_thread(next, chunks, None)) is not None:
+                yield chunk
+        finally:
+            await asyncio.to_thread(chunks.close)
 
     def body_read(self, text: str | dict, *, http_status: int) -> tuple[dict, Reply]:
         """A reply body (text or already decoded) and its Reply; TransientProviderError("malformed") if it is

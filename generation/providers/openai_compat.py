@@ -5,7 +5,6 @@ turnaround at half the price) where the endpoint offers it."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from decimal import Decimal
 
 from generation.providers.base import (
@@ -13,8 +12,8 @@ from generation.providers.base import (
     BatchLine,
     BatchState,
     BatchSubmitted,
+    Moderation,
     Reply,
-    StreamChunk,
     status_error,
 )
 from generation.providers.sdk import SDKAdapter
@@ -29,6 +28,7 @@ class OpenAICompatAdapter(SDKAdapter, BatchAPI):
     label = "OpenAI-compatible (OpenAI, vLLM, TGI, Ollama, llama.cpp, Together, Gemini)"
     sdk_name = "openai"
     client_class = "OpenAI"
+    async_client_class = "AsyncOpenAI"
     price_factor = Decimal("0.5")  # OpenAI bills Batch API tokens at half the synchronous price
 
     def request_build(self, *, model: str, system: str, messages: list[dict], params: dict) -> dict:
@@ -65,28 +65,29 @@ class OpenAICompatAdapter(SDKAdapter, BatchAPI):
         usage = data.get("usage") or {}
         return usage.get("prompt_tokens"), usage.get("completion_tokens")
 
-    def stream(self, *, provider, api_key: str, body: dict, timeout: float) -> Iterator[StreamChunk]:
-        """Server-sent chunks of `body` sent with `stream: true`, the usage asked for in the last one
-        (`stream_options.include_usage`); `timeout` bounds the wait for each chunk."""
-        create = self.client(provider, api_key).chat.completions.create
-        streamed = {**body, "stream": True, "stream_options": {"include_usage": True}}
-        end = {"finish_reason": "", "model": "", "id": "", "system_fingerprint": "", "usage": None}
-        with (
-            self.errors_classified(provider),
-            create(**self.arguments(create, streamed), timeout=timeout) as chunks,
-        ):
-            for chunk in chunks:  # closed on the way out, also when the reader stops early
-                data = chunk.model_dump(exclude_none=True)
-                for key in ("model", "id", "system_fingerprint"):
-                    end[key] = data.get(key) or end[key]
-                end["usage"] = data.get("usage") or end["usage"]
-                for choice in data.get("choices") or []:
-                    text = (choice.get("delta") or {}).get("content")
-                    if text:
-                        yield StreamChunk(text=text)
-                    end["finish_reason"] = choice.get("finish_reason") or end["finish_reason"]
+    def stream_create(self, client):
+        return client.chat.completions.create
+
+    def stream_body(self, body: dict) -> dict:
+        """Server-sent chunks, the usage asked for in the last one (`stream_options.include_usage`)."""
+        return {**body, "stream": True, "stream_options": {"include_usage": True}}
+
+    def stream_start(self) -> dict:
+        return {"finish_reason": "", "model": "", "id": "", "system_fingerprint": "", "usage": None}
+
+    def stream_event(self, data: dict, end: dict) -> str | None:
+        for key in ("model", "id", "system_fingerprint"):
+            end[key] = data.get(key) or end[key]
+        end["usage"] = data.get("usage") or end["usage"]
+        texts = []
+        for choice in data.get("choices") or []:
+            texts.append((choice.get("delta") or {}).get("content") or "")
+            end["finish_reason"] = choice.get("finish_reason") or end["finish_reason"]
+        return "".join(texts)
+
+    def stream_end(self, end: dict) -> Reply:
         usage_in, usage_out = self.usage_read(end)
-        reply = Reply(
+        return Reply(
             text="",
             finish_reason=end["finish_reason"],
             model_returned=end["model"],
@@ -95,7 +96,18 @@ class OpenAICompatAdapter(SDKAdapter, BatchAPI):
             usage_in=usage_in,
             usage_out=usage_out,
         )
-        yield StreamChunk(end=reply, raw=end)
+
+    def moderate(self, *, provider, api_key: str, text: str, model: str, timeout: float) -> Moderation:
+        """`POST /v1/moderations` through the SDK."""
+        with self.errors_classified(provider):
+            answer = self.client(provider, api_key).moderations.create(
+                model=model, input=text, timeout=timeout
+            )
+        result = answer.results[0]
+        flagged = tuple(
+            sorted(name for name, on in result.categories.model_dump(by_alias=True).items() if on)
+        )
+        return Moderation(flagged=bool(result.flagged), categories=flagged, model=answer.model or model)
 
     # --- Batch API ----------------------------------------------------------------------------------------
 

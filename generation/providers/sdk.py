@@ -4,11 +4,13 @@ shape this relies on (APITimeoutError, APIConnectionError, APIStatusError, `with
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 import threading
+import weakref
 from abc import abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
@@ -16,11 +18,13 @@ from typing import Any
 import httpcore2
 import httpx2
 
-from generation.outbound import GuardedBackend, refused_in_chain
+from generation.outbound import GuardedAsyncBackend, GuardedBackend, refused_in_chain
 from generation.providers.base import (
     HTTPReply,
     PermanentProviderError,
     ProviderAdapter,
+    Reply,
+    StreamChunk,
     TransientProviderError,
     status_error,
 )
@@ -47,9 +51,24 @@ class GuardedTransport(httpx2.HTTPTransport):
         )
 
 
+class GuardedAsyncTransport(httpx2.AsyncHTTPTransport):
+    """GuardedTransport for the SDKs' async clients."""
+
+    def __init__(self) -> None:
+        super().__init__(limits=POOL_LIMITS)
+        self._pool = httpcore2.AsyncConnectionPool(
+            ssl_context=httpx2.create_ssl_context(),
+            max_connections=POOL_LIMITS.max_connections,
+            max_keepalive_connections=POOL_LIMITS.max_keepalive_connections,
+            keepalive_expiry=POOL_LIMITS.keepalive_expiry,
+            network_backend=GuardedAsyncBackend(),
+        )
+
+
 class SDKAdapter(ProviderAdapter):
     sdk_name: str  # the vendor's package
     client_class: str  # its client's class name
+    async_client_class: str  # its async client's class name
 
     @property
     def sdk(self) -> ModuleType:
@@ -59,29 +78,100 @@ class SDKAdapter(ProviderAdapter):
 
     def __init__(self) -> None:
         self._clients: dict[tuple, Any] = {}
+        # async clients' connections belong to the event loop that opened them: one set of clients per loop
+        self._async_clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self._signatures: dict[str, frozenset] = {}
 
     def client(self, provider, api_key: str):
         """The SDK client for this endpoint and key (built once per process; clients are thread-safe)."""
-        key = (provider.base_url or "", api_key, float(provider.timeout_seconds))
         with self._lock:
-            client = self._clients.get(key)
-            if client is None:
-                options = {
-                    # The SDKs refuse to build a client without a key, and given none they would read their
-                    # vendor's variable from the environment (and send it to this endpoint): a keyless endpoint
-                    # gets a word that is no one's key.
-                    "api_key": api_key or NO_KEY,
-                    "timeout": float(provider.timeout_seconds),
-                    "max_retries": 0,
-                    "http_client": self.sdk.DefaultHttpxClient(transport=GuardedTransport()),
-                }
-                if provider.base_url:
-                    options["base_url"] = provider.base_url
-                client = getattr(self.sdk, self.client_class)(**options)
-                self._clients[key] = client
-            return client
+            return self._client_in(self._clients, provider, api_key, asynchronous=False)
+
+    def async_client(self, provider, api_key: str):
+        """The SDK's async client for this endpoint and key, built once per event loop."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            return self._client_in(
+                self._async_clients.setdefault(loop, {}), provider, api_key, asynchronous=True
+            )
+
+    def _client_in(self, clients: dict, provider, api_key: str, *, asynchronous: bool):
+        key = (provider.base_url or "", api_key, float(provider.timeout_seconds))
+        client = clients.get(key)
+        if client is None:
+            if asynchronous:
+                http_client = self.sdk.DefaultAsyncHttpxClient(transport=GuardedAsyncTransport())
+            else:
+                http_client = self.sdk.DefaultHttpxClient(transport=GuardedTransport())
+            options = {
+                # The SDKs refuse to build a client without a key, and given none they would read their vendor's
+                # variable from the environment (and send it to this endpoint): a keyless endpoint gets a word
+                # that is no one's key.
+                "api_key": api_key or NO_KEY,
+                "timeout": float(provider.timeout_seconds),
+                "max_retries": 0,
+                "http_client": http_client,
+            }
+            if provider.base_url:
+                options["base_url"] = provider.base_url
+            client = getattr(self.sdk, self.async_client_class if asynchronous else self.client_class)(
+                **options
+            )
+            clients[key] = client
+        return client
+
+    # --- streaming: the wire format's events read by one loop, sync or async ----------------------------------
+
+    @abstractmethod
+    def stream_create(self, client) -> Callable:
+        """The SDK's create call that streams this wire format (of the sync or the async client)."""
+
+    def stream_body(self, body: dict) -> dict:
+        """`body` as sent to stream."""
+        return {**body, "stream": True}
+
+    @abstractmethod
+    def stream_start(self) -> dict:
+        """What is known of the reply before its first event (filled in by `stream_event`)."""
+
+    @abstractmethod
+    def stream_event(self, data: dict, end: dict) -> str | None:
+        """Read one streamed event (as JSON): its text, if any; what it says about the reply goes into `end`."""
+
+    @abstractmethod
+    def stream_end(self, end: dict) -> Reply:
+        """The reply's metadata from what the events put in `end`."""
+
+    def stream(self, *, provider, api_key: str, body: dict, timeout: float) -> Iterator[StreamChunk]:
+        """The reply's text as the events bring it, then its metadata; `timeout` bounds the wait for each
+        event."""
+        create = self.stream_create(self.client(provider, api_key))
+        end = self.stream_start()
+        with (
+            self.errors_classified(provider),
+            create(**self.arguments(create, self.stream_body(body)), timeout=timeout) as events,
+        ):
+            for event in events:  # closed on the way out, also when the reader stops early
+                text = self.stream_event(event.model_dump(exclude_none=True), end)
+                if text:
+                    yield StreamChunk(text=text)
+        yield StreamChunk(end=self.stream_end(end), raw=end)
+
+    async def astream(
+        self, *, provider, api_key: str, body: dict, timeout: float
+    ) -> AsyncIterator[StreamChunk]:
+        """`stream` through the SDK's async client: no thread waits on the provider."""
+        create = self.stream_create(self.async_client(provider, api_key))
+        end = self.stream_start()
+        with self.errors_classified(provider):
+            events = await create(**self.arguments(create, self.stream_body(body)), timeout=timeout)
+            async with events:  # closed on the way out, also when the reader stops early
+                async for event in events:
+                    text = self.stream_event(event.model_dump(exclude_none=True), end)
+                    if text:
+                        yield StreamChunk(text=text)
+        yield StreamChunk(end=self.stream_end(end), raw=end)
 
     @abstractmethod
     def create_method(self, client) -> Callable:

@@ -26,14 +26,10 @@ from studies.pages import StepPage
 from .answers import conversation_end, debrief_read, opening_submit, rating_submit
 from .models import ChatSettings, Conversation, Label, Turn
 from .pets import KEYS, MAX, MIN, PETS_ITEMS, pets_order
+from .stream import reply_lines
 from .turns import (
-    Chunk,
     ConversationClosed,
-    Done,
-    Failed,
     MessageInvalid,
-    Reset,
-    Wait,
     chat_settings,
     participant_turn_store,
     participant_turns,
@@ -166,7 +162,7 @@ def talk_post(request, participant):
     if reply is None:
         return _stream_refused("", go=True) if streams else _to_step(participant)
     if streams:
-        response = StreamingHttpResponse(_lines(reply), content_type=STREAM_TYPE)
+        response = StreamingHttpResponse(reply_lines(request, reply), content_type=STREAM_TYPE)
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"  # nginx: pass the lines on as they come
         return response
@@ -179,24 +175,6 @@ def talk_post(request, participant):
 def _stream_refused(text: str, go: bool = False) -> HttpResponse:
     body = json.dumps({"refused": text} if not go else {"go": True}) + "\n"
     return HttpResponse(body, content_type=STREAM_TYPE, status=400 if text else 200)
-
-
-def _lines(reply: Turn):
-    """The reply's events as lines of JSON (see the module doc); a padding line first, so buffers let the
-    stream start at once."""
-    yield json.dumps({"start": reply.index}) + "\n"
-    for event in reply_events(reply):
-        if isinstance(event, Chunk):
-            yield json.dumps({"chunk": event.text}) + "\n"
-        elif isinstance(event, Wait):
-            yield json.dumps({"wait": event.text}) + "\n"
-        elif isinstance(event, Reset):
-            yield json.dumps({"reset": True}) + "\n"
-        elif isinstance(event, Done):
-            reply_shown(event.turn)
-            yield json.dumps({"done": event.turn.index, "text": event.turn.text}) + "\n"
-        elif isinstance(event, Failed):
-            yield json.dumps({"failed": event.text}) + "\n"
 
 
 # --- rating ------------------------------------------------------------------------------------------------

@@ -1,11 +1,118 @@
 """The safety check every participant message and every reply passes before it is shown or sent on.
 
-`message_check(text, *, study, role)` -> the result stored on the Turn (`Turn.safety`):
-{"ok": bool, "crisis": bool, "checks": [...]}. This module is the hook the conversation calls; the crisis-term
-list and the provider's moderation fill it in."""
+Two checks:
+
+* **the crisis-term list** (data/crisis_terms.txt: suicide, self-harm, danger), always, here, in microseconds;
+* **the provider's moderation endpoint** (OpenAI's /v1/moderations through the SDK, generation/moderation.py)
+  when the study names a moderation provider (`ChatSettings.moderation_provider`). It is a network call: run the
+  check outside any transaction (inside one, moderation is recorded as not run rather than holding locks while
+  it waits). A moderation failure is recorded and does not stop the message: the crisis list still ran.
+
+`safety_check(text, *, study, role)` returns the typed SafetyResult; `message_check` (the conversation's hook,
+kinds/chat/turns.py) returns it as the JSON stored in `Turn.safety`:
+{"ok": bool, "crisis": bool, "terms": [...], "moderation": {...} | null, "checks": [...]}.
+`crisis` (a crisis term, or moderation flagging self-harm) is what shows the participant the support resources
+(templates/ratings/chat_crisis.html); `ok` is false when anything was flagged. `crisis_terms_in(text)` is the
+list alone, cheap enough to run on a streamed reply's text so far.
+"""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from django.db import connection
+
+TERMS_FILE = Path(__file__).parent / "data" / "crisis_terms.txt"
+#: Moderation categories that mean the same as a crisis term (OpenAI's names).
+CRISIS_CATEGORIES = frozenset({"self-harm", "self-harm/intent", "self-harm/instructions"})
+CHECK_TERMS, CHECK_MODERATION = "crisis_terms", "moderation"
+
+
+@dataclass(frozen=True)
+class SafetyResult:
+    """The verdict on one message: `terms` the crisis terms found, `moderation` the endpoint's verdict (None: not
+    configured) or its error, `checks` the checks that ran."""
+
+    crisis: bool
+    flagged: bool
+    terms: tuple[str, ...] = ()
+    moderation: dict | None = None
+    checks: tuple[str, ...] = field(default=(CHECK_TERMS,))
+
+    @property
+    def ok(self) -> bool:
+        return not (self.crisis or self.flagged)
+
+    def as_json(self) -> dict:
+        return {
+            "ok": self.ok,
+            "crisis": self.crisis,
+            "terms": list(self.terms),
+            "moderation": self.moderation,
+            "checks": list(self.checks),
+        }
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.lower().replace("\u2019", "'").replace("\u2018", "'").split())
+
+
+@lru_cache(maxsize=1)
+def _terms() -> tuple[tuple[str, re.Pattern], ...]:
+    compiled = []
+    for line in TERMS_FILE.read_text(encoding="utf-8").splitlines():
+        term = line.strip()
+        if not term or term.startswith("#"):
+            continue
+        stem = term.rstrip("*")
+        words = [re.escape(w) for w in _normal(stem).split()]
+        pattern = r"[\s\-]*".join(words) if "-" in stem else r"\s+".join(words)
+        ending = r"[\w\-]*" if term.endswith("*") else r"(?!\w)"
+        pattern = r"(?<![\w'])" + pattern + ending
+        compiled.append((term, re.compile(pattern)))
+    return tuple(compiled)
+
+
+def crisis_terms_in(text: str) -> list[str]:
+    """The crisis terms (as written in the list) that `text` contains."""
+    normal = _normal(text)
+    return [term for term, pattern in _terms() if pattern.search(normal)]
+
+
+def _moderation_provider(study):
+    settings = getattr(study, "chat_settings", None)
+    return getattr(settings, "moderation_provider", None) if settings is not None else None
+
+
+def safety_check(text: str, *, study, role: str) -> SafetyResult:
+    """Both checks on `text` (a participant's message or a reply, `role` says which; the verdict is the same)."""
+    terms = tuple(crisis_terms_in(text))
+    provider = _moderation_provider(study)
+    if provider is None:
+        return SafetyResult(crisis=bool(terms), flagged=False, terms=terms)
+    if connection.in_atomic_block:
+        verdict = {"error": "not run: the check was called inside a transaction"}
+        return SafetyResult(crisis=bool(terms), flagged=False, terms=terms, moderation=verdict)
+    from generation.moderation import moderate
+    from generation.providers.base import ProviderError
+
+    try:
+        verdict = moderate(provider=provider, text=text).as_json()
+    except ProviderError as exc:
+        verdict = {"error": str(exc)[:500]}
+    categories = set(verdict.get("categories", ()))
+    return SafetyResult(
+        crisis=bool(terms) or bool(categories & CRISIS_CATEGORIES),
+        flagged=bool(verdict.get("flagged")),
+        terms=terms,
+        moderation=verdict,
+        checks=(CHECK_TERMS, CHECK_MODERATION),
+    )
+
 
 def message_check(text: str, *, study, role: str) -> dict:
-    return {"ok": True, "crisis": False, "checks": []}
+    """The conversation's hook: safety_check as the JSON stored in Turn.safety."""
+    return safety_check(text, study=study, role=role).as_json()
