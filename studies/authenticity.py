@@ -471,11 +471,13 @@ def stylesheet_fetched(*, participant: Participant) -> None:
     and rescores them: a read, and one write the first time only. Locks the row as `signals_record` does."""
     if ParticipantAuthenticity.objects.filter(participant_id=participant.pk, loaded=True).exists():
         return
+
+    def change(row: ParticipantAuthenticity) -> list[str]:
+        row.loaded = True
+        return ["loaded"]
+
     with transaction.atomic():
-        row = _locked_row(participant)
-        if not row.loaded:
-            row.loaded = True
-            _rescore_and_store(row, "loaded")
+        _row_change(participant, change)
 
 
 def authenticity_review(
