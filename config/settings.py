@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "kinds.rating",
     "kinds.questionnaire",
     "kinds.pairwise",
+    "kinds.chat",
     "ratings",
     "generation",
     "analysis",
