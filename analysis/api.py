@@ -154,7 +154,7 @@ class StudyExport(CSVView):
     )
     def get(self, request: Request, slug: str, what: str) -> StreamingHttpResponse:
         study = _study(slug)
-        if what not in exports.EXPORT_KINDS:
+        if what not in exports.export_names(study):
             raise Http404("No such export.")
         rules = options_from_query(request.query_params).rules
         response = StreamingHttpResponse(

@@ -194,7 +194,7 @@ def _csv_response(lines, filename: str) -> StreamingHttpResponse:
 @analyst_required
 def export(request: HttpRequest, slug: str, what: str) -> StreamingHttpResponse:
     study = _study(slug)
-    if what not in exports.EXPORT_KINDS:
+    if what not in exports.export_names(study):
         raise Http404("No such export.")
     rules = options_from_query(request.GET).rules
     response = _csv_response(

@@ -16,6 +16,7 @@ from datetime import datetime
 
 from studies.kinds import StudyKind, register
 
+from .analysis_plan import CHAT_PLAN
 from .assignment import conversation_create
 from .models import ChatSettings
 
@@ -41,6 +42,13 @@ class ChatKind(StudyKind):
         DEBRIEF: "kinds.chat.pages.DEBRIEF_PAGE",
     }
     settings_model = ChatSettings
+    # What researchers read (kinds/chat/analysis.py, views.py, exports.py).
+    analysis = "kinds.chat.analysis.CHAT_ANALYSIS"
+    analysis_page = "analysis:chat"
+    analysis_urls = "kinds.chat.urls.urlpatterns"
+    analysis_plan = CHAT_PLAN
+    answers_export = "kinds.chat.exports.conversation_export"
+    further_exports = {"transcript": "kinds.chat.exports.transcript_export"}
 
     def steps(self, study) -> list[str]:
         return [OPENING, TALK, RATE, DEBRIEF]

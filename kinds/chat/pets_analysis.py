@@ -1,8 +1,7 @@
-"""The Perceived Empathy of Technology Scale (PETS; Schmidmaier, Rupp, Cvetanova & Mayer, CHI 2024; CC BY), as
-the chat kind's analysis scores it: ten items answered on 0–100 sliders in random order, two covarying factors,
-Emotional Responsiveness (ER, items E1–E6) and Understanding & Trust (UT, items U1–U4). A factor's score is the
-mean of its items (0–100); the total is the mean of all ten. Items are numbered 1–10 in the analysis, 1–6 being
-E1–E6 and 7–10 being U1–U4.
+"""PETS (kinds/chat/pets.py: its items, factors and keys) on the analysis frame: ten items answered on 0–100
+sliders, two covarying factors, Emotional Responsiveness (ER) and Understanding & Trust (UT). A factor's score is
+the mean of its items (0–100); the total is the mean of all ten. In the frame items are numbered 1–10 in the
+order of `pets.PETS_ITEMS` (E1–E6, then U1–U4), columns `pets_1`…`pets_10`.
 """
 
 from __future__ import annotations
@@ -10,10 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-PETS_ITEMS = tuple(range(1, 11))
+from . import pets
+
+PETS_ITEMS = tuple(range(1, len(pets.PETS_ITEMS) + 1))
 PETS_FACTORS = {
-    "pets_er": ("Emotional Responsiveness", (1, 2, 3, 4, 5, 6)),
-    "pets_ut": ("Understanding & Trust", (7, 8, 9, 10)),
+    f"pets_{factor}": (name, tuple(i for i, (_, f, _) in enumerate(pets.PETS_ITEMS, start=1) if f == factor))
+    for factor, name in pets.FACTORS.items()
 }
 PETS_TOTAL = "pets"
 PETS_OUTCOMES = {PETS_TOTAL: "PETS (all ten items)", **{k: v[0] for k, v in PETS_FACTORS.items()}}

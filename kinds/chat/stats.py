@@ -23,7 +23,7 @@ A cell with fewer than two conversations has no HC3 variance (its leverage is 1)
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -256,6 +256,7 @@ class ChatStats:
     too_little: list[str]  # warnings: cells below ENOUGH_PER_CELL
     headline: str
     conversations: int
+    reliability: dict = field(default_factory=dict)  # Cronbach's α on the study's answers (pets_analysis)
 
 
 def chat_stats(
