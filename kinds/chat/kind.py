@@ -49,6 +49,8 @@ class ChatKind(StudyKind):
     analysis_plan = CHAT_PLAN
     answers_export = "kinds.chat.exports.conversation_export"
     further_exports = {"transcript": "kinds.chat.exports.transcript_export"}
+    power_planner = "kinds.chat.power.chat_power_plan"
+    launch_panel = "kinds.chat.power.chat_launch_power_html"
 
     def steps(self, study) -> list[str]:
         return [OPENING, TALK, RATE, DEBRIEF]

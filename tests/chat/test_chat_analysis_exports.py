@@ -120,3 +120,28 @@ def test_the_primary_test_is_the_interaction_in_the_plan_and_the_preregistration
     planned = study_planned_analysis(study=study)
     assert planned["primary_test"]["key"] == "interaction"
     assert CHAT_PLAN.primary.name in prereg_markdown(study)
+
+
+def test_power_plan_and_launch_panel_on_typed_effects():
+    from analysis.study_power import study_power_plan
+    from kinds.chat.power import chat_launch_power_context, chat_launch_power_html
+
+    study = chat_study(1)
+    plan = study_power_plan(study=study)
+    by = {(line.condition, line.power): line for line in plan.lines}
+    assert (
+        by[("source × label interaction", 0.8)].ratings_per_condition
+        > by[("source effect", 0.8)].ratings_per_condition
+    )
+    assert (
+        by[("source effect", 0.8)].participants_per_condition
+        == 4 * by[("source effect", 0.8)].ratings_per_condition
+    )
+    bigger = chat_launch_power_context(study=study, query={"effect-source": "20", "effect-sd": "20"})
+    assert bigger["typed"] and not bigger["typing_errors"]
+    first = {r["test"]: r["per_cell"] for r in bigger["rows"] if r["power"] == 80}
+    assert first["source effect"] < by[("source effect", 0.8)].ratings_per_condition
+    wrong = chat_launch_power_context(study=study, query={"effect-sd": "-3"})
+    assert wrong["typing_errors"]
+    html = chat_launch_power_html(study, {})
+    assert "Conversations a cell" in html and "effect-interaction" in html
