@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import time
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from generation.providers.base import HTTPReply, ProviderAdapter, Reply
+from generation.providers.base import HTTPReply, ProviderAdapter, Reply, StreamChunk
 
 MODEL = "test-model"
 OPENINGS = (
@@ -53,6 +56,7 @@ class PlaceholderAdapter(ProviderAdapter):
     kind = "test"
     label = "Test model (replies generated locally)"
     placeholder: ClassVar[bool] = True
+    word_seconds: ClassVar[float] = 0.04  # between the words of a streamed reply
 
     def request_build(self, *, model: str, system: str, messages: list[dict], params: dict) -> dict:
         body: dict[str, Any] = {"model": model, "messages": []}
@@ -72,6 +76,24 @@ class PlaceholderAdapter(ProviderAdapter):
             "finish_reason": "stop",
         }
         return HTTPReply(status=200, text=json.dumps(reply))
+
+    def stream(self, *, provider, api_key: str, body: dict, timeout: float) -> Iterator[StreamChunk]:
+        """The placeholder reply streamed a word at a time, `word_seconds` apart (a live conversation's demo and
+        tests: no network, no key), then its end with an estimate of the tokens."""
+        data = json.loads(self.send(provider=provider, api_key=api_key, body=body).text)
+        for word in re.findall(r"\S+\s*", data["text"]):
+            time.sleep(self.word_seconds)
+            yield StreamChunk(text=word)
+        usage_in = sum(len(str(m.get("content", ""))) for m in body.get("messages", [])) // 4 + 8
+        end = Reply(
+            text="",
+            finish_reason=data["finish_reason"],
+            model_returned=data["model"],
+            response_id=data["id"],
+            usage_in=usage_in,
+            usage_out=len(data["text"].split()),
+        )
+        yield StreamChunk(end=end, raw=data)
 
     def reply_parse(self, data: dict) -> Reply:
         return Reply(

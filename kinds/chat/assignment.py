@@ -8,6 +8,7 @@ from datetime import datetime
 from django.db.models import Count
 
 from studies.balancing import counted_participants, fewest_first
+from studies.models import StudySituation
 
 from .models import ChatSettings, Conversation, Label
 
@@ -45,4 +46,28 @@ def conversation_create(participant, *, rng: random.Random, now: datetime) -> Co
     counts = cell_counts(study, participant.condition_id, now)
     by_id = {LABEL_IDS[label]: n for label, n in counts.items()}
     label = Label.values[fewest_first(by_id, rng)[0]]
-    return Conversation.objects.create(participant=participant, condition_id=participant.condition_id, label=label)
+    return Conversation.objects.create(
+        participant=participant,
+        condition_id=participant.condition_id,
+        label=label,
+        situation_id=_situation(study, rng, now),
+    )
+
+
+def _situation(study, rng: random.Random, now: datetime) -> int | None:
+    """The study's corpus situation the fewest counted conversations were given (None: the study has none)."""
+    counts = dict.fromkeys(
+        StudySituation.objects.filter(study=study).values_list("situation_id", flat=True), 0
+    )
+    if not counts:
+        return None
+    rows = (
+        Conversation.objects.filter(participant__study=study, situation__in=list(counts))
+        .filter(counted_participants(study, now, prefix="participant__"))
+        .order_by()
+        .values("situation")
+        .annotate(n=Count("id"))
+    )
+    for row in rows:
+        counts[row["situation"]] = row["n"]
+    return fewest_first(counts, rng)[0]

@@ -60,8 +60,12 @@ class ChatSettings(models.Model):
     scale_question = models.CharField(
         max_length=300, default="Overall, how empathetic was the conversation partner?"
     )
-    scale = models.JSONField(default=default_chat_scale, help_text="List of {value, label}, shown in this order.")
-    ask_free_text = models.BooleanField(default=True, help_text="An optional free-text comment after the rating.")
+    scale = models.JSONField(
+        default=default_chat_scale, help_text="List of {value, label}, shown in this order."
+    )
+    ask_free_text = models.BooleanField(
+        default=True, help_text="An optional free-text comment after the rating."
+    )
     fallback_condition = models.ForeignKey(
         Condition,
         null=True,
@@ -71,10 +75,16 @@ class ChatSettings(models.Model):
         help_text="An LLM condition that answers when the source fails, times out or the budget is spent.",
     )
     token_cap_per_participant = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Tokens (in + out) one participant's conversation may use; blank: no cap."
+        null=True,
+        blank=True,
+        help_text="Tokens (in + out) one participant's conversation may use; blank: no cap.",
     )
     budget_usd = models.DecimalField(
-        max_digits=10, decimal_places=2, null=True, blank=True, help_text="The study's spend on replies, at most."
+        max_digits=10,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text="The study's spend on replies, at most.",
     )
     person_reply_seconds = models.PositiveIntegerField(
         default=180, validators=[MinValueValidator(10)], help_text="A person responder's time limit a reply."
@@ -99,20 +109,30 @@ class Conversation(models.Model):
 
     participant = models.OneToOneField(Participant, on_delete=models.CASCADE, related_name="conversation")
     condition = models.ForeignKey(
-        Condition, on_delete=models.PROTECT, related_name="conversations", help_text="The source (an LLM or a person)."
+        Condition,
+        on_delete=models.PROTECT,
+        related_name="conversations",
+        help_text="The source (an LLM or a person).",
     )
     label = models.CharField(max_length=8, choices=Label.choices)
-    situation = models.ForeignKey(Situation, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    situation = models.ForeignKey(
+        Situation, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     opening_source = models.CharField(max_length=8, choices=OpeningSource.choices, blank=True)
     opening_text = models.TextField(blank=True, help_text="The situation as the participant saw or wrote it.")
     state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN, db_index=True)
-    fallback_used = models.BooleanField(default=False, help_text="The fallback condition answered at least once.")
-    crisis_shown_at = models.DateTimeField(null=True, blank=True, help_text="When the support resources were shown.")
+    fallback_used = models.BooleanField(
+        default=False, help_text="The fallback condition answered at least once."
+    )
+    crisis_shown_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the support resources were shown."
+    )
     tokens_used = models.PositiveIntegerField(default=0)
     cost = models.DecimalField(max_digits=14, decimal_places=8, default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     opened_at = models.DateTimeField(null=True, blank=True, help_text="When the opening was settled.")
     ended_at = models.DateTimeField(null=True, blank=True)
+    debriefed_at = models.DateTimeField(null=True, blank=True, help_text="When the debrief was read.")
 
     class Meta:
         indexes = [models.Index(fields=["condition", "label"], name="chat_conversation_cell")]
@@ -144,20 +164,35 @@ class Turn(models.Model):
         help_text="Who answered (the source, or the fallback); blank for the participant's turns.",
     )  # fmt: skip
     attempts = models.PositiveSmallIntegerField(default=0, help_text="Provider calls made for this reply.")
+    claimed_until = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="A pending reply is being produced by one request until then (its lease).",
+    )
     sent_at = models.DateTimeField(help_text="Participant: when sent. Reply: when asked for.")
     first_token_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
-    shown_at = models.DateTimeField(null=True, blank=True, help_text="When the reply was first shown in full.")
+    shown_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the reply was first shown in full."
+    )
     model = models.CharField(max_length=200, blank=True, help_text="The model returned (or asked for).")
-    settings = models.JSONField(default=dict, blank=True, help_text="Decoding settings (temperature, top_p, …).")
-    prompt = models.JSONField(null=True, blank=True, help_text="The full request: system prompt and messages.")
+    settings = models.JSONField(
+        default=dict, blank=True, help_text="Decoding settings (temperature, top_p, …)."
+    )
+    prompt = models.JSONField(
+        null=True, blank=True, help_text="The full request: system prompt and messages."
+    )
     seed = models.BigIntegerField(null=True, blank=True)
     input_tokens = models.PositiveIntegerField(null=True, blank=True)
     output_tokens = models.PositiveIntegerField(null=True, blank=True)
     cost = models.DecimalField(max_digits=14, decimal_places=8, default=0)
     finish_reason = models.CharField(max_length=64, blank=True)
-    safety = models.JSONField(default=dict, blank=True, help_text="The safety check's result (kinds/chat/safety.py).")
-    live_call = models.ForeignKey(LiveCall, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    safety = models.JSONField(
+        default=dict, blank=True, help_text="The safety check's result (kinds/chat/safety.py)."
+    )
+    live_call = models.ForeignKey(
+        LiveCall, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     responder = models.ForeignKey(
         django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
         help_text="The person who typed the reply (a person source).",
@@ -189,5 +224,3 @@ class ChatRating(models.Model):
 
     def __str__(self) -> str:
         return f"rating of {self.conversation_id}"
-
-

@@ -1,0 +1,18 @@
+import pytest
+
+from generation.providers.placeholder import PlaceholderAdapter
+from kinds.chat.demo import chat_demo_create
+from kinds.chat.models import ChatSettings
+
+
+@pytest.fixture
+def fast_model(monkeypatch):
+    monkeypatch.setattr(PlaceholderAdapter, "word_seconds", 0.0)
+
+
+@pytest.fixture
+def chat_demo(db, fast_model):
+    study = chat_demo_create()
+    ChatSettings.objects.filter(study=study).update(min_reply_wait_ms=0)
+    study.refresh_from_db()
+    return study

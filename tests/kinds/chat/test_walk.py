@@ -1,0 +1,95 @@
+"""A participant of chat-demo over HTTP without JavaScript: consent, the opening, a conversation whose turns are
+each stored before they are shown, the rating (PETS and the scale), the debrief, the completion code."""
+
+import json
+
+import pytest
+
+from kinds.chat.models import ChatRating, Conversation, Turn
+from kinds.chat.pets import KEYS
+from studies.models import Participant
+from tests.ratings.helpers import current_step, enter, post_step, step_url
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _rate(client, study):
+    data = {f"pets_{key}": str(10 * i) for i, key in enumerate(KEYS)}
+    return post_step(client, study, step="chat_rate", scale="2", free_text="Kind replies.", **data)
+
+
+def test_a_participant_talks_rates_reads_the_debrief_and_gets_the_code(client, chat_demo):
+    enter(client, chat_demo, "CHAT1")
+    assert post_step(client, chat_demo, decision="agree").status_code == 302
+    step, page = current_step(client, chat_demo)
+    assert step == "chat_opening"
+    assert "Start the conversation about it" in page.content.decode()
+    assert post_step(client, chat_demo, step="chat_opening", opening="corpus").status_code == 302
+    step, page = current_step(client, chat_demo)
+    assert step == "chat_talk"
+    html = page.content.decode()
+    assert "Finish the conversation" in html
+    conversation = Conversation.objects.get(participant__external_id="CHAT1")
+    assert conversation.opening_source == "corpus" and conversation.opening_text
+
+    for n, text in enumerate(["My dog died last week.", "I keep looking for him at the door."]):
+        response = post_step(client, chat_demo, step="chat_talk", action="send", message=text)
+        assert response.status_code == 302
+        turns = list(conversation.turns.order_by("index"))
+        assert [t.role for t in turns] == ["participant", "responder"] * (n + 1)
+        reply = turns[-1]
+        assert reply.status == "complete" and reply.text and reply.live_call_id
+        assert reply.prompt["messages"][-1] == {"role": "user", "content": text}
+        assert reply.input_tokens and reply.output_tokens and reply.finish_reason == "stop"
+        assert reply.sent_at <= reply.first_token_at <= reply.completed_at
+        html = client.get(step_url(chat_demo)).content.decode()
+        assert reply.text.split()[0] in html
+    assert Turn.objects.filter(conversation=conversation, shown_at__isnull=True).count() == 2  # participant's
+
+    assert post_step(client, chat_demo, step="chat_talk", action="finish").status_code == 302
+    step, page = current_step(client, chat_demo)
+    assert step == "chat_rate"
+    assert page.content.decode().count('type="range"') == 10
+    assert _rate(client, chat_demo).status_code == 302
+    rating = ChatRating.objects.get(conversation=conversation)
+    assert rating.scale_value == 2 and rating.free_text == "Kind replies."
+    assert rating.pets_er == pytest.approx(sum(10 * i for i in range(6)) / 6)
+    assert rating.pets_ut == pytest.approx(sum(10 * i for i in range(6, 10)) / 4)
+    assert sorted(rating.pets_order) == sorted(KEYS)
+
+    step, page = current_step(client, chat_demo)
+    assert step == "chat_debrief" and "not always true" in page.content.decode()
+    assert post_step(client, chat_demo, step="chat_debrief").status_code == 302
+    assert "CHAT-COMPLETE" in client.get(step_url(chat_demo)).content.decode()
+    assert Participant.objects.get(external_id="CHAT1").status == "completed"
+
+
+def test_the_stream_sends_the_reply_in_chunks_and_a_second_post_stores_nothing(client, chat_demo):
+    enter(client, chat_demo, "CHAT2")
+    post_step(client, chat_demo, decision="agree")
+    post_step(client, chat_demo, step="chat_opening", opening="corpus")
+    response = client.post(
+        step_url(chat_demo),
+        {"step": "chat_talk", "action": "send", "message": "I failed my exam today."},
+        HTTP_ACCEPT="application/x-ndjson",
+    )
+    assert response.streaming
+    lines = [json.loads(line) for line in b"".join(response.streaming_content).decode().splitlines()]
+    chunks = [line["chunk"] for line in lines if "chunk" in line]
+    done = lines[-1]
+    assert len(chunks) > 3 and "".join(chunks) == done["text"] and done["done"] == 1
+    again = client.post(step_url(chat_demo), {"step": "chat_talk", "action": "send", "message": "I failed my exam today."})
+    assert again.status_code == 302  # the double post: the conversation is open again, so it is a new message…
+    conversation = Conversation.objects.get(participant__external_id="CHAT2")
+    assert conversation.turns.count() == 4  # … stored once, with its own reply
+
+
+def test_a_message_too_short_is_refused_and_nothing_stored(client, chat_demo):
+    enter(client, chat_demo, "CHAT3")
+    post_step(client, chat_demo, decision="agree")
+    post_step(client, chat_demo, step="chat_opening", opening="corpus")
+    response = post_step(client, chat_demo, step="chat_talk", action="send", message="hi")
+    assert response.status_code == 400 and "at least 5 characters" in response.content.decode()
+    assert not Turn.objects.filter(conversation__participant__external_id="CHAT3").exists()
+    refused = post_step(client, chat_demo, step="chat_talk", action="finish")
+    assert refused.status_code == 400  # fewer than the minimum of messages
