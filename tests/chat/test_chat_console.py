@@ -123,3 +123,26 @@ def test_racing_responders_never_take_the_same_reply(requires_postgres, django_u
     results, errors = race(send, 8)
     assert len(results) == 1 and all(isinstance(e, ConsoleError) for e in errors.values())
     assert Turn.objects.get(pk=turn_id).responder_id == holder.pk
+
+
+@pytest.mark.django_db
+def test_console_pages_work_as_plain_form_posts(client, django_user_model):
+    study = person_study(1)
+    alice = responder(django_user_model, "alice")
+    url = f"/analysis/{study.slug}/chat/console/"
+    assert client.get(url).status_code == 302  # to the login
+    client.force_login(
+        django_user_model.objects.create_user(username="nobody", password="x-pass-1234", is_staff=True)
+    )
+    assert client.get(url).status_code == 403
+    client.force_login(alice)
+    page = client.get(url).content.decode()
+    assert "1 conversation waiting for a person" in page and 'id="nothing-held"' in page
+    client.post(url + "take")
+    page = client.get(url).content.decode()
+    assert "message 0" in page and "Time left for this reply" in page
+    turn = ResponderClaim.objects.get().turn
+    assert client.get(url + "status.json").json()["held"][str(turn.pk)] > 0
+    response = client.post(url + "reply", {"turn": turn.pk, "text": "I hear you."}, follow=True)
+    assert "Your reply was sent." in response.content.decode()
+    assert Turn.objects.get(pk=turn.pk).text == "I hear you."
