@@ -83,7 +83,9 @@ def chat_demo_create() -> Study:
         study = Study.objects.create(slug=CHAT_SLUG, **SETTINGS)
         _llm(study, "test-model", provider, enrolling=True, position=0)
         fallback = _llm(study, "fallback", provider, enrolling=False, position=1)
-        StudySituation.objects.bulk_create([StudySituation(study=study, situation=s) for s in _demo_situations()])
+        StudySituation.objects.bulk_create(
+            [StudySituation(study=study, situation=s) for s in _demo_situations()]
+        )
         ChatSettings.objects.create(
             study=study,
             opening=ChatSettings.Opening.EITHER,

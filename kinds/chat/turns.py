@@ -361,7 +361,6 @@ def _complete_llm(turn, lease, reply, first_token_at, condition, is_fallback) ->
         "cost": getattr(reply, "cost", Decimal(0)) or Decimal(0),
         "live_call_id": getattr(record, "pk", None),
         "claimed_until": None,
-        "error": "",
     }
     if record is not None:
         fields["prompt"] = record.request

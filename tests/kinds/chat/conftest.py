@@ -3,6 +3,7 @@ import pytest
 from generation.providers.placeholder import PlaceholderAdapter
 from kinds.chat.demo import chat_demo_create
 from kinds.chat.models import ChatSettings
+from tests.generation.conftest import api_key  # noqa: F401 (the loopback provider's key, a fixture)
 
 
 @pytest.fixture

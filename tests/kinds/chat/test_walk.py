@@ -78,8 +78,12 @@ def test_the_stream_sends_the_reply_in_chunks_and_a_second_post_stores_nothing(c
     chunks = [line["chunk"] for line in lines if "chunk" in line]
     done = lines[-1]
     assert len(chunks) > 3 and "".join(chunks) == done["text"] and done["done"] == 1
-    again = client.post(step_url(chat_demo), {"step": "chat_talk", "action": "send", "message": "I failed my exam today."})
-    assert again.status_code == 302  # the double post: the conversation is open again, so it is a new message…
+    again = client.post(
+        step_url(chat_demo), {"step": "chat_talk", "action": "send", "message": "I failed my exam today."}
+    )
+    assert (
+        again.status_code == 302
+    )  # the double post: the conversation is open again, so it is a new message…
     conversation = Conversation.objects.get(participant__external_id="CHAT2")
     assert conversation.turns.count() == 4  # … stored once, with its own reply
 
