@@ -62,7 +62,7 @@
     say("Your reply is on its way.");
     var target = null;
     var queue = Promise.resolve();
-    fetch(form.action, {
+    fetch(form.getAttribute("action"), {
       method: "POST", body: data, credentials: "same-origin",
       headers: { "Accept": "application/x-ndjson", "X-CSRFToken": data.get("csrfmiddlewaretoken") }
     }).then(function (response) {
