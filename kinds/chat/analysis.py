@@ -24,6 +24,7 @@ from studies.selectors import study_planned_analysis
 from .assignment import study_labels
 from .exports import chat_frame, scale_labels
 from .figures import figure_alt, figure_svg, pets_by_cell
+from .judge_analysis import judge_calibrations
 from .pets_analysis import reliability
 from .stats import ChatStats, ChatStatsError, chat_stats
 
@@ -79,6 +80,7 @@ def report_context(study: Study, result: ChatStats) -> dict:
         "figure_alt": figure_alt(result),
         "reliability": result.reliability,
         "design": design_lines(design_of(study)),
+        "judges": judge_calibrations(study),
     }
 
 

@@ -70,6 +70,9 @@ class ChatKind(StudyKind):
     answers_export = "kinds.chat.exports.conversation_export"
     further_exports = {"transcript": "kinds.chat.exports.transcript_export"}
     power_planner = "kinds.chat.power.chat_power_plan"
+    # LLM judges rate each rated conversation's transcript on the study's scale (kinds/chat/judge_format.py).
+    judged = True
+    judge_format = "kinds.chat.judge_format.TRANSCRIPTS"
     launch_panel = "kinds.chat.power.chat_launch_power_html"
 
     def steps(self, study) -> list[str]:
