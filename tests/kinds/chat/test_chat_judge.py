@@ -12,7 +12,7 @@ from kinds.chat.judge_format import TRANSCRIPTS, transcript_responses
 from kinds.chat.models import ChatRating, Conversation
 from studies.models import Response
 from tests.analysis.judge_builders import judge_create
-from tests.chat.test_chat_analysis_exports import chat_study
+from tests.kinds.chat.test_chat_analysis_exports import chat_study
 
 pytestmark = pytest.mark.django_db
 
