@@ -145,3 +145,21 @@ def test_power_plan_and_launch_panel_on_typed_effects():
     assert wrong["typing_errors"]
     html = chat_launch_power_html(study, {})
     assert "Conversations a cell" in html and "effect-interaction" in html
+
+
+def test_the_transcript_is_offered_by_the_command_the_api_and_the_page_only_for_chat_studies(
+    staff_client, tmp_path
+):
+    from django.core.management import CommandError, call_command
+
+    study = chat_study(1)
+    out = tmp_path / "t.csv"
+    call_command("export", study.slug, "--what", "transcript", "--out", str(out))
+    assert len(out.read_text().splitlines()) == 1 + 4 * 4  # header + four turns of four conversations
+    assert staff_client.get(f"/analysis/{study.slug}/exports/transcript.csv").status_code == 200
+    assert staff_client.get(f"/api/studies/{study.slug}/exports/transcript.csv").status_code == 200
+    other = StudyFactory()  # a rating study has no transcript
+    with pytest.raises(CommandError, match="no export 'transcript'"):
+        call_command("export", other.slug, "--what", "transcript", "--out", str(out))
+    assert staff_client.get(f"/analysis/{other.slug}/exports/transcript.csv").status_code == 404
+    assert staff_client.get(f"/api/studies/{other.slug}/exports/transcript.csv").status_code == 404
