@@ -29,6 +29,11 @@ FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 EXPORT_KINDS = ("ratings", "participants", "responses")
 
 
+def export_names(study: Study) -> tuple[str, ...]:
+    """The exports a study offers: the spine's and its kind's further ones (`StudyKind.further_exports`)."""
+    return EXPORT_KINDS + tuple(kind_of(study).further_exports)
+
+
 class ExportError(Exception):
     pass
 
@@ -222,6 +227,12 @@ def export_lines(
         if not reveal_participant_ids:
             records = _pseudonymised(records, header=header, study=study)
         return csv_lines(header, records)
+    further = kind_of(study).further_exports.get(what)
+    if further is not None:  # the kind's own further export (e.g. the chat kind's transcript)
+        header, records = resolved(further)(study, rules)
+        if not reveal_participant_ids:
+            records = _pseudonymised(records, header=header, study=study)
+        return csv_lines(header, records)
     if what == "ratings" and export_sql.sql_export_supported(rules=rules, flag_columns=RATING_FLAG_COLUMNS):
         return _copy_lines(study=study, rules=rules, pseudonymise=not reveal_participant_ids)
     if what == "ratings":
@@ -236,7 +247,7 @@ def export_lines(
         return csv_lines(header, records)
     if what == "responses":
         return csv_lines(response_export_header(), response_export_records(study=study))
-    raise ExportError(f"unknown export {what!r}: choose one of {', '.join(EXPORT_KINDS)}")
+    raise ExportError(f"unknown export {what!r}: choose one of {', '.join(export_names(study))}")
 
 
 class CsvStream:

@@ -167,12 +167,18 @@ def figure_inline(analysis, name: str) -> str:
     """A figure's SVG to put in a page: no XML prolog; drawn at 1 px per point (a `MIN_FONT_PT` text is then
     11 px high; pages let a figure wider than the screen scroll sideways); an image named by its caption, whose
     id is `figure-<name>-caption` (the page writes the caption: `figure_alt`)."""
-    svg = figure_render(analysis, name, "svg").decode("utf-8")
+    return svg_inline(figure_render(analysis, name, "svg"), caption_id=f"figure-{name}-caption")
+
+
+def svg_inline(svg_bytes: bytes, *, caption_id: str) -> str:
+    """Matplotlib's SVG bytes as a page puts them inline: no XML prolog, 1 px per point, an image named by the
+    element `caption_id` (any kind's figures)."""
+    svg = svg_bytes.decode("utf-8")
     svg = svg[svg.index("<svg") :]
     return _SVG_SIZE.sub(
         lambda m: (
             f'<svg{m[1]} width="{math.ceil(float(m[2]))}" height="{math.ceil(float(m[3]))}" role="img" '
-            f'aria-labelledby="figure-{name}-caption"'
+            f'aria-labelledby="{caption_id}"'
         ),
         svg,
         count=1,

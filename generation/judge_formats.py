@@ -141,14 +141,18 @@ class ScaleFormat:
     def fields(self, *, study: Study, response: Response, versus: Response | None) -> dict[str, str]:
         return {"response": response.text, "scale": ", ".join(str(o["label"]) for o in study.scale)}
 
+    def responses_of(self, study: Study):
+        """The responses it rates: every response of the study (a kind's format may rate others)."""
+        return Response.objects.filter(condition__study=study)
+
     def read(self, text: str, *, study: Study) -> tuple[int, bool | None]:
         return reply_value(text, scale=study.scale), None
 
     def units(
         self, *, study: Study, conditions: list[Condition] | None = None, responses: set[int] | None = None
     ) -> list[Unit]:
-        """Every response of the study (in `conditions`; among `responses` ids)."""
-        found = Response.objects.filter(condition__study=study)
+        """Every response the format rates (`responses_of`; in `conditions`; among `responses` ids)."""
+        found = self.responses_of(study)
         if conditions is not None:
             found = found.filter(condition__in=conditions)
         if responses is not None:
@@ -157,7 +161,7 @@ class ScaleFormat:
 
     def unit_count(self, *, study: Study, conditions: list[Condition] | None = None) -> int:
         """How many units `units` gives (one COUNT: the run page asks on every refresh)."""
-        found = Response.objects.filter(condition__study=study)
+        found = self.responses_of(study)
         return (found if conditions is None else found.filter(condition__in=conditions)).count()
 
 

@@ -21,29 +21,15 @@ from studies.kinds.base import (
     CONDITIONS,
     MATERIAL,
     TEXTS,
-    AnalysisPlan,
     LaunchProblem,
-    PlannedTest,
     SetupTexts,
 )
 from studies.models import Condition, Participant, Study
 
+from .analysis_plan import CHAT_PLAN
 from .assignment import conversation_create
 from .models import ChatSettings, Conversation, Label
 from .turns import chat_settings
-
-# The chat kind's planned analysis (its analysis fills it in): one conversation per participant is the unit.
-CHAT_PLAN = AnalysisPlan(
-    primary=PlannedTest(
-        "source_label",
-        "PETS factor scores (Emotional Responsiveness; Understanding & Trust) by source × label: two-way ANOVA per "
-        "factor with the source × label interaction, one conversation per participant",
-    ),
-    secondary=(
-        PlannedTest("scale", "the study's scale by source × label (ordinal: proportional-odds model)"),
-        PlannedTest("cells", "factor means per cell with 95% intervals"),
-    ),
-)
 
 OPENING = "chat_opening"
 TALK = "chat_talk"
@@ -69,7 +55,6 @@ class ChatKind(StudyKind):
     settings_model = ChatSettings
     admin_inlines = ["kinds.chat.admin.ChatSettingsInline"]
     status_columns = [("conversations", "conversations"), ("rated", "rated"), ("fallback", "fallback used")]
-    analysis_plan = CHAT_PLAN
     material_title = "Situations and the conversation"
     demo = "kinds.chat.demo.chat_demo_create"
     setup_texts = SetupTexts(
@@ -78,6 +63,18 @@ class ChatKind(StudyKind):
         welcome="You will have a short written conversation about a situation that stirs emotions, then say how "
         "it felt.",
     )
+    # What researchers read (kinds/chat/analysis.py, views.py, exports.py).
+    analysis = "kinds.chat.analysis.CHAT_ANALYSIS"
+    analysis_page = "analysis:chat"
+    analysis_urls = "kinds.chat.urls.urlpatterns"
+    analysis_plan = CHAT_PLAN
+    answers_export = "kinds.chat.exports.conversation_export"
+    further_exports = {"transcript": "kinds.chat.exports.transcript_export"}
+    power_planner = "kinds.chat.power.chat_power_plan"
+    # LLM judges rate each rated conversation's transcript on the study's scale (kinds/chat/judge_format.py).
+    judged = True
+    judge_format = "kinds.chat.judge_format.TRANSCRIPTS"
+    launch_panel = "kinds.chat.power.chat_launch_power_html"
 
     def steps(self, study) -> list[str]:
         return [OPENING, TALK, RATE, *([DEBRIEF] if misleading_cells(study) else [])]

@@ -224,3 +224,19 @@ class ChatRating(models.Model):
 
     def __str__(self) -> str:
         return f"rating of {self.conversation_id}"
+
+
+class ResponderClaim(models.Model):
+    """A person responder's hold on one pending reply of a person source (kinds/chat/console.py): taken from the
+    queue by one responder only (the turn is unique here, and taken under SELECT … FOR UPDATE SKIP LOCKED), until
+    they reply, give it back (the row is deleted) or the study's time limit a reply passes (the fallback answers)."""
+
+    turn = models.OneToOneField(Turn, on_delete=models.CASCADE, related_name="claim")
+    responder = models.ForeignKey(django_settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    claimed_at = models.DateTimeField()
+
+    class Meta:
+        permissions = [("respond", "Can answer participants at the responder console")]
+
+    def __str__(self) -> str:
+        return f"turn {self.turn_id} claimed by {self.responder_id}"

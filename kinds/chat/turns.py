@@ -279,11 +279,23 @@ def _produce(turn, conversation, settings, lease) -> Iterator:
     return True
 
 
+def person_wait_text(settings: ChatSettings) -> str:
+    """The participant's stated wait while a person source writes: the time limit a reply, in words that do not
+    say who writes (the label shown is the other factor)."""
+    seconds = settings.person_reply_seconds
+    limit = (
+        f"{seconds // 60} minute{'s' if seconds >= 120 else ''}"
+        if seconds % 60 == 0
+        else f"{seconds} seconds"
+    )
+    return f"Your conversation partner is writing a reply. It can take up to {limit}; please keep this page open."
+
+
 def _person_wait(turn: Turn, settings: ChatSettings, lease: datetime):
     """A person source: the responder console completes the row (`reply_complete`); past the study's time limit
     a reply, None (the fallback answers)."""
     deadline = turn.sent_at + timedelta(seconds=settings.person_reply_seconds)
-    yield Wait("Your reply is on its way.")  # the same words for every source: the label alone says who
+    yield Wait(person_wait_text(settings))
     while timezone.now() < deadline:
         turn.refresh_from_db()
         if turn.status == Turn.Status.COMPLETE:

@@ -26,7 +26,7 @@ entry and consent pages, recruiting-platform handling and exactly-once answers. 
 * **capabilities** — what the kind's studies offer beyond the spine, each left out by a kind that does not
   offer it: `corpus_import` (prompts and responses from a corpus file), `judged` (LLM judges answer its
   items, asked and read by its `judge_format`), `exclusion_flags` (each participant's flags under the declared exclusion rules, while it runs),
-  `power_planner` (power before launch), `answers_export` (its own answers export), `bundle` (its part of the open-science bundle), `wave_keeps_conditions` (what a wave copies), `questionnaire(study)` (questionnaire runs: an
+  `power_planner` (power before launch), `answers_export` (its own answers export), `further_exports` (its exports beside the spine's), `bundle` (its part of the open-science bundle), `wave_keeps_conditions` (what a wave copies), `questionnaire(study)` (questionnaire runs: an
   instrument answered before and after a situation, by people and models).
 
 A new kind is one subclass and one `registry.register(...)` call; nothing else branches on `study.kind`: code
@@ -249,6 +249,9 @@ class StudyKind(ABC):
     # Dotted path of (study) -> (header, records): the study's answers export when its answers are not ratings
     # of single responses (analysis/exports.py serves it as the `ratings` export). None: the ratings export.
     answers_export: ClassVar[str | None] = None
+    # Its further exports beside the spine's (name -> dotted path of (study, rules) -> (header, records)), served
+    # by analysis/exports.py under their names like the spine's (e.g. the chat kind's turn-by-turn transcript).
+    further_exports: ClassVar[dict[str, str]] = {}
     # Dotted path of (participant) -> (timed, judged), what the authenticity score reads of a finished
     # participant's answers (studies/authenticity_answers.py): (words on the page, ms from shown to answered) per
     # answered page, (their answer, the study's judges' answer) per item a judge answered. None: not read.

@@ -21,7 +21,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("study_slug")
-        parser.add_argument("--what", required=True, choices=exports.EXPORT_KINDS)
+        parser.add_argument(
+            "--what",
+            required=True,
+            help=f"{', '.join(exports.EXPORT_KINDS)}, or one of the study's kind's further exports (e.g. transcript)",
+        )
         parser.add_argument("--out", required=True, help="File to write, or - for standard output.")
         parser.add_argument(
             "--no-exclusions",
@@ -35,6 +39,8 @@ class Command(BaseCommand):
         except Study.DoesNotExist:
             raise CommandError(f"no study with slug {study_slug!r}") from None
         rules = ExclusionRules.none() if no_exclusions else None  # None: the study's declared rules
+        if what not in exports.export_names(study):
+            raise CommandError(f"no export {what!r}: choose one of {', '.join(exports.export_names(study))}")
         lines = exports.export_lines(study=study, what=what, rules=rules)
         if out == "-":
             for line in lines:
