@@ -40,7 +40,11 @@ def panas_llm_study(slug, provider, model, condition, *, runs, seed):
     per situation, how many of the Anger situations)."""
     default_runs, evoked_runs, situations = runs
     study = panas_study(
-        slug, f"EmotionBench on {model}", llm_default_runs=default_runs, llm_evoked_runs=evoked_runs, seed=seed
+        slug,
+        f"EmotionBench on {model}",
+        llm_default_runs=default_runs,
+        llm_evoked_runs=evoked_runs,
+        seed=seed,
     )
     chosen = list(Situation.objects.filter(emotion="Anger"))[:situations]
     StudySituation.objects.bulk_create([StudySituation(study=study, situation=s) for s in chosen])

@@ -8,8 +8,8 @@ import pytest
 from django.test import Client
 
 from kinds.pairwise.frame import pairwise_answer_rows
-from kinds.pairwise.models import PairItem
 from kinds.pairwise.kind import answered_pairs
+from kinds.pairwise.models import PairItem
 from kinds.pairwise.pages import pair_answer_submit
 from kinds.pairwise.traps import PICTURE_OPTIONS
 from studies.authenticity import NOT_LOADED, picture_answer

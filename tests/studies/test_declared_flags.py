@@ -5,9 +5,9 @@ changes what the rules read, and under answers racing the page's refreshes."""
 import pytest
 
 from kinds.rating.live_exclusions import rating_exclusion_flags
+from kinds.rating.models import Rating
 from kinds.rating.services import rating_submit
 from studies.declared_flags import flagged_by_rules, flags_refresh
-from kinds.rating.models import Rating
 from studies.models import Assignment, FlagsStale, Participant, ParticipantAuthenticity, Study
 from studies.participants import participant_enroll, participant_return
 from tests.factories import (
