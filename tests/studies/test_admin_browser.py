@@ -48,6 +48,8 @@ def test_the_admins_study_pages_pass_axe(admin_page, live_server):
         reverse("admin:studies_study_amend", args=[pairwise.pk]) + "?field=worked_examples",
         reverse("admin:studies_study_amend", args=[demo.pk]) + "?field=exclusion_rules",
         reverse("admin:studies_study_amend", args=[demo.pk]) + "?field=worked_examples",
+        # A field of the rating kind's own settings (kinds/rating/models.py), amended like the study's.
+        reverse("admin:studies_study_amend", args=[demo.pk]) + "?field=scale_question",
         reverse("admin:generation_generationjob_changelist"),
         reverse("admin:generation_studies"),
     ]
@@ -57,6 +59,9 @@ def test_the_admins_study_pages_pass_axe(admin_page, live_server):
         assert response.status == 200, url
         violations += axe_violations(admin_page)
     assert violations == []
+    admin_page.goto(live_server.url + reverse("admin:studies_study_change", args=[demo.pk]))
+    assert admin_page.locator("#rating_settings-group").is_visible()  # the rating kind's settings inline
+    screenshot(admin_page, "admin-study-rating-settings")
 
 
 def test_the_study_lists_page_links_are_not_clipped_at_1280_px(admin_page, live_server):
