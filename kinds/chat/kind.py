@@ -53,6 +53,7 @@ class ChatKind(StudyKind):
         DEBRIEF: "kinds.chat.pages.DEBRIEF_PAGE",
     }
     settings_model = ChatSettings
+    admin_inlines = ["kinds.chat.admin.ChatSettingsInline"]
     status_columns = [("conversations", "conversations"), ("rated", "rated"), ("fallback", "fallback used")]
     material_title = "Situations and the conversation"
     demo = "kinds.chat.demo.chat_demo_create"

@@ -41,6 +41,7 @@ from .safety import message_check
 LEASE = timedelta(seconds=30)  # a reply's producer holds its row this long, renewed while chunks arrive
 RENEW_EVERY = 5.0  # seconds between renewals of the lease
 POLL = 0.25  # seconds between looks at a reply another request (or a person) is producing
+STATED_WAIT_AFTER = timedelta(seconds=5)  # a person slower than this: the participant is told the limit
 WAIT_TEXT = "One moment: the reply is taking a little longer than usual."
 
 
@@ -166,9 +167,10 @@ class Lease:
     until: datetime
     renewed: float = 0.0  # time.monotonic() of the last renewal
 
-    def renew(self) -> bool:
-        """Extends the lease (at most every RENEW_EVERY seconds); False when it was lost to another request."""
-        if time.monotonic() - self.renewed < RENEW_EVERY:
+    def renew(self, *, force: bool = False) -> bool:
+        """Extends the lease (at most every RENEW_EVERY seconds unless `force`); False when it was lost to another
+        request, or the row is no longer pending."""
+        if not force and time.monotonic() - self.renewed < RENEW_EVERY:
             return True
         until = timezone.now() + LEASE
         updated = Turn.objects.filter(
@@ -235,19 +237,23 @@ def reply_events(
             yield Done(turn)
             return
         lease = _claim(turn, timezone.now())
-        if lease is not None:
-            break
-        if not waited:  # another request is producing it: wait for that one (or for its lease to lapse)
-            waited = True
-            yield Wait("Your reply is on its way.")
-        time.sleep(POLL)
-    try:
-        yield from _produce(turn, conversation, settings, lease)
-    finally:
-        lease.release()
+        if lease is None:  # another request is producing it: wait for that one (or for its lease to lapse)
+            if not waited:
+                waited = True
+                yield Wait("Your reply is on its way.")
+            time.sleep(POLL)
+            continue
+        try:
+            finished = yield from _produce(turn, conversation, settings, lease)
+        finally:
+            lease.release()
+        if finished:
+            return
+        # The lease was lost to another request (this one was too slow): its reply is the one to show.
 
 
 def _produce(turn, conversation, settings, lease) -> Iterator:
+    """Asks each source in turn; True once the reply is Done or Failed, False when the lease was lost."""
     shown_any = False
     for attempt, (condition, is_fallback) in enumerate(_sources(conversation, settings)):
         if attempt:
@@ -259,14 +265,19 @@ def _produce(turn, conversation, settings, lease) -> Iterator:
             done = yield from _person_wait(turn, settings, lease)
             if done is not None:
                 yield Done(done)
-                return
-            continue
-        outcome = yield from _call(turn, conversation, settings, lease, condition, is_fallback)
-        if isinstance(outcome, Turn):
-            yield Done(outcome)
-            return
-        shown_any = shown_any or outcome
+                return True
+        else:
+            outcome = yield from _call(turn, conversation, settings, lease, condition, is_fallback)
+            if isinstance(outcome, Turn):
+                yield Done(outcome)
+                return True
+            shown_any = shown_any or outcome
+        if not lease.renew(force=True):
+            if shown_any:
+                yield Reset()
+            return False
     yield Failed()
+    return True
 
 
 def person_wait_text(settings: ChatSettings) -> str:
@@ -278,14 +289,15 @@ def person_wait_text(settings: ChatSettings) -> str:
         if seconds % 60 == 0
         else f"{seconds} seconds"
     )
-    return f"Your conversation partner is writing a reply. It can take up to {limit}; please keep this page open."
+    return f"Your reply is taking a little longer. It can take up to {limit}; please keep this page open."
 
 
 def _person_wait(turn: Turn, settings: ChatSettings, lease: datetime):
     """A person source: the responder console completes the row (`reply_complete`); past the study's time limit
     a reply, None (the fallback answers)."""
     deadline = turn.sent_at + timedelta(seconds=settings.person_reply_seconds)
-    yield Wait(person_wait_text(settings))
+    yield Wait("Your reply is on its way.")  # the same words for every source: the label alone says who
+    stated = False
     while timezone.now() < deadline:
         turn.refresh_from_db()
         if turn.status == Turn.Status.COMPLETE:
@@ -293,6 +305,9 @@ def _person_wait(turn: Turn, settings: ChatSettings, lease: datetime):
             return turn
         if not lease.renew():
             return None
+        if not stated and timezone.now() - turn.sent_at >= STATED_WAIT_AFTER:
+            stated = True  # a reply this slow: the participant is told how long it may take at most
+            yield Wait(person_wait_text(settings))
         time.sleep(POLL)
     return None
 

@@ -194,3 +194,68 @@ def test_a_message_while_a_reply_is_awaited_is_refused(httpserver, chat):
     with pytest.raises(ConversationClosed):
         _send(chat, "and another thing")
     assert Turn.objects.filter(conversation=chat).count() == 2
+
+
+def test_a_holder_that_lost_its_lease_stores_nothing_and_shows_the_reply_that_was_stored(httpserver, chat):
+    httpserver.expect_request(PATH, method="POST").respond_with_handler(sse(pause=0.2, pause_after=1))
+    turn = _send(chat)
+    stream = reply_events(turn)
+    assert isinstance(next(e for e in stream if isinstance(e, Chunk)), Chunk)
+    # Meanwhile its lease lapsed and another request took the row over and stored its reply.
+    Turn.objects.filter(pk=turn.pk).update(claimed_until=timezone.now() + timedelta(minutes=1))
+    Turn.objects.filter(pk=turn.pk).update(status="complete", text="The other request's reply.")
+    rest = list(stream)
+    assert any(isinstance(e, Reset) for e in rest)
+    assert isinstance(rest[-1], Done) and rest[-1].turn.text == "The other request's reply."
+    turn.refresh_from_db()
+    assert turn.text == "The other request's reply." and turn.attempts == 1
+    assert Turn.objects.filter(conversation=chat, role="responder").count() == 1
+
+
+@pytest.fixture
+def person_chat(chat):
+    person = ConditionFactory(study=chat.participant.study, name="person", kind=Condition.Kind.HUMAN)
+    Conversation.objects.filter(pk=chat.pk).update(condition=person)
+    chat.refresh_from_db()
+    return chat
+
+
+def test_a_person_sources_reply_typed_at_the_console_is_shown_once(person_chat, django_user_model):
+    from kinds.chat.turns import reply_complete
+
+    responder = django_user_model.objects.create_user("responder", password="x", is_staff=True)
+    turn = _send(person_chat)
+    assert turn.condition.name == "person"
+
+    def type_reply():
+        try:
+            import time
+
+            time.sleep(0.4)
+            reply_complete(
+                Turn.objects.get(pk=turn.pk), text="I am so sorry. Tell me about him?", responder=responder
+            )
+        finally:
+            connection.close()
+
+    typist = threading.Thread(target=type_reply)
+    typist.start()
+    events = _events(turn)
+    typist.join()
+    assert isinstance(events[-1], Done) and events[-1].turn.text == "I am so sorry. Tell me about him?"
+    turn.refresh_from_db()
+    assert (turn.responder, turn.finish_reason, turn.live_call) == (responder, "person", None)
+    assert reply_complete(turn, text="a second send") is None  # answered already: nothing changes
+    turn.refresh_from_db()
+    assert turn.text == "I am so sorry. Tell me about him?"
+
+
+def test_a_person_who_does_not_answer_in_time_is_replaced_by_the_fallback(person_chat):
+    ChatSettings.objects.filter(study=person_chat.participant.study).update(person_reply_seconds=1)
+    turn = _send(person_chat)
+    events = _events(turn)
+    assert isinstance(events[-1], Done)
+    turn.refresh_from_db()
+    assert turn.condition.name == "fallback" and turn.live_call is not None
+    person_chat.refresh_from_db()
+    assert person_chat.fallback_used

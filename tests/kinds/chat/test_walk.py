@@ -97,3 +97,48 @@ def test_a_message_too_short_is_refused_and_nothing_stored(client, chat_demo):
     assert not Turn.objects.filter(conversation__participant__external_id="CHAT3").exists()
     refused = post_step(client, chat_demo, step="chat_talk", action="finish")
     assert refused.status_code == 400  # fewer than the minimum of messages
+
+
+def test_make_run_prints_the_chat_participant_link(settings, tmp_path):
+    import io
+
+    from django.core.management import call_command
+
+    settings.VAR_DIR = tmp_path
+    out = io.StringIO()
+    call_command("seed_demo", stdout=out)
+    assert "Chat participant link: http://" in out.getvalue()
+    assert "/s/chat-demo/?PROLIFIC_PID=" in out.getvalue()
+
+
+def test_the_study_admin_shows_the_chat_settings_and_a_conversation_its_turns(admin_client, chat_demo):
+    page = admin_client.get(f"/admin/studies/study/{chat_demo.pk}/change/")
+    assert page.status_code == 200 and "chat settings" in page.content.decode().lower()
+    client_conversation = Conversation.objects.create(
+        participant=Participant.objects.create(
+            study=chat_demo, condition=chat_demo.conditions.first(), external_id="A"
+        ),
+        condition=chat_demo.conditions.first(),
+        label="ai",
+    )
+    shown = admin_client.get(f"/admin/chat/conversation/{client_conversation.pk}/change/")
+    assert shown.status_code == 200
+
+
+def test_the_participants_own_situation_is_their_first_message_and_its_reply_follows(client, chat_demo):
+    enter(client, chat_demo, "CHAT4")
+    post_step(client, chat_demo, decision="agree")
+    too_short = post_step(client, chat_demo, step="chat_opening", opening="own", own_text="sad")
+    assert too_short.status_code == 400 and not Turn.objects.filter(
+        conversation__participant__external_id="CHAT4"
+    )
+    own = "My best friend moved abroad and I feel left behind."
+    assert post_step(client, chat_demo, step="chat_opening", opening="own", own_text=own).status_code == 302
+    step, page = current_step(client, chat_demo)
+    assert step == "chat_talk" and "Show the reply" in page.content.decode()
+    conversation = Conversation.objects.get(participant__external_id="CHAT4")
+    assert conversation.opening_source == "own" and conversation.opening_text == own
+    assert post_step(client, chat_demo, step="chat_talk", action="resume").status_code == 302
+    turns = list(conversation.turns.order_by("index"))
+    assert [(t.role, t.status) for t in turns] == [("participant", "complete"), ("responder", "complete")]
+    assert turns[0].text == own and turns[1].prompt["messages"][-1]["content"] == own
