@@ -41,6 +41,7 @@ from .safety import message_check
 LEASE = timedelta(seconds=30)  # a reply's producer holds its row this long, renewed while chunks arrive
 RENEW_EVERY = 5.0  # seconds between renewals of the lease
 POLL = 0.25  # seconds between looks at a reply another request (or a person) is producing
+STATED_WAIT_AFTER = timedelta(seconds=5)  # a person slower than this: the participant is told the limit
 WAIT_TEXT = "One moment: the reply is taking a little longer than usual."
 
 
@@ -288,14 +289,15 @@ def person_wait_text(settings: ChatSettings) -> str:
         if seconds % 60 == 0
         else f"{seconds} seconds"
     )
-    return f"Your conversation partner is writing a reply. It can take up to {limit}; please keep this page open."
+    return f"Your reply is taking a little longer. It can take up to {limit}; please keep this page open."
 
 
 def _person_wait(turn: Turn, settings: ChatSettings, lease: datetime):
     """A person source: the responder console completes the row (`reply_complete`); past the study's time limit
     a reply, None (the fallback answers)."""
     deadline = turn.sent_at + timedelta(seconds=settings.person_reply_seconds)
-    yield Wait(person_wait_text(settings))
+    yield Wait("Your reply is on its way.")  # the same words for every source: the label alone says who
+    stated = False
     while timezone.now() < deadline:
         turn.refresh_from_db()
         if turn.status == Turn.Status.COMPLETE:
@@ -303,6 +305,9 @@ def _person_wait(turn: Turn, settings: ChatSettings, lease: datetime):
             return turn
         if not lease.renew():
             return None
+        if not stated and timezone.now() - turn.sent_at >= STATED_WAIT_AFTER:
+            stated = True  # a reply this slow: the participant is told how long it may take at most
+            yield Wait(person_wait_text(settings))
         time.sleep(POLL)
     return None
 

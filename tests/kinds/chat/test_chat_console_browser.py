@@ -62,8 +62,6 @@ def test_a_responder_answers_a_participant_and_the_fallback_answers_when_nobody_
     participant.fill("#own_text", "My dog died this morning and I cannot stop crying.")
     participant.get_by_role("button", name="Send it and start").click()
     expect(participant.locator("#chat-log")).to_contain_text("My dog died")
-    # The opening is posted in the background and the conversation page swapped in; its script starts on a load.
-    participant.reload()
     # the participant waits, told for how long at most, in words that do not say who writes
     expect(participant.locator("#chat-status")).to_contain_text("It can take up to 1 minute", timeout=15_000)
     screenshot(participant, "chat-participant-waiting-phone")

@@ -77,4 +77,5 @@ def test_the_preregistration_declares_both_factors_pets_the_scale_and_the_analys
     assert "source" in lines and "label shown" in lines and "an AI, a person" in lines
     assert "PETS" in lines and "Emotional Responsiveness" in lines and "Understanding & Trust" in lines
     assert "Good / Okay / Bad" in lines
-    assert CHAT.analysis_plan.primary.key == "source_label"
+    # the primary test the analysis reports first (kinds/chat/analysis.py)
+    assert CHAT.analysis_plan.primary.key == "interaction"
