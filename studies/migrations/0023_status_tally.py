@@ -137,7 +137,7 @@ def tally_build(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("studies", "0021_declared_flags_stored"),
+        ("studies", "0022_declared_flags_stored"),
     ]
 
     operations = [

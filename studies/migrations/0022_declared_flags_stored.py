@@ -143,7 +143,7 @@ def marks_build(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("studies", "0020_participant_platform_data"),
+        ("studies", "0021_stylesheet_fetched_and_trap_help"),
         ("rating", "0002_rating_settings_from_study"),
     ]
 

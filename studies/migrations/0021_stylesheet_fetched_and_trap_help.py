@@ -4,7 +4,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('studies', '0022_status_tally'),
+        ('studies', '0020_participant_platform_data'),
     ]
 
     operations = [
