@@ -471,13 +471,8 @@ def stylesheet_fetched(*, participant: Participant) -> None:
     and rescores them: a read, and one write the first time only. Locks the row as `signals_record` does."""
     if ParticipantAuthenticity.objects.filter(participant_id=participant.pk, loaded=True).exists():
         return
-
-    def change(row: ParticipantAuthenticity) -> list[str]:
-        row.loaded = True
-        return ["loaded"]
-
     with transaction.atomic():
-        _row_change(participant, change)
+        _row_change(participant, lambda row: setattr(row, "loaded", True) or ["loaded"])
 
 
 def authenticity_review(
