@@ -58,7 +58,7 @@ def test_pairs_demo_is_walked_on_phone_and_desktop_with_and_without_javascript_i
     rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == 4 * 10
     assert {row["participant"] for row in rows} == {p.external_id for p in walkers}
-    stored = PairItem.objects.filter(participant__in=walkers, known_answer__isnull=True)
+    stored = PairItem.objects.filter(participant__in=walkers, known_answer__isnull=True, trap="")
     assert sorted((r["participant"], int(r["position"]), r["choice"]) for r in rows) == sorted(
         stored.values_list("participant__external_id", "position", "choice")
     )
