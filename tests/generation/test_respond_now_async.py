@@ -16,6 +16,7 @@ from generation.live_models import LiveCall
 from generation.models import LLMConditionConfig
 from generation.providers.base import TransientProviderError
 from studies.live import live_respond_async
+from tests.aio import run_async
 from tests.generation.conftest import make_provider, make_study
 from tests.generation.test_respond_now import ASKED, PATH, WORDS, anthropic_sse, sse
 
@@ -46,7 +47,7 @@ def test_the_async_reply_streams_and_is_stored_like_the_sync_one(httpserver, api
         reply = await respond_now_async(config=config, messages=ASKED, context={"participant": 3, "turn": 1})
         return reply, await _read(reply)
 
-    reply, chunks = asyncio.run(main())
+    reply, chunks = run_async(main())
     assert chunks == WORDS and reply.text == "That sounds really hard."
     assert (reply.finish_reason, reply.usage_in, reply.usage_out) == ("stop", 20, 5)
     assert reply.cost == Decimal("20") * Decimal("2.5") / 10**6 + Decimal("5") * Decimal("10") / 10**6
@@ -70,7 +71,7 @@ def test_a_reader_who_goes_away_is_recorded_as_abandoned_and_its_reservation_kep
         reply = await respond_now_async(config=config, messages=ASKED, context={"participant": 3})
         return await _read(reply, stop_after=1)
 
-    assert asyncio.run(main()) == ["That "]
+    assert run_async(main()) == ["That "]
     assert LiveCall.objects.get().outcome == LiveCall.Outcome.ABANDONED
     budget.refresh_from_db()
     held = budget.reservations.get()
@@ -90,7 +91,7 @@ def test_a_timeout_is_raised_classified_and_stored(httpserver, api_key):
                 got.append(chunk)
         return got, error.value.kind
 
-    assert asyncio.run(main()) == (WORDS[:2], "timeout")
+    assert run_async(main()) == (WORDS[:2], "timeout")
     call = LiveCall.objects.get()
     assert (call.outcome, call.error_kind, call.text) == (LiveCall.Outcome.ERROR, "timeout", "That sounds ")
 
@@ -103,7 +104,7 @@ def test_an_anthropic_reply_streams_async_through_the_spines_port(httpserver, ap
         reply = await live_respond_async(condition=config.condition, messages=ASKED, context={"turn": 2})
         return reply, await _read(reply)
 
-    reply, chunks = asyncio.run(main())
+    reply, chunks = run_async(main())
     assert chunks == WORDS[:2] and (reply.finish_reason, reply.usage_in, reply.usage_out) == (
         "end_turn",
         30,
@@ -129,7 +130,7 @@ def test_one_event_loop_reads_many_slow_replies_at_once(threaded_server, api_key
     async def main():
         await asyncio.gather(*(one(n) for n in range(20)))
 
-    asyncio.run(main())
+    run_async(main())
     kinds = [kind for kind, _n in events]
     assert kinds[:20] == ["first"] * 20 and kinds[20:] == ["end"] * 20, kinds
     assert LiveCall.objects.filter(outcome=LiveCall.Outcome.OK).count() == 20

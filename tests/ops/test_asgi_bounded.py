@@ -4,6 +4,7 @@ database connection), and a stream leaves the count once its response has starte
 import asyncio
 
 from config.asgi import BoundedRequests
+from tests.aio import run_async
 
 
 def test_no_more_than_the_limit_run_before_their_response_starts_and_streams_do_not_count():
@@ -41,6 +42,6 @@ def test_no_more_than_the_limit_run_before_their_response_starts_and_streams_do_
         requests = [{"type": "http", "path": "/stream" if n % 2 else "/page"} for n in range(40)]
         await asyncio.gather(*(bounded(scope, receive, send) for scope in requests))
 
-    asyncio.run(main())
+    run_async(main())
     assert inside["most"] == 3  # the views: never more than the limit
     assert streams_open["most"] == 20  # every stream open together: they left the count at their first byte

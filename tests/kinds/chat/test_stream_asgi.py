@@ -4,13 +4,13 @@ goes away mid-reply leaving the row pending for the next request, which answers 
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
 from django.test import AsyncClient
 
 from kinds.chat.models import Conversation, Turn
+from tests.aio import run_async
 from tests.ratings.helpers import enter, post_step, step_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -38,7 +38,7 @@ def test_under_asgi_the_reply_streams_from_an_async_iterator(client, chat_demo):
         assert response.streaming and response.is_async
         return [json.loads(line) async for line in _lines(response)]
 
-    lines = asyncio.run(main())
+    lines = run_async(main())
     chunks = [line["chunk"] for line in lines if "chunk" in line]
     assert lines[0] == {"start": 1} and lines[-1]["done"] == 1
     assert len(chunks) > 3 and "".join(chunks) == lines[-1]["text"]
@@ -63,7 +63,7 @@ def test_a_reader_gone_mid_reply_leaves_it_pending_and_the_next_request_answers_
         await response.streaming_content.aclose()  # the connection is lost
         return got
 
-    got = asyncio.run(first_words_then_gone())
+    got = run_async(first_words_then_gone())
     assert got[0] == {"start": 1} and "chunk" in got[1]
     reply = Turn.objects.get(conversation__participant__external_id="ASGI2", index=1)
     assert reply.status == Turn.Status.PENDING and reply.claimed_until is None  # the lease given back at once
@@ -74,7 +74,7 @@ def test_a_reader_gone_mid_reply_leaves_it_pending_and_the_next_request_answers_
         )
         return [json.loads(line) async for line in _lines(response)]
 
-    lines = asyncio.run(resume())
+    lines = run_async(resume())
     reply.refresh_from_db()
     assert lines[-1] == {"done": 1, "text": reply.text} and reply.status == Turn.Status.COMPLETE
     assert Turn.objects.filter(conversation=reply.conversation).count() == 2  # nothing doubled
