@@ -21,8 +21,10 @@ pytestmark = pytest.mark.django_db
 QUALITY = {"arm0": 1.0, "arm1": 2.0, "arm2": 4.0}
 
 
-def votes(study, n: int, *, seed: int = 1):
-    """`n` participants answer all their pairs, preferring the better condition most of the time."""
+def votes(study, n: int, *, seed: int = 1, quality: dict | None = None):
+    """`n` participants answer all their pairs, preferring the better condition (by `quality`, default `QUALITY`)
+    most of the time."""
+    quality = quality or QUALITY
     rng = random.Random(seed)
     for i in range(n):
         participant = participant_enroll(study=study, external_id=f"R{seed}-{i}")
@@ -36,7 +38,7 @@ def votes(study, n: int, *, seed: int = 1):
                 choice = "left" if item.good_on_left else "right"
                 pair_answer_submit(participant=participant, position=shown.position, choice=choice)
                 continue
-            left, right = QUALITY[item.left.condition.name], QUALITY[item.right.condition.name]
+            left, right = quality[item.left.condition.name], quality[item.right.condition.name]
             draw = rng.random() * (left + right + 1)
             choice = "left" if draw < left else "right" if draw < left + right else "tie"
             pair_answer_submit(participant=participant, position=shown.position, choice=choice)
@@ -81,7 +83,12 @@ def test_the_analysts_page_shows_the_tables_and_figures_and_offers_the_files(
     assert client.get(f"/analysis/{study.slug}/").status_code == 302  # the dashboard sends analysts here
 
 
-def test_after_the_warm_up_the_adaptive_phase_deals_the_closest_pair_most_within_its_cap(study):
+def test_after_the_warm_up_the_adaptive_phase_deals_the_closest_pair_most_within_its_cap():
+    # arm1 and arm2 nearly alike, arm0 far below both: the closest pair is arm1–arm2 whatever pairs were dealt.
+    # (With QUALITY's 1 : 2 : 4, arm0–arm1 and arm1–arm2 are equally far apart, and the votes decide which is
+    # closest: when it is arm0–arm1, the other two pairs are already above their shares and get no new pages.)
+    study = pairwise_study_build(conditions=3, prompts=12, items_per_participant=6, quota_per_condition=100)
+    votes(study, 24, quality={"arm0": 1.0, "arm1": 4.0, "arm2": 4.5})
     PairwiseSettings.objects.filter(study=study).update(adaptive_after=50, adaptive_max_share=0.6)
     before = Counter()
     for (_prompt, left, right), n in pair_live_counts(study=study).items():
