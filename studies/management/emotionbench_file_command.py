@@ -1,5 +1,6 @@
 """The command that loads one EmotionBench JSON file, all or nothing (import_instruments, import_situations)."""
 
+from collections.abc import Callable
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -12,9 +13,7 @@ class EmotionBenchFileCommand(BaseCommand):
 
     what = ""
     file_help = ""
-
-    def load(self, *, path: Path):
-        raise NotImplementedError
+    load: Callable  # the importer, `staticmethod(importer)`: load(path=...) -> its summary
 
     def add_arguments(self, parser):
         parser.add_argument("path", type=Path, help=self.file_help)
