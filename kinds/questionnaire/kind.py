@@ -90,6 +90,7 @@ class QuestionnaireKind(StudyKind):
     analysis = "kinds.questionnaire.entry.QUESTIONNAIRE_ANALYSIS"
     analysis_page = "analysis:emotionbench"
     analysis_urls = "kinds.questionnaire.urls.urlpatterns"
+    demo = "kinds.questionnaire.demo.questionnaire_demo_ensure"
     admin_inlines = [
         "kinds.questionnaire.admin.QuestionnaireSettingsInline",
         "kinds.questionnaire.admin.StudySituationInline",

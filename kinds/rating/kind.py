@@ -134,6 +134,7 @@ class RatingKind(StudyKind):
     ]
     analysis = "kinds.rating.entry.RATING_ANALYSIS"
     analysis_page = "analysis:dashboard"
+    demo = "kinds.rating.demo.rating_demo_ensure"
     demo_closed = "kinds.rating.demo.published_demo_ensure"
     launch_panel = "kinds.rating.launch_power.launch_power_html"
     corpus_import = True

@@ -11,7 +11,8 @@ from analysis import snapshots
 from analysis.permissions import ANALYSTS_GROUP
 from analysis.services import AnalysisOptions
 from kinds.rating.entry import RATING_ANALYSIS
-from studies.demo.seed import QUESTIONNAIRE_SLUG, demo_seed
+from kinds.questionnaire.demo import QUESTIONNAIRE_SLUG
+from studies.demo.seed import demo_seed
 from studies.models import Study
 from tests.a11y import axe_violations
 from tests.analysis.builders import two_conditions_rated

@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from studies.demo.seed import DEMO_CORPUS
+from studies.demo.texts import DEMO_CORPUS
 from studies.models import Prompt, Response
 from tests.a11y import axe_violations
 from tests.factories import rating_study_build

@@ -141,7 +141,7 @@ def test_a_participant_completes_the_seeded_demo_from_its_printed_link(live_serv
     # Transactional tests empty every table afterwards, the emotions seeded by a data migration included.
     importlib.import_module("studies.migrations.0002_seed_emotions").seed_emotions(apps, None)
     settings.VAR_DIR = tmp_path  # the demo's admin password file
-    link = demo_seed(base_url=live_server.url).participant_link
+    link = demo_seed(base_url=live_server.url).kind_links["rating"]
     page.goto(link)
     page.get_by_role("button", name="I agree, start the study").click()
     page.get_by_role("button", name="I have read the instructions, continue").click()

@@ -11,7 +11,9 @@ import pytest
 from playwright.sync_api import expect
 
 from kinds.rating.models import Rating
-from studies.demo.seed import DEMO_SLUG, QUESTIONNAIRE_SLUG, demo_seed
+from kinds.questionnaire.demo import QUESTIONNAIRE_SLUG
+from kinds.rating.demo import DEMO_SLUG
+from studies.demo.seed import demo_seed
 from studies.models import Participant, QuestionnaireRun, QuestionnaireSettings
 from tests.a11y import axe_violations
 
@@ -153,8 +155,8 @@ def test_every_participant_page_of_both_kinds_fits_the_screen_and_passes_axe(dem
                 violations.extend(axe_violations(page))
                 checked.append(f"{step} with errors")
 
-    rating_steps = walk(page, demo.participant_link, check)
-    questionnaire_steps = walk(page, demo.questionnaire_link, check)
+    rating_steps = walk(page, demo.kind_links["rating"], check)
+    questionnaire_steps = walk(page, demo.kind_links["questionnaire"], check)
     assert rating_steps.count("items") == 13 and "q_evoked" in questionnaire_steps
     if "scale" in checks:
         # 10 responses, the attention check and the consistency pairs' 2 second showings (the demo's traps)
@@ -164,7 +166,7 @@ def test_every_participant_page_of_both_kinds_fits_the_screen_and_passes_axe(dem
         attention_check_shows_a_real_emotion(attention, demo.study)
     if "axe" in checks:
         # Stop and return: the confirmation and the page after it.
-        page.goto(demo.participant_link.replace("PROLIFIC_PID=demo-", "PROLIFIC_PID=returning-"))
+        page.goto(demo.kind_links["rating"].replace("PROLIFIC_PID=demo-", "PROLIFIC_PID=returning-"))
         answer(page, "consent")
         page.get_by_role("link", name="Stop and return this study").click()
         violations.extend(axe_violations(page))
@@ -197,11 +199,11 @@ def situation_stays_in_view(page) -> None:
 
 def test_both_kinds_complete_without_javascript(demo, page_at):
     page = page_at("phone", javascript=False)
-    rating_steps = walk(page, demo.participant_link)
+    rating_steps = walk(page, demo.kind_links["rating"])
     assert rating_steps[:3] == ["consent", "instructions", "teq"] and rating_steps.count("items") == 13
     assert page.locator("[data-completion-code]").inner_text() == "DEMO-COMPLETE"
     assert page.locator("[data-copy-row]").is_hidden()  # the copy button needs JavaScript: not offered
-    questionnaire_steps = walk(page, demo.questionnaire_link)
+    questionnaire_steps = walk(page, demo.kind_links["questionnaire"])
     assert questionnaire_steps == ["consent", "q_default", "q_situation", "q_evoked", "done"]
     assert page.locator("[data-completion-code]").inner_text() == "FEEL-COMPLETE"
     rater = Participant.objects.get(study__slug=DEMO_SLUG)
@@ -226,7 +228,7 @@ def submit_incomplete(page) -> None:
 
 def test_the_error_summary_takes_the_focus_and_its_links_reach_the_missing_statements(demo, page_at):
     page = page_at("phone")
-    page.goto(demo.participant_link)
+    page.goto(demo.kind_links["rating"])
     answer(page, "consent")
     answer(page, "instructions")
     submit_incomplete(page)
@@ -242,7 +244,7 @@ def test_the_error_summary_takes_the_focus_and_its_links_reach_the_missing_state
 def test_back_after_an_answer_says_it_was_saved_and_the_code_can_be_copied(demo, page_at):
     page = page_at("desktop")
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
-    page.goto(demo.participant_link)
+    page.goto(demo.kind_links["rating"])
     for step in ("consent", "instructions", "teq"):
         answer(page, step)
     expect(page.locator("h1")).to_have_text("Item 1 of 13")

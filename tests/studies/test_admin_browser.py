@@ -9,7 +9,9 @@ from django.urls import reverse
 from playwright.sync_api import expect
 
 from kinds.pairwise.demo import PAIRWISE_SLUG
-from studies.demo.seed import DEMO_SLUG, QUESTIONNAIRE_SLUG, demo_seed
+from kinds.questionnaire.demo import QUESTIONNAIRE_SLUG
+from kinds.rating.demo import DEMO_SLUG
+from studies.demo.seed import demo_seed
 from studies.models import Study, StudyAmendment
 from tests.a11y import axe_violations
 from tests.browser_login import sign_in

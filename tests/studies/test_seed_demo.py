@@ -20,7 +20,7 @@ from .helpers import row_counts, sqlite_manage
 
 ROOT = Path(__file__).resolve().parents[2]
 LINK = re.compile(
-    r"^Participant link: http://127\.0\.0\.1:(\d+)/s/demo/\?PROLIFIC_PID=demo-[0-9a-f]+&STUDY_ID=demo&SESSION_ID=[0-9a-f]+$",
+    r"^Rating participant link: http://127\.0\.0\.1:(\d+)/s/demo/\?PROLIFIC_PID=demo-[0-9a-f]+&STUDY_ID=demo&SESSION_ID=[0-9a-f]+$",
     re.M,
 )
 QUESTIONNAIRE_LINK = re.compile(
@@ -166,7 +166,7 @@ def test_make_run_prints_the_links_only_once_the_server_answers_and_each_log_lin
             printed = []
             for line in server.stdout:
                 printed.append(line)
-                if line.startswith("Participant link:"):
+                if line.startswith("Rating participant link:"):
                     # Printed only now: the server must already answer.
                     with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as answer:
                         assert answer.status == 200

@@ -1,0 +1,59 @@
+"""The questionnaire kind's live demo `feelings-demo` (`StudyKind.demo`, `manage.py seed_demo`): PANAS before
+and after imagining one of the demo's five situations (studies/demo/situations.json), one human condition."""
+
+from pathlib import Path
+
+from django.db import transaction
+
+from studies.demo.seed import _demo_situations
+from studies.demo.texts import TAKING_PART
+from studies.emotionbench.instruments import instruments_import
+from studies.models import Condition, Instrument, QuestionnaireSettings, Study, StudySituation
+from studies.services import study_launch
+
+QUESTIONNAIRE_SLUG = "feelings-demo"
+INSTRUMENT = Path(__file__).resolve().parent / "panas.json"
+
+CONSENT = f"""\
+This is a demonstration of a research study about how situations make people feel.
+
+You will say how you feel right now, read a short situation and imagine it happens to you, then say how you \
+feel again. It takes about five minutes.
+
+{TAKING_PART} Some situations describe unpleasant events such as unfair treatment or worrying news.
+
+If you agree to take part, choose "I agree" below."""
+
+SETTINGS = {
+    "trap_hidden_instruction": True,  # the questionnaire has no consistency pairs
+    "title": "Demo: how do situations make you feel?",
+    "description": "Seeded by `manage.py seed_demo`: PANAS before and after imagining one of five situations.",
+    "kind": Study.Kind.QUESTIONNAIRE,
+    "consent_text": CONSENT,
+    "quota_per_condition": 50,
+    "seed": 2024,
+    "platform": Study.Platform.PROLIFIC,
+    "completion_code": "FEEL-COMPLETE",
+    "screened_out_code": "FEEL-NOCONSENT",
+    "failed_checks_code": "FEEL-CHECKS",
+    "completion_redirect_url": "",
+    "time_limit_minutes": 30,
+}
+
+
+def questionnaire_demo_ensure() -> Study:
+    """The live questionnaire study `feelings-demo`, created if missing (left as it is otherwise)."""
+    study = Study.objects.filter(slug=QUESTIONNAIRE_SLUG).first()
+    if study is not None:
+        return study
+    with transaction.atomic():
+        if not Instrument.objects.filter(name="PANAS").exists():  # an imported EmotionBench PANAS is kept
+            instruments_import(path=INSTRUMENT)
+        study = Study.objects.create(slug=QUESTIONNAIRE_SLUG, **SETTINGS)
+        QuestionnaireSettings.objects.create(study=study, instrument=Instrument.objects.get(name="PANAS"))
+        Condition.objects.create(study=study, name="human", kind=Condition.Kind.HUMAN, is_baseline=True)
+        StudySituation.objects.bulk_create(
+            [StudySituation(study=study, situation=s) for s in _demo_situations()]
+        )
+        study_launch(study=study)
+    return study
