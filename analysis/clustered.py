@@ -17,7 +17,7 @@ Definitions
   and the baseline: different participants) with the two cluster-robust variances added, a Wald z-test and a
   normal interval. `tests/analysis/test_clustered.py` holds it to statsmodels' GEE.
 * Two-way clustering (`twoway_clustered_difference`): the drift test's paired comparison, where each response is
-  rated on both sides and each rater rates several responses (module doc of analysis.waves).
+  rated on both sides and each rater rates several responses (module doc of kinds/rating/waves.py).
 """
 
 from __future__ import annotations

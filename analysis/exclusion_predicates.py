@@ -1,6 +1,6 @@
 """The exclusion rules, each declared once, as a predicate over one participant's aggregate, and the three forms
 derived from the declarations: pandas (a column over a frame of participants), Python (one participant, for
-streamed exports) and SQL (the export's COPY, analysis/export_sql.py).
+streamed exports) and SQL (the rating export's COPY, kinds/rating/export_sql.py).
 
 A participant's aggregate (`AGGREGATES`): `flagged` (the attention-check flag), `status`, `failures` (attention
 failures), `unauthentic` (the stored authenticity verdict), `median_ms` (median response time; missing when no

@@ -1,7 +1,7 @@
 """Exclusion rules of a rating study: which participants they drop, whether they drop them evenly across
 conditions, and whether the headline comparison depends on them.
 
-Pure functions of DataFrames (the frame `analysis.selectors.rating_rows_frame` returns); the declaration they
+Pure functions of DataFrames (the frame a kind's answers are read into: kinds/rating/frame.py `rating_rows_frame`); the declaration they
 apply is `Study.exclusion_rules` (`studies.exclusion_rules`), or what the command line overrides.
 
 Differential exclusion: excluding participants unevenly across conditions biases a between-subjects comparison

@@ -1,8 +1,7 @@
 """CSV exports, streamed: the dashboard, the `export` command and the API all iterate the same generators.
 
 Memory stays bounded whatever the study's size: rows come through a server-side cursor in chunks
-(`analysis.selectors`), each line is written and handed on, and the ratings export holds at most one participant's
-ratings at a time (to attach the exclusion flags, which depend on all of that participant's answers).
+(`analysis.selectors`, a kind's own for its answers: kinds/rating/export.py), each line is written and handed on.
 
 Cells a spreadsheet would run as a formula (text starting with = + - @, a tab or a carriage return) get a leading
 apostrophe, so opening an export in Excel or LibreOffice never executes participant-written text.
@@ -18,8 +17,8 @@ from decimal import Decimal
 
 from django.conf import settings
 
-from analysis import export_sql, selectors
-from analysis.exclusions import RULE_NAMES, ExclusionRules, participant_exclusion_flags_one
+from analysis import selectors
+from analysis.exclusions import ExclusionRules
 from analysis.pseudonyms import pseudonym
 from generation.selectors import provenance_rows
 from studies.kinds import kind_of, resolved
@@ -30,8 +29,11 @@ EXPORT_KINDS = ("ratings", "participants", "responses")
 
 
 def export_names(study: Study) -> tuple[str, ...]:
-    """The exports a study offers: the spine's and its kind's further ones (`StudyKind.further_exports`)."""
-    return EXPORT_KINDS + tuple(kind_of(study).further_exports)
+    """The exports a study offers: the spine's (`ratings`, its answers, where its kind exports them:
+    `StudyKind.answers_export`) and its kind's further ones (`StudyKind.further_exports`)."""
+    kind = kind_of(study)
+    spine = EXPORT_KINDS if kind.answers_export is not None else EXPORT_KINDS[1:]
+    return spine + tuple(kind.further_exports)
 
 
 class ExportError(Exception):
@@ -74,7 +76,7 @@ def cell_neutralise(value: object) -> object:
     return _BY_TYPE.get(type(value), _other)(value)
 
 
-class _Echo:
+class Echo:
     """A file-like object whose write() returns what it was given: csv.writer then yields lines one by one."""
 
     def write(self, value: str) -> str:
@@ -86,7 +88,7 @@ def csv_lines(header: list[str], rows: Iterable[Iterable[object]]) -> CsvStream:
     counter = [0]
 
     def lines() -> Iterator[str]:
-        writer = csv.writer(_Echo(), lineterminator="\n")
+        writer = csv.writer(Echo(), lineterminator="\n")
         yield writer.writerow(header)
         by_type, other, write = _BY_TYPE, _other, writer.writerow
         for row in rows:
@@ -94,62 +96,6 @@ def csv_lines(header: list[str], rows: Iterable[Iterable[object]]) -> CsvStream:
             yield write([by_type.get(type(v), other)(v) for v in row])
 
     return CsvStream(lines(), counter)
-
-
-# --- Ratings (long format) ------------------------------------------------------------------------------
-
-RATING_FLAG_COLUMNS = ["excluded", *(f"excluded_{rule}" for rule in RULE_NAMES)]
-
-
-def rating_export_header() -> list[str]:
-    """The ratings export's columns: the selector's fields with `value_label` (the scale's word for the value,
-    e.g. Bad/Okay/Good) beside `value`, then the exclusion flags."""
-    fields = list(selectors.RATING_EXPORT_FIELDS)
-    at = fields.index("value") + 1
-    return [*fields[:at], "value_label", *fields[at:], *RATING_FLAG_COLUMNS]
-
-
-def scale_labels(*, study: Study) -> dict[int, str]:
-    """The study's scale as {value: label}, labels neutralised like any other cell."""
-    out: dict[int, str] = {}
-    for point in study.scale or []:
-        out[int(point["value"])] = str(cell_neutralise(str(point.get("label", point["value"]))))
-    return out
-
-
-def rating_export_records(*, study: Study, rules: ExclusionRules) -> Iterator[list]:
-    """One record per counted rating (see `rating_export_header`), with the exclusion flags the analysis would
-    apply under `rules`. Rows arrive ordered by participant, so one participant's ratings are buffered at a time."""
-    fields = list(selectors.RATING_EXPORT_FIELDS)
-    i_pid, i_value = fields.index("participant_id"), fields.index("value")
-    i_rt, i_flagged = fields.index("response_time_ms"), fields.index("flagged_for_exclusion")
-    i_status, i_failures = fields.index("participant_status"), fields.index("attention_failures")
-    i_authenticity = fields.index("authenticity_excluded")
-    labels = scale_labels(study=study)
-    buffer: list[tuple] = []
-
-    def flush() -> Iterator[list]:
-        first = buffer[0]
-        flags = participant_exclusion_flags_one(
-            values=[r[i_value] for r in buffer],
-            times_ms=[r[i_rt] for r in buffer],
-            flagged=bool(first[i_flagged]),
-            status=first[i_status],
-            attention_failures=int(first[i_failures]),
-            rules=rules,
-            authenticity_excluded=bool(first[i_authenticity]),
-        )
-        extra = [flags["excluded"], *(flags[rule] for rule in RULE_NAMES)]
-        for r in buffer:
-            yield [*r[: i_value + 1], labels.get(r[i_value], ""), *r[i_value + 1 :], *extra]
-
-    for row in selectors.rating_export_rows(study=study):
-        if buffer and row[i_pid] != buffer[0][i_pid]:
-            yield from flush()
-            buffer = []
-        buffer.append(row)
-    if buffer:
-        yield from flush()
 
 
 # --- Participants ---------------------------------------------------------------------------------------
@@ -214,29 +160,30 @@ def export_lines(
     rules: ExclusionRules | None = None,
     reveal_participant_ids: bool = True,
 ) -> Iterator[str]:
-    """The CSV lines of one export of a study (`what` in EXPORT_KINDS), streamed. The `ratings` export is the
-    study's answers: its kind's own export where the kind declares one (`StudyKind.answers_export`).
+    """The CSV lines of one export of a study (`what` in `export_names(study)`), streamed. The `ratings` export is
+    the study's answers, its kind's own export (`StudyKind.answers_export`, or `answers_export_lines` when the kind
+    writes them as CSV itself).
 
     Participants' platform ids are study staff's only (`reveals_participant_ids`): with
     `reveal_participant_ids=False` the `participant` column holds a pseudonym instead (analysis.pseudonyms). The exclusion flags follow `rules`, by
     default the study's declared rules."""
     rules = rules or ExclusionRules.from_declared(study.exclusion_rules)
-    answers_export = kind_of(study).answers_export
-    if what == "ratings" and answers_export is not None:  # the kind's own answers (e.g. pairwise votes)
-        header, records = resolved(answers_export)(study, rules)
+    kind = kind_of(study)
+    # The kind's answers written as CSV already (the rating kind's, by PostgreSQL), where it can.
+    if what == "ratings" and kind.answers_export_lines is not None:
+        written = resolved(kind.answers_export_lines)(study, rules, pseudonymise=not reveal_participant_ids)
+        if written is not None:
+            return written
+    if (
+        what == "ratings" and kind.answers_export is not None
+    ):  # the kind's own answers (ratings, votes, turns)
+        header, records = resolved(kind.answers_export)(study, rules)
         if not reveal_participant_ids:
             records = _pseudonymised(records, header=header, study=study)
         return csv_lines(header, records)
-    further = kind_of(study).further_exports.get(what)
+    further = kind.further_exports.get(what)
     if further is not None:  # the kind's own further export (e.g. the chat kind's transcript)
         header, records = resolved(further)(study, rules)
-        if not reveal_participant_ids:
-            records = _pseudonymised(records, header=header, study=study)
-        return csv_lines(header, records)
-    if what == "ratings" and export_sql.sql_export_supported(rules=rules, flag_columns=RATING_FLAG_COLUMNS):
-        return _copy_lines(study=study, rules=rules, pseudonymise=not reveal_participant_ids)
-    if what == "ratings":
-        header, records = rating_export_header(), rating_export_records(study=study, rules=rules)
         if not reveal_participant_ids:
             records = _pseudonymised(records, header=header, study=study)
         return csv_lines(header, records)
@@ -265,24 +212,6 @@ class CsvStream:
     @property
     def rows(self) -> int:
         return self._counter[0]
-
-
-def _copy_lines(*, study: Study, rules: ExclusionRules, pseudonymise: bool) -> CsvStream:
-    """The ratings export written by PostgreSQL (see `analysis.export_sql`): the same cells as the Python path."""
-    counter = [0]
-    header = csv.writer(_Echo(), lineterminator="\n").writerow(rating_export_header())
-
-    def pieces() -> Iterator[str]:
-        yield header
-        yield from export_sql.rating_copy_pieces(
-            study=study,
-            rules=rules,
-            labels=scale_labels(study=study),
-            pseudonymise=pseudonymise,
-            counter=counter,
-        )
-
-    return CsvStream(pieces(), counter)
 
 
 def table_lines(frame) -> Iterator[str]:

@@ -1,6 +1,6 @@
 """One judge's report for one study: calibration, prediction-powered shares, and the screening of conditions people
 have not rated yet. Pure functions over DataFrames (`judge_report_build`) and a thin loader (`judge_report_of`)
-that reads the human ratings through analysis.selectors (after the study's declared exclusion rules, as the
+that reads the human ratings through the kind (`StudyKind.scale_answers`, after the study's declared exclusion rules, as the
 study's analysis counts them) and the judge's through generation.selectors. Judge ratings never enter a human
 statistic: they are only ever beside them.
 
@@ -36,9 +36,9 @@ from analysis import exclusions, selectors, stats
 from analysis.calibration import Calibration, calibrate
 from analysis.judge_screening import judge_per_response, screening_table
 from analysis.ppi import ppi_share_table
-from analysis.services import _jsonable, baseline_choose, study_alpha
+from analysis.services import baseline_choose, jsonable, study_alpha
 from generation.selectors import judge_rates_scale, judge_ratings_frame, judge_run_summary, judges_of
-from studies.kinds import kind_of
+from studies.kinds import kind_of, resolved
 from studies.models import Study
 
 CALIBRATION_BOOTSTRAP = 1000
@@ -136,7 +136,7 @@ class JudgeReport:
         """JSON-ready: the verdict, the run, the calibration's headline figures and every table's rows."""
         c = self.calibration
         alt = c.alt_test if c else None
-        return _jsonable(
+        return jsonable(
             {
                 "study": self.study,
                 "judge": self.judge,
@@ -245,8 +245,12 @@ def judge_report_build(
 
 
 def human_ratings_frame(*, study: Study) -> pd.DataFrame:
-    """The study's counted human ratings after its declared exclusion rules, as calibrate() takes them."""
-    rows = selectors.rating_rows_frame(study=study)
+    """The study's counted human ratings after its declared exclusion rules, as calibrate() takes them (its kind's
+    answers on the scale, `StudyKind.scale_answers`)."""
+    answers = kind_of(study).scale_answers
+    if answers is None:
+        raise JudgeReportError(f"study {study.slug!r} is a {study.kind} study: it has no answers on a scale")
+    rows = resolved(answers)(study=study)
     conditions = [c.name for c in selectors.condition_list(study=study)]
     rules = exclusions.ExclusionRules.from_declared(study.exclusion_rules)
     kept, _, _ = exclusions.exclusions_apply(

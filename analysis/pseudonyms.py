@@ -8,7 +8,7 @@ The key is settings.EXPORT_PSEUDONYM_KEY, by default derived from SECRET_KEY (ro
 pseudonym; set EXPORT_PSEUDONYM_KEY to keep them). Who sees raw platform ids is the exports' rule
 (settings.EXPORT_RAW_IDS_FOR_STAFF, analysis.exports).
 
-The ratings export is written by PostgreSQL (analysis.export_sql), so the same HMAC is also written in SQL with
+The ratings export is written by PostgreSQL (kinds/rating/export_sql.py), so the same HMAC is also written in SQL with
 PostgreSQL's built-in sha256 (no extension): HMAC(K, m) = H((K ⊕ opad) ‖ H((K ⊕ ipad) ‖ m)).
 """
 

@@ -178,7 +178,7 @@ def report_context(analysis, *, inline_figures: bool) -> dict:
         else "",
         "agreement": analysis.agreement,
         "table_names": ["main_tests", *analysis.tables()],
-        # A follow-up wave's (analysis/waves.py): its family's studies and the drift test.
+        # A follow-up wave's (kinds/rating/waves.py): its family's studies and the drift test.
         "family_html": html_table(analysis.family) if hasattr(analysis, "family") else "",
         "drift_html": html_table(analysis.drift) if hasattr(analysis, "drift") else "",
         "drift_warning": getattr(analysis, "drift_warning", ""),

@@ -25,6 +25,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
@@ -35,7 +36,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from analysis import figures, reports
 from analysis.exclusions import ExclusionRules
-from analysis.services import AnalysisOptions, RatingAnalysis, study_analyze, study_data_fingerprint
+from analysis.services import AnalysisOptions, study_analyze, study_data_fingerprint
 from studies.kinds import kinds_with
 from studies.models import Study
 
@@ -58,7 +59,7 @@ class Snapshot:
     fingerprint: str
     computed_at: dt.datetime
     seconds: float
-    analysis: RatingAnalysis
+    analysis: Any  # the study's kind's analysis (the rating kind's RatingAnalysis)
     figures: dict[str, str] = field(default_factory=dict)  # name → inline SVG markup
     body_html: str = ""  # the dashboard's results section, rendered once here rather than on every view
     report_html: str = ""  # report.html with the same figures, rendered once here ("": an older snapshot)
@@ -103,7 +104,7 @@ def _cache(call, *args):
         raise CacheUnavailable(str(exc)) from exc
 
 
-def figures_render(analysis: RatingAnalysis) -> dict[str, str]:
+def figures_render(analysis) -> dict[str, str]:
     if analysis.empty:
         return {}
     return {name: figures.figure_inline(analysis, name) for name in figures.FIGURES}

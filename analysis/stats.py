@@ -1,4 +1,4 @@
-"""Statistics of a rating study, on the frame `analysis.selectors.rating_rows_frame` returns.
+"""Statistics of a rating study, on the frame `kinds.rating.frame.rating_rows_frame` returns.
 
 Pure functions of DataFrames (no database): each is tested against scipy/statsmodels called directly on small
 tables whose answers are known.

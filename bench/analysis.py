@@ -246,14 +246,14 @@ def measure_copy(db: str, out: str) -> dict:
     django_setup(db)
     from django.db import connection
 
-    from analysis import selectors
+    from kinds.rating import frame as rating_frame
     from studies.models import Study
 
     study = Study.objects.get(slug="bench")
     qs = (
-        selectors.rating_queryset(study=study)
+        rating_frame.rating_queryset(study=study)
         .order_by("assignment__participant_id", "assignment__position")
-        .values_list(*selectors.RATING_EXPORT_FIELDS.values())
+        .values_list(*rating_frame.RATING_EXPORT_FIELDS.values())
     )
     sql, params = qs.query.sql_with_params()
     before = rss_mb()
@@ -389,12 +389,12 @@ def main() -> None:
         study = generate(args.ratings)
         generate_seconds = time.perf_counter() - t0
 
-        from analysis import selectors
         from analysis.services import AnalysisOptions, study_analyze
+        from kinds.rating import frame as rating_frame
 
         log("fetching the rows")
         t0 = time.perf_counter()
-        frame = selectors.rating_rows_frame(study=study)
+        frame = rating_frame.rating_rows_frame(study=study)
         fetch_seconds = time.perf_counter() - t0
         n_rows = len(frame)
         del frame

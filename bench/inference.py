@@ -20,7 +20,7 @@ Measured, per ICC (and labelled fraction for PPI):
 * ppi: coverage of the 95 % intervals of the Good share (GPT-4-like condition) and of the Good difference, human-
   only and PPI, cluster-robust (new) and not (old), a pool of 4,000 responses per condition all judged.
 * drift: the false-alarm rate at 5 % of the paired two-way-clustered test (analysis.clustered.
-  twoway_clustered_difference, what analysis.waves.drift_test runs) when 20 re-raters × 10 (a wave's default 10 %) rate exactly like
+  twoway_clustered_difference, what kinds.rating.waves.drift_test runs) when 20 re-raters × 10 (a wave's default 10 %) rate exactly like
   the 200 original raters, and its power for a 10-point drop of Good; old: the χ² of the re-ratings against all
   2,000 original ratings (the old warning fired on that χ² OR a bootstrap interval, so its rate was at least this).
 * screening: the bias of the corrected Good share (analysis.judge_screening.corrected_shares) for a judge 80 %

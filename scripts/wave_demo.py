@@ -173,8 +173,8 @@ def wave_demo_run(
 
     from generation.models import LLMConditionConfig, Provider
     from generation.ratelimit import limit_spec_for, limiter_reset
-    from kinds.rating.models import Rating
     from kinds.rating import demo as demo_seed
+    from kinds.rating.models import Rating
     from studies.models import Study
     from studies.services import study_launch
 

@@ -63,11 +63,6 @@ DECLARED_EXCEPTIONS = {
         "the responses export carries each response's provenance (model, settings, tokens, cost), which "
         "generation owns; analysis reads it through generation's read-only selectors, never its services"
     ),
-    ("analysis", "kinds.rating.models"): (
-        "the rating analysis (the frame of counted ratings, its statistics, dashboard and export) is still in "
-        "analysis/ and reads the rating kind's answers, the Rating model, in analysis/selectors.py only; it "
-        "leaves with that analysis for kinds/rating/"
-    ),
 }
 
 # Today's violations, key -> what fixes it. Emptied when the fixes land.

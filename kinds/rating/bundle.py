@@ -9,12 +9,14 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from analysis import exports, selectors
+from analysis import selectors
 from analysis.bundle_tables import Column, Table, exclusion_columns, project, pseudonymised, row_id_column
 from analysis.exclusions import ExclusionRules
-from analysis.services import AnalysisOptions, baseline_choose, rating_study_analyze
+from analysis.services import AnalysisOptions, baseline_choose
 from studies.models import Study
 
+from .analysis import rating_study_analyze
+from .export import rating_export_header, rating_export_records
 from .kind import RATING
 
 ANSWER_COLUMNS = [
@@ -42,9 +44,9 @@ class RatingBundle:
 
     def tables(self, study: Study, *, include_free_text: bool) -> list[Table]:
         rules = ExclusionRules.from_declared(study.exclusion_rules)
-        header = exports.rating_export_header()
+        header = rating_export_header()
         flags = [c.name for c in exclusion_columns()]
-        records = pseudonymised(header, exports.rating_export_records(study=study, rules=rules), study=study)
+        records = pseudonymised(header, rating_export_records(study=study, rules=rules), study=study)
         scale = sorted(study.scale or [], key=lambda point: int(point["value"]))
         values = tuple(int(point["value"]) for point in scale)
         conditions = tuple(study.conditions.order_by("position", "name").values_list("name", flat=True))
@@ -103,7 +105,7 @@ class RatingBundle:
         }
 
     def results(self, study: Study) -> dict:
-        """The headline as the platform's analysis computes it (analysis.services, the dashboard's numbers)."""
+        """The headline as the platform's analysis computes it (analysis.py, the dashboard's numbers)."""
         analysis = rating_study_analyze(
             study=study, options=AnalysisOptions(bootstrap_samples=BOOTSTRAP_SAMPLES)
         )

@@ -11,13 +11,15 @@ from pathlib import Path
 
 from analysis import reports, stats
 from analysis.design import design_lines, design_of
-from analysis.services import AnalysisOptions, rating_study_analyze
-from analysis.waves import wave_analyze
+from analysis.services import AnalysisOptions
 from studies.models import Study
+
+from .analysis import rating_study_analyze
+from .waves import wave_analyze
 
 
 class RatingAnalysisEntry:
-    """Bad/Okay/Good per condition, the tests against the baseline, the ordinal model (analysis.services)."""
+    """Bad/Okay/Good per condition, the tests against the baseline, the ordinal model (analysis.py)."""
 
     def analyze(self, study: Study, options: AnalysisOptions):
         if study.parent_id is not None:  # a follow-up wave: its whole family, and the drift test

@@ -1,7 +1,7 @@
 """The ratings export on PostgreSQL: `COPY (SELECT …) TO STDOUT WITH CSV`, with the formula neutralisation, the
 pseudonyms, the scale labels and the exclusion flags computed in SQL.
 
-The Python path (`analysis.exports.rating_export_records` through `csv_lines`) builds every cell in Python: about
+The Python path (export.py's `rating_export_records` through `csv_lines`) builds every cell in Python: about
 five times PostgreSQL's own COPY of the same rows. Here PostgreSQL writes the CSV itself in one COPY, whose
 output is handed on piece by piece as it arrives (`rating_copy_pieces`), so memory stays flat whatever
 the size. Both paths give the same cells; a test holds them together.
@@ -25,11 +25,12 @@ from collections.abc import Iterator
 from django.db import connection
 from django.db.models import F
 
-from analysis import selectors
 from analysis.exclusion_predicates import flags_sql
 from analysis.exclusions import RULE_NAMES, ExclusionRules
 from analysis.pseudonyms import pseudonym_sql
 from studies.models import Study
+
+from .frame import RATING_EXPORT_FIELDS, rating_queryset
 
 PIECE_BYTES = 256 * 1024  # the CSV text is written and handed on in pieces of about this size
 NARROW_FIELDS = (
@@ -70,7 +71,7 @@ def sql_export_supported(*, rules: ExclusionRules, flag_columns: list[str]) -> b
     columns are the ones this module writes (a new export column: its type unknown here, the Python path)."""
     if connection.vendor != "postgresql":
         return False
-    known_columns = set(selectors.RATING_EXPORT_FIELDS) <= KNOWN_EXPORT_FIELDS
+    known_columns = set(RATING_EXPORT_FIELDS) <= KNOWN_EXPORT_FIELDS
     return list(flag_columns) == KNOWN_FLAG_COLUMNS and known_columns
 
 
@@ -109,12 +110,10 @@ def _export_sql(
 ) -> tuple[str, list]:
     """The SELECT that COPY writes: the export's columns over the ORM's joins (`r`), joined to each participant's
     aggregate for the exclusion flags (`f`, over a narrow projection of the same rows)."""
-    fields = list(selectors.RATING_EXPORT_FIELDS)
-    counted = selectors.rating_queryset(study=study).order_by()
-    wide = counted.values(**{f"x_{name}": F(path) for name, path in selectors.RATING_EXPORT_FIELDS.items()})
-    narrow = counted.values(
-        **{f"x_{name}": F(selectors.RATING_EXPORT_FIELDS[name]) for name in NARROW_FIELDS}
-    )
+    fields = list(RATING_EXPORT_FIELDS)
+    counted = rating_queryset(study=study).order_by()
+    wide = counted.values(**{f"x_{name}": F(path) for name, path in RATING_EXPORT_FIELDS.items()})
+    narrow = counted.values(**{f"x_{name}": F(RATING_EXPORT_FIELDS[name]) for name in NARROW_FIELDS})
     wide_sql, wide_params = wide.query.sql_with_params()
     narrow_sql, narrow_params = narrow.query.sql_with_params()
     out: list[str] = []

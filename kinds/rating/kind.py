@@ -143,6 +143,10 @@ class RatingKind(StudyKind):
     material_title = "Corpus: prompts and responses"
     answer_review = "kinds.rating.answer_review.rating_answer_review"
     bundle = "kinds.rating.bundle.RATING_BUNDLE"
+    answers_export = "kinds.rating.export.rating_export"
+    answers_export_lines = "kinds.rating.export.rating_export_lines"
+    answers_stamp = "kinds.rating.frame.rating_stamp"
+    scale_answers = "kinds.rating.frame.rating_rows_frame"
     analysis_plan = RATING_PLAN
     power_planner = "kinds.rating.power.rating_power_plan"
     exclusion_flags = "kinds.rating.live_exclusions.rating_exclusion_flags"

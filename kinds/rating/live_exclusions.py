@@ -1,7 +1,7 @@
 """Each participant's flags under their study's declared exclusion rules while it runs: what the live status page
 and the participant list show, so a researcher can act before approving anyone on the recruiting platform.
 
-One computation with the analysis: the rows are `selectors.rating_rows_frame` (counted ratings: answers to
+One computation with the analysis: the rows are `frame.rating_rows_frame` (counted ratings: answers to
 response pages by real participants, attention-check pages apart) and the flags are
 `exclusions.participant_exclusion_flags` under `ExclusionRules.from_declared(study.exclusion_rules)`, exactly what
 `exclusions.exclusions_apply` runs when the analysis applies the declared rules (a participant's flags depend on
@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from analysis import selectors
 from analysis.exclusions import RULE_NAMES, ExclusionRules, participant_exclusion_flags
 from studies.models import Study
+
+from .frame import rating_rows_frame
 
 RULE_WORDS = {
     "attention_checks": "failed attention checks",
@@ -34,10 +35,10 @@ def rating_exclusion_flags(
     kept} for every participant of `study`, or of `participants` ({participant id: their study}, one query
     whatever their studies), with at least one counted rating."""
     if study is not None:
-        rows = selectors.rating_rows_frame(study=study)
+        rows = rating_rows_frame(study=study)
         studies = {}
     else:
-        rows = selectors.rating_rows_frame(participant_ids=list(participants or {}))
+        rows = rating_rows_frame(participant_ids=list(participants or {}))
         studies = dict(participants or {})
     if rows.empty:
         return {}

@@ -34,12 +34,14 @@ from analysis.services import AnalysisError, baseline_choose, study_alpha
 from analysis.study_power import StudyPower, StudyPowerError, design_effect_choose
 from studies.models import Study
 
+from .frame import rating_rows_frame
+
 MIN_OBSERVED_RATINGS = 30
 
 
 def _counted_ratings(study: Study) -> pd.DataFrame:
     """The study's counted ratings after its declared exclusion rules, as its analysis will apply them."""
-    rows = selectors.rating_rows_frame(study=study)
+    rows = rating_rows_frame(study=study)
     if rows.empty:
         return rows
     rules = exclusions.ExclusionRules.from_declared(study.exclusion_rules)

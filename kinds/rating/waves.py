@@ -26,9 +26,12 @@ import pandas as pd
 from analysis import selectors, stats
 from analysis.clustered import twoway_clustered_difference
 from analysis.exclusions import ExclusionRules, participant_exclusion_flags
-from analysis.services import AnalysisOptions, RatingAnalysis, rating_frame_analyze
+from analysis.services import AnalysisOptions
 from studies.models import Response, Study
 from studies.waves import RERATE_SUFFIX, family_members, parent_baseline
+
+from .analysis import RatingAnalysis, rating_frame_analyze
+from .frame import rating_rows_frame
 
 
 @dataclass
@@ -144,7 +147,7 @@ def wave_analyze(*, study: Study, options: AnalysisOptions) -> WaveAnalysis:
     frames, conditions, family_lines = [], [], []
     rerate = pd.DataFrame()
     for member in members:
-        rows = selectors.rating_rows_frame(study=member)
+        rows = rating_rows_frame(study=member)
         for info in selectors.condition_list(study=member):
             label = condition_label(member, info.name)
             part = rows[rows["condition"] == info.name]
@@ -162,7 +165,7 @@ def wave_analyze(*, study: Study, options: AnalysisOptions) -> WaveAnalysis:
                     "ratings": len(part),
                 }
             )
-    rows = pd.concat(frames, ignore_index=True) if frames else selectors.rating_rows_frame(study=study)
+    rows = pd.concat(frames, ignore_index=True) if frames else rating_rows_frame(study=study)
     scale = stats.Scale.from_study_scale(study.scale)
     base = rating_frame_analyze(
         rows, study=study, conditions=conditions, baseline=baseline, scale=scale, options=options
@@ -170,7 +173,7 @@ def wave_analyze(*, study: Study, options: AnalysisOptions) -> WaveAnalysis:
     result = WaveAnalysis(**{f.name: getattr(base, f.name) for f in fields(RatingAnalysis)})
     result.family = pd.DataFrame(family_lines)
     parent = Study.objects.get(pk=study.parent_id)
-    parent_rows = selectors.rating_rows_frame(study=parent)
+    parent_rows = rating_rows_frame(study=parent)
     original = parent_rows[parent_rows["condition"] == parent_baseline(parent).name]
     original = _kept(
         original, result.rules

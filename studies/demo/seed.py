@@ -21,6 +21,7 @@ DEMO_FACTOR_INDEX = 901
 ADMIN_USERNAME = "admin"
 PASSWORD_FILE_NAME = "demo-admin-password"
 
+
 @dataclass
 class DemoInfo:
     admin_created: bool

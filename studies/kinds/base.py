@@ -246,9 +246,20 @@ class StudyKind(ABC):
     exclusion_flags: ClassVar[str | None] = None
     # Dotted path of (*, study, **options) -> the power plan before launch (analysis/study_power.py).
     power_planner: ClassVar[str | None] = None
-    # Dotted path of (study) -> (header, records): the study's answers export when its answers are not ratings
-    # of single responses (analysis/exports.py serves it as the `ratings` export). None: the ratings export.
+    # Dotted path of (study, rules) -> (header, records): the study's answers export (analysis/exports.py serves it
+    # as the `ratings` export). None: the kind's studies offer no answers export.
     answers_export: ClassVar[str | None] = None
+    # Dotted path of (study, rules, *, pseudonymise) -> the same export already written as CSV lines (a
+    # `CsvStream`: the rating kind's, by PostgreSQL), or None where it cannot serve `rules` (then `answers_export`).
+    answers_export_lines: ClassVar[str | None] = None
+    # Dotted path of (*, study) -> a small value that changes whenever the study's counted answers do (their count
+    # and latest id): part of the fingerprint the analysis is cached and computed ahead under (analysis/services.py).
+    answers_stamp: ClassVar[str | None] = None
+    # Dotted path of (*, study) -> the study's counted answers on its scale, one row per answer (columns
+    # value, participant_id, response_id, condition, emotion, valence and the exclusion rules' inputs): what a
+    # judge rating on the scale is calibrated against (analysis/judge_report.py). A judged kind without a
+    # `judge_format` names one.
+    scale_answers: ClassVar[str | None] = None
     # Its further exports beside the spine's (name -> dotted path of (study, rules) -> (header, records)), served
     # by analysis/exports.py under their names like the spine's (e.g. the chat kind's turn-by-turn transcript).
     further_exports: ClassVar[dict[str, str]] = {}

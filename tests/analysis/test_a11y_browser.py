@@ -10,8 +10,8 @@ from django.contrib.auth.models import Group
 from analysis import snapshots
 from analysis.permissions import ANALYSTS_GROUP
 from analysis.services import AnalysisOptions
-from kinds.rating.entry import RATING_ANALYSIS
 from kinds.questionnaire.demo import QUESTIONNAIRE_SLUG
+from kinds.rating.entry import RATING_ANALYSIS
 from studies.demo.seed import demo_seed
 from studies.models import Study
 from tests.a11y import axe_violations

@@ -8,9 +8,11 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from analysis import export_sql, exports, selectors
+from analysis import exports, selectors
 from analysis.exclusions import ExclusionRules
 from analysis.exports import cell_neutralise
+from kinds.rating import export as rating_export
+from kinds.rating import export_sql, frame
 
 from .builders import Rated, build_rating_study, participants_from_counts
 
@@ -247,13 +249,15 @@ def test_the_ratings_export_has_the_scale_label_beside_the_value(analyst_client,
 
 
 def test_columns_the_sql_does_not_know_fall_back_to_the_python_export(rated_study, monkeypatch):
-    assert export_sql.sql_export_supported(rules=ExclusionRules(), flag_columns=exports.RATING_FLAG_COLUMNS)
-    assert not export_sql.sql_export_supported(
-        rules=ExclusionRules(), flag_columns=[*exports.RATING_FLAG_COLUMNS, "excluded_too_slow"]
+    assert export_sql.sql_export_supported(
+        rules=ExclusionRules(), flag_columns=rating_export.RATING_FLAG_COLUMNS
     )
-    monkeypatch.setitem(selectors.RATING_EXPORT_FIELDS, "prompt_note", "assignment__response__prompt__note")
     assert not export_sql.sql_export_supported(
-        rules=ExclusionRules(), flag_columns=exports.RATING_FLAG_COLUMNS
+        rules=ExclusionRules(), flag_columns=[*rating_export.RATING_FLAG_COLUMNS, "excluded_too_slow"]
+    )
+    monkeypatch.setitem(frame.RATING_EXPORT_FIELDS, "prompt_note", "assignment__response__prompt__note")
+    assert not export_sql.sql_export_supported(
+        rules=ExclusionRules(), flag_columns=rating_export.RATING_FLAG_COLUMNS
     )
 
 

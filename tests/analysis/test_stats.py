@@ -288,7 +288,7 @@ def test_exclusion_rules_report_counts_before_and_after_and_match_the_export_rul
     assert summary.loc["any rule", ["participants_human", "participants_gpt4"]].tolist() == [3, 2]
     assert result.distribution.set_index("condition").loc["gpt4", "n_Good"] == 50
     # The streamed export applies the same rules one participant at a time: both must agree.
-    from analysis.selectors import rating_rows_frame
+    from kinds.rating.frame import rating_rows_frame
 
     rows = rating_rows_frame(study=study)
     for variant in (rules, dataclasses.replace(rules, straight_lining_identical_alone=True)):
@@ -312,7 +312,7 @@ def test_previews_and_attention_check_pages_never_count(django_assert_max_num_qu
     people[0].extra_attention_value = 3
     people.append(Rated("gpt4", [("sad", 3, 4000)] * 10, preview=True))
     study = build_rating_study(slug="preview", conditions=["human", "gpt4"], participants=people).study
-    from analysis.selectors import rating_rows_frame
+    from kinds.rating.frame import rating_rows_frame
 
     with django_assert_max_num_queries(1):
         rows = rating_rows_frame(study=study)
@@ -347,7 +347,7 @@ def test_the_ordinal_model_with_emotion_matches_statsmodels_on_the_raw_ratings(r
     ratings, one row each, must give the same estimates and standard errors."""
     result = study_analyze(study=rated_study, options=_opts())
     assert result.ordinal.formula == "rating ~ condition + emotion" and result.ordinal.converged
-    from analysis.selectors import rating_rows_frame
+    from kinds.rating.frame import rating_rows_frame
 
     rows = rating_rows_frame(study=rated_study)
     endog = pd.Series(pd.Categorical(rows["value"], categories=[1, 2, 3], ordered=True))

@@ -11,7 +11,7 @@ from django.test import Client
 from analysis import snapshots, stats
 from analysis.exclusions import ExclusionRules
 from analysis.services import AnalysisOptions, study_analyze
-from analysis.waves import drift_test
+from kinds.rating.waves import drift_test
 from studies.design import design_freeze
 from studies.models import Participant, Response, Study
 from studies.services import study_launch

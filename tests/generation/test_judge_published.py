@@ -16,10 +16,10 @@ import pytest
 from django.core.management import call_command
 
 from analysis import calibration
-from analysis.selectors import rating_rows_frame
 from generation.judge_batches import CUSTOM_ID_PREFIX, judge_batch_poll, judge_batch_submit
 from generation.judge_models import JudgeRating
 from generation.selectors import judge_progress, judge_ratings_frame
+from kinds.rating.frame import rating_rows_frame
 from studies.models import Study
 from tests.analysis.test_calibration_published import expected_alpha, expected_kappa, expected_table
 from tests.studies.helpers import DATASET

@@ -211,7 +211,7 @@ def _answer_all(client, study, value_of):
 
 
 def test_consistency_pairs_show_early_items_again_at_the_end_and_never_count_as_ratings():
-    from analysis.selectors import rating_rows_frame
+    from kinds.rating.frame import rating_rows_frame
     from studies.models import Assignment
 
     study = rating_study_build(conditions=1, prompts=8, items_per_participant=6, trap_repeat_items=2)

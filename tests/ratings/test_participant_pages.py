@@ -10,9 +10,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from kinds.rating.models import Rating
 from kinds.questionnaire.demo import QUESTIONNAIRE_SLUG
 from kinds.rating.demo import DEMO_SLUG
+from kinds.rating.models import Rating
 from studies.demo.seed import demo_seed
 from studies.models import Participant, QuestionnaireRun, QuestionnaireSettings
 from tests.a11y import axe_violations

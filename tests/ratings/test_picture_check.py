@@ -132,7 +132,7 @@ def test_i_cannot_see_the_picture_is_refused_on_an_ordinary_item(study):
 
 
 def test_the_picture_answer_is_never_a_rating(study):
-    from analysis.selectors import rating_rows_frame
+    from kinds.rating.frame import rating_rows_frame
     from kinds.rating.rating_totals import ratings_per_response
 
     client = Client()

@@ -6,7 +6,8 @@ import re
 import pytest
 from django.urls import reverse
 
-from analysis import exclusions, selectors
+from analysis import exclusions
+from kinds.rating.frame import rating_rows_frame
 from kinds.rating.models import Rating
 from studies.models import Assignment, AttentionCheck, Participant, ParticipantAuthenticity, Study
 from tests.factories import ConditionFactory, ParticipantFactory, PromptFactory, ResponseFactory, StudyFactory
@@ -71,7 +72,7 @@ def test_live_status_and_the_participant_list_flag_whom_the_declared_rules_exclu
     assert "kept" in rows["unusual"] and 'alt="True"' in listing.content.decode().split(">unusual<")[1]
 
     # The same participants as the analysis excludes under the same declared rules.
-    rows_frame = selectors.rating_rows_frame(study=study)
+    rows_frame = rating_rows_frame(study=study)
     _, flags, _ = exclusions.exclusions_apply(
         rows_frame,
         exclusions.ExclusionRules.from_declared(study.exclusion_rules),

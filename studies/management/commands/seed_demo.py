@@ -8,7 +8,9 @@ from studies.demo.seed import ADMIN_USERNAME, demo_seed
 
 
 class Command(BaseCommand):
-    help = "Create (if missing) each kind's demo studies and the superuser `admin`, and print how to reach them."
+    help = (
+        "Create (if missing) each kind's demo studies and the superuser `admin`, and print how to reach them."
+    )
     # `make run` calls this right after `migrate`, which has just run the system checks; running them again
     # would import every app's heavy dependencies for nothing (seconds on every start).
     requires_system_checks = []
