@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from analysis import exports, reports, selectors
+from analysis import exports, selectors
 from analysis.design import design_headers, design_of
 from analysis.judge_views import report_for
 from analysis.permissions import IsAnalyst
@@ -177,7 +177,7 @@ class StudyTable(CSVView):
             analysis = study_analyze_cached(study=study, options=options_from_query(request.query_params))
         except AnalysisError as exc:
             raise Http404(str(exc)) from None
-        tables = {"main_tests": reports.main_table(analysis), **analysis.tables()}
+        tables = analysis.page_tables()
         if name not in tables:
             raise Http404("No such table.")
         response = StreamingHttpResponse(

@@ -9,8 +9,8 @@ import pandas as pd
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from analysis.html_tables import html_table
 from analysis.judge_report import JudgeReport
-from analysis.reports import html_table
 
 
 def _num(x, digits: int = 2) -> str:

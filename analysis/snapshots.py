@@ -1,4 +1,6 @@
-"""The dashboard's analysis, computed ahead on the workers and kept in the cache.
+"""A kind's analysts' page computed ahead on the workers and kept in the cache: the page a kind serves at
+/analysis/<slug>/ (`StudyKind.analysis_view`, the rating kind's dashboard), drawn by its analysis entry's
+`page_render`.
 
 A rating study's full analysis (bootstrap, ordinal model, figures) takes seconds to tens of seconds, too long for a
 request. So the dashboard never computes: it shows the last computed result at once (a `Snapshot`), says whether
@@ -30,13 +32,11 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connections, transaction
-from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
-from analysis import figures, reports
 from analysis.exclusions import ExclusionRules
-from analysis.services import AnalysisOptions, study_analyze, study_data_fingerprint
+from analysis.services import AnalysisOptions, analysis_entry, study_analyze, study_data_fingerprint
 from studies.kinds import kinds_with
 from studies.models import Study
 
@@ -47,7 +47,6 @@ SNAPSHOT_SECONDS = (
 )  # the latest result is kept until replaced (a month without a view: recomputed)
 SNAPSHOT_TASK = "analysis.tasks.analysis_snapshot_task"
 RUNNING_SECONDS = 600  # the compute task's hard time limit: a claim outlives no worker that died holding it
-DASHBOARD_PAGE = "analysis:dashboard"  # the page these snapshots serve (a kind's `StudyKind.analysis_page`)
 
 
 class CacheUnavailable(Exception):
@@ -66,6 +65,16 @@ class Snapshot:
 
     def body_safe(self) -> SafeString:
         return mark_safe(self.body_html)  # noqa: S308 — rendered by our own template, which escapes
+
+
+@dataclass(frozen=True)
+class PageRender:
+    """What a kind's analysis entry draws of an analysis for its page (`page_render`), once, on the worker: the
+    figures as inline SVG by name, the page's body and the downloadable report.html."""
+
+    figures: dict[str, str]
+    body_html: str
+    report_html: str
 
 
 @dataclass
@@ -104,12 +113,6 @@ def _cache(call, *args):
         raise CacheUnavailable(str(exc)) from exc
 
 
-def figures_render(analysis) -> dict[str, str]:
-    if analysis.empty:
-        return {}
-    return {name: figures.figure_inline(analysis, name) for name in figures.FIGURES}
-
-
 def snapshot_build(*, study: Study, baseline: str | None, no_exclusions: bool) -> Snapshot:
     """Compute the analysis and its figures now (what the worker runs; also the fail-open path)."""
     started = time.perf_counter()
@@ -117,20 +120,15 @@ def snapshot_build(*, study: Study, baseline: str | None, no_exclusions: bool) -
     analysis = study_analyze(
         study=study, options=options_build(baseline=baseline, no_exclusions=no_exclusions)
     )
-    svgs = figures_render(analysis)
-    context = reports.report_context(analysis, inline_figures=False)
-    context["figures"] = {name: mark_safe(svg) for name, svg in svgs.items()}  # noqa: S308 — our own SVG
-    # report.html is the same context in its own page: drawn and rendered here once, not on each download.
-    report = reports.report_html(analysis, context=context)
+    page = analysis_entry(study=study).page_render(analysis)
     return Snapshot(
         fingerprint=fingerprint,
         computed_at=timezone.now(),
         seconds=round(time.perf_counter() - started, 2),
         analysis=analysis,
-        figures=svgs,
-        body_html=render_to_string("analysis/_waves.html", context)
-        + render_to_string("analysis/_body.html", context),
-        report_html=report,
+        figures=page.figures,
+        body_html=page.body_html,
+        report_html=page.report_html,
     )
 
 
@@ -203,13 +201,13 @@ def dashboard_state(*, study: Study, baseline: str | None, no_exclusions: bool) 
 
 def snapshots_refresh() -> int:
     """Ask for new snapshots, under the declared exclusion rules and under none (the page's switch), of each
-    live or closed study whose analysts' page is the dashboard (`StudyKind.analysis_page`) and whose data
+    live or closed study whose kind's page is computed ahead (`StudyKind.analysis_view`) and whose data
     changed since they were computed: beat runs this every minute, so new ratings are analysed ahead of the next
     view; a closed study's data no longer changes, so it is computed once (after its close, or on a new cache).
     A server without a broker (`make run`) runs it once at start (config/wsgi.py). Returns how many computes
     were asked for."""
     asked = 0
-    dashboard_kinds = kinds_with(lambda kind: kind.analysis_page == DASHBOARD_PAGE)
+    dashboard_kinds = kinds_with(lambda kind: kind.analysis_view is not None)
     states = [Study.State.LIVE, Study.State.CLOSED]
     for study in Study.objects.filter(kind__in=dashboard_kinds, state__in=states).order_by("pk"):
         fingerprint = study_data_fingerprint(study=study)

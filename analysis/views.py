@@ -1,26 +1,22 @@
-"""The analysts' dashboard: thin views over `analysis.services`, `analysis.reports` and `analysis.exports`."""
+"""The analysts' pages every kind shares: the study list, a study's page (its kind's), its exports; thin views over
+`analysis.services` and `analysis.exports`. A kind's own pages are in its package (kinds/rating/views.py)."""
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
-
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from analysis import exports, figures, reports, selectors, snapshots
-from analysis.contents import with_contents
-from analysis.design import design_headers, design_of, dry_run_of
+from analysis import exports, selectors
+from analysis.design import design_headers
 from analysis.exclusions import ExclusionRules
-from analysis.judge_report import judges_list
 from analysis.permissions import analyst_required
-from analysis.services import AnalysisError, AnalysisOptions, study_analyze_cached
-from studies.kinds import kind_of
+from analysis.services import AnalysisOptions
+from studies.kinds import kind_of, resolved
 from studies.models import Study
 
 
-def _study(slug: str) -> Study:
+def study_of(slug: str) -> Study:
     try:
         return selectors.study_get_by_slug(slug=slug)
     except Study.DoesNotExist:
@@ -41,52 +37,6 @@ def download_name(slug: str, name: str, query) -> str:
     return f"{slug}-{stem}-{applied}.{ext}" if dot else f"{slug}-{name}-{applied}"
 
 
-def _snapshot(study: Study, request: HttpRequest) -> snapshots.Snapshot | None:
-    """The latest snapshot of the dashboard's options (current or not), if any."""
-    baseline, no_exclusions = _snapshot_options(study, request)
-    try:
-        return snapshots.snapshot_get(study=study, baseline=baseline, no_exclusions=no_exclusions)
-    except snapshots.CacheUnavailable:
-        return None
-
-
-def _analysis(study: Study, request: HttpRequest):
-    """The analysis the dashboard shows (the latest snapshot, current or not), else one computed now."""
-    found = _snapshot(study, request)
-    if found is not None:
-        return found.analysis
-    try:
-        return study_analyze_cached(study=study, options=options_from_query(request.GET))
-    except AnalysisError as exc:
-        raise Http404(str(exc)) from None
-
-
-def _snapshot_options(study: Study, request: HttpRequest) -> tuple[str | None, bool]:
-    """(baseline, no exclusions) from the query; an unknown baseline is a 404, as before."""
-    baseline = request.GET.get("baseline") or None
-    if baseline is not None and baseline not in {c.name for c in selectors.condition_list(study=study)}:
-        raise Http404(f"baseline {baseline!r} is not a condition of this study")
-    return baseline, request.GET.get("exclusions") == "none"
-
-
-def _dashboard_state(study: Study, request: HttpRequest) -> snapshots.DashboardState:
-    baseline, no_exclusions = _snapshot_options(study, request)
-    try:
-        return snapshots.dashboard_state(study=study, baseline=baseline, no_exclusions=no_exclusions)
-    except snapshots.CacheUnavailable:
-        # No cache, nowhere to keep a result computed ahead: compute it here (slow, but an answer).
-        try:
-            built = snapshots.snapshot_build(study=study, baseline=baseline, no_exclusions=no_exclusions)
-        except AnalysisError as exc:
-            raise Http404(str(exc)) from None
-        return snapshots.DashboardState(snapshot=built, current=True, computing=False)
-
-
-def _query_suffix(request: HttpRequest) -> str:
-    keep = {k: request.GET[k] for k in ("baseline", "exclusions") if request.GET.get(k)}
-    return ("?" + urlencode(keep)) if keep else ""
-
-
 @require_GET
 @analyst_required
 def index(request: HttpRequest) -> HttpResponse:
@@ -97,93 +47,19 @@ def index(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @analyst_required
-def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
-    study = _study(slug)
-    page = kind_of(study).analysis_page
-    if page is None:
+def study_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """/analysis/<slug>/: the study's analysts' page: served here by its kind's view (`StudyKind.analysis_view`, the
+    rating kind's dashboard), else a redirect to the kind's own page (`StudyKind.analysis_page`)."""
+    study = study_of(slug)
+    kind = kind_of(study)
+    if kind.analysis_view is not None:
+        return resolved(kind.analysis_view)(request, study)
+    if kind.analysis_page is None:
         raise Http404(f"No analysts' page for {study.kind} studies.")
-    if page != snapshots.DASHBOARD_PAGE:
-        # A kind with its own analysts' page (the questionnaire kind); the study list links every study here.
-        return redirect(page, slug=study.slug)
-    state = _dashboard_state(study, request)
-    snapshot = state.snapshot
-    context = {
-        "table_names": ["main_tests", *snapshot.analysis.tables()] if snapshot else [],
-        "body": snapshot.body_safe() if snapshot else "",
-    }
-    context.update(
-        study=study,
-        state=state,
-        snapshot=state.snapshot,
-        conditions=[c.name for c in selectors.condition_list(study=study)],
-        baseline=request.GET.get("baseline") or "",
-        figure_names=figures.FIGURES,
-        query=_query_suffix(request),
-        no_exclusions=request.GET.get("exclusions") == "none",
-        design=design_of(study),  # live: an amendment shows at once, whatever the snapshot's age
-        placeholders=dry_run_of(study),
-        judges=judges_list(study=study),
-        headline=reports.headline_lines(snapshot.analysis) if snapshot else [],
-    )
-    return with_contents(render(request, "analysis/dashboard.html", context))
+    return redirect(kind.analysis_page, slug=study.slug)
 
 
-@require_GET
-@never_cache
-@analyst_required
-def dashboard_status(request: HttpRequest, slug: str) -> JsonResponse:
-    """Whether the dashboard's result is current (the page polls this while a new one is computed)."""
-    study = _study(slug)
-    if kind_of(study).analysis_page != snapshots.DASHBOARD_PAGE:
-        raise Http404("No dashboard status for this kind of study.")
-    state = _dashboard_state(study, request)
-    snapshot = state.snapshot
-    return JsonResponse(
-        {
-            "current": state.current,
-            "computing": state.computing,
-            "computed_at": snapshot.computed_at.isoformat() if snapshot else None,
-            "fingerprint": snapshot.fingerprint if snapshot else None,
-        }
-    )
-
-
-@require_GET
-@analyst_required
-def figure(request: HttpRequest, slug: str, name: str, fmt: str) -> HttpResponse:
-    if name not in figures.FIGURES or fmt not in {"png", "svg"}:
-        raise Http404("No such figure.")
-    study = _study(slug)
-    analysis = _analysis(study, request)
-    if analysis.empty:
-        raise Http404("No ratings yet.")
-    content_type = "image/png" if fmt == "png" else "image/svg+xml"
-    return design_headers(
-        HttpResponse(figures.figure_render(analysis, name, fmt), content_type=content_type), study
-    )
-
-
-@require_GET
-@analyst_required
-def report(request: HttpRequest, slug: str) -> HttpResponse:
-    """report.html, as `manage.py analyze` writes it, for the dashboard's analysis (same baseline and
-    exclusions), downloaded as a file."""
-    study = _study(slug)
-    if kind_of(study).analysis_page != snapshots.DASHBOARD_PAGE:
-        raise Http404("No report.html for this kind of study.")
-    found = _snapshot(study, request)
-    # The snapshot's report.html, rendered with it (figures drawn once); else drawn now.
-    html = found.report_html if found is not None else ""
-    html = html or reports.report_html(_analysis(study, request))
-    response = HttpResponse(html, content_type="text/html; charset=utf-8")
-    response["Content-Disposition"] = (
-        f'attachment; filename="{download_name(study.slug, "report.html", request.GET)}"'
-    )
-    response["X-Content-Type-Options"] = "nosniff"
-    return design_headers(response, study)
-
-
-def _csv_response(lines, filename: str) -> StreamingHttpResponse:
+def csv_response(lines, filename: str) -> StreamingHttpResponse:
     response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     response["X-Content-Type-Options"] = "nosniff"
@@ -201,29 +77,11 @@ def export_response(study: Study, what: str, query, user) -> StreamingHttpRespon
         rules=options_from_query(query).rules,
         reveal_participant_ids=exports.reveals_participant_ids(user),
     )
-    response = _csv_response(lines, download_name(study.slug, f"{what}.csv", query))
+    response = csv_response(lines, download_name(study.slug, f"{what}.csv", query))
     return design_headers(response, study)
 
 
 @require_GET
 @analyst_required
 def export(request: HttpRequest, slug: str, what: str) -> StreamingHttpResponse:
-    return export_response(_study(slug), what, request.GET, request.user)
-
-
-@require_GET
-@analyst_required
-def table(request: HttpRequest, slug: str, name: str) -> StreamingHttpResponse:
-    study = _study(slug)
-    analysis = _analysis(study, request)
-    tables = analysis.tables()
-    tables["main_tests"] = reports.main_table(analysis)
-    if name not in tables:
-        raise Http404("No such table.")
-    return design_headers(
-        _csv_response(
-            exports.table_lines(tables[name]),
-            download_name(analysis.study_slug, f"{name}.csv", request.GET),
-        ),
-        study,
-    )
+    return export_response(study_of(slug), what, request.GET, request.user)

@@ -5,7 +5,7 @@ A URLconf that imported their modules made every management command that runs Dj
 URLconf), and every process's first page, pay for them; with `lazy_view` only a request that runs analysis
 does (bench/researcher.py measures it; tests/test_import_time.py keeps it so).
 
-`lazy_view("analysis.views.dashboard")` for a function view, `lazy_view("analysis.api.StudyList").as_view()` for a
+`lazy_view("analysis.views.index")` for a function view, `lazy_view("analysis.api.StudyList").as_view()` for a
 class-based view (the class's `as_view()` is called on first use); `LazyViews("analysis.views")` stands for the
 module in a URLconf. URL resolving and reversing never import the module:
 the object answers the names Django's resolver asks for (`__module__`, `__qualname__`, `__name__`); anything
@@ -77,7 +77,7 @@ def lazy_view(dotted: str) -> LazyView:
 
 class LazyViews:
     """A views module seen through lazy views: `LazyViews("analysis.views").dashboard` is
-    `lazy_view("analysis.views.dashboard")`, so a URLconf reads as if it had imported the module."""
+    `lazy_view("analysis.views.index")`, so a URLconf reads as if it had imported the module."""
 
     def __init__(self, module: str) -> None:
         self._module = module

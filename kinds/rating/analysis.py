@@ -26,6 +26,7 @@ from studies.models import Study
 from studies.planned_analysis import correction_name
 
 from .frame import rating_rows_frame
+from .report import main_table
 
 
 @dataclass
@@ -127,6 +128,10 @@ class RatingAnalysis:
         papers = self.tests[self.tests["test"].isin([stats.TEST_OMNIBUS, stats.TEST_2X2])]
         papers = papers[~papers.index.isin(primary.index)]
         return pd.concat([primary, papers]).reset_index(drop=True)
+
+    def page_tables(self) -> dict[str, pd.DataFrame]:
+        """The tables the dashboard and the API offer as CSV files: the main tests, then `tables()`."""
+        return {"main_tests": main_table(self), **self.tables()}
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready summary (the API's aggregates)."""

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis import reports, stats
+from analysis import stats
 from analysis.design import design_lines, design_of
 from analysis.services import AnalysisOptions
+from analysis.snapshots import PageRender
 from studies.models import Study
 
+from . import report as reports
 from .analysis import rating_study_analyze
 from .waves import wave_analyze
 
@@ -25,6 +27,10 @@ class RatingAnalysisEntry:
         if study.parent_id is not None:  # a follow-up wave: its whole family, and the drift test
             return wave_analyze(study=study, options=options)
         return rating_study_analyze(study=study, options=options)
+
+    def page_render(self, analysis) -> PageRender:
+        """The dashboard drawn ahead (`analysis.snapshots`): its body, figures and report.html."""
+        return reports.page_render(analysis)
 
     def report_write(self, study: Study, options: AnalysisOptions, out_dir: Path) -> list[str]:
         analysis = self.analyze(study, options)

@@ -1,4 +1,4 @@
-"""Figures of a rating analysis (matplotlib, Agg backend: no display, safe in web workers).
+"""Figures of a rating analysis (matplotlib, Agg backend, set by analysis/figures.py: no display, safe in web workers).
 
 Every text of a figure is at least `MIN_FONT_PT` points, and a figure shown in a page (`figure_inline`) is drawn
 at 1 px per point, so its smallest text is 11 px high on any screen: on a phone the figure scrolls sideways at
@@ -8,21 +8,15 @@ gives its numbers in words."""
 from __future__ import annotations
 
 import io
-import math
-import re
 
 import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
+from analysis.figures import MIN_FONT_PT, SCALE_COLOURS, SVG_HASHSALT, svg_inline
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-# Bad → Okay → Good: red, grey, green (distinguishable in grey-scale print too)
-SCALE_COLOURS = ["#c0392b", "#bdbdbd", "#1e8449", "#2471a3", "#7d3c98"]
 FIGURES = ("ratings_by_condition", "top_share_by_emotion", "change_vs_baseline")
-MIN_FONT_PT = 11
 
 
 def ratings_by_condition(analysis) -> Figure:
@@ -124,11 +118,6 @@ def change_vs_baseline(analysis) -> Figure:
     return fig
 
 
-# Figures are reproducible byte for byte: no date in the SVG, its element ids drawn from a fixed salt, and the
-# PNG's only text chunks are the ones written here (the design the figure cites, the software).
-SVG_HASHSALT = "empathy-analysis"
-
-
 def figure_metadata(analysis, fmt: str) -> dict:
     """What a figure file says about itself: its study and the SHA-256 of the design it was computed under."""
     # getattr: a dashboard snapshot computed before analyses carried their planned analysis has no `planned`.
@@ -160,29 +149,11 @@ def figure_render(analysis, name: str, fmt: str) -> bytes:
     return buffer.getvalue()
 
 
-_SVG_SIZE = re.compile(r'<svg([^>]*?) width="([0-9.]+)pt" height="([0-9.]+)pt"')
-
-
 def figure_inline(analysis, name: str) -> str:
     """A figure's SVG to put in a page: no XML prolog; drawn at 1 px per point (a `MIN_FONT_PT` text is then
     11 px high; pages let a figure wider than the screen scroll sideways); an image named by its caption, whose
     id is `figure-<name>-caption` (the page writes the caption: `figure_alt`)."""
     return svg_inline(figure_render(analysis, name, "svg"), caption_id=f"figure-{name}-caption")
-
-
-def svg_inline(svg_bytes: bytes, *, caption_id: str) -> str:
-    """Matplotlib's SVG bytes as a page puts them inline: no XML prolog, 1 px per point, an image named by the
-    element `caption_id` (any kind's figures)."""
-    svg = svg_bytes.decode("utf-8")
-    svg = svg[svg.index("<svg") :]
-    return _SVG_SIZE.sub(
-        lambda m: (
-            f'<svg{m[1]} width="{math.ceil(float(m[2]))}" height="{math.ceil(float(m[3]))}" role="img" '
-            f'aria-labelledby="{caption_id}"'
-        ),
-        svg,
-        count=1,
-    )
 
 
 # A relative change against a baseline with no top answer (in that group) is not a number.

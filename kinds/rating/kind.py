@@ -134,6 +134,8 @@ class RatingKind(StudyKind):
     ]
     analysis = "kinds.rating.entry.RATING_ANALYSIS"
     analysis_page = "analysis:dashboard"
+    analysis_view = "kinds.rating.views.dashboard"
+    analysis_urls = "kinds.rating.urls.urlpatterns"
     demo = "kinds.rating.demo.rating_demo_ensure"
     demo_closed = "kinds.rating.demo.published_demo_ensure"
     launch_panel = "kinds.rating.launch_power.launch_power_html"

@@ -1,4 +1,4 @@
-"""Rendering an analysis for people: HTML tables, the dashboard's context, and the self-contained reports
+"""Rendering a rating analysis for people: its tables, the dashboard's context, and the self-contained reports
 (report.html, report.md) that `python manage.py analyze` writes next to the CSV tables and PNG/SVG figures."""
 
 from __future__ import annotations
@@ -7,23 +7,20 @@ from pathlib import Path
 
 import pandas as pd
 from django.template.loader import render_to_string
-from django.utils.html import escape
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import mark_safe
 
-from analysis import figures, stats
+from analysis import stats
 from analysis.contents import contents_insert
 from analysis.design import amendment_line, design_json_write, design_of_slug, dry_run_of
 from analysis.exclusions import ExclusionRules
 from analysis.exports import table_lines
+from analysis.html_tables import html_table, number_text
+from analysis.snapshots import PageRender
 from studies.models import Study
 from studies.planned_analysis import further_tests
 
-TEST_SHORT = {
-    stats.TEST_OMNIBUS: "omnibus χ²",
-    stats.TEST_2XK: "χ² 2×k vs baseline",
-    stats.TEST_2X2: "χ² 2×2 top vs rest (Yates)",
-    stats.TEST_CLUSTERED: "top share, clustered Wald (primary)",
-}
+from . import figures
+
 MAIN_COLUMNS = [
     "scope", "group", "test", "procedure", "comparison", "n", "small_sample", "chi2", "dof", "z", "p", "p_adjusted",
     "significant", "cramers_v", "top_share", "top_share_baseline", "change", "difference", "ci_low", "ci_high",
@@ -36,63 +33,6 @@ PAGE_COLUMNS = [
     "ci_high", "change", "p_adjusted", "significant", "small_sample", "p", "p_exact", "procedure", "z", "chi2",
     "dof", "cramers_v", "design_effect", "min_expected",
 ]  # fmt: skip
-# What people read above the columns of the tests' HTML tables (the CSV files keep the short names scripts use).
-COLUMN_LABELS = {
-    "scope": "Scope", "group": "Group", "test": "Test", "comparison": "Comparison", "n": "Ratings (n)",
-    "chi2": "χ²", "dof": "df", "p": "p", "p_holm": "p (Holm)", "p_adjusted": "p (adjusted)",
-    "significant": "Significant", "cramers_v": "Cramér's V",
-    "top_share": "Top share", "top_share_baseline": "Top share, baseline", "change": "Relative change",
-    "min_expected": "Smallest expected count", "small_sample": "Sample size", "p_exact": "Fisher's exact p",
-    "procedure": "Procedure", "z": "z", "difference": "Difference (points)", "ci_low": "95 % CI low",
-    "ci_high": "95 % CI high", "design_effect": "Design effect",
-}  # fmt: skip
-SMALL_SAMPLE_MARK = "too few: χ² unreliable"
-
-
-def _fmt(value) -> str:
-    if isinstance(value, float):
-        if value != value:
-            return ""
-        if abs(value) != 0 and (abs(value) < 1e-3 or abs(value) >= 1e5):
-            return f"{value:.3g}"
-        return f"{value:.4g}"
-    return str(value)
-
-
-def html_table(
-    frame: pd.DataFrame,
-    *,
-    columns: list[str] | None = None,
-    caption: str = "",
-    label: str = "",
-    readable: bool = False,
-    labels: dict[str, str] | None = None,
-) -> SafeString:
-    """A DataFrame as an escaped HTML table (pandas escapes cell text), in a scroll area that the keyboard can
-    reach (tabindex=0, a named region) since wide tables scroll sideways on small screens. `readable`: the
-    columns get their COLUMN_LABELS (`labels` overrides some) and small-sample rows a plain-words mark."""
-    if frame is None or frame.empty:
-        return mark_safe("<p class='empty'>No rows.</p>")
-    if columns:
-        frame = frame[[c for c in columns if c in frame.columns]]
-    if "test" in frame.columns:
-        frame = frame.assign(test=frame["test"].map(lambda t: TEST_SHORT.get(t, t)))
-    if readable:
-        if "small_sample" in frame.columns:
-            frame = frame.assign(
-                small_sample=frame["small_sample"].map(lambda s: SMALL_SAMPLE_MARK if s else "ok")
-            )
-        if "significant" in frame.columns:
-            frame = frame.assign(significant=frame["significant"].map(lambda s: "yes" if s is True else "no"))
-        frame = frame.rename(columns={**COLUMN_LABELS, **(labels or {})})
-    html = frame.to_html(index=False, border=0, classes="data", na_rep="", formatters=None, float_format=_fmt)
-    html = html.replace('<table border="0" class="dataframe data">', '<table class="data">', 1)
-    if caption:
-        html = html.replace(
-            '<table class="data">', f'<table class="data"><caption>{escape(caption)}</caption>', 1
-        )
-    name = escape(label or caption or "Table")
-    return mark_safe(f'<div class="table-scroll" tabindex="0" role="region" aria-label="{name}">{html}</div>')
 
 
 def exclusions_display(frame: pd.DataFrame) -> pd.DataFrame:
@@ -231,7 +171,9 @@ def headline_lines(analysis) -> list[str]:
         p = number(row, "p_adjusted")
         if p is not None:
             verdict = "significant" if row.get("significant") is True else "not significant"
-            text += f"; p ({analysis.correction_name}) = {_fmt(p)}, {verdict} at α = {analysis.alpha:g}"
+            text += (
+                f"; p ({analysis.correction_name}) = {number_text(p)}, {verdict} at α = {analysis.alpha:g}"
+            )
         out.append(text + ".")
     return out
 
@@ -267,7 +209,7 @@ def _declared_description(analysis) -> dict[str, str]:
 def _md_cell(value) -> str:
     if value is None:
         return ""
-    return _fmt(value).replace("|", "\\|").replace("\n", " ")
+    return number_text(value).replace("|", "\\|").replace("\n", " ")
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
@@ -363,6 +305,18 @@ def exclusion_lines(analysis) -> list[str]:
     out += analysis.sensitivity_lines
     out += getattr(analysis, "authenticity_lines", [])
     return out
+
+
+def page_render(analysis) -> PageRender:
+    """The dashboard's body, its figures and report.html of one analysis, drawn once (`analysis.snapshots`)."""
+    svgs = {} if analysis.empty else {name: figures.figure_inline(analysis, name) for name in figures.FIGURES}
+    context = report_context(analysis, inline_figures=False)
+    context["figures"] = {name: mark_safe(svg) for name, svg in svgs.items()}  # noqa: S308 — our own SVG
+    # report.html is the same context in its own page: drawn and rendered here once, not on each download.
+    body = render_to_string("analysis/_waves.html", context) + render_to_string(
+        "analysis/_body.html", context
+    )
+    return PageRender(figures=svgs, body_html=body, report_html=report_html(analysis, context=context))
 
 
 def report_html(analysis, *, context: dict | None = None) -> str:

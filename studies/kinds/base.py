@@ -223,6 +223,11 @@ class StudyKind(ABC):
     # --- capabilities (generic code asks them; a kind that lacks one leaves the default) ----------------
     # The URL name (taking the study's slug) of the analysts' page; the admin links it. None: no page.
     analysis_page: ClassVar[str | None] = None
+    # Dotted path of (request, study) -> HttpResponse: the kind's analysts' page served at /analysis/<slug>/ itself
+    # (analysis/views.py `study_page`, which has checked the analyst), from analyses computed ahead
+    # (analysis/snapshots.py, which then asks the kind's analysis entry for `page_render`). None: that address
+    # redirects to `analysis_page`.
+    analysis_view: ClassVar[str | None] = None
     # The URL patterns of the kind's own analysis pages (a list, or the dotted path of one in the kind's package),
     # added to the analysis app's (analysis/urls.py), so `analysis_page` may name one of them.
     analysis_urls: ClassVar[list | str | None] = None

@@ -191,7 +191,7 @@ def test_with_a_broker_the_compute_is_sent_to_the_registered_task(
 def test_report_html_is_the_snapshots_own_and_draws_nothing_on_request(
     analyst_client, rated_study, dispatched, monkeypatch
 ):
-    from analysis import figures
+    from kinds.rating import figures
 
     snapshot = snapshots.snapshot_compute(study_id=rated_study.pk, baseline=None, no_exclusions=False)
 

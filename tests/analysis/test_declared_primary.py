@@ -10,11 +10,11 @@ import pytest
 from django.core.management import call_command
 
 from analysis import stats
-from analysis.reports import headline_lines, report_context
 from analysis.services import AnalysisOptions, analysis_entry, study_analyze
 from kinds.pairwise.report import TABLE_BY_KEY
 from kinds.questionnaire.analysis import emotionbench_analyse
 from kinds.questionnaire.report import emotionbench_report_text
+from kinds.rating.report import headline_lines, report_context
 from studies.design import design_freeze
 from studies.kinds import kind_named
 from studies.models import Instrument, Situation, StudyDesign, StudySituation

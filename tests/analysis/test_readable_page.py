@@ -9,9 +9,12 @@ import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from analysis import figures, reports, snapshots
+from analysis import snapshots
+from analysis.html_tables import number_text
 from analysis.permissions import ANALYSTS_GROUP
 from analysis.services import AnalysisOptions, study_analyze
+from kinds.rating import figures
+from kinds.rating import report as reports
 from tests.a11y import axe_violations
 from tests.analysis.builders import two_conditions_rated
 from tests.browser_login import sign_in
@@ -68,8 +71,8 @@ def test_the_page_puts_the_headline_first_and_the_change_table_in_percent(analys
     # the change table says what the figure's axis says: percent (39.3, not 0.3931)
     table = page[page.index('aria-label="Change against the baseline"') :]
     table = table[: table.index("</table>")]
-    assert "change (%)" in table and f"<td>{reports._fmt(round(100 * change, 1))}</td>" in table
-    assert f"<td>{reports._fmt(change)}</td>" not in table
+    assert "change (%)" in table and f"<td>{number_text(round(100 * change, 1))}</td>" in table
+    assert f"<td>{number_text(change)}</td>" not in table
     for name in figures.FIGURES:
         assert f'<figcaption id="figure-{name}-caption">' in page
 

@@ -7,8 +7,11 @@ import warnings
 import pandas as pd
 import pytest
 
-from analysis import figures, ordinal, reports, stats
+from analysis import ordinal, stats
+from analysis.html_tables import SMALL_SAMPLE_MARK
 from analysis.services import AnalysisOptions, study_analyze
+from kinds.rating import figures
+from kinds.rating import report as reports
 
 from .builders import Rated, build_rating_study, participants_from_counts
 
@@ -71,7 +74,7 @@ def test_the_main_table_reads_as_words_and_marks_too_few():
         assert f"<th>{label}</th>" in html.replace("&#x27;", "'"), label
     for raw in ("cramers_v", "p_holm", "top_share_baseline"):
         assert f"<th>{raw}</th>" not in html
-    assert reports.SMALL_SAMPLE_MARK in html and context["small_sample_tests"] >= 1
+    assert SMALL_SAMPLE_MARK in html and context["small_sample_tests"] >= 1
     # The CSV keeps the short names scripts rely on.
     assert {"cramers_v", "small_sample", "p_exact"} <= set(reports.main_table(analysis).columns)
 
