@@ -3,14 +3,12 @@ replies) with the human reply against the two LLM conditions' replies, two at a 
 
 from __future__ import annotations
 
-from django.db import transaction
-
 from kinds.pairwise.models import PairwiseSettings
 from studies.authenticity_models import NEW_STUDY_TRAPS
+from studies.demo.seed import demo_ensure
 from studies.demo.texts import DEMO_CORPUS, EMPATHY_SIDES, TAKING_PART
 from studies.importers import corpus_import
 from studies.models import PairAttentionCheck, Study
-from studies.services import study_launch
 
 PAIRWISE_SLUG = "pairs-demo"
 PAIRWISE_CORPUS = DEMO_CORPUS
@@ -81,13 +79,12 @@ KNOWN_ANSWER = {
 
 def pairwise_demo_ensure() -> Study:
     """The live study `pairs-demo`, created if missing (left as it is otherwise)."""
-    study = Study.objects.filter(slug=PAIRWISE_SLUG).first()
-    if study is not None:
-        return study
-    with transaction.atomic():
-        Study.objects.create(slug=PAIRWISE_SLUG, **SETTINGS)
-        study = corpus_import(study_slug=PAIRWISE_SLUG, data=PAIRWISE_CORPUS.read_bytes()).study
-        PairwiseSettings.objects.create(study=study)
-        PairAttentionCheck.objects.create(study=study, **KNOWN_ANSWER)
-        study_launch(study=study)
+    return demo_ensure(PAIRWISE_SLUG, _pairwise_demo_create)
+
+
+def _pairwise_demo_create() -> Study:
+    Study.objects.create(slug=PAIRWISE_SLUG, **SETTINGS)
+    study = corpus_import(study_slug=PAIRWISE_SLUG, data=PAIRWISE_CORPUS.read_bytes()).study
+    PairwiseSettings.objects.create(study=study)
+    PairAttentionCheck.objects.create(study=study, **KNOWN_ANSWER)
     return study

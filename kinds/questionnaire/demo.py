@@ -3,13 +3,10 @@ and after imagining one of the demo's five situations (studies/demo/situations.j
 
 from pathlib import Path
 
-from django.db import transaction
-
-from studies.demo.seed import _demo_situations
+from studies.demo.seed import _demo_situations, demo_ensure
 from studies.demo.texts import TAKING_PART
 from studies.emotionbench.instruments import instruments_import
 from studies.models import Condition, Instrument, QuestionnaireSettings, Study, StudySituation
-from studies.services import study_launch
 
 QUESTIONNAIRE_SLUG = "feelings-demo"
 INSTRUMENT = Path(__file__).resolve().parent / "panas.json"
@@ -43,17 +40,14 @@ SETTINGS = {
 
 def questionnaire_demo_ensure() -> Study:
     """The live questionnaire study `feelings-demo`, created if missing (left as it is otherwise)."""
-    study = Study.objects.filter(slug=QUESTIONNAIRE_SLUG).first()
-    if study is not None:
-        return study
-    with transaction.atomic():
-        if not Instrument.objects.filter(name="PANAS").exists():  # an imported EmotionBench PANAS is kept
-            instruments_import(path=INSTRUMENT)
-        study = Study.objects.create(slug=QUESTIONNAIRE_SLUG, **SETTINGS)
-        QuestionnaireSettings.objects.create(study=study, instrument=Instrument.objects.get(name="PANAS"))
-        Condition.objects.create(study=study, name="human", kind=Condition.Kind.HUMAN, is_baseline=True)
-        StudySituation.objects.bulk_create(
-            [StudySituation(study=study, situation=s) for s in _demo_situations()]
-        )
-        study_launch(study=study)
+    return demo_ensure(QUESTIONNAIRE_SLUG, _questionnaire_demo_create)
+
+
+def _questionnaire_demo_create() -> Study:
+    if not Instrument.objects.filter(name="PANAS").exists():  # an imported EmotionBench PANAS is kept
+        instruments_import(path=INSTRUMENT)
+    study = Study.objects.create(slug=QUESTIONNAIRE_SLUG, **SETTINGS)
+    QuestionnaireSettings.objects.create(study=study, instrument=Instrument.objects.get(name="PANAS"))
+    Condition.objects.create(study=study, name="human", kind=Condition.Kind.HUMAN, is_baseline=True)
+    StudySituation.objects.bulk_create([StudySituation(study=study, situation=s) for s in _demo_situations()])
     return study

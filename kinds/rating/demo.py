@@ -5,13 +5,11 @@ instructions and 3 worked examples, the TEQ, one attention check) and the closed
 
 from pathlib import Path
 
-from django.db import transaction
-
 from studies.authenticity_models import NEW_STUDY_TRAPS
+from studies.demo.seed import demo_ensure
 from studies.demo.texts import DEMO_CORPUS, EMPATHY_SIDES, TAKING_PART
 from studies.importers import corpus_import
 from studies.models import AttentionCheck, Study
-from studies.services import study_launch
 
 from .importer import ratings_import
 from .models import RatingSettings
@@ -106,17 +104,16 @@ ATTENTION_CHECK = {
 
 def rating_demo_ensure() -> Study:
     """The live study `demo`, created if missing (left as it is otherwise)."""
-    study = Study.objects.filter(slug=DEMO_SLUG).first()
-    if study is not None:
-        return study
-    with transaction.atomic():
-        study = corpus_import(study_slug=DEMO_SLUG, data=DEMO_CORPUS.read_bytes()).study
-        for field, value in DEMO_SETTINGS.items():
-            setattr(study, field, value)
-        study.save()
-        RatingSettings.objects.update_or_create(study=study, defaults=DEMO_KIND_SETTINGS)
-        AttentionCheck.objects.create(study=study, **ATTENTION_CHECK)
-        study_launch(study=study)
+    return demo_ensure(DEMO_SLUG, _rating_demo_create)
+
+
+def _rating_demo_create() -> Study:
+    study = corpus_import(study_slug=DEMO_SLUG, data=DEMO_CORPUS.read_bytes()).study
+    for field, value in DEMO_SETTINGS.items():
+        setattr(study, field, value)
+    study.save()
+    RatingSettings.objects.update_or_create(study=study, defaults=DEMO_KIND_SETTINGS)
+    AttentionCheck.objects.create(study=study, **ATTENTION_CHECK)
     return study
 
 

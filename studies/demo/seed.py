@@ -6,14 +6,17 @@ from __future__ import annotations
 import json
 import os
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import transaction
 
 from studies.kinds import registered_kinds, resolved
 from studies.models import Situation, Study
+from studies.services import study_launch
 
 # The demo's situations (the questionnaire and chat demos imagine them).
 DEMO_SITUATIONS = Path(__file__).resolve().parent / "situations.json"
@@ -60,6 +63,18 @@ def _ensure_admin() -> tuple[bool, str | None]:
     password = _stored_or_new_password()
     User.objects.create_superuser(username=ADMIN_USERNAME, email="", password=password)
     return True, password
+
+
+def demo_ensure(slug: str, create: Callable[[], Study]) -> Study:
+    """A kind's live demo study `slug` (`StudyKind.demo`): left as it is when it exists; else made by `create`
+    and launched, in one transaction, so a failure leaves no half-seeded study."""
+    study = Study.objects.filter(slug=slug).first()
+    if study is not None:
+        return study
+    with transaction.atomic():
+        study = create()
+        study_launch(study=study)
+    return study
 
 
 def _demo_situations() -> list[Situation]:
