@@ -7,11 +7,9 @@ import pytest
 from django.contrib.auth.models import Group
 
 from analysis.permissions import ANALYSTS_GROUP
-from tests.analysis.builders import two_conditions_rated
+from tests.analysis.builders import build_rating_study, two_conditions_rated
 from tests.browser_login import sign_in
 from tests.screenshots import screenshot
-
-from .builders import build_rating_study
 
 
 @pytest.mark.browser

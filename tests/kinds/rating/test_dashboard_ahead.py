@@ -9,8 +9,7 @@ from django.core.cache import cache
 from django.urls import reverse
 
 from analysis import snapshots
-
-from .builders import Rated, build_rating_study, participants_from_counts
+from tests.analysis.builders import Rated, build_rating_study, participants_from_counts
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,7 @@ from analysis.exclusions import ExclusionRules
 from analysis.exports import cell_neutralise
 from kinds.rating import export as rating_export
 from kinds.rating import export_sql, frame
-
-from .builders import Rated, build_rating_study, participants_from_counts
+from tests.analysis.builders import Rated, build_rating_study, participants_from_counts
 
 pytestmark = pytest.mark.django_db
 

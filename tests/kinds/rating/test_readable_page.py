@@ -16,11 +16,9 @@ from analysis.services import AnalysisOptions, study_analyze
 from kinds.rating import figures
 from kinds.rating import report as reports
 from tests.a11y import axe_violations
-from tests.analysis.builders import two_conditions_rated
+from tests.analysis.builders import build_rating_study, participants_from_counts, two_conditions_rated
 from tests.browser_login import sign_in
 from tests.screenshots import screenshot
-
-from .builders import build_rating_study, participants_from_counts
 
 SVG_TAG = re.compile(r"<svg[^>]*>")
 

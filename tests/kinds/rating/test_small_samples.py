@@ -12,8 +12,7 @@ from analysis.html_tables import SMALL_SAMPLE_MARK
 from analysis.services import AnalysisOptions, study_analyze
 from kinds.rating import figures
 from kinds.rating import report as reports
-
-from .builders import Rated, build_rating_study, participants_from_counts
+from tests.analysis.builders import Rated, build_rating_study, participants_from_counts
 
 SCALE = stats.Scale(values=(1, 2, 3), labels=("Bad", "Okay", "Good"))
 

@@ -16,9 +16,8 @@ from studies.design import design_freeze
 from studies.models import Participant, Response, Study
 from studies.services import study_launch
 from studies.waves import study_extend
+from tests.analysis.builders import build_rating_study, participants_from_counts
 from tests.ops.flow_helpers import hidden_fields, post_step, to_first_item
-
-from .builders import build_rating_study, participants_from_counts
 
 pytestmark = pytest.mark.django_db
 
