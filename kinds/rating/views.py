@@ -103,6 +103,7 @@ def dashboard(request: HttpRequest, study: Study) -> HttpResponse:
         placeholders=dry_run_of(study),
         judges=judges_list(study=study),
         headline=reports.headline_lines(snapshot.analysis) if snapshot else [],
+        analysis=snapshot.analysis if snapshot else None,  # the headline names its primary test
     )
     return with_contents(render(request, "analysis/dashboard.html", context))
 

@@ -64,6 +64,8 @@ def test_the_computed_result_shows_at_once_with_when_it_was_computed(analyst_cli
     assert "Up to date: computed at" in page and 'data-computing="false"' in page
     assert page.count('<figure tabindex="0" aria-labelledby="figure-') == 3 and page.count("<svg") == 3
     assert "gpt4 vs human" in page
+    # The headline names the pre-registered primary test (the rating kind's declaration), not an empty name.
+    assert "The pre-registered primary test (each condition" in page and "primary test ()" not in page
     status = analyst_client.get(reverse("analysis:dashboard_status", args=[rated_study.slug])).json()
     assert status["current"] is True and status["computing"] is False
     assert dispatched == []  # nothing to ask for: the result is current
