@@ -253,10 +253,14 @@ CHROMIUM_ARGS = [
 
 @pytest.fixture(scope="session")
 def browser():
+    from django.urls import reverse
     from playwright.sync_api import sync_playwright
 
     if not os.path.exists(CHROMIUM):
         pytest.fail(f"Chromium is missing at {CHROMIUM}: `make test` installs Debian's chromium package.")
+    # The whole URLconf (and the modules its views import) loaded once, up front: otherwise the first page the
+    # run's first browser test opens pays for those imports and can run into the navigation timeout.
+    reverse("ratings:entry", kwargs={"slug": "warm-up"})
     # Playwright's sync API runs an event loop in this thread; the ORM calls the tests make around it are
     # ordinary synchronous calls, so Django's async-safety guard does not apply.
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"

@@ -7,15 +7,6 @@ def _no_rate_limits(settings):
     settings.RATELIMIT_ENABLED = False
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _urls_loaded():
-    """Loads the whole URLconf (and the modules its views import) once, up front: otherwise the first page a
-    browser test opens pays for those imports and can run into the browser's navigation timeout."""
-    from django.urls import reverse
-
-    reverse("ratings:entry", kwargs={"slug": "warm-up"})
-
-
 @pytest.fixture
 def pages_uncached():
     """The participant pages' shared cache (ratings/shared_pages.py) empty, as in a new worker."""

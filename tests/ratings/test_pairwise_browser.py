@@ -10,25 +10,25 @@ import pytest
 from playwright.sync_api import expect
 
 from analysis import exports
+from kinds.pairwise.demo import pairwise_demo_ensure
 from kinds.pairwise.models import PairItem
 from scripts.walk import VIEWPORTS, walk
-from studies.demo.seed import demo_seed
+from studies.demo.seed import _participant_link
 from studies.models import Participant, ParticipantAuthenticity
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def demo(settings, tmp_path, live_server):
-    settings.VAR_DIR = tmp_path
-    return demo_seed(base_url=live_server.url)
+def study():
+    """pairs-demo as `make run` seeds it (the kind's demo, which seed_demo calls). Only this study: seeding every
+    demo study (900 published ratings among them) cost each test here seconds before its browser opened."""
+    return pairwise_demo_ensure()
 
 
 def test_pairs_demo_is_walked_on_phone_and_desktop_with_and_without_javascript_into_the_export(
-    demo, browser, live_server
+    study, browser, live_server
 ):
-    study = demo.kind_studies["pairwise"]
-    assert demo.kind_links["pairwise"].startswith(f"{live_server.url}/s/pairs-demo/?PROLIFIC_PID=")
     # The hidden instruction on every pair page (the demo's default): axe stays clean and no person falls into it.
     assert study.trap_hidden_instruction
     walks = [
@@ -70,9 +70,9 @@ def test_pairs_demo_is_walked_on_phone_and_desktop_with_and_without_javascript_i
     }
 
 
-def test_keys_1_2_3_answer_a_pair_in_place_with_the_inadequate_flag(demo, page_at):
+def test_keys_1_2_3_answer_a_pair_in_place_with_the_inadequate_flag(study, live_server, page_at):
     page = page_at("desktop")
-    page.goto(demo.kind_links["pairwise"])
+    page.goto(_participant_link(live_server.url, study))
     page.get_by_role("button", name="I agree, start the study").click()
     page.get_by_role("button", name="I have read the instructions, continue").click()
     expect(page.locator("h1")).to_have_text("Pair 1 of 13")
@@ -81,8 +81,6 @@ def test_keys_1_2_3_answer_a_pair_in_place_with_the_inadequate_flag(demo, page_a
     expect(page.locator("h1")).to_have_text("Pair 2 of 13")
     page.keyboard.press("3")
     expect(page.locator("h1")).to_have_text("Pair 3 of 13")
-    participant = Participant.objects.get(
-        study=demo.kind_studies["pairwise"], external_id__startswith="demo-"
-    )
+    participant = Participant.objects.get(study=study, external_id__startswith="demo-")
     answered = list(participant.pair_items.filter(answered_at__isnull=False).order_by("position"))
     assert [(p.choice, p.both_inadequate) for p in answered] == [("right", True), ("tie", False)]

@@ -86,6 +86,11 @@ def test_seed_demo_creates_a_live_demo_study_and_an_admin_and_a_second_run_chang
     assert questionnaire.study_situations.count() == 5
     assert study_launch_problems(study=questionnaire) == []
     assert QUESTIONNAIRE_LINK.search(first)
+    pairwise = Study.objects.get(slug="pairs-demo")
+    assert pairwise.kind == "pairwise" and pairwise.state == Study.State.LIVE
+    assert re.search(
+        r"^Pairwise participant link: http://127\.0\.0\.1:\d+/s/pairs-demo/\?PROLIFIC_PID=", first, re.M
+    )
 
     counts = row_counts()
     second = seed()

@@ -11,8 +11,9 @@ import pytest
 from playwright.sync_api import expect
 
 from generation.providers.placeholder import PlaceholderAdapter
+from kinds.chat.demo import chat_demo_create
 from kinds.chat.models import ChatRating, ChatSettings, Conversation
-from studies.demo.seed import demo_seed
+from studies.demo.seed import _participant_link
 from studies.models import Participant
 from tests.a11y import axe_violations
 from tests.screenshots import screenshot
@@ -22,12 +23,14 @@ MESSAGES = ["My dog died last week and the house is so quiet.", "I keep looking 
 
 
 @pytest.fixture
-def demo(settings, tmp_path, live_server, monkeypatch):
-    settings.VAR_DIR = tmp_path
+def link(live_server, monkeypatch) -> str:
+    """chat-demo as `make run` seeds it (the kind's demo, which seed_demo calls: tests/kinds/chat/test_walk.py
+    checks that it does and prints this link), and a participant's link to it. Only this study: seeding every
+    demo study (900 published ratings among them) cost each test here seconds before its browser opened."""
     monkeypatch.setattr(PlaceholderAdapter, "word_seconds", 0.01)
-    info = demo_seed(base_url=live_server.url)
-    ChatSettings.objects.filter(study__slug="chat-demo").update(min_reply_wait_ms=300)
-    return info
+    study = chat_demo_create()
+    ChatSettings.objects.filter(study=study).update(min_reply_wait_ms=300)
+    return _participant_link(live_server.url, study)
 
 
 def _check(page, name: str, problems: list[str]) -> None:
@@ -37,8 +40,7 @@ def _check(page, name: str, problems: list[str]) -> None:
 
 @pytest.mark.parametrize("viewport", ["phone", "desktop"])
 @pytest.mark.parametrize("javascript", [True, False], ids=["js", "nojs"])
-def test_chat_demo_is_walked_into_the_transcript_and_the_rating(demo, page_at, viewport, javascript):
-    link = demo.kind_links["chat"]
+def test_chat_demo_is_walked_into_the_transcript_and_the_rating(link, page_at, viewport, javascript):
     assert re.match(r"^http://.*/s/chat-demo/\?PROLIFIC_PID=", link)
     page = page_at(viewport)
     if not javascript:  # the site's own scripts blocked, as in a browser without them; axe still runs
@@ -88,7 +90,7 @@ def test_chat_demo_is_walked_into_the_transcript_and_the_rating(demo, page_at, v
 
 
 @pytest.mark.parametrize("javascript", [True, False], ids=["js", "nojs"])
-def test_a_reply_pending_when_the_page_is_shown_is_produced_once_and_shown(demo, page_at, javascript):
+def test_a_reply_pending_when_the_page_is_shown_is_produced_once_and_shown(link, page_at, javascript):
     """A refresh or a lost connection mid-reply: the page shown with the reply pending asks for it (at once with
     JavaScript; with a "Show the reply" button without), and it is stored once."""
     from kinds.chat.turns import participant_turn_store
@@ -96,7 +98,7 @@ def test_a_reply_pending_when_the_page_is_shown_is_produced_once_and_shown(demo,
     page = page_at("phone")
     if not javascript:
         page.context.route("**/static/**/*.js", lambda route: route.abort())
-    page.goto(demo.kind_links["chat"])
+    page.goto(link)
     page.get_by_role("button", name="I agree, start the study").click()
     page.get_by_role("button", name="Start the conversation about it").click()
     expect(page.locator("h1")).to_have_text("Conversation")

@@ -4,12 +4,15 @@ answers inside the time limit. The console is axe-clean at 390×844 and 1280×80
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
 from generation.models import LLMConditionConfig, Provider
 from generation.providers.placeholder import MODEL, PlaceholderAdapter
+from kinds.chat import turns
 from kinds.chat.console import responders_group
 from kinds.chat.models import ChatSettings, Conversation, Turn
 from studies.models import Condition, Study
@@ -49,7 +52,12 @@ def person_source_study() -> Study:
     return study
 
 
-def test_a_responder_answers_a_participant_and_the_fallback_answers_when_nobody_does(live_server, browser):
+def test_a_responder_answers_a_participant_and_the_fallback_answers_when_nobody_does(
+    live_server, browser, monkeypatch
+):
+    # The participant is told the time limit once a person is slower than STATED_WAIT_AFTER (5 s on the site):
+    # 1 s here, so the test does not sit through the other four.
+    monkeypatch.setattr(turns, "STATED_WAIT_AFTER", timedelta(seconds=1))
     study = person_source_study()
     user = get_user_model().objects.create_user(username="responder", password=PASSWORD, is_staff=True)
     user.groups.add(responders_group())
@@ -102,7 +110,7 @@ def test_a_responder_answers_a_participant_and_the_fallback_answers_when_nobody_
 
     # nobody takes the next message: past the time limit the fallback answers it
     contexts.pop().close()  # the responder leaves
-    ChatSettings.objects.filter(study=study).update(person_reply_seconds=3)
+    ChatSettings.objects.filter(study=study).update(person_reply_seconds=1)
     participant.fill("#message", "Her name was Bella. She was fourteen.")
     participant.get_by_role("button", name="Send").click()
     expect(log.locator(".chat-responder")).to_have_count(2, timeout=30_000)
