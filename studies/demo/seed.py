@@ -163,6 +163,8 @@ class DemoInfo:
     # The demo studies the kinds seed themselves (`StudyKind.demo`), by kind name, and their participant links.
     kind_studies: dict[str, Study]
     kind_links: dict[str, str]
+    # Each kind's demo staff pages (`StudyKind.demo_staff_pages`): (what it is, its link).
+    staff_links: list[tuple[str, str]]
 
 
 def _password_file() -> Path:
@@ -284,4 +286,10 @@ def demo_seed(*, base_url: str) -> DemoInfo:
         questionnaire_link=_participant_link(base_url, questionnaire),
         kind_studies=kind_studies,
         kind_links={name: _participant_link(base_url, each) for name, each in kind_studies.items()},
+        staff_links=[
+            (what, base_url + path.format(slug=kind_studies[kind.name].slug))
+            for kind in registered_kinds()
+            if kind.name in kind_studies
+            for what, path in kind.demo_staff_pages
+        ],
     )

@@ -30,6 +30,8 @@ class Command(BaseCommand):
         self.stdout.write(f"Questionnaire participant link: {info.questionnaire_link}")
         for name, link in info.kind_links.items():
             self.stdout.write(f"{name.capitalize()} participant link: {link}")
+        for what, link in info.staff_links:
+            self.stdout.write(f"{what}: {link}")
         self.stdout.write(
             f"Analysis of published ratings (90 raters, 900 ratings, sign in as admin): {info.analysis_link}"
         )
