@@ -99,8 +99,11 @@ RESPONSE_EXPORT_FIELDS: dict[str, str] = {
 
 
 def response_export_rows(*, study: Study) -> Iterator[tuple]:
-    """The study's responses with their prompt, streamed."""
-    ordered = Response.objects.filter(prompt__study=study).order_by(
-        "condition__position", "condition__name", "prompt_id", "sample_index"
+    """The study's responses with their prompt, streamed: the texts participants may be shown, not a judge's own
+    inputs (`Response.Source.JUDGE_INPUT`)."""
+    ordered = (
+        Response.objects.filter(prompt__study=study)
+        .exclude(source=Response.Source.JUDGE_INPUT)
+        .order_by("condition__position", "condition__name", "prompt_id", "sample_index")
     )
     return rows_streamed(ordered, RESPONSE_EXPORT_FIELDS)

@@ -129,12 +129,14 @@ class LoopbackProvider:
 
 
 def seed(provider_port: int) -> tuple[str, int]:
-    """chat-demo with its conditions on the loopback provider; (slug, study id)."""
+    """chat-demo with its conditions on the loopback provider, its person source closed to enrolment (the bench
+    measures the model's path: no responder answers); (slug, study id)."""
     from generation.models import LLMConditionConfig, Provider
-    from kinds.chat.demo import chat_demo_create
+    from kinds.chat.demo import PERSON, chat_demo_create
     from kinds.chat.models import ChatSettings
 
     study = chat_demo_create()
+    study.conditions.filter(name=PERSON).update(enrolling=False)
     provider = Provider.objects.create(
         name="loopback", kind="openai", base_url=f"http://127.0.0.1:{provider_port}/v1", api_key_env="",
         max_concurrency=2000, requests_per_minute=1_000_000, tokens_per_minute=1_000_000_000, timeout_seconds=20,

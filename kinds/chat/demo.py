@@ -1,6 +1,8 @@
-"""The live chat demo `chat-demo`: a conversation with the test model (it streams its placeholder replies word by
-word: no key, no network), about one of the demo's situations, with the label shown ("an AI" or "a person") as
-the second factor, and the debrief that label needs."""
+"""The live chat demo `chat-demo`: a conversation about one of the demo's situations (or the participant's own) with
+one of two sources, balanced — the test model (it streams its placeholder replies word by word: no key, no network)
+or a person typing at the responder console (`/analysis/chat-demo/chat/console/`; the superuser `admin` of
+`make run` may answer there) —, crossed with the label shown ("an AI" or "a person"), and the debrief that label
+needs. A person has `PERSON_REPLY_SECONDS` to answer each message; past it the fallback (the test model) does."""
 
 from __future__ import annotations
 
@@ -18,6 +20,11 @@ from .models import ChatSettings
 
 CHAT_SLUG = "chat-demo"
 PROVIDER = "test-model"
+MODEL_SOURCE = "test-model"
+PERSON = "person"
+PERSON_REPLY_SECONDS = (
+    60  # a person's time limit a reply: short enough to see the fallback answer in the demo
+)
 
 CONSENT = f"""\
 This is a demonstration of a research study about empathy in written conversations.
@@ -29,10 +36,12 @@ messages. Then you will say how the conversation felt. It takes about ten minute
 
 If you agree to take part, choose "I agree" below."""
 
-DEBRIEF = """\
+DEBRIEF = f"""\
 Thank you. Before you go, something you need to know: in this study, what you were told about who answered \
-you was assigned at random, and it was not always true. Every reply in this demonstration was written by a \
-computer program (a test model that puts together stock sentences), whatever the page said.
+you was assigned at random, and it was not always true. Who actually answered was assigned at random too, \
+separately: some participants talked with a computer program (in this demonstration, a test model that puts \
+together stock sentences), others with a person typing the replies. When the person did not answer a message within \
+{PERSON_REPLY_SECONDS} seconds, the computer program answered it instead.
 
 We told some participants "an AI" and others "a person" because how people judge a reply may depend on who they \
 think wrote it. Your answers help us measure that. If you would rather your answers were not used, use the \
@@ -47,7 +56,8 @@ SETTINGS = {
     **NEW_STUDY_TRAPS,
     "kind": "chat",
     "title": "Demo: a conversation about a situation",
-    "description": "Seeded by `manage.py seed_demo`: a live conversation with the test model, label × source.",
+    "description": "Seeded by `manage.py seed_demo`: a live conversation with the test model or a person at the "
+    "responder console, source × label.",
     "consent_text": CONSENT,
     "instructions_text": "",
     "quota_per_condition": 200,
@@ -81,8 +91,11 @@ def chat_demo_create() -> Study:
             name=PROVIDER, defaults={"kind": PlaceholderAdapter.kind, "requests_per_minute": 6000}
         )
         study = Study.objects.create(slug=CHAT_SLUG, **SETTINGS)
-        _llm(study, "test-model", provider, enrolling=True, position=0)
-        fallback = _llm(study, "fallback", provider, enrolling=False, position=1)
+        _llm(study, MODEL_SOURCE, provider, enrolling=True, position=0)
+        Condition.objects.create(
+            study=study, name=PERSON, kind=Condition.Kind.HUMAN, enrolling=True, position=1
+        )
+        fallback = _llm(study, "fallback", provider, enrolling=False, position=2)
         StudySituation.objects.bulk_create(
             [StudySituation(study=study, situation=s) for s in _demo_situations()]
         )
@@ -96,6 +109,7 @@ def chat_demo_create() -> Study:
             labels=["ai", "person"],
             debrief_text=DEBRIEF,
             fallback_condition=fallback,
+            person_reply_seconds=PERSON_REPLY_SECONDS,
         )
         study_launch(study=study, dry_run=True)
     return study

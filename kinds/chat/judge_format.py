@@ -4,7 +4,8 @@ machinery (rows, claims, retries, spend, batches, run pages; generation/services
 each rated conversation is judged through one response that holds its transcript: `transcript_responses` writes,
 once per conversation, a prompt `chat:<conversation id>` (its opening situation and first message) and a response
 of the conversation's source whose text is the transcript ("Person: …" / "Partner: …" lines; the judge is not
-told the label shown nor who answered). The calibration against the participants' own answers is
+told the label shown nor who answered), its source `judge_input`: no participant is shown it, so the study's
+`responses` export leaves it out. The calibration against the participants' own answers is
 kinds/chat/judge_analysis.py, on the analysts' page.
 """
 
@@ -84,7 +85,10 @@ def transcript_responses(study: Study) -> dict[int, int]:
                 )
                 response = (
                     Response.objects.create(
-                        prompt=prompt, condition=conversation.condition, text=transcript_text(turns)
+                        prompt=prompt,
+                        condition=conversation.condition,
+                        text=transcript_text(turns),
+                        source=Response.Source.JUDGE_INPUT,
                     )
                     if created
                     else Response.objects.filter(prompt=prompt).first()

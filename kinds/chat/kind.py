@@ -57,6 +57,7 @@ class ChatKind(StudyKind):
     status_columns = [("conversations", "conversations"), ("rated", "rated"), ("fallback", "fallback used")]
     material_title = "Situations and the conversation"
     demo = "kinds.chat.demo.chat_demo_create"
+    demo_staff_pages = (("Chat responder console (sign in as admin)", "/analysis/{slug}/chat/console/"),)
     setup_texts = SetupTexts(
         answers="the conversation's settings (opening, turns, wait, labels, scale, debrief)",
         items="conversations",

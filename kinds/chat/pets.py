@@ -2,7 +2,9 @@
 perceived-empathy-of-technology-scale.com): 10 items in two factors, Emotional Responsiveness (ER, 6 items) and
 Understanding & Trust (UT, 4 items), each answered on a 0–100 slider from "strongly disagree" to "strongly agree",
 in random order. The items say "the system"; here they say "my conversation partner", the same words whatever
-the label shown, so the wording does not contradict (or repeat) the label factor."""
+the label shown, so the wording does not contradict (or repeat) the label factor. The wording was compared word
+by word with the published items as public study implementations reproduce them; docs/chat.md says what could
+and could not be checked."""
 
 from __future__ import annotations
 

@@ -173,6 +173,10 @@
 
   // --- sending forms in the background ------------------------------------------------------------------
 
+  // The form's address as written: `form.action` is a field's element when the form has one named "action"
+  // (the chat's finish button sends action=finish).
+  function actionOf(form) { return form.getAttribute("action"); }
+
   function formBody(form, submitter) {
     var body = new URLSearchParams();
     new FormData(form).forEach(function (value, name) { body.append(name, value); });
@@ -181,7 +185,7 @@
   }
 
   function post(form, body) {
-    return fetch(form.action, {
+    return fetch(actionOf(form), {
       method: "POST",
       body: body,
       credentials: "same-origin",
@@ -244,7 +248,7 @@
     var agree = form && form.querySelector("button[name='decision'][value='agree']");
     if (!kept || !ahead || !item || !agree || kept.key !== item.key) { return; }
     firstItem = item;
-    var consent = { action: form.action, body: formBody(form, agree) };
+    var consent = { action: actionOf(form), body: formBody(form, agree) };
     showPage(ahead.page, ahead.url);
     consentAhead(consent, ahead.hold);
     beginAhead(document.querySelector("form[data-step-form]"), kept.since);
@@ -330,7 +334,7 @@
       if (form.dataset.sent) { return; }
       var submitter = event.submitter;
       if (ahead && submitter && submitter.name === "decision" && submitter.value === "agree") {
-        var consent = { action: form.action, body: formBody(form, submitter) };
+        var consent = { action: actionOf(form), body: formBody(form, submitter) };
         firstItem = carried("first-item");
         showPage(ahead.page, ahead.url);
         consentAhead(consent, ahead.hold);
@@ -408,7 +412,7 @@
       mark(null);
       setBusy(false);
       // The step page always shows the current item: a refresh lands here too.
-      history.replaceState({ position: item.position }, "", form.action);
+      history.replaceState({ position: item.position }, "", actionOf(form));
       window.scrollTo(0, 0);
       if (current.stuck) { current.stuck(); }
       heading.focus();

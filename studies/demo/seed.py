@@ -36,6 +36,8 @@ class DemoInfo:
     # The closed studies with answers (`StudyKind.demo_closed`), by kind name, and their analysis pages.
     closed_studies: dict[str, Study]
     analysis_links: dict[str, str]
+    # Each kind's demo staff pages (`StudyKind.demo_staff_pages`): (what it is, its link).
+    staff_links: list[tuple[str, str]]
 
 
 def _password_file() -> Path:
@@ -123,4 +125,10 @@ def demo_seed(*, base_url: str) -> DemoInfo:
         kind_links={name: _participant_link(base_url, each) for name, each in kind_studies.items()},
         closed_studies=closed,
         analysis_links={name: f"{base_url}/analysis/{each.slug}/" for name, each in closed.items()},
+        staff_links=[
+            (what, base_url + path.format(slug=kind_studies[kind.name].slug))
+            for kind in registered_kinds()
+            if kind.name in kind_studies
+            for what, path in kind.demo_staff_pages
+        ],
     )

@@ -236,6 +236,9 @@ class StudyKind(ABC):
     analysis_file: ClassVar[str | None] = None
     # () -> Study: the kind's live demo study, created when missing (`manage.py seed_demo`, `make run`).
     demo: ClassVar[str | None] = None
+    # The demo study's staff pages `make run` prints beside its participant link: (what it is, its path with
+    # `{slug}` for the demo study's slug), e.g. a page where staff take part in the demo.
+    demo_staff_pages: ClassVar[tuple[tuple[str, str], ...]] = ()
     # () -> Study: a closed study of the kind with answers, for the analysis dashboard (`seed_demo`'s published
     # sample); None: the kind has none.
     demo_closed: ClassVar[str | None] = None

@@ -28,6 +28,8 @@ class Command(BaseCommand):
             )
         for name, link in info.kind_links.items():
             self.stdout.write(f"{name.capitalize()} participant link: {link}")
+        for what, link in info.staff_links:
+            self.stdout.write(f"{what}: {link}")
         for name, study in info.closed_studies.items():
             self.stdout.write(
                 f"Analysis of {study.title} ({study.participants.count()} participants, sign in as admin): "

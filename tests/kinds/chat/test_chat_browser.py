@@ -1,7 +1,9 @@
-"""chat-demo walked in headless Chromium: phone 390×844 and desktop 1280×800, JavaScript on (the reply streams in
-place, word by word) and off (each message a plain post, the reply on the next page); axe-core clean on every page;
-the stored transcript is exactly the turns typed and received, and the PETS answers are stored with the rating.
-Screenshots of every page when SCREENSHOTS names a directory."""
+"""chat-demo walked in headless Chromium with its test model as the source: phone 390×844 and desktop 1280×800,
+JavaScript on (the reply streams in place, word by word) and off (each message a plain post, the reply on the next
+page); axe-core clean on every page, the debrief included; the transcript export's rows are exactly the turns typed
+and the replies shown, and the conversation export holds every PETS answer given. (The person source, answered at
+the responder console: test_chat_console_browser.py.) Screenshots of every page when SCREENSHOTS names a
+directory."""
 
 from __future__ import annotations
 
@@ -10,12 +12,12 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from generation.providers.placeholder import PlaceholderAdapter
-from kinds.chat.demo import chat_demo_create
-from kinds.chat.models import ChatRating, ChatSettings, Conversation
-from studies.demo.seed import _participant_link
+from kinds.chat.demo import MODEL_SOURCE
+from kinds.chat.models import ChatRating, Conversation
+from kinds.chat.pets import KEYS
 from studies.models import Participant
 from tests.a11y import axe_violations
+from tests.kinds.chat.walking import demo_live, export_rows, http_errors, pets_give
 from tests.screenshots import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -23,14 +25,8 @@ MESSAGES = ["My dog died last week and the house is so quiet.", "I keep looking 
 
 
 @pytest.fixture
-def link(live_server, monkeypatch) -> str:
-    """chat-demo as `make run` seeds it (the kind's demo, which seed_demo calls: tests/kinds/chat/test_walk.py
-    checks that it does and prints this link), and a participant's link to it. Only this study: seeding every
-    demo study (900 published ratings among them) cost each test here seconds before its browser opened."""
-    monkeypatch.setattr(PlaceholderAdapter, "word_seconds", 0.01)
-    study = chat_demo_create()
-    ChatSettings.objects.filter(study=study).update(min_reply_wait_ms=300)
-    return _participant_link(live_server.url, study)
+def demo(settings, tmp_path, live_server, monkeypatch):
+    return demo_live(settings, tmp_path, live_server, monkeypatch, MODEL_SOURCE)
 
 
 def _check(page, name: str, problems: list[str]) -> None:
@@ -40,13 +36,15 @@ def _check(page, name: str, problems: list[str]) -> None:
 
 @pytest.mark.parametrize("viewport", ["phone", "desktop"])
 @pytest.mark.parametrize("javascript", [True, False], ids=["js", "nojs"])
-def test_chat_demo_is_walked_into_the_transcript_and_the_rating(link, page_at, viewport, javascript):
+def test_chat_demo_is_walked_into_the_transcript_and_the_rating(demo, page_at, viewport, javascript):
+    link = demo.kind_links["chat"]
     assert re.match(r"^http://.*/s/chat-demo/\?PROLIFIC_PID=", link)
     page = page_at(viewport)
     if not javascript:  # the site's own scripts blocked, as in a browser without them; axe still runs
         page.context.route("**/static/**/*.js", lambda route: route.abort())
     name = f"chat-{viewport}-{'js' if javascript else 'nojs'}"
     problems: list[str] = []
+    errors = http_errors(page)
     page.goto(link)
     _check(page, f"{name}-1-consent", problems)
     page.get_by_role("button", name="I agree, start the study").click()
@@ -54,18 +52,22 @@ def test_chat_demo_is_walked_into_the_transcript_and_the_rating(link, page_at, v
     _check(page, f"{name}-2-opening", problems)
     page.get_by_role("button", name="Start the conversation about it").click()
     expect(page.locator("h1")).to_have_text("Conversation")
+    shown = []  # the turns as the participant typed and read them
     for n, message in enumerate(MESSAGES, start=1):
         page.get_by_label("Your message").fill(message)
         page.get_by_role("button", name="Send").click()
         replies = page.locator(".chat-responder .chat-text")
         expect(replies).to_have_count(n)
         expect(page.locator("#chat-status")).to_have_text("")  # the reply is complete
+        shown += [("participant", message), ("responder", replies.nth(n - 1).inner_text())]
         _check(page, f"{name}-3-talk-{n}", problems)
     page.get_by_role("button", name="Finish the conversation and continue").click()
     expect(page.locator("h1")).to_have_text("About the conversation")
     slider = page.locator("input[type=range]").first
     slider.focus()
-    page.keyboard.press("End")  # the first statement shown: 100
+    page.keyboard.press("End")  # a slider moves from the keyboard…
+    expect(slider).to_have_value("100")
+    given = pets_give(page)  # … and every one is given its value
     page.get_by_label("Good").check()
     page.get_by_label(re.compile("Anything you want to add")).fill("It felt kind.")
     _check(page, f"{name}-4-rate", problems)
@@ -75,22 +77,29 @@ def test_chat_demo_is_walked_into_the_transcript_and_the_rating(link, page_at, v
     page.get_by_role("button", name="I have read this, finish").click()
     expect(page.get_by_text("CHAT-COMPLETE")).to_be_visible()
     _check(page, f"{name}-6-done", problems)
-    assert problems == []
+    assert problems == [] and errors == []
 
     participant = Participant.objects.get(study__slug="chat-demo", external_id__startswith="demo-")
     assert participant.status == "completed"
     conversation = Conversation.objects.get(participant=participant)
-    turns = list(conversation.turns.order_by("index"))
-    assert [t.text for t in turns if t.role == "participant"] == MESSAGES
-    replies = [t for t in turns if t.role == "responder"]
+    assert conversation.condition.name == MODEL_SOURCE
+    replies = list(conversation.turns.filter(role="responder"))
     assert len(replies) == 2 and all(t.status == "complete" and t.text and t.shown_at for t in replies)
+    study = demo.kind_studies["chat"]
+    transcript = export_rows(study, "transcript")
+    assert [(row["role"], row["text"]) for row in transcript] == shown
+    assert {row["participant"] for row in transcript} == {participant.external_id}
+    (row,) = export_rows(study, "ratings")
+    assert row["participant"] == participant.external_id and row["source"] == MODEL_SOURCE
+    assert {key: int(row[f"pets_{key}"]) for key in KEYS} == given
+    assert row["pets_order"].split() == list(given)  # the order shown
+    assert (row["scale_label"], row["free_text"]) == ("Good", "It felt kind.")
     rating = ChatRating.objects.get(conversation=conversation)
-    first_shown = rating.pets_order[0]
-    assert rating.pets[first_shown] == 100 and rating.scale_value == 2 and rating.free_text == "It felt kind."
+    assert rating.pets == given and rating.scale_value == 2
 
 
 @pytest.mark.parametrize("javascript", [True, False], ids=["js", "nojs"])
-def test_a_reply_pending_when_the_page_is_shown_is_produced_once_and_shown(link, page_at, javascript):
+def test_a_reply_pending_when_the_page_is_shown_is_produced_once_and_shown(demo, page_at, javascript):
     """A refresh or a lost connection mid-reply: the page shown with the reply pending asks for it (at once with
     JavaScript; with a "Show the reply" button without), and it is stored once."""
     from kinds.chat.turns import participant_turn_store
@@ -98,7 +107,7 @@ def test_a_reply_pending_when_the_page_is_shown_is_produced_once_and_shown(link,
     page = page_at("phone")
     if not javascript:
         page.context.route("**/static/**/*.js", lambda route: route.abort())
-    page.goto(link)
+    page.goto(demo.kind_links["chat"])
     page.get_by_role("button", name="I agree, start the study").click()
     page.get_by_role("button", name="Start the conversation about it").click()
     expect(page.locator("h1")).to_have_text("Conversation")

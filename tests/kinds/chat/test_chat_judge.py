@@ -10,9 +10,9 @@ from generation.services.judging import judge_render
 from kinds.chat.judge_analysis import judge_calibrations, weighted_kappa
 from kinds.chat.judge_format import TRANSCRIPTS, transcript_responses
 from kinds.chat.models import ChatRating, Conversation
-from studies.models import Response
+from studies.models import Emotion, Prompt, Response
 from tests.analysis.judge_builders import judge_create
-from tests.kinds.chat.test_chat_analysis_exports import chat_study
+from tests.kinds.chat.test_chat_analysis_exports import _rows, chat_study
 
 pytestmark = pytest.mark.django_db
 
@@ -69,3 +69,20 @@ def test_calibration_against_the_participants_answers(staff_client):
     assert {row["source"] for row in calibration["by_source"]} == {"gpt", "person"}
     page = staff_client.get(f"/analysis/{study.slug}/chat/").content.decode()
     assert "LLM judges against the participants" in page and judge.name in page
+
+
+def test_the_transcripts_the_judge_reads_are_not_in_the_responses_export():
+    """A judge's input is not a response shown to participants: the responses export lists what participants may
+    be shown, so the transcripts stay out of it (and a response of the study's stimuli stays in)."""
+    study = chat_study(1)
+    shown = Response.objects.create(
+        prompt=Prompt.objects.create(study=study, dialogue_id="d1", emotion=Emotion.objects.get_or_create(name="sad")[0],
+                                     situation="A loss.", speaker_utterance="My cat died."),
+        condition=study.conditions.get(name="gpt"), text="I am sorry about your cat.",
+    )  # fmt: skip
+    written = transcript_responses(study)
+    assert len(written) == 4
+    assert [int(row["response_id"]) for row in _rows(study, "responses")] == [shown.pk]
+    assert set(Response.objects.filter(pk__in=written.values()).values_list("source", flat=True)) == {
+        Response.Source.JUDGE_INPUT
+    }

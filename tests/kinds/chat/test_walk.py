@@ -2,11 +2,16 @@
 each stored before they are shown, the rating (PETS and the scale), the debrief, the completion code."""
 
 import json
+from collections import Counter
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
 
+from kinds.chat.demo import MODEL_SOURCE, PERSON, PERSON_REPLY_SECONDS, chat_demo_create
 from kinds.chat.models import ChatRating, Conversation, Turn
 from kinds.chat.pets import KEYS
+from studies.demo.seed import ADMIN_USERNAME, demo_seed
 from studies.models import Participant
 from tests.ratings.helpers import current_step, enter, post_step, step_url
 
@@ -109,6 +114,34 @@ def test_make_run_prints_the_chat_participant_link(settings, tmp_path):
     call_command("seed_demo", stdout=out)
     assert "Chat participant link: http://" in out.getvalue()
     assert "/s/chat-demo/?PROLIFIC_PID=" in out.getvalue()
+    assert (
+        "Chat responder console (sign in as admin): http://127.0.0.1:8000/analysis/chat-demo/chat/console/\n"
+        in (out.getvalue())
+    )
+
+
+def test_chat_demo_balances_its_model_and_its_person_source_with_the_label(fast_model):
+    study = chat_demo_create()
+    sources = dict(study.conditions.filter(enrolling=True).values_list("name", "kind"))
+    assert sources == {MODEL_SOURCE: "llm", PERSON: "human"}
+    assert study.chat_settings.person_reply_seconds == PERSON_REPLY_SECONDS
+    assert f"within {PERSON_REPLY_SECONDS} seconds" in study.chat_settings.debrief_text
+    for i in range(8):
+        client = Client()
+        enter(client, study, f"BAL{i}")
+        assert post_step(client, study, decision="agree").status_code == 302
+    cells = Counter(
+        Conversation.objects.filter(participant__study=study).values_list("condition__name", "label")
+    )
+    assert cells == {(source, label): 2 for source in (MODEL_SOURCE, PERSON) for label in ("ai", "person")}
+
+
+def test_the_demos_admin_may_answer_at_chat_demos_console(settings, tmp_path, client):
+    settings.VAR_DIR = tmp_path
+    demo_seed(base_url="http://testserver")
+    client.force_login(get_user_model().objects.get(username=ADMIN_USERNAME))
+    page = client.get("/analysis/chat-demo/chat/console/")
+    assert page.status_code == 200 and "0 conversations waiting for a person" in page.content.decode()
 
 
 def test_the_study_admin_shows_the_chat_settings_and_a_conversation_its_turns(admin_client, chat_demo):
