@@ -266,6 +266,12 @@ class CsvStream:
     def rows(self) -> int:
         return self._counter[0]
 
+    def close(self) -> None:
+        """Stops the stream early (a download cut short): the ratings export's COPY stops with it."""
+        close = getattr(self._pieces, "close", None)
+        if close is not None:
+            close()
+
 
 def _copy_lines(*, study: Study, rules: ExclusionRules, pseudonymise: bool) -> CsvStream:
     """The ratings export written by PostgreSQL (see `analysis.export_sql`): the same cells as the Python path."""
