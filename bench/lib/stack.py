@@ -28,6 +28,8 @@ from .cpu import CpuMeter
 BASE_DIR = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 DEFAULT_CORPUS = BASE_DIR.parent / "shared" / "data" / "llm-empathy-evaluation" / "dataset_and_ratings.csv"
+# The web application as production runs it (docker-compose, the Dockerfile, the Helm chart): ASGI in uvicorn workers.
+WEB_APP = ["config.asgi", "--worker-class", "uvicorn_worker.UvicornWorker"]
 ADMIN_DB_URL = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432")
 
 
@@ -210,7 +212,7 @@ class Stack:
         bench/profile_participants.py uses). `asgi`: as docker-compose runs it (config/asgi.py in uvicorn
         workers); else the WSGI application in sync workers."""
         log(f"gunicorn with {self.workers} {'ASGI' if asgi else 'sync'} workers on {self.base_url}")
-        app = ["config.asgi", "--worker-class", "uvicorn_worker.UvicornWorker"] if asgi else ["config.wsgi"]
+        app = WEB_APP if asgi else ["config.wsgi"]
         self.gunicorn = subprocess.Popen(
             [
                 str(Path(PYTHON).parent / "gunicorn"),
