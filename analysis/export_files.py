@@ -32,6 +32,7 @@ from studies.models import Study
 from studies.status_tally import status_tallies
 
 PART_BYTES = 8 * 1024 * 1024
+EXPORT_FILE_TASK = "analysis.tasks.export_file_task"
 RUNNING_SECONDS = (
     3600  # the task's hard time limit: a file still `running` after it was left by a dead worker
 )
@@ -93,9 +94,10 @@ def _dispatch(file_id: int) -> None:
     if settings.CELERY_TASK_ALWAYS_EAGER:  # no broker (`make run`): the server's background thread writes it
         snapshots.local_submit(lambda: export_file_write(file_id))
         return
-    from analysis.tasks import export_file_task  # the task module imports this one
+    # By name: analysis.tasks imports this module (no import cycle), and the task is registered on the workers.
+    from celery import current_app
 
-    export_file_task.delay(file_id)
+    current_app.send_task(EXPORT_FILE_TASK, args=(file_id,))
 
 
 def _claim(file_id: int) -> bool:

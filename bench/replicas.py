@@ -61,7 +61,9 @@ class Processes:
 
     def __init__(self, stack: Stack) -> None:
         self.stack = stack
-        self.ports = [free_port() for _ in range(3)]
+        self.ports: list[int] = []
+        for _ in range(3):  # none listens yet: each must differ from those already chosen
+            self.ports.append(free_port(exclude=(stack.port, *self.ports)))
         self.web: dict[int, subprocess.Popen] = {}
         self.workers: dict[int, subprocess.Popen] = {}
         self.beats: list[subprocess.Popen] = []

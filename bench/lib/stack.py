@@ -37,11 +37,12 @@ def log(message: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def free_port() -> int:
+def free_port(exclude: tuple[int, ...] = ()) -> int:
     """A free port: the first free one of BENCH_PORTS ("8450-8499") when set (a machine shared by several
-    people, each with their range), else any the system gives."""
+    people, each with their range), else any the system gives. `exclude`: ports already handed out to processes
+    not listening yet."""
     low, _, high = os.environ.get("BENCH_PORTS", "0").partition("-")
-    for port in range(int(low), int(high or low) + 1) if int(low) else [0]:
+    for port in [p for p in range(int(low), int(high or low) + 1) if p not in exclude] if int(low) else [0]:
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))

@@ -86,9 +86,7 @@ def test_the_page_asks_for_a_file_and_offers_it_once_ready(analyst_client, rated
     assert response.status_code == 302 and response["Location"] == page
     file = ExportFile.objects.get()
     html = analyst_client.get(page).content.decode()
-    assert (
-        "Preparing a new file" in html and 'http-equiv="refresh"' in html and "Prepare the file" not in html
-    )
+    assert "Preparing a new file" in html and 'data-pending="true"' in html and "Prepare the file" not in html
     export_files.export_file_write(file.pk)
     html = analyst_client.get(page).content.decode()
     assert reverse("analysis:export_file_download", args=[rated_study.slug, file.pk]) in html
@@ -207,3 +205,22 @@ def test_under_asgi_an_export_is_sent_as_it_is_read_not_read_whole_first(analyst
     client.force_login(analyst)
     assert b"".join(pieces) == _body(client.get(url))
     assert not [t for t in threading.enumerate() if t.name == "ratings-export-copy"]
+
+
+def test_a_request_sends_the_workers_task_once_committed(
+    rated_study, settings, django_capture_on_commit_callbacks
+):
+    from celery import current_app
+
+    from analysis.tasks import export_file_task
+
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    sent = []
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(current_app, "send_task", lambda name, args: sent.append((name, args)))
+        with django_capture_on_commit_callbacks(execute=True):
+            file = export_files.export_file_request(
+                study=rated_study, what="ratings", no_exclusions=False, pseudonymised=True
+            )
+            assert sent == []  # not before the file's row is committed
+    assert sent == [(export_file_task.name, (file.pk,))]
