@@ -159,7 +159,7 @@ class StudyExport(CSVView):
         responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="CSV, streamed")},
     )
     def get(self, request: Request, slug: str, what: str) -> StreamingHttpResponse:
-        return export_response(_study(slug), what, request.query_params, request.user)
+        return export_response(request, _study(slug), what, request.query_params, request.user)
 
 
 class StudyTable(CSVView):

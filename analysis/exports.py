@@ -213,6 +213,12 @@ class CsvStream:
     def rows(self) -> int:
         return self._counter[0]
 
+    def close(self) -> None:
+        """Stops the stream early (a download cut short): the ratings export's COPY stops with it."""
+        close = getattr(self._pieces, "close", None)
+        if close is not None:
+            close()
+
 
 def table_lines(frame) -> Iterator[str]:
     """An aggregate table (a small DataFrame) as neutralised CSV lines."""

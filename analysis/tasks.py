@@ -3,7 +3,7 @@ snapshot already computed on the current data is kept)."""
 
 from celery import shared_task
 
-from analysis import judge_ahead, snapshots
+from analysis import export_files, judge_ahead, snapshots
 
 
 @shared_task(acks_late=True, ignore_result=True, soft_time_limit=540, time_limit=snapshots.RUNNING_SECONDS)
@@ -33,3 +33,11 @@ def judge_report_task(study_id: int, judge_id: int) -> bool:
 def judge_reports_refresh_task() -> int:
     """Run by beat: ask for a new report of every judge whose study's data or ratings changed since its last one."""
     return judge_ahead.judge_reports_refresh()
+
+
+@shared_task(
+    acks_late=True, ignore_result=True, soft_time_limit=3540, time_limit=export_files.RUNNING_SECONDS
+)
+def export_file_task(file_id: int) -> bool:
+    """Write one export file a researcher asked for (analysis.export_files); False when it was not queued."""
+    return export_files.export_file_write(file_id) is not None

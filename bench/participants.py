@@ -415,6 +415,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--teq", action="store_true", help="ask the TEQ before rating")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
     parser.add_argument(
+        "--wsgi",
+        action="store_true",
+        help="serve this code's WSGI application in sync workers (default: ASGI)",
+    )
+    parser.add_argument(
         "--concurrency", type=int, default=8, help="clients in the floor and saturation phases"
     )
     parser.add_argument("--saturation-seconds", type=float, default=24.0, help="for each of floor and flow")
@@ -478,7 +483,7 @@ def main(argv: list[str] | None = None) -> dict:
         stack.django_setup()
         quota = args.quota_per_condition
         seeded = study_seed(stack, slug=slug, corpus=args.corpus, ask_teq=args.teq, quota_per_condition=quota)
-        stack.start_server()
+        stack.start_server(asgi=not args.wsgi)
         meter = stack.cpu_meter()
         autovacuum = postgres_autovacuum()
 
@@ -570,6 +575,7 @@ def main(argv: list[str] | None = None) -> dict:
             "teq": args.teq,
             "wave_modes": modes,
             "gunicorn_workers": args.workers,
+            "web": "WSGI, sync workers" if args.wsgi else "ASGI, uvicorn workers",
             "concurrency_floor_and_saturation": args.concurrency,
             "saturation_seconds": args.saturation_seconds,
             "cpu_count": os.cpu_count(),

@@ -5,7 +5,8 @@ PostgreSQL and one Redis, while things go wrong. Prints ONE JSON object (progres
 
 The production shape (bench/lib/stack.py: DJANGO_ENV=production, a database of its own, the demo studies seeded):
 
-* web: three gunicorn processes (2 sync workers each) on three ports, one SECRET_KEY, behind Debian's nginx with
+* web: three gunicorn processes (2 ASGI workers each, config/asgi.py in uvicorn workers as docker-compose and the
+  Helm chart run it) on three ports, one SECRET_KEY, behind Debian's nginx with
   the repository's proxy configuration (deploy/nginx/default.conf.template) and an upstream of the three,
   round-robin, no stickiness;
 * two Celery workers on the default and generation queues, and beat;
@@ -46,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.abuse import Proxy  # noqa: E402
 from bench.generation import Loopback  # noqa: E402
 from bench.lib.journey import Recorder, entry_path, run_participant  # noqa: E402
-from bench.lib.stack import BASE_DIR, PYTHON, Stack, free_port, log  # noqa: E402
+from bench.lib.stack import BASE_DIR, PYTHON, WEB_APP, Stack, _admin_sql, free_port, log  # noqa: E402
 from bench.lib.study import outcomes_check  # noqa: E402
 
 KINDS = ("demo", "feelings-demo", "pairs-demo")
@@ -60,7 +61,9 @@ class Processes:
 
     def __init__(self, stack: Stack) -> None:
         self.stack = stack
-        self.ports = [free_port() for _ in range(3)]
+        self.ports: list[int] = []
+        for _ in range(3):  # none listens yet: each must differ from those already chosen
+            self.ports.append(free_port(exclude=(stack.port, *self.ports)))
         self.web: dict[int, subprocess.Popen] = {}
         self.workers: dict[int, subprocess.Popen] = {}
         self.beats: list[subprocess.Popen] = []
@@ -80,7 +83,7 @@ class Processes:
         gunicorn = str(Path(PYTHON).parent / "gunicorn")
         bind = f"127.0.0.1:{self.ports[index]}"
         self.web[index] = self._spawn(
-            [gunicorn, "config.wsgi", "--bind", bind, "--workers", "2", "--timeout", "30", "--preload"],
+            [gunicorn, *WEB_APP, "--bind", bind, "--workers", "2", "--timeout", "30", "--preload"],
             f"web{index}.log",
         )
 
@@ -358,6 +361,27 @@ def main(argv: list[str] | None = None) -> dict:
     return result
 
 
+class ConnectionSampler(threading.Thread):
+    """The stack's PostgreSQL connections (web, workers, beat), counted every second: their peak and median."""
+
+    def __init__(self, db_name: str) -> None:
+        super().__init__(daemon=True)
+        self.db_name, self.samples, self._done = db_name, [], threading.Event()
+
+    def run(self) -> None:
+        while not self._done.wait(1.0):
+            count = _admin_sql(f"SELECT count(*) FROM pg_stat_activity WHERE datname = '{self.db_name}'")
+            self.samples.append(int(count))
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join()
+
+    def figures(self) -> dict:
+        ordered = sorted(self.samples) or [0]
+        return {"peak": ordered[-1], "median": ordered[len(ordered) // 2], "samples": len(self.samples)}
+
+
 def run(args, stack: Stack, procs: Processes, proxy: Proxy, generation, beat_started: float) -> dict:
     from django.conf import settings
 
@@ -366,6 +390,8 @@ def run(args, stack: Stack, procs: Processes, proxy: Proxy, generation, beat_sta
     from generation.services.prompts import generation_conditions
 
     recorder = Recorder()
+    connections = ConnectionSampler(stack.db_name)
+    connections.start()
     outcomes: dict[str, list] = {slug: [] for slug in KINDS}
     lock = threading.Lock()
     rng = random.Random(7)
@@ -438,6 +464,7 @@ def run(args, stack: Stack, procs: Processes, proxy: Proxy, generation, beat_sta
         time.sleep(beat_until - time.time())
     generation_settle(generation, args.settle_seconds)  # the killed worker's items come back by the sweep
     seconds = time.time() - wall0
+    connections.stop()
 
     window = (marks["web_killed"], marks["web_back"] + 2)
     failed_during_kill = [
@@ -448,7 +475,7 @@ def run(args, stack: Stack, procs: Processes, proxy: Proxy, generation, beat_sta
     stuck = [o.error for o in all_outcomes if not o.completed]
     return {
         "benchmark": "replicas",
-        "shape": "3 gunicorn (2 workers each) behind nginx round-robin, 2 Celery workers, beat, PostgreSQL, Redis",
+        "shape": "3 gunicorn (2 ASGI workers each) behind nginx round-robin, 2 Celery workers, beat, PostgreSQL, Redis",
         "participants": args.participants,
         "completed": {slug: sum(o.completed for o in v) for slug, v in outcomes.items()},
         "completed_all": len(all_outcomes) - len(stuck),
@@ -470,6 +497,7 @@ def run(args, stack: Stack, procs: Processes, proxy: Proxy, generation, beat_sta
         },
         "second_beat_started_at_s": round(marks["second_beat_started"], 1),
         "periodic_tasks": periodic_check(procs.sends(), time.time() - beat_started),
+        "postgresql_connections": connections.figures(),
         "requests": recorder.requests,
         "statuses": {str(k): v for k, v in sorted(statuses.items())},
         "participants_seconds": round(participants_seconds, 1),

@@ -14,6 +14,11 @@ import os
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+# No persistent connections under ASGI: each request's view runs in a thread that ends with the request, so a
+# connection kept open past the request (DB_CONN_MAX_AGE > 0) is never reused and stays open until the garbage
+# collector finds it: in bench/replicas.py a stack whose one listening web process ran two uvicorn workers held
+# 60-85 connections that way. With 0 each request closes its connection at its end (pool them with PgBouncer).
+os.environ["DB_CONN_MAX_AGE"] = "0"
 application = get_asgi_application()
 
 from config.warm import server_preload  # noqa: E402 - it reads the kinds' registry: after Django is set up

@@ -343,6 +343,10 @@ SPECTACULAR_SETTINGS = {
 # gets pseudonyms.
 EXPORT_PSEUDONYM_KEY = env_str("EXPORT_PSEUDONYM_KEY", "")
 EXPORT_RAW_IDS_FOR_STAFF = env_bool("EXPORT_RAW_IDS_FOR_STAFF", True)
+# A study of more participants than this has its exports written to a file by a worker, kept in the database for
+# EXPORT_FILE_KEEP_DAYS and downloaded from its page (analysis/export_files.py); smaller ones stream in the request.
+EXPORT_FILE_ABOVE_PARTICIPANTS = env_int("EXPORT_FILE_ABOVE_PARTICIPANTS", 20_000)
+EXPORT_FILE_KEEP_DAYS = env_int("EXPORT_FILE_KEEP_DAYS", 7)
 
 # --- Participants -------------------------------------------------------------------------------------
 # A participant who has not yet agreed to the consent form holds their place for this long only (then the

@@ -100,11 +100,45 @@ def child(size: int, db: str, enrolments: int, views: bool) -> dict:
         "cpu_ms_per_enrolment": round(statistics.fmean(cpu) * 1000, 2),
         "n": enrolments,
     }
+    result["enrolment_statements"] = _statements(
+        lambda: participant_enroll(study=study, external_id="explained")
+    )
     if views:
         result.update(_views(study, backend))
     connection.close()
     admin_sql(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
     return result
+
+
+def _seq_scans(node: dict) -> list[str]:
+    own = (
+        [f"{node.get('Relation Name')} ({node.get('Plan Rows')} rows)"]
+        if node.get("Node Type") == "Seq Scan"
+        else []
+    )
+    return own + [scan for child in node.get("Plans", []) for scan in _seq_scans(child)]
+
+
+def _statements(fn) -> list[dict]:
+    """The statements fn() makes, each with its time and PostgreSQL's plan (EXPLAIN, not run again): its total
+    cost, the rows it expects, and the tables it reads whole (a cost that grows with the study)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        fn()
+    out = []
+    for query in captured.captured_queries:
+        sql = query["sql"]
+        entry = {"sql": sql[:160], "ms": round(float(query["time"]) * 1000, 2)}
+        if sql.lstrip().upper().startswith(("SELECT", "INSERT", "UPDATE", "DELETE", "WITH")):
+            with connection.cursor() as cursor:
+                cursor.execute("EXPLAIN (FORMAT JSON) " + sql)
+                plan = cursor.fetchone()[0][0]["Plan"]
+            scans = _seq_scans(plan)
+            entry.update(cost=plan.get("Total Cost"), rows=plan.get("Plan Rows"), seq_scans=scans)
+        out.append(entry)
+    return out
 
 
 def _measured(fn, backend: int) -> tuple[object, dict]:
@@ -159,6 +193,28 @@ def _streamed(client, url: str, backend: int) -> dict:
     }
 
 
+def _export_file(client, study, backend: int) -> dict:
+    """The ratings export of a large study as its page has it: the page redirected to, the file written as the
+    worker writes it (`export_file_write`, in this process), and its download through the view."""
+    from analysis import export_files
+
+    export_files._dispatch = lambda file_id: None  # the worker's part is measured below, in this process
+    link = client.get(f"/analysis/{study.slug}/exports/ratings.csv")
+    assert link.status_code == 302, link.status_code
+    (page, ask) = _measured(lambda: client.post(link["Location"]), backend)
+    assert page.status_code == 302, page.status_code
+    from analysis.models import ExportFile
+
+    pending = ExportFile.objects.get(study=study, what="ratings", state__in=export_files.IN_PROGRESS)
+    file, write = _measured(lambda: export_files.export_file_write(pending.pk), backend)
+    download = _streamed(client, f"/analysis/{study.slug}/export-files/{file.pk}.csv", backend)
+    return {
+        "request": ask,
+        "worker_write": {**write, "rows": file.rows, "mb": round(file.size / 1e6, 1)},
+        "download": download,
+    }
+
+
 def _views(study, backend: int) -> dict:
     from django.contrib.auth import get_user_model
     from django.test import Client
@@ -208,11 +264,18 @@ def _views(study, backend: int) -> dict:
     _, parts["counts_after_100_changed"] = _measured(lambda: study_status(study=study), backend)
     page, timing = _measured(lambda: client.get(f"/admin/studies/study/{study.pk}/status/"), backend)
     out["status_page_after_100_changed"] = timing
+    from django.conf import settings
+
+    as_file = getattr(settings, "EXPORT_FILE_ABOVE_PARTICIPANTS", None)
+    settings.EXPORT_FILE_ABOVE_PARTICIPANTS = 10**9  # the stream, as the API serves it at any size
     out["export"] = _streamed(client, f"/analysis/{study.slug}/exports/ratings.csv", backend)
     out["export_participants"] = _streamed(
         client, f"/analysis/{study.slug}/exports/participants.csv", backend
     )
     out["export_responses"] = _streamed(client, f"/analysis/{study.slug}/exports/responses.csv", backend)
+    if as_file is not None:  # a revision with export files: the worker's file, then its download
+        settings.EXPORT_FILE_ABOVE_PARTICIPANTS = 0  # the file's path, whatever the size measured
+        out["export_file"] = _export_file(client, study, backend)
     out["dashboard"] = measure_dashboard(study)
     return out
 
@@ -281,6 +344,7 @@ def report(sizes: list[int], current: list[dict], baseline: list[dict] | None, b
         "export",
         "export_participants",
         "export_responses",
+        "export_file",
         "dashboard",
     ):
         if key in largest:

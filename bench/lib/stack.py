@@ -28,6 +28,8 @@ from .cpu import CpuMeter
 BASE_DIR = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 DEFAULT_CORPUS = BASE_DIR.parent / "shared" / "data" / "llm-empathy-evaluation" / "dataset_and_ratings.csv"
+# The web application as production runs it (docker-compose, the Dockerfile, the Helm chart): ASGI in uvicorn workers.
+WEB_APP = ["config.asgi", "--worker-class", "uvicorn_worker.UvicornWorker"]
 ADMIN_DB_URL = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432")
 
 
@@ -35,11 +37,12 @@ def log(message: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def free_port() -> int:
+def free_port(exclude: tuple[int, ...] = ()) -> int:
     """A free port: the first free one of BENCH_PORTS ("8450-8499") when set (a machine shared by several
-    people, each with their range), else any the system gives."""
+    people, each with their range), else any the system gives. `exclude`: ports already handed out to processes
+    not listening yet."""
     low, _, high = os.environ.get("BENCH_PORTS", "0").partition("-")
-    for port in range(int(low), int(high or low) + 1) if int(low) else [0]:
+    for port in [p for p in range(int(low), int(high or low) + 1) if p not in exclude] if int(low) else [0]:
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
@@ -210,7 +213,7 @@ class Stack:
         bench/profile_participants.py uses). `asgi`: as docker-compose runs it (config/asgi.py in uvicorn
         workers); else the WSGI application in sync workers."""
         log(f"gunicorn with {self.workers} {'ASGI' if asgi else 'sync'} workers on {self.base_url}")
-        app = ["config.asgi", "--worker-class", "uvicorn_worker.UvicornWorker"] if asgi else ["config.wsgi"]
+        app = WEB_APP if asgi else ["config.wsgi"]
         self.gunicorn = subprocess.Popen(
             [
                 str(Path(PYTHON).parent / "gunicorn"),

@@ -5,20 +5,18 @@ dashboard, its status, report.html, figures and tables, thin views over the anal
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
-
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from analysis import exports, selectors, snapshots
+from analysis import export_files, exports, selectors, snapshots
 from analysis.contents import with_contents
 from analysis.design import design_headers, design_of, dry_run_of
 from analysis.judge_report import judges_list
 from analysis.permissions import analyst_required
 from analysis.services import AnalysisError, study_analyze_cached
-from analysis.views import csv_response, download_name, options_from_query, study_of
+from analysis.views import csv_response, download_name, options_from_query, query_suffix, study_of
 from studies.kinds import kind_of
 from studies.models import Study
 
@@ -68,11 +66,6 @@ def _dashboard_state(study: Study, request: HttpRequest) -> snapshots.DashboardS
         return snapshots.DashboardState(snapshot=built, current=True, computing=False)
 
 
-def _query_suffix(request: HttpRequest) -> str:
-    keep = {k: request.GET[k] for k in ("baseline", "exclusions") if request.GET.get(k)}
-    return ("?" + urlencode(keep)) if keep else ""
-
-
 def _rating_study(slug: str) -> Study:
     """The rating study with this slug; Http404 for none, or for a study of another kind (its pages are its
     kind's)."""
@@ -97,11 +90,12 @@ def dashboard(request: HttpRequest, study: Study) -> HttpResponse:
         conditions=[c.name for c in selectors.condition_list(study=study)],
         baseline=request.GET.get("baseline") or "",
         figure_names=figures.FIGURES,
-        query=_query_suffix(request),
+        query=query_suffix(request),
         no_exclusions=request.GET.get("exclusions") == "none",
         design=design_of(study),  # live: an amendment shows at once, whatever the snapshot's age
         placeholders=dry_run_of(study),
         judges=judges_list(study=study),
+        export_as_file=export_files.export_as_file(study),
         headline=reports.headline_lines(snapshot.analysis) if snapshot else [],
         analysis=snapshot.analysis if snapshot else None,  # the headline names its primary test
     )
