@@ -2,9 +2,11 @@
 the signals add to an answer's server time.
 
     .venv/bin/python bench/authenticity.py [--kind rating|pairwise] [--per-kind 50] [--concurrency 4] \
-        [--compression 0.1] [--picture/--no-picture] [--latency-participants 60]
+        [--compression 0.1] [--picture/--no-picture] [--latency-participants 60] [--time-limit SECONDS]
 
-`--per-kind 0` runs the latency phase alone (below): a quick re-measure, e.g. on a quiet machine.
+`--per-kind 0` runs the latency phase alone (below): a quick re-measure, e.g. on a quiet machine. `--time-limit`:
+past that many seconds of the browser phase no further walker starts (those under way finish); each group's
+`started` and `completed` say how many ran (the walkers are shuffled, so the kinds are cut alike).
 
 Prints ONE JSON object (progress on stderr). A throwaway production-shaped stack (bench/lib/stack.py: gunicorn,
 its own PostgreSQL database and Redis database) serves one live study with the traps at a new study's defaults
@@ -182,12 +184,17 @@ def walkers_make(args, latent: Latent) -> list[Walker]:
     return out
 
 
-async def browser_phase(base_url: str, walkers: list[Walker], concurrency: int) -> dict[str, str]:
+async def browser_phase(
+    base_url: str, walkers: list[Walker], concurrency: int, time_limit: float | None = None
+) -> dict[str, str]:
+    """Every walker, `concurrency` at a time; past `time_limit` seconds no walker starts (those under way
+    finish, the others are reported as not started)."""
     from playwright.async_api import async_playwright
 
     errors: dict[str, str] = {}
     gate = asyncio.Semaphore(concurrency)
     done = [0]
+    stop_at = time.monotonic() + time_limit if time_limit else None
 
     async with async_playwright() as playwright:
         browsers = {
@@ -201,6 +208,9 @@ async def browser_phase(base_url: str, walkers: list[Walker], concurrency: int) 
 
         async def one(walker: Walker) -> None:
             async with gate:
+                if stop_at is not None and time.monotonic() > stop_at:
+                    walker.started = False
+                    return
                 try:
                     await walker.walk(browsers, base_url)
                 except Exception as exc:  # reported in the JSON; the run goes on
@@ -265,6 +275,7 @@ def flag_rates(walkers: list[Walker]) -> tuple[dict, dict[str, list[int]]]:
         n = len(done)
         out.setdefault(kind, {})[style] = {
             "walkers": len(members),
+            "started": sum(w.started for w in members),
             "completed": n,
             "flagged": flagged,
             "flag_rate": round(flagged / n, 3) if n else None,
@@ -423,6 +434,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--styles", default="", help="only these styles, comma-separated (e.g. pointer,plain)"
     )
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        help="seconds after which no further walker starts (the report says how many did)",
+    )
     parser.add_argument("--latency-participants", type=int, default=60)
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--seed", type=int, default=42)
@@ -446,7 +463,11 @@ def main(argv: list[str] | None = None) -> dict:
         walkers = walkers_make(args, latent)
         log(f"{len(walkers)} walkers, {args.concurrency} at a time, pauses × {args.compression}")
         browser_started = time.monotonic()
-        errors = asyncio.run(browser_phase(stack.base_url, walkers, args.concurrency)) if walkers else {}
+        errors = (
+            asyncio.run(browser_phase(stack.base_url, walkers, args.concurrency, args.time_limit))
+            if walkers
+            else {}
+        )
         browser_seconds = time.monotonic() - browser_started
         rates, scores = flag_rates(walkers)
         log(
@@ -494,6 +515,7 @@ def main(argv: list[str] | None = None) -> dict:
             "picture_check": args.picture,
             "per_kind": args.per_kind,
             "concurrency": args.concurrency,
+            "time_limit_seconds": args.time_limit,
             "compression": args.compression,
             "fast_page_ms_threshold_used": fast_ms,
             "people_picture_slip_probability": args.people_slip,

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -303,10 +302,12 @@ def _behaviour_reasons(
 
 
 def pair_far(first: int, second: int, scale_values: list[int]) -> bool:
-    """Whether two answers to the same item (a consistency pair) lie far apart: at least half the scale's span
-    and at least two points (Good against Bad on the three-point scale; a step either way is ordinary)."""
+    """Whether two answers to the same item (a consistency pair) lie far apart: more than half the scale's span
+    and at least two points. Good against Bad on the three-point scale; on a five-point scale three points (1
+    against 4): a person asked the same thing twice moves a step, now and then two (a little against quite a
+    bit), rarely from one end to the other."""
     span = max(scale_values) - min(scale_values) if scale_values else 0
-    return abs(second - first) >= max(2, math.ceil(span / 2))
+    return abs(second - first) >= 2 and abs(second - first) * 2 > span
 
 
 # --- recording -------------------------------------------------------------------------------------------

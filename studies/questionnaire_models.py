@@ -175,6 +175,12 @@ class QuestionnaireRun(models.Model):
     )
     run_index = models.PositiveIntegerField(default=0)
     item_order = models.JSONField(default=list, help_text="Item numbers in the order they were shown.")
+    traps = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The authenticity traps' answers on this page, never part of the instrument's scores: "
+        '{"repeat": {item number: the second answer}, "picture": the answer, or "skip"}.',
+    )
     source = models.CharField(max_length=16, choices=Source.choices)
     created_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)

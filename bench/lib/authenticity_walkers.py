@@ -110,6 +110,7 @@ class Walker:
         )
         self.mouse = (rng.uniform(100, 1100), rng.uniform(100, 700))
         self.completed = False
+        self.started = True  # False: the run's time limit passed before its turn (bench/authenticity.py)
         self.picture: str | None = None
 
     def address(self) -> str:

@@ -19,6 +19,24 @@ from studies.models import Participant
 _CHOICE = {"left": 1, "right": 2, "tie": 3, "same": 3}
 
 
+def judge_verdicts(*, study_id: int, ids: list[int]) -> dict[tuple[int, int], list[int]]:
+    """The study's comparing judges' verdicts on pairs of the replies `ids`, by (left, right) in either order, in
+    the choices' vocabulary as seen from that order (1 the left reply, 2 the right one, 3 about the same)."""
+    verdicts: dict[tuple[int, int], list[int]] = defaultdict(list)
+    as_shown = {VERDICT_A: 1, VERDICT_B: 2, VERDICT_SAME: 3}
+    flipped = {VERDICT_A: 2, VERDICT_B: 1, VERDICT_SAME: 3}
+    for response_id, versus_id, value in JudgeRating.objects.filter(
+        judge__study_id=study_id,
+        status=JudgeRating.Status.DONE,
+        response_id__in=ids,
+        versus_id__in=ids,
+        value__in=list(as_shown),
+    ).values_list("response_id", "versus_id", "value"):
+        verdicts[(response_id, versus_id)].append(as_shown[value])
+        verdicts[(versus_id, response_id)].append(flipped[value])
+    return verdicts
+
+
 def pairwise_answer_review(participant: Participant) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """(timed, judged): (words of the opening and both replies, ms from shown to answered) per answered pair;
     (the participant's choice, the judges' verdict on the same two replies) per pair a judge compared."""
@@ -46,21 +64,12 @@ def pairwise_answer_review(participant: Participant) -> tuple[list[tuple[int, in
         for _, _, shown, answered, _, *texts in pairs
         if shown is not None
     ]
-    verdicts: dict[tuple[int, int], list[int]] = defaultdict(list)
-    flipped = {VERDICT_A: 2, VERDICT_B: 1, VERDICT_SAME: 3}
-    ids = [pair[0] for pair in pairs] + [pair[1] for pair in pairs]
-    for response_id, versus_id, value in JudgeRating.objects.filter(
-        judge__study_id=participant.study_id,
-        status=JudgeRating.Status.DONE,
-        response_id__in=ids,
-        versus_id__in=ids,
-        value__isnull=False,
-    ).values_list("response_id", "versus_id", "value"):
-        verdicts[(response_id, versus_id)].append({VERDICT_A: 1, VERDICT_B: 2, VERDICT_SAME: 3}.get(value, 0))
-        verdicts[(versus_id, response_id)].append(flipped.get(value, 0))
+    verdicts = judge_verdicts(
+        study_id=participant.study_id, ids=[pair[0] for pair in pairs] + [pair[1] for pair in pairs]
+    )
     judged = []
     for left, right, _, _, choice, *_ in pairs:
-        found = [v for v in verdicts.get((left, right), []) if v]
+        found = verdicts.get((left, right), [])
         if found and choice in _CHOICE:
             judged.append((_CHOICE[choice], sorted(found)[len(found) // 2]))
     return timed, judged

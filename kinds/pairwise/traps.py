@@ -5,6 +5,7 @@ prompt and replies, their sides swapped), and what a trap page's answer tells.""
 from studies import authenticity
 from studies.models import Participant
 
+from .answer_review import judge_verdicts
 from .models import PairItem
 
 # The answers' buttons, in page order: (value, label, keyboard shortcut).
@@ -34,8 +35,9 @@ def _preferred(left_id: int, right_id: int, choice: str) -> int | None:
 
 def trap_scored(locked: Participant, pk: int, trap: str, choice: str) -> dict:
     """What a trap page's answer tells (`pair_answer_submit`'s, inside its lock): a consistency pair's second
-    showing is far from the first when the two answers prefer different replies (about the same against either is
-    a step, as a point is on a scale); the picture check's outcome."""
+    showing is far from the first when the two answers prefer different replies and the study's judges do not
+    hold the two replies to be close (`near_tie`); about the same against either is a step, as a point is on a
+    scale. The picture check's outcome."""
     if trap == PairItem.Trap.PICTURE:
         outcome = authenticity.picture_outcome(
             study=locked.study,
@@ -55,4 +57,13 @@ def trap_scored(locked: Participant, pk: int, trap: str, choice: str) -> dict:
     if first is None:
         return {}
     before, now = _preferred(*first), _preferred(second[1], second[2], choice)
-    return {"far": before is not None and now is not None and before != now}
+    reversed_ = before is not None and now is not None and before != now
+    return {"far": reversed_ and not near_tie(locked.study_id, second[1], second[2])}
+
+
+def near_tie(study_id: int, left_id: int, right_id: int) -> bool:
+    """Whether the study's comparing judges hold two replies to be close: one of them says "about the same", or
+    they prefer different replies. A person may well pick a side of such a pair once and the other side the next
+    time; that is no inconsistency. A pair no judge compared is not known to be close."""
+    verdicts = judge_verdicts(study_id=study_id, ids=[left_id, right_id]).get((left_id, right_id), [])
+    return bool(verdicts) and (3 in verdicts or len(set(verdicts)) > 1)

@@ -22,7 +22,7 @@ feel again. It takes about five minutes.
 If you agree to take part, choose "I agree" below."""
 
 SETTINGS = {
-    "trap_hidden_instruction": True,  # the questionnaire has no consistency pairs
+    **NEW_STUDY_TRAPS,  # the hidden instruction, and two PANAS items asked again on the first page
     "title": "Demo: how do situations make you feel?",
     "description": "Seeded by `manage.py seed_demo`: PANAS before and after imagining one of five situations.",
     "kind": Study.Kind.QUESTIONNAIRE,

@@ -21,6 +21,7 @@ from studies.kinds.base import AnalysisPlan, PlannedTest, SetupTexts
 from studies.models import (
     Assignment,
     Condition,
+    Instrument,
     Participant,
     QuestionnaireRun,
     QuestionnaireSettings,
@@ -33,6 +34,13 @@ DEMOGRAPHICS = Participant.Step.DEMOGRAPHICS
 DEFAULT = Participant.Step.Q_DEFAULT
 SITUATION = Participant.Step.Q_SITUATION
 EVOKED = Participant.Step.Q_EVOKED
+
+
+def instrument_scale(instrument: Instrument) -> list[tuple[int, str]]:
+    """The instrument's answers as its rows show them: (value, label), the label its anchor or the number."""
+    values = list(range(instrument.scale_min, instrument.scale_max + 1))
+    anchors = list(instrument.anchors or [])
+    return [(v, anchors[i] if i < len(anchors) and anchors[i] else str(v)) for i, v in enumerate(values)]
 
 
 def situation_live_counts(*, study: Study, now: datetime) -> dict[int, int]:
@@ -97,6 +105,7 @@ class QuestionnaireKind(StudyKind):
     ]
     generation_admin_view = "kinds.questionnaire.admin.generation_view"
     material_title = "Instrument and situations"
+    admin_fieldsets = [("Questionnaire study", {"fields": ["trap_repeat_items", "trap_picture"]})]
     bundle = "kinds.questionnaire.bundle.QUESTIONNAIRE_BUNDLE"
     analysis_plan = QUESTIONNAIRE_PLAN
     setup_texts = SetupTexts(
@@ -108,6 +117,13 @@ class QuestionnaireKind(StudyKind):
 
     def questionnaire(self, study: Study) -> QuestionnaireSettings:
         return self.settings(study)
+
+    def picture_options(self, study: Study) -> list[dict] | None:
+        """The instrument's scale as its rows show it (the picture check asks for one of its answers)."""
+        instrument = self.settings(study).instrument
+        if instrument is None:
+            return None
+        return [{"value": str(value), "label": label} for value, label in instrument_scale(instrument)]
 
     def steps(self, study: Study) -> list[str]:
         ask = self.settings(study).ask_demographics

@@ -29,7 +29,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
-from studies.answers import STALE, InvalidValue, NotYourItem, Page, answer_take
+from studies import authenticity
+from studies.answers import STALE, NotYourItem, Page, answer_take
+from studies.authenticity_picture import picture_context, sound_response
 from studies.models import (
     Assignment,
     Instrument,
@@ -44,8 +46,19 @@ from studies.participants import is_on_step, participant_advance, participant_lo
 
 from .kind import DEFAULT as STEP_DEFAULT
 from .kind import EVOKED as STEP_EVOKED
-from .kind import QUESTIONNAIRE
+from .kind import QUESTIONNAIRE, instrument_scale
 from .kind import SITUATION as STEP_SITUATION
+from .traps import (
+    NEITHER,
+    PICTURE_FIELD,
+    PICTURE_SKIP,
+    PICTURE_VIEW,
+    Layout,
+    QuestionnaireAnswerRejected,
+    questionnaire_picture_options,
+    traps_layout,
+    traps_scored,
+)
 
 PHASE_FOR_STEP = {STEP_DEFAULT: QuestionnaireRun.Phase.DEFAULT, STEP_EVOKED: QuestionnaireRun.Phase.EVOKED}
 CHECK_FIELD = "check"
@@ -56,10 +69,6 @@ def _settings(study: Study) -> QuestionnaireSettings:
 
 
 # --- Services ---------------------------------------------------------------------------------------------
-
-
-class QuestionnaireAnswerRejected(InvalidValue):
-    """Answers that do not fit the instrument (missing item, value out of range)."""
 
 
 def questionnaire_item_order(*, participant: Participant, phase: str) -> list[int]:
@@ -77,6 +86,12 @@ def questionnaire_check_value(*, participant: Participant, phase: str) -> int:
     return random.Random(f"{participant.seed}:{phase}:check").randint(
         instrument.scale_min, instrument.scale_max
     )
+
+
+def questionnaire_layout(*, participant: Participant, phase: str) -> Layout:
+    """The rows of a phase's page (kinds/questionnaire/traps.py `traps_layout`), the same on every showing."""
+    order = questionnaire_item_order(participant=participant, phase=phase)
+    return traps_layout(participant=participant, phase=phase, order=order)
 
 
 def situation_assignment_for(*, participant: Participant) -> Assignment | None:
@@ -105,6 +120,7 @@ def questionnaire_submit(
     step: str,
     answers: dict[int, int],
     check_passed: bool,
+    traps: dict | None = None,
     now: datetime | None = None,
 ) -> bool:
     """Store one instrument page (the default or the evoked phase) and move the participant on, through the
@@ -113,13 +129,17 @@ def questionnaire_submit(
 
     Refused, with nothing stored: a page that is not the participant's current one (NotCurrentItem), a
     participant no longer active on its step (ParticipantNotActive), answers that do not fit the instrument
-    (QuestionnaireAnswerRejected: every item answered within the instrument's range). The run, its answers,
-    the attention check's outcome (a failure counts like any kind's failed check) and the step change are one
-    transaction."""
+    (QuestionnaireAnswerRejected: every item answered within the instrument's range, and the page's traps as
+    its layout has them: `traps` = {"repeat": {item number: value}, "picture": a value or PICTURE_SKIP}). The
+    run, its answers, the traps' answers (kept on the run, never among its answers), the attention check's
+    outcome (a failure counts like any kind's failed check) and the step change are one transaction; the traps'
+    outcomes are scored for authenticity after it (`authenticity.pair_record`, `picture_record`), in the
+    signals' transaction if any, as every kind's are."""
     now = now or timezone.now()
     if step not in PHASE_FOR_STEP:
         raise NotYourItem(f"{step!r} is not an instrument page.")
     phase = PHASE_FOR_STEP[step]
+    scored: dict = {}
     with transaction.atomic():
         locked = participant_lock(participant)
 
@@ -130,6 +150,8 @@ def questionnaire_submit(
                 raise QuestionnaireAnswerRejected("every item needs one answer")
             if any(not instrument.scale_min <= v <= instrument.scale_max for v in answers.values()):
                 raise QuestionnaireAnswerRejected("an answer is outside the scale")
+            layout = questionnaire_layout(participant=locked, phase=phase)
+            scored.update(traps_scored(locked, instrument, answers, layout, traps or {}))
             situation = None
             if phase == QuestionnaireRun.Phase.EVOKED:
                 assignment = situation_assignment_for(participant=locked)
@@ -145,6 +167,10 @@ def questionnaire_submit(
                 situation=situation,
                 run_index=0,
                 item_order=order,
+                traps={
+                    **({"repeat": {str(n): v for n, v in traps["repeat"].items()}} if layout.repeats else {}),
+                    **({"picture": str(traps["picture"])} if layout.picture else {}),
+                },
                 source=QuestionnaireRun.Source.PARTICIPANT,
                 completed_at=now,
             )
@@ -162,6 +188,12 @@ def questionnaire_submit(
         )
     if taken.created:
         participant_state_copy(participant, locked)
+    for row, far in scored.get(
+        "far", {}
+    ).items():  # after the answer's statements, in the signals' transaction
+        authenticity.pair_record(participant=participant, position=row, far=far)
+    if "picture" in scored:
+        authenticity.picture_record(participant=participant, outcome=scored["picture"])
     return taken.created
 
 
@@ -233,9 +265,11 @@ class Row:
     field: str
     text: str
     position: int
-    selected: int | None
+    selected: int | str | None
     is_check: bool = False
     error: bool = False
+    is_repeat: bool = False
+    is_picture: bool = False
 
 
 def _page(request, participant, template, status=200, **context):
@@ -243,43 +277,54 @@ def _page(request, participant, template, status=200, **context):
     return render(request, f"ratings/{template}", context, status=status)
 
 
-def _scale(instrument: Instrument) -> list[tuple[int, str]]:
-    values = list(range(instrument.scale_min, instrument.scale_max + 1))
-    anchors = list(instrument.anchors or [])
-    return [(v, anchors[i] if i < len(anchors) and anchors[i] else str(v)) for i, v in enumerate(values)]
+def _fields(layout: Layout) -> list[str]:
+    """The form's fields, one a row."""
+    names = {"item": "item-{}", "repeat": "repeat-{}", "check": CHECK_FIELD, "picture": PICTURE_FIELD}
+    return [names[kind].format(n) for kind, n in layout.rows]
 
 
 def instrument_get(
-    request: HttpRequest, participant: Participant, *, posted=None, status: int = 200
+    request: HttpRequest, participant: Participant, *, posted=None, status: int = 200, view: str = ""
 ) -> HttpResponse:
+    """The instrument's page; `posted`: the answers of a page sent back (with the rows left unanswered marked,
+    unless `view` says the participant only asked to see the picture check as a sound, or the picture again)."""
     instrument = _settings(participant.study).instrument
     phase = PHASE_FOR_STEP[participant.step]
-    order = questionnaire_item_order(participant=participant, phase=phase)
+    layout = questionnaire_layout(participant=participant, phase=phase)
+    options = questionnaire_picture_options(participant.study) if layout.picture else []
+    if layout.picture and request.GET.get("sound") == "wav":
+        return sound_response(participant, options)
     texts = dict(instrument.items.values_list("number", "text"))
-    scale = _scale(instrument)
+    scale = instrument_scale(instrument)
     check_value = questionnaire_check_value(participant=participant, phase=phase)
     check_label = dict(scale)[check_value]
     posted = posted or {}
-    rows = [
-        Row(
-            f"item-{n}",
-            texts[n],
-            position,
-            posted.get(f"item-{n}"),
-            error=bool(posted) and f"item-{n}" not in posted,
+    marking = bool(posted) and not view
+    rows = []
+    for position, ((kind, n), field) in enumerate(zip(layout.rows, _fields(layout), strict=True), start=1):
+        text = {
+            "item": texts.get(n, ""),
+            "repeat": texts.get(n, ""),
+            "check": f"To show you are reading, choose \u201c{check_label}\u201d in this row.",
+            "picture": "Answer as the picture asks.",
+        }[kind]
+        rows.append(
+            Row(
+                field,
+                text,
+                position,
+                posted.get(field),
+                is_check=kind == "check",
+                error=marking and field not in posted,
+                is_repeat=kind == "repeat",
+                is_picture=kind == "picture",
+            )
         )
-        for position, n in enumerate(order, start=1)
-    ]
-    # The attention check sits in the middle of the page, worded like an item.
-    rows.insert(
-        len(rows) // 2,
-        Row(CHECK_FIELD, f"To show you are reading, choose “{check_label}” in this row.", 0, posted.get(CHECK_FIELD),
-            is_check=True, error=bool(posted) and CHECK_FIELD not in posted),
-    )  # fmt: skip
     situation = None
     if phase == QuestionnaireRun.Phase.EVOKED:
         assignment = situation_assignment_for(participant=participant)
         situation = assignment.situation if assignment else None
+    sound = view == "sound" or request.GET.get("check") == "sound"
     return _page(
         request,
         participant,
@@ -291,30 +336,52 @@ def instrument_get(
         phase=phase,
         situation=situation,
         missing=sum(1 for r in rows if r.error),
+        **(
+            {
+                **picture_context(request, participant, options),
+                "sound": sound,
+                "picture_choices": [*scale, *([(PICTURE_SKIP, NEITHER)] if sound else [])],
+            }
+            if layout.picture
+            else {}
+        ),
     )
 
 
 def instrument_post(request: HttpRequest, participant: Participant) -> HttpResponse:
     instrument = _settings(participant.study).instrument
     phase = PHASE_FOR_STEP[participant.step]
-    order = questionnaire_item_order(participant=participant, phase=phase)
-    posted: dict[str, int] = {}
-    for name in [f"item-{n}" for n in order] + [CHECK_FIELD]:
+    layout = questionnaire_layout(participant=participant, phase=phase)
+    fields = _fields(layout)
+    posted: dict[str, int | str] = {}
+    for name in fields:
+        raw = request.POST.get(name, "")
+        if name == PICTURE_FIELD and raw == PICTURE_SKIP:
+            posted[name] = raw
+            continue
         try:
-            value = int(request.POST.get(name, ""))
+            value = int(raw)
         except ValueError:
             continue
         if instrument.scale_min <= value <= instrument.scale_max:
             posted[name] = value
-    if len(posted) < len(order) + 1:
+    view = request.POST.get(PICTURE_VIEW, "")
+    if layout.picture and view in ("sound", "picture"):
+        # "I can't see the picture" (or back to it): the same page with the answers given so far, nothing stored.
+        return instrument_get(request, participant, posted=posted, view=view)
+    if len(posted) < len(fields):
         return instrument_get(request, participant, posted=posted or {"": 0}, status=400)
     check_passed = posted[CHECK_FIELD] == questionnaire_check_value(participant=participant, phase=phase)
+    traps: dict = {"repeat": {n: posted[f"repeat-{n}"] for n in layout.repeats}}
+    if layout.picture:
+        traps["picture"] = posted[PICTURE_FIELD]
     try:
         questionnaire_submit(
             participant=participant,
             step=participant.step,
-            answers={n: posted[f"item-{n}"] for n in order},
+            answers={n: posted[f"item-{n}"] for kind, n in layout.rows if kind == "item"},
             check_passed=check_passed,
+            traps=traps,
         )
     except QuestionnaireAnswerRejected:
         return instrument_get(request, participant, posted=posted, status=400)

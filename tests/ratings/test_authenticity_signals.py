@@ -238,7 +238,9 @@ def test_consistent_pairs_cost_nothing_and_a_step_apart_is_consistent():
     from studies.authenticity import pair_far
 
     assert not pair_far(3, 2, [1, 2, 3]) and pair_far(3, 1, [1, 2, 3])
-    assert not pair_far(5, 4, [1, 2, 3, 4, 5]) and pair_far(5, 3, [1, 2, 3, 4, 5])
+    assert not pair_far(5, 4, [1, 2, 3, 4, 5]) and not pair_far(5, 3, [1, 2, 3, 4, 5])
+    assert pair_far(5, 2, [1, 2, 3, 4, 5]) and pair_far(1, 4, [1, 2, 3, 4, 5])
+    assert not pair_far(3, 2, [1, 2, 3, 4]) and pair_far(4, 2, [1, 2, 3, 4])
     study = rating_study_build(conditions=1, prompts=8, items_per_participant=6, trap_repeat_items=3)
     client = Client()
     participant = _on_items(client, study, "PAIRS")

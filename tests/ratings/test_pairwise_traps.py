@@ -99,6 +99,52 @@ def test_a_consistency_pair_is_far_only_when_the_other_reply_is_preferred(second
 
 
 @pytest.mark.parametrize(
+    ("verdicts", "far"),
+    [
+        ([], True),  # no judge compared the two replies: not known to be close
+        (["first"], True),  # the judges prefer the reply the participant first preferred
+        (["first", "first"], True),
+        (["same"], False),  # a near tie: a side once, the other side the next time is no inconsistency
+        (["first", "other"], False),  # the judges split: a near tie too
+        (["first", "same"], False),
+    ],
+)
+def test_a_reversal_on_a_pair_the_judges_hold_close_is_not_far(verdicts, far):
+    from generation.judge_formats import VERDICT_A, VERDICT_B, VERDICT_SAME
+    from generation.judge_models import Judge, JudgeRating
+    from generation.models import Provider
+
+    study = _study(trap_repeat_items=1)
+    client = Client()
+    participant = _on_pairs(client, study)
+    pages = list(participant.pair_items.order_by("position"))
+    first = next(p for p in pages if p.trap == "")
+    provider = Provider.objects.create(name="p")
+    for i, verdict in enumerate(verdicts):
+        judge = Judge.objects.create(study=study, name=f"j{i}", provider=provider, model="m")
+        # Stored in either order: the judge's A is its `response`.
+        left_first = i % 2 == 0
+        value = {
+            "first": VERDICT_A if left_first else VERDICT_B,
+            "other": VERDICT_B if left_first else VERDICT_A,
+        }
+        JudgeRating.objects.create(
+            judge=judge,
+            response_id=first.left_id if left_first else first.right_id,
+            versus_id=first.right_id if left_first else first.left_id,
+            status=JudgeRating.Status.DONE,
+            value=value.get(verdict, VERDICT_SAME),
+        )
+    for page in pages:
+        # The first showing prefers its left reply; the second (sides swapped) prefers the other reply: left again.
+        assert _answer(client, study, page.position, "left").status_code == 302
+    repeat = next(p for p in pages if p.trap == PairItem.Trap.REPEAT)
+    row = ParticipantAuthenticity.objects.get(participant=participant)
+    assert row.pairs == {str(repeat.position): int(far)}
+    assert any(r.startswith("inconsistent") for r in row.reasons) is far
+
+
+@pytest.mark.parametrize(
     ("how", "outcome"),
     [("asked", "passed"), ("other", "failed"), ("skip", "neither")],
 )

@@ -20,7 +20,7 @@ def test_the_admin_form_for_a_new_study_starts_with_the_hidden_instruction_on(ad
     assert NEW_STUDY_TRAPS == {"trap_hidden_instruction": True, "trap_repeat_items": 2}
 
 
-def test_the_demos_start_with_the_hidden_instruction_and_the_rating_demo_with_consistency_pairs():
+def test_the_demos_start_with_the_hidden_instruction_and_consistency_pairs():
     call_command("seed_demo", stdout=io.StringIO())
     # Every demo participants take (the published sample is imported ratings: nobody takes it).
     traps = dict(
@@ -32,3 +32,7 @@ def test_the_demos_start_with_the_hidden_instruction_and_the_rating_demo_with_co
         2,
         False,
     )  # the picture: the researcher's choice
+    from studies.demo.seed import QUESTIONNAIRE_SLUG
+
+    questionnaire = Study.objects.get(slug=QUESTIONNAIRE_SLUG)
+    assert (questionnaire.trap_repeat_items, questionnaire.trap_picture) == (2, False)
