@@ -1,7 +1,8 @@
 """A conversation's turns, each stored before it is shown.
 
-* The participant's message: `participant_turn_store` writes it (with its safety result) and, in the same
-  transaction, the reply's row, pending: nothing is sent to a model before both are committed.
+* The participant's message: `participant_turn_store` writes it and, in the same transaction, the reply's row,
+  pending: nothing is sent to a model before both are committed, and nothing before the message's safety check
+  (kinds/chat/safety.py `participant_message_settle`, run after the commit) has passed.
 * The reply: `reply_events(turn)` produces it, as events a page shows (`Chunk` text as it streams, `Wait` "a
   moment", `Reset` the text shown so far is dropped for a new attempt, then `Done` or `Failed`). One request
   produces a pending reply at a time: it takes the row's lease (`claimed_until`, an UPDATE that only one
@@ -100,8 +101,8 @@ def message_problem(text: str, settings: ChatSettings) -> str | None:
 
 
 def participant_turn_store(conversation: Conversation, text: str, *, now: datetime | None = None) -> Turn:
-    """Stores the participant's message and the reply's pending row, in one transaction under the conversation's
-    lock; returns the reply's row. Raises ConversationClosed when it is not the participant's turn (a double
+    """Stores the participant's message (unchecked: its safety check follows, outside the transaction) and the
+    reply's pending row, in one transaction under the conversation's lock; returns the reply's row. Raises ConversationClosed when it is not the participant's turn (a double
     post, a second tab: nothing stored) and MessageInvalid for a message of the wrong length."""
     now = now or timezone.now()
     text = text.strip()
@@ -120,14 +121,10 @@ def participant_turn_store(conversation: Conversation, text: str, *, now: dateti
         index = locked.turns.count()
         if participant_turns(locked) >= settings.max_turns:
             raise ConversationClosed("the conversation's turns are used up")
-        safety = message_check(text, study=locked.participant.study, role=Turn.Role.PARTICIPANT)
+        # Unchecked ({}) until kinds/chat/safety.py's participant_message_settle, after the commit: the check may
+        # call the moderation endpoint, which waits on the network and must not hold this lock.
         Turn.objects.create(
-            conversation=locked,
-            index=index,
-            role=Turn.Role.PARTICIPANT,
-            text=text,
-            sent_at=now,
-            safety=safety,
+            conversation=locked, index=index, role=Turn.Role.PARTICIPANT, text=text, sent_at=now, safety={}
         )
         reply = Turn.objects.create(
             conversation=locked,
