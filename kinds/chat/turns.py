@@ -18,22 +18,31 @@
   past the study's time limit a reply, the fallback answers.
 * No reply appears sooner than the study's minimum wait after the participant sent their message: the chunks
   are held back until then (Rubin et al. 2025: the wait matters).
+
+One implementation produces a reply: `reply_events_async` (an ASGI server's stream, kinds/chat/stream.py, reads it
+on its event loop: the provider through `live_respond_async`, each database step in a worker thread on a
+connection closed after it, the pauses with asyncio.sleep). `reply_events` is the same generator for a sync
+caller (runserver, the form post without JavaScript): it is driven on an event loop in a thread of its own.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from django.db import transaction
+from asgiref.sync import sync_to_async
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from generation.models import LLMConditionConfig
-from studies.live import live_respond
+from studies.live import live_respond_async
 from studies.models import Condition
 
 from .models import ChatSettings, Conversation, Turn
@@ -164,10 +173,14 @@ class Lease:
     until: datetime
     renewed: float = 0.0  # time.monotonic() of the last renewal
 
+    def due(self) -> bool:
+        """Whether the lease is to be renewed now (RENEW_EVERY seconds since the last renewal)."""
+        return time.monotonic() - self.renewed >= RENEW_EVERY
+
     def renew(self, *, force: bool = False) -> bool:
         """Extends the lease (at most every RENEW_EVERY seconds unless `force`); False when it was lost to another
         request, or the row is no longer pending."""
-        if not force and time.monotonic() - self.renewed < RENEW_EVERY:
+        if not force and not self.due():
             return True
         until = timezone.now() + LEASE
         updated = Turn.objects.filter(
@@ -183,7 +196,7 @@ class Lease:
         )
 
 
-def _claim(turn: Turn, now: datetime) -> Lease | None:
+def reply_claim(turn: Turn, now: datetime) -> Lease | None:
     """Takes the pending reply's lease when nobody holds it (or it lapsed); None when another request holds it."""
     until = now + LEASE
     updated = Turn.objects.filter(
@@ -192,10 +205,10 @@ def _claim(turn: Turn, now: datetime) -> Lease | None:
     return Lease(turn.pk, until, time.monotonic()) if updated else None
 
 
-# --- producing a reply -----------------------------------------------------------------------------------
+# --- producing a reply: one implementation (async), driven by the sync `reply_events` -----------------------
 
 
-def _sources(conversation: Conversation, settings: ChatSettings) -> list[tuple[Condition, bool]]:
+def reply_sources(conversation: Conversation, settings: ChatSettings) -> list[tuple[Condition, bool]]:
     """Who is asked, in order, as (condition, is the fallback): an LLM source twice (the call, then its one
     retry), then the fallback; a person source, then the fallback."""
     source = conversation.condition
@@ -206,75 +219,119 @@ def _sources(conversation: Conversation, settings: ChatSettings) -> list[tuple[C
     return tries
 
 
-def _earliest(turn: Turn, settings: ChatSettings) -> datetime:
+def reply_earliest(turn: Turn, settings: ChatSettings) -> datetime:
     """The reply is not shown before this: the participant's message time plus the study's minimum wait."""
     return turn.sent_at + timedelta(milliseconds=settings.min_reply_wait_ms)
 
 
-def _hold_until(moment: datetime) -> None:
+async def db_step(step, *args, **kwargs):
+    """`step(*args, **kwargs)`, database work, in a worker thread on a connection closed after it: an open stream
+    holds no connection while it waits on the provider or a person."""
+
+    def run():
+        try:
+            return step(*args, **kwargs)
+        finally:
+            connection.close()
+
+    return await sync_to_async(run, thread_sensitive=False)()
+
+
+async def _hold_until(moment: datetime) -> None:
     delay = (moment - timezone.now()).total_seconds()
     if delay > 0:
-        time.sleep(delay)
+        await asyncio.sleep(delay)
 
 
-def reply_events(
-    turn: Turn, *, settings: ChatSettings | None = None
-) -> Iterator[Chunk | Wait | Reset | Done | Failed]:
-    """The reply of a pending row as events (see the module doc). Closing the iterator early (a lost
-    connection) stops the call and gives the lease back; the row stays pending for the next request."""
+@dataclass(frozen=True)
+class _Outcome:
+    """The last item of a step's iterator (an async generator returns no value): what the step came to."""
+
+    value: object
+
+
+def _load(turn: Turn, settings: ChatSettings | None):
     conversation = Conversation.objects.select_related("condition", "participant__study").get(
         pk=turn.conversation_id
     )
     settings = settings or chat_settings(conversation.participant.study)
+    return conversation, settings, reply_sources(conversation, settings)
+
+
+def _state_claim(turn_id: int) -> tuple[Turn, Lease | None]:
+    """The row as it stands and, when it is pending and nobody holds it, its lease."""
+    turn = Turn.objects.get(pk=turn_id)
+    if turn.status == Turn.Status.COMPLETE:
+        return turn, None
+    return turn, reply_claim(turn, timezone.now())
+
+
+async def reply_events_async(
+    turn: Turn, *, settings: ChatSettings | None = None
+) -> AsyncIterator[Chunk | Wait | Reset | Done | Failed]:
+    """The reply of a pending row as events (see the module doc), for `async for`. Closing it early (a lost
+    connection) stops the call and gives the lease back; the row stays pending for the next request."""
+    conversation, settings, sources = await db_step(_load, turn, settings)
     waited = False
     while True:
-        turn.refresh_from_db()
+        turn, lease = await db_step(_state_claim, turn.pk)
         if turn.status == Turn.Status.COMPLETE:
-            _hold_until(_earliest(turn, settings))
+            await _hold_until(reply_earliest(turn, settings))
             yield Done(turn)
             return
-        lease = _claim(turn, timezone.now())
         if lease is None:  # another request is producing it: wait for that one (or for its lease to lapse)
             if not waited:
                 waited = True
                 yield Wait("Your reply is on its way.")
-            time.sleep(POLL)
+            await asyncio.sleep(POLL)
             continue
+        finished = False
         try:
-            finished = yield from _produce(turn, conversation, settings, lease)
+            async for event in _produce(turn, conversation, settings, sources, lease):
+                if isinstance(event, _Outcome):
+                    finished = event.value
+                else:
+                    yield event
         finally:
-            lease.release()
+            await asyncio.shield(db_step(lease.release))
         if finished:
             return
         # The lease was lost to another request (this one was too slow): its reply is the one to show.
 
 
-def _produce(turn, conversation, settings, lease) -> Iterator:
-    """Asks each source in turn; True once the reply is Done or Failed, False when the lease was lost."""
+async def _produce(turn, conversation, settings, sources, lease) -> AsyncIterator:
+    """Asks each source in turn; last an _Outcome: True once the reply is Done or Failed, False when the lease
+    was lost."""
     shown_any = False
-    for attempt, (condition, is_fallback) in enumerate(_sources(conversation, settings)):
+    for attempt, (condition, is_fallback) in enumerate(sources):
         if attempt:
             if shown_any:
                 yield Reset()
                 shown_any = False
             yield Wait()
-        if condition.kind != Condition.Kind.LLM:
-            done = yield from _person_wait(turn, settings, lease)
-            if done is not None:
-                yield Done(done)
-                return True
-        else:
-            outcome = yield from _call(turn, conversation, settings, lease, condition, is_fallback)
-            if isinstance(outcome, Turn):
-                yield Done(outcome)
-                return True
-            shown_any = shown_any or outcome
-        if not lease.renew(force=True):
+        step = (
+            reply_call(turn, conversation, settings, lease, condition, is_fallback)
+            if condition.kind == Condition.Kind.LLM
+            else _person_wait(turn, settings, lease)
+        )
+        outcome = None
+        async for event in step:
+            if isinstance(event, _Outcome):
+                outcome = event.value
+            else:
+                yield event
+        if isinstance(outcome, Turn):
+            yield Done(outcome)
+            yield _Outcome(True)
+            return
+        shown_any = shown_any or bool(outcome)
+        if not await db_step(lease.renew, force=True):
             if shown_any:
                 yield Reset()
-            return False
+            yield _Outcome(False)
+            return
     yield Failed()
-    return True
+    yield _Outcome(True)
 
 
 def person_wait_text(settings: ChatSettings) -> str:
@@ -289,24 +346,26 @@ def person_wait_text(settings: ChatSettings) -> str:
     return f"Your reply is taking a little longer. It can take up to {limit}; please keep this page open."
 
 
-def _person_wait(turn: Turn, settings: ChatSettings, lease: datetime):
-    """A person source: the responder console completes the row (`reply_complete`); past the study's time limit
-    a reply, None (the fallback answers)."""
+async def _person_wait(turn: Turn, settings: ChatSettings, lease: Lease) -> AsyncIterator:
+    """A person source: the responder console completes the row (`reply_complete`); last an _Outcome: the
+    completed row, or None past the study's time limit a reply or when the lease was lost (the fallback
+    answers)."""
     deadline = turn.sent_at + timedelta(seconds=settings.person_reply_seconds)
     yield Wait("Your reply is on its way.")  # the same words for every source: the label alone says who
     stated = False
     while timezone.now() < deadline:
-        turn.refresh_from_db()
-        if turn.status == Turn.Status.COMPLETE:
-            _hold_until(_earliest(turn, settings))
-            return turn
-        if not lease.renew():
-            return None
+        fresh = await db_step(Turn.objects.get, pk=turn.pk)
+        if fresh.status == Turn.Status.COMPLETE:
+            await _hold_until(reply_earliest(fresh, settings))
+            yield _Outcome(fresh)
+            return
+        if lease.due() and not await db_step(lease.renew):
+            break
         if not stated and timezone.now() - turn.sent_at >= STATED_WAIT_AFTER:
             stated = True  # a reply this slow: the participant is told how long it may take at most
             yield Wait(person_wait_text(settings))
-        time.sleep(POLL)
-    return None
+        await asyncio.sleep(POLL)
+    yield _Outcome(None)
 
 
 def _config_fields(condition: Condition) -> dict:
@@ -324,24 +383,32 @@ def _config_fields(condition: Condition) -> dict:
     }
 
 
-def _call(turn, conversation, settings, lease, condition, is_fallback):
-    """One provider call for the row: yields its chunks (held back until the minimum wait has passed); returns
-    the completed Turn, or whether any text was shown before it failed."""
+def _attempt_start(turn: Turn, conversation: Conversation, condition: Condition) -> list[dict]:
     Turn.objects.filter(pk=turn.pk).update(attempts=F("attempts") + 1, condition=condition)
-    messages = conversation_messages(conversation, before=turn.index)
+    return conversation_messages(conversation, before=turn.index)
+
+
+def _attempt_failed(turn_id: int, error: str, live_call_id) -> None:
+    Turn.objects.filter(pk=turn_id).update(error=error[:2000], live_call=live_call_id)
+
+
+async def reply_call(turn, conversation, settings, lease, condition, is_fallback) -> AsyncIterator:
+    """One provider call for the row: its Chunks (held back until the minimum wait has passed), then last an
+    _Outcome: the completed Turn, or whether any text was shown before it failed."""
+    messages = await db_step(_attempt_start, turn, conversation, condition)
     context = {
         "participant": conversation.participant_id,
         "conversation": conversation.pk,
         "turn": turn.index,
     }
-    earliest = _earliest(turn, settings)
+    earliest = reply_earliest(turn, settings)
     held: list[str] = []
     shown = False
     first_token_at = None
     reply = None
     try:
-        reply = live_respond(condition=condition, messages=messages, context=context)
-        for text in reply:
+        reply = await live_respond_async(condition=condition, messages=messages, context=context)
+        async for text in reply:
             if first_token_at is None:
                 first_token_at = timezone.now()
             held.append(text)
@@ -349,29 +416,31 @@ def _call(turn, conversation, settings, lease, condition, is_fallback):
                 yield Chunk("".join(held))
                 held.clear()
                 shown = True
-            if not lease.renew():
-                reply.close()
-                return shown  # the lease lapsed and another request took the row over
-    except GeneratorExit:
+            if lease.due() and not await db_step(lease.renew):
+                await reply.aclose()
+                yield _Outcome(shown)  # the lease lapsed and another request took the row over
+                return
+    except (GeneratorExit, asyncio.CancelledError):
         if reply is not None:
-            reply.close()
+            await reply.aclose()
         raise
     except Exception as exc:  # a provider's error, the limiter's wait, no responder: the next source tries
         record = getattr(reply, "record", None)
-        Turn.objects.filter(pk=turn.pk).update(
-            error=f"{type(exc).__name__}: {exc}"[:2000], live_call=getattr(record, "pk", None)
-        )
-        return shown
-    completed = _complete_llm(turn, lease, reply, first_token_at, condition, is_fallback)
+        await db_step(_attempt_failed, turn.pk, f"{type(exc).__name__}: {exc}", getattr(record, "pk", None))
+        yield _Outcome(shown)
+        return
+    completed = await db_step(reply_complete_llm, turn, lease, reply, first_token_at, condition, is_fallback)
     if completed is None:
-        return shown
-    _hold_until(earliest)
+        yield _Outcome(shown)
+        return
+    await _hold_until(earliest)
     if held:
         yield Chunk("".join(held))
-    return completed
+    yield _Outcome(completed)
 
 
-def _complete_llm(turn, lease, reply, first_token_at, condition, is_fallback) -> Turn | None:
+def reply_complete_llm(turn, lease, reply, first_token_at, condition, is_fallback) -> Turn | None:
+    """Stores a model's finished reply in the pending row, while `lease` is held (None: it was not)."""
     record = reply.record
     fields = {
         **_config_fields(condition),
@@ -394,6 +463,53 @@ def _complete_llm(turn, lease, reply, first_token_at, condition, is_fallback) ->
         fields["text"], study=conversation.participant.study, role=Turn.Role.RESPONDER
     )
     return _complete(turn, fields, lease=lease, fallback=is_fallback)
+
+
+# --- the sync reader ------------------------------------------------------------------------------------------
+
+
+def reply_events(
+    turn: Turn, *, settings: ChatSettings | None = None
+) -> Iterator[Chunk | Wait | Reset | Done | Failed]:
+    """reply_events_async for a sync caller (a WSGI server, the form post without JavaScript): the same generator
+    driven on the process's reply loop, an event loop in a thread of its own; closing this iterator closes it
+    (the call stopped, the lease given back) before close() returns."""
+    return _driven(reply_events_async(turn, settings=settings))
+
+
+_REPLY_LOOP: list[tuple[int, asyncio.AbstractEventLoop]] = []
+_REPLY_LOOP_LOCK = threading.Lock()
+_END = object()
+
+
+def _reply_loop() -> asyncio.AbstractEventLoop:
+    """The process's reply loop, started on first use (and again in a forked child: threads do not survive)."""
+    with _REPLY_LOOP_LOCK:
+        if not _REPLY_LOOP or _REPLY_LOOP[0][0] != os.getpid():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="chat-replies", daemon=True).start()
+            _REPLY_LOOP[:] = [(os.getpid(), loop)]
+        return _REPLY_LOOP[0][1]
+
+
+async def _next(events: AsyncIterator):
+    try:
+        return await events.__anext__()
+    except StopAsyncIteration:
+        return _END
+
+
+def _driven(events) -> Iterator:
+    loop = _reply_loop()
+
+    def step(coroutine):
+        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+
+    try:
+        while (event := step(_next(events))) is not _END:
+            yield event
+    finally:
+        step(events.aclose())
 
 
 def _complete(turn: Turn, fields: dict, *, lease: Lease | None, fallback: bool = False) -> Turn | None:
