@@ -28,6 +28,8 @@ def event_line(event) -> str | None:
         return json.dumps({"wait": event.text}) + "\n"
     if isinstance(event, Reset):
         return json.dumps({"reset": True}) + "\n"
+    if isinstance(event, Done) and event.turn.closes_conversation:
+        return json.dumps({"go": True}) + "\n"  # the page is shown again, with its closing note
     if isinstance(event, Done):
         return json.dumps({"done": event.turn.index, "text": event.turn.text}) + "\n"
     if isinstance(event, Failed):

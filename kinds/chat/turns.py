@@ -18,6 +18,11 @@
   past the study's time limit a reply, the fallback answers.
 * No reply appears sooner than the study's minimum wait after the participant sent their message: the chunks
   are held back until then (Rubin et al. 2025: the wait matters).
+* The study's spending limits (kinds/chat/budget.py): every call reserves its maximum against the budget and the
+  participant's token cap before it is sent (generation/live.py). A call the budget refuses goes straight to the
+  fallback (the source's retry would be refused too), whose reply ends the conversation (`closed_by`); a token
+  cap reached, or a fallback the budget refuses too, closes the conversation politely (`reply_close`: the row
+  completed with no model asked).
 
 One implementation produces a reply: `reply_events_async` (an ASGI server's stream, kinds/chat/stream.py, reads it
 on its event loop: the provider through `live_respond_async`, each database step in a worker thread on a
@@ -41,6 +46,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from generation.budget import BudgetSpent, TokenCapReached
 from generation.models import LLMConditionConfig
 from studies.live import live_respond_async
 from studies.models import Condition
@@ -250,6 +256,15 @@ class _Outcome:
     value: object
 
 
+@dataclass(frozen=True)
+class _Limited:
+    """A call a spending limit refused (nothing sent): `reason` its finish reason (Turn.CLOSE_REASONS);
+    `fallback_may_answer` when the budget refused it (the fallback may be cheaper), not the participant's cap."""
+
+    reason: str
+    fallback_may_answer: bool
+
+
 def _load(turn: Turn, settings: ChatSettings | None):
     conversation = Conversation.objects.select_related("condition", "participant__study").get(
         pk=turn.conversation_id
@@ -301,16 +316,21 @@ async def reply_events_async(
 
 async def _produce(turn, conversation, settings, sources, lease) -> AsyncIterator:
     """Asks each source in turn; last an _Outcome: True once the reply is Done or Failed, False when the lease
-    was lost."""
+    was lost. Once the budget refused a call, only the fallback is asked, and its reply ends the conversation; a
+    token cap reached, or nobody left the budget covers, closes it politely."""
     shown_any = False
+    limited: _Limited | None = None
     for attempt, (condition, is_fallback) in enumerate(sources):
+        if limited is not None and not is_fallback:
+            continue  # the source's retry would be refused by the same budget
         if attempt:
             if shown_any:
                 yield Reset()
                 shown_any = False
             yield Wait()
+        closes = Turn.CLOSE_REASONS[limited.reason] if limited is not None else ""
         step = (
-            reply_call(turn, conversation, settings, lease, condition, is_fallback)
+            reply_call(turn, conversation, settings, lease, condition, is_fallback, closes=closes)
             if condition.kind == Condition.Kind.LLM
             else _person_wait(turn, settings, lease)
         )
@@ -324,12 +344,25 @@ async def _produce(turn, conversation, settings, sources, lease) -> AsyncIterato
             yield Done(outcome)
             yield _Outcome(True)
             return
-        shown_any = shown_any or bool(outcome)
+        if isinstance(outcome, _Limited):
+            limited = outcome
+            if not outcome.fallback_may_answer or is_fallback:
+                break
+        else:
+            shown_any = shown_any or bool(outcome)
         if not await db_step(lease.renew, force=True):
             if shown_any:
                 yield Reset()
             yield _Outcome(False)
             return
+    if limited is not None:
+        closed = await db_step(reply_close, turn, lease, reason=limited.reason)
+        if closed is None:  # the lease was lost: the other request's reply is the one to show
+            yield _Outcome(False)
+            return
+        yield Done(closed)
+        yield _Outcome(True)
+        return
     yield Failed()
     yield _Outcome(True)
 
@@ -392,9 +425,12 @@ def _attempt_failed(turn_id: int, error: str, live_call_id) -> None:
     Turn.objects.filter(pk=turn_id).update(error=error[:2000], live_call=live_call_id)
 
 
-async def reply_call(turn, conversation, settings, lease, condition, is_fallback) -> AsyncIterator:
+async def reply_call(
+    turn, conversation, settings, lease, condition, is_fallback, *, closes: str = ""
+) -> AsyncIterator:
     """One provider call for the row: its Chunks (held back until the minimum wait has passed), then last an
-    _Outcome: the completed Turn, or whether any text was shown before it failed."""
+    _Outcome: the completed Turn, whether any text was shown before it failed, or _Limited when a spending limit
+    refused it (nothing sent). `closes`: the reply ends the conversation, for that reason (Conversation.closed_by)."""
     messages = await db_step(_attempt_start, turn, conversation, condition)
     context = {
         "participant": conversation.participant_id,
@@ -424,12 +460,18 @@ async def reply_call(turn, conversation, settings, lease, condition, is_fallback
         if reply is not None:
             await reply.aclose()
         raise
+    except (BudgetSpent, TokenCapReached) as exc:  # refused before anything was sent: no call is stored
+        await db_step(_attempt_failed, turn.pk, f"{type(exc).__name__}: {exc}", None)
+        yield _Outcome(_Limited(exc.kind, fallback_may_answer=isinstance(exc, BudgetSpent)))
+        return
     except Exception as exc:  # a provider's error, the limiter's wait, no responder: the next source tries
         record = getattr(reply, "record", None)
         await db_step(_attempt_failed, turn.pk, f"{type(exc).__name__}: {exc}", getattr(record, "pk", None))
         yield _Outcome(shown)
         return
-    completed = await db_step(reply_complete_llm, turn, lease, reply, first_token_at, condition, is_fallback)
+    completed = await db_step(
+        reply_complete_llm, turn, lease, reply, first_token_at, condition, is_fallback, closes=closes
+    )
     if completed is None:
         yield _Outcome(shown)
         return
@@ -439,8 +481,11 @@ async def reply_call(turn, conversation, settings, lease, condition, is_fallback
     yield _Outcome(completed)
 
 
-def reply_complete_llm(turn, lease, reply, first_token_at, condition, is_fallback) -> Turn | None:
-    """Stores a model's finished reply in the pending row, while `lease` is held (None: it was not)."""
+def reply_complete_llm(
+    turn, lease, reply, first_token_at, condition, is_fallback, *, closes: str = ""
+) -> Turn | None:
+    """Stores a model's finished reply in the pending row, while `lease` is held (None: it was not); `closes`: the
+    conversation ends with it, for that reason."""
     record = reply.record
     fields = {
         **_config_fields(condition),
@@ -462,7 +507,7 @@ def reply_complete_llm(turn, lease, reply, first_token_at, condition, is_fallbac
     fields["safety"] = message_check(
         fields["text"], study=conversation.participant.study, role=Turn.Role.RESPONDER
     )
-    return _complete(turn, fields, lease=lease, fallback=is_fallback)
+    return _complete(turn, fields, lease=lease, fallback=is_fallback, closed_by=closes)
 
 
 # --- the sync reader ------------------------------------------------------------------------------------------
@@ -512,9 +557,12 @@ def _driven(events) -> Iterator:
         step(events.aclose())
 
 
-def _complete(turn: Turn, fields: dict, *, lease: Lease | None, fallback: bool = False) -> Turn | None:
+def _complete(
+    turn: Turn, fields: dict, *, lease: Lease | None, fallback: bool = False, closed_by: str = ""
+) -> Turn | None:
     """Completes the pending row (only while `lease` is held, when given) and gives the participant the turn
-    back, or ends the conversation when their turns are used up. None: another request completed it first."""
+    back, or ends the conversation when their turns are used up or a spending limit closes it (`closed_by`).
+    None: another request completed it first."""
     with transaction.atomic():
         conversation = Conversation.objects.select_for_update().get(pk=turn.conversation_id)
         rows = Turn.objects.filter(pk=turn.pk, status=Turn.Status.PENDING)
@@ -528,9 +576,10 @@ def _complete(turn: Turn, fields: dict, *, lease: Lease | None, fallback: bool =
         conversation.cost = F("cost") + (fields.get("cost") or Decimal(0))
         conversation.fallback_used = conversation.fallback_used or fallback
         if conversation.state == Conversation.State.AWAITING:
-            over = participant_turns(conversation) >= settings.max_turns
+            over = closed_by or participant_turns(conversation) >= settings.max_turns
             conversation.state = Conversation.State.ENDED if over else Conversation.State.OPEN
-        conversation.save(update_fields=["tokens_used", "cost", "fallback_used", "state"])
+        conversation.closed_by = closed_by or conversation.closed_by
+        conversation.save(update_fields=["tokens_used", "cost", "fallback_used", "state", "closed_by"])
     turn.refresh_from_db()
     return turn
 
@@ -552,6 +601,21 @@ def reply_complete(turn: Turn, *, text: str, responder=None, now: datetime | Non
         "claimed_until": None,
     }
     return _complete(turn, fields, lease=None)
+
+
+def reply_close(turn: Turn, lease: Lease, *, reason: str) -> Turn | None:
+    """The polite close: a spending limit refused every call that could answer, so the pending row is completed
+    with no model asked (no text, no condition, `reason` as its finish reason: the page shows a closing note) and
+    the conversation ends (`closed_by`); the participant goes on to the rating. None: the lease was lost."""
+    fields = {
+        "status": Turn.Status.COMPLETE,
+        "text": "",
+        "condition": None,
+        "finish_reason": reason,
+        "completed_at": timezone.now(),
+        "claimed_until": None,
+    }
+    return _complete(turn, fields, lease=lease, closed_by=Turn.CLOSE_REASONS[reason])
 
 
 def reply_shown(turn: Turn, now: datetime | None = None) -> None:
