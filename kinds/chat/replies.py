@@ -31,6 +31,7 @@ import os
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -228,11 +229,14 @@ async def reply_events_async(
             continue
         finished = False
         try:
-            async for event in _produce(turn, known, lease):
-                if isinstance(event, _Outcome):
-                    finished = event.value
-                else:
-                    yield event
+            # aclosing: a reader gone mid-reply closes the call now (stored as abandoned), before the lease is given
+            # back, rather than whenever the abandoned generator is collected.
+            async with aclosing(_produce(turn, known, lease)) as events:
+                async for event in events:
+                    if isinstance(event, _Outcome):
+                        finished = event.value
+                    else:
+                        yield event
         finally:
             await asyncio.shield(db_step(lease.release))
         if finished:
@@ -256,11 +260,12 @@ async def _produce(turn: Turn, known: _Reply, lease: Lease) -> AsyncIterator:
             else _person_wait(turn, known.settings, lease)
         )
         outcome = None
-        async for event in step:
-            if isinstance(event, _Outcome):
-                outcome = event.value
-            else:
-                yield event
+        async with aclosing(step) as events:
+            async for event in events:
+                if isinstance(event, _Outcome):
+                    outcome = event.value
+                else:
+                    yield event
         if isinstance(outcome, Turn):
             yield Done(outcome)
             yield _Outcome(True)
