@@ -89,10 +89,10 @@ class LoopbackProvider:
             writer.close()
 
     async def _answer(self, body: dict, writer: asyncio.StreamWriter) -> bool:
-        received = time.monotonic()
+        received, received_wall = time.monotonic(), time.time()
         mark = _MARK.search(json.dumps(body.get("messages", [])))
         call = {"mark": int(mark.group(1)) if mark else None, "received": received, "first": None,
-                "dropped": False}  # fmt: skip
+                "received_wall": received_wall, "first_wall": None, "dropped": False}  # fmt: skip
         self.calls.append(call)
         writer.write(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
@@ -109,7 +109,7 @@ class LoopbackProvider:
             delta = {"index": 0, "delta": {"content": f"w{n} "}, "finish_reason": None}
             await self._event(writer, {**base, "choices": [delta]})
             if call["first"] is None:
-                call["first"] = time.monotonic()
+                call["first"], call["first_wall"] = time.monotonic(), time.time()
             await asyncio.sleep(1 / self.per_second)
         await self._event(writer, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
         usage = {"prompt_tokens": 60, "completion_tokens": self.tokens, "total_tokens": 60 + self.tokens}
@@ -164,6 +164,7 @@ class Participant:
             base_url=base_url, headers=headers, timeout=120, follow_redirects=True, event_hooks=hooks
         )
         self.sent = self.first_chunk = self.done = None
+        self.sent_wall = self.first_chunk_wall = None
         self.resumes = 0
         self.failed_lines = 0
         self.refusals: Counter = Counter()
@@ -214,7 +215,7 @@ class Participant:
         token = _CSRF.search(page).group(1)
         data = {"csrfmiddlewaretoken": token, "step": "chat_talk", "action": "send",
                 "message": f"My exam went badly today and I feel awful [c{self.n}]"}  # fmt: skip
-        self.sent = time.monotonic()
+        self.sent, self.sent_wall = time.monotonic(), time.time()
         while self.done is None and time.monotonic() < deadline:
             try:
                 async with self.client.stream(
@@ -229,7 +230,7 @@ class Participant:
                             continue
                         event = json.loads(line)
                         if "chunk" in event and self.first_chunk is None:
-                            self.first_chunk = time.monotonic()
+                            self.first_chunk, self.first_chunk_wall = time.monotonic(), time.time()
                         if "failed" in event:
                             self.failed_lines += 1
                         if "done" in event:
@@ -316,6 +317,49 @@ def turns_check(study_id: int) -> dict:
     return {"lost": lost, "doubled": doubled}
 
 
+def ttft_phases(study_id: int, people: list[Participant], calls: list[dict]) -> dict:
+    """Where a participant's time to first token goes, per conversation, from the clocks of the participant (this
+    process), the server (the rows it stored) and the provider (this process): p50/p95 of each phase."""
+    from kinds.chat.models import Turn
+
+    replies = {}
+    for turn in Turn.objects.filter(
+        conversation__participant__study_id=study_id, role=Turn.Role.RESPONDER
+    ).select_related("live_call"):
+        replies[turn.conversation_id, turn.index] = turn
+    by_mark = {c["mark"]: c for c in calls if c["first_wall"] is not None}
+    phases: dict[str, list[float]] = {
+        "sent_to_stored": [],  # the POST's arrival, its queue for the process's turns, the view
+        "stored_to_call_started": [],  # the stream's steps before the call: lease, attempt, budget, limiter
+        "call_started_to_provider": [],  # the SDK's request reaching the provider
+        "provider_first_to_stored_first": [],  # the first token back through the SDK
+        "stored_first_to_participant": [],  # the chunk through the stream to the participant
+    }
+    for turn in Turn.objects.filter(conversation__participant__study_id=study_id, role=Turn.Role.PARTICIPANT):
+        mark = _MARK.search(turn.text)
+        n = int(mark.group(1)) if mark else None
+        person = next((p for p in people if p.n == n), None)
+        reply = replies.get((turn.conversation_id, turn.index + 1))
+        call = by_mark.get(n)
+        if person is None or person.first_chunk_wall is None or reply is None or call is None:
+            continue
+        if reply.live_call is None or reply.first_token_at is None:
+            continue
+        stored, started = turn.sent_at.timestamp(), reply.live_call.started_at.timestamp()
+        phases["sent_to_stored"].append(stored - person.sent_wall)
+        phases["stored_to_call_started"].append(started - stored)
+        phases["call_started_to_provider"].append(call["received_wall"] - started)
+        phases["provider_first_to_stored_first"].append(reply.first_token_at.timestamp() - call["first_wall"])
+        phases["stored_first_to_participant"].append(
+            person.first_chunk_wall - reply.first_token_at.timestamp()
+        )
+    return {name: percentiles(values) for name, values in phases.items()}
+
+
+def load_average() -> list[float]:
+    return [round(x, 1) for x in os.getloadavg()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conversations", type=int, default=200)
@@ -323,6 +367,7 @@ def main() -> None:
     parser.add_argument("--arrival-seconds", type=float, default=2.5)
     parser.add_argument("--tokens", type=int, default=60)
     parser.add_argument("--budget-calls", type=int, default=20)
+    parser.add_argument("--phase1-only", action="store_true", help="skip the faults and the budget rush")
     args = parser.parse_args()
     provider = LoopbackProvider(tokens=args.tokens)
     env = {"PROVIDER_URL_ALLOWLIST": "127.0.0.1/32", "DB_CONN_MAX_AGE": "0"}
@@ -335,6 +380,7 @@ def main() -> None:
         workers = stack.worker_pids()
         idle = rss_kb(workers)
         peak = [idle]
+        loads = [load_average()]
         n = args.conversations
 
         async def phase1():
@@ -343,6 +389,8 @@ def main() -> None:
             async def sample():
                 while sampling:
                     peak.append(rss_kb(workers))
+                    if len(peak) % 10 == 0:
+                        loads.append(load_average())
                     await asyncio.sleep(0.1)
 
             sampler = asyncio.create_task(sample())
@@ -370,6 +418,24 @@ def main() -> None:
             sum(1 for p in people if p.sent <= t and (p.done or t + 1) > t) for t in (p.sent for p in people)
         )
         log(f"phase 1: {sum(p.done is not None for p in people)}/{n} replies; peak RSS {max(peak)} kB")
+        phase1 = {
+            "conversations": n,
+            "open_at_once": open_at_once,
+            "replies_complete": sum(p.done is not None for p in people),
+            "platform_added_ttft_ms": percentiles(added),
+            "participant_ttft_ms": percentiles(
+                [p.first_chunk - p.sent for p in people if p.first_chunk is not None]
+            ),
+            "ttft_phases_ms": ttft_phases(study_id, people, provider.calls),
+            "load_average_1min_during": {"min": min(x[0] for x in loads), "max": max(x[0] for x in loads)},
+            "web_rss_kb_idle": idle,
+            "web_rss_kb_peak": max(peak),
+            "rss_kb_per_open_conversation": round((max(peak) - idle) / max(open_at_once, 1), 1),
+        }
+        if args.phase1_only:
+            print(json.dumps({"bench": "chat", "provider_own_ttft_ms": percentiles(own), "phase1": phase1},
+                             indent=2))  # fmt: skip
+            return
 
         provider.drop_share = 0.05
 
@@ -427,18 +493,7 @@ def main() -> None:
                 "tokens": provider.tokens,
                 "own_ttft_ms": percentiles(own),
             },  # fmt: skip
-            "phase1": {
-                "conversations": n,
-                "open_at_once": open_at_once,
-                "replies_complete": sum(p.done is not None for p in people),
-                "platform_added_ttft_ms": percentiles(added),
-                "participant_ttft_ms": percentiles(
-                    [p.first_chunk - p.sent for p in people if p.first_chunk is not None]
-                ),
-                "web_rss_kb_idle": idle,
-                "web_rss_kb_peak": max(peak),
-                "rss_kb_per_open_conversation": round((max(peak) - idle) / max(open_at_once, 1), 1),
-            },
+            "phase1": phase1,
             "phase2_faults": {
                 "conversations": n,
                 "streams_dropped_by_provider": dropped,

@@ -26,6 +26,7 @@ from studies.pages import StepPage
 from .answers import conversation_end, debrief_read, opening_submit, rating_submit
 from .models import ChatSettings, Conversation, Label, Turn
 from .pets import KEYS, MAX, MIN, PETS_ITEMS, pets_order
+from .replies import reply_events
 from .safety import crisis_resume, participant_message_settle
 from .stream import reply_lines
 from .turns import (
@@ -35,7 +36,6 @@ from .turns import (
     participant_turn_store,
     participant_turns,
     pending_reply,
-    reply_events,
     reply_shown,
 )
 

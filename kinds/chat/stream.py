@@ -1,8 +1,8 @@
-"""The reply's stream: the events of kinds/chat/turns.py as the lines of JSON the page's script reads.
+"""The reply's stream: the events of kinds/chat/replies.py as the lines of JSON the page's script reads.
 
 Django serves a StreamingHttpResponse chunk by chunk only when its iterator suits the server: an async iterator
 under ASGI (a sync one is read whole first), a sync one under WSGI (`make run`'s runserver, gunicorn's sync
-workers). `reply_lines(request, reply)` picks the one that streams. Both read turns.py's one implementation of a
+workers). `reply_lines(request, reply)` picks the one that streams. Both read replies.py's one implementation of a
 reply: under ASGI `reply_events_async` on the server's event loop, without a thread or a worker waiting on the
 provider (so one web process holds hundreds of open conversations); under WSGI `reply_events`, the same
 generator driven from the request's thread.
@@ -17,7 +17,8 @@ from asgiref.sync import sync_to_async
 from django.db import connection
 
 from .models import Turn
-from .turns import Chunk, Done, Failed, Reset, Wait, db_step, reply_events, reply_events_async, reply_shown
+from .replies import Chunk, Done, Failed, Reset, Wait, db_step, reply_events, reply_events_async
+from .turns import reply_shown
 
 
 def event_line(event) -> str | None:

@@ -17,7 +17,8 @@ from generation.models import LLMConditionConfig, Provider
 from generation.providers.placeholder import PlaceholderAdapter
 from kinds.chat.budget import chat_budget_sync
 from kinds.chat.models import ChatSettings, Conversation, Turn
-from kinds.chat.turns import Done, conversation_messages, participant_turn_store, reply_events
+from kinds.chat.replies import Done, reply_events
+from kinds.chat.turns import conversation_messages, participant_turn_store
 from studies.models import Condition, Participant
 from tests.concurrency import race
 from tests.factories import ConditionFactory, ParticipantFactory, StudyFactory
