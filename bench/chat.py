@@ -23,8 +23,12 @@ Phases:
 2. Faults: as many again while the provider drops 5 % of its streams mid-way and one web worker is killed
    (SIGKILL) mid-stream: turns lost (a message with no reply stored) and doubled (two replies, or a message stored
    twice) over every conversation.
-3. A rush on the budget: a StudyBudget with room for `--budget-calls` calls, and 3× as many participants at once:
-   what was spent against the cap and one call's maximum.
+3. A rush on the budget: the study's chat settings given a budget (`budget_usd`) with room for `--budget-calls`
+   calls' maximum, and 3× as many participants at once, through the real path (enrolment holds the design's budget
+   in generation's StudyBudget; every call reserves its maximum before it is sent and settles after; a reply the
+   budget cannot cover is the fallback's, or the conversation is closed politely): what was spent against the cap
+   and one call's maximum, how many were answered and how many closed, and whether a newcomer then gets the
+   study's "full" page.
 Then the label × source balance over every conversation.
 """
 
@@ -167,6 +171,9 @@ class Participant:
         self.sent_wall = self.first_chunk_wall = None
         self.resumes = 0
         self.failed_lines = 0
+        self.closed = (
+            False  # the page was sent elsewhere ({"go": true}): the platform closed the conversation
+        )
         self.refusals: Counter = Counter()
 
     async def _cookies_send(self, request) -> None:
@@ -214,9 +221,9 @@ class Participant:
     async def talk(self, page: str, deadline: float) -> None:
         token = _CSRF.search(page).group(1)
         data = {"csrfmiddlewaretoken": token, "step": "chat_talk", "action": "send",
-                "message": f"My exam went badly today and I feel awful [c{self.n}]"}  # fmt: skip
+                "message": _message(self.n)}  # fmt: skip
         self.sent, self.sent_wall = time.monotonic(), time.time()
-        while self.done is None and time.monotonic() < deadline:
+        while self.done is None and not self.closed and time.monotonic() < deadline:
             try:
                 async with self.client.stream(
                     "POST", f"/s/{self.slug}/step/", data=data, headers={"Accept": NDJSON}
@@ -235,15 +242,31 @@ class Participant:
                             self.failed_lines += 1
                         if "done" in event:
                             self.done = time.monotonic()
+                        if event.get("go"):
+                            self.closed = True
             except Exception as exc:  # a dropped connection (a killed worker): the page resumes
                 self.refusals[type(exc).__name__] += 1
-            if self.done is None:
+            if self.done is None and not self.closed:
                 self.resumes += 1
                 data = {"csrfmiddlewaretoken": token, "step": "chat_talk", "action": "resume"}
                 await asyncio.sleep(1.0)
 
     async def close(self) -> None:
         await self.client.aclose()
+
+
+def _message(n: int) -> str:
+    return f"My exam went badly today and I feel awful [c{n}]"
+
+
+async def _newcomer_page(base_url: str, slug: str) -> str:
+    """What a new participant's study link shows: "full" (the study's full page) or "admitted"."""
+    import httpx2
+
+    async with httpx2.AsyncClient(base_url=base_url, follow_redirects=True, timeout=30,
+                                  headers={"X-Forwarded-For": "10.250.0.1"}) as client:  # fmt: skip
+        page = (await client.get(entry_path(slug, "CHATBENCH-NEWCOMER"))).text
+    return "full" if "All places are taken" in page else "admitted"
 
 
 async def wave(base_url, slug, ns, *, arrival: float, deadline_s: float, during=None) -> list[Participant]:
@@ -372,7 +395,10 @@ def main() -> None:
     provider = LoopbackProvider(tokens=args.tokens)
     env = {"PROVIDER_URL_ALLOWLIST": "127.0.0.1/32", "DB_CONN_MAX_AGE": "0"}
     with Stack(
-        workers=args.workers, name="chat", redis_url="redis://127.0.0.1:6379/2", extra_env=env
+        workers=args.workers,
+        name="chat",
+        redis_url=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/2"),
+        extra_env=env,
     ) as stack:
         stack.django_setup()
         slug, study_id = seed(provider.port)
@@ -455,21 +481,33 @@ def main() -> None:
         turns = turns_check(study_id)  # the rush below is refused on purpose: not a lost turn
         log(f"phase 2: {sum(p.done is not None for p in faulted)}/{n} replies, {dropped} streams dropped")
 
-        from decimal import Decimal
+        from decimal import ROUND_UP, Decimal
 
         from generation.budget import StudyBudget, call_maximum
         from generation.models import LLMConditionConfig
+        from kinds.chat.models import ChatSettings
 
-        config = (
-            LLMConditionConfig.objects.select_related("provider").filter(condition__study_id=study_id).first()
+        # One call's maximum: the largest any reservation of the rush holds (its own message, with the longest
+        # mark, to the dearest of the source and the fallback).
+        sample_messages = [{"role": "user", "content": _message(2 * n + 3 * args.budget_calls)}]
+        maximum = max(
+            (
+                call_maximum(
+                    provider=config.provider,
+                    system=config.system_prompt,
+                    messages=sample_messages,
+                    max_tokens=config.max_tokens,
+                )  # fmt: skip
+                for config in LLMConditionConfig.objects.select_related("provider").filter(
+                    condition__study_id=study_id
+                )
+            ),
+            key=lambda m: m.cost,
         )
-        sample_messages = [{"role": "user", "content": "x" * 400}]
-        maximum = call_maximum(
-            provider=config.provider, system=config.system_prompt, messages=sample_messages,
-            max_tokens=config.max_tokens,
-        )  # fmt: skip
-        cap = maximum.cost * args.budget_calls
-        StudyBudget.objects.create(study_id=study_id, cap=cap)
+        cap = (maximum.cost * args.budget_calls).quantize(
+            Decimal("0.01"), rounding=ROUND_UP
+        )  # budget_usd: cents
+        ChatSettings.objects.filter(study_id=study_id).update(budget_usd=cap)
         rush_n = 3 * args.budget_calls
         calls_before = len(provider.calls)
         rushed = asyncio.run(
@@ -477,6 +515,7 @@ def main() -> None:
         )
         budget = StudyBudget.objects.get(study_id=study_id)
         answered = len(provider.calls) - calls_before
+        newcomer = asyncio.run(_newcomer_page(stack.base_url, slug))
 
         from kinds.chat.models import Conversation, Turn
 
@@ -510,7 +549,9 @@ def main() -> None:
                 "reserved_usd_after": str(budget.reserved),
                 "provider_calls": answered,
                 "replies_complete": sum(p.done is not None for p in rushed),
+                "closed_politely": sum(p.closed for p in rushed),
                 "told_failed": sum(p.failed_lines > 0 for p in rushed),
+                "newcomer_after_rush": newcomer,
                 "over_cap_by_more_than_one_call": budget.spent > cap + maximum.cost,
                 "spent_over_cap_usd": str(max(budget.spent - cap, Decimal(0))),
             },
