@@ -14,11 +14,8 @@ streams, `Wait` "a moment", `Reset` the text shown so far is dropped for a new a
   `reply_complete`); past the study's time limit a reply, the fallback answers.
 * No reply appears sooner than the study's minimum wait after the participant sent their message: the chunks
   are held back until then (Rubin et al. 2025: the wait matters).
-* The study's spending limits (kinds/chat/budget.py): every call reserves its maximum against the budget and the
-  participant's token cap before it is sent (generation/live.py). A call the budget refuses goes straight to the
-  fallback (the source's retry would be refused too), whose reply ends the conversation (`closed_by`); a token
-  cap reached, or a fallback the budget refuses too, closes the conversation politely (turns.py `reply_close`:
-  the row completed with no model asked).
+* Spending limits (kinds/chat/budget.py): a call the budget refuses goes to the fallback, whose reply ends the
+  conversation; a token cap reached, or a fallback refused too, closes it politely (turns.py `reply_close`).
 
 One implementation produces a reply: `reply_events_async` (an ASGI server's stream, kinds/chat/stream.py, reads it
 on its event loop: the provider through `live_respond_async`, each database step in a worker thread on a
@@ -47,13 +44,12 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from generation.budget import BudgetSpent, TokenCapReached
-from generation.models import LLMConditionConfig
 from studies.live import live_respond_async
 from studies.models import Condition
 
 from .models import ChatSettings, Conversation, Turn
 from .safety import message_check
-from .turns import chat_settings, conversation_messages, reply_close, reply_row_complete
+from .turns import chat_settings, conversation_messages, reply_close, reply_config_fields, reply_row_complete
 
 LEASE = timedelta(seconds=30)  # a reply's producer holds its row this long, renewed while chunks arrive
 RENEW_EVERY = 5.0  # seconds between renewals of the lease
@@ -181,8 +177,8 @@ class _Outcome:
 
 @dataclass(frozen=True)
 class _Limited:
-    """A call a spending limit refused (nothing sent): `reason` its finish reason (Turn.CLOSE_REASONS);
-    `fallback_may_answer` when the budget refused it (the fallback may be cheaper), not the participant's cap."""
+    """A call a spending limit refused, nothing sent: `reason` (Turn.CLOSE_REASONS); the budget's, not the cap's,
+    leaves the fallback to try."""
 
     reason: str
     fallback_may_answer: bool
@@ -261,9 +257,7 @@ async def reply_events_async(
 
 async def _produce(turn: Turn, known: _Reply, lease: Lease) -> AsyncIterator:
     """Asks each source in turn (the first one's attempt was counted with the lease); last an _Outcome: True once
-    the reply is Done or Failed, False when the lease was lost. Once the budget refused a call, only the fallback
-    is asked, and its reply ends the conversation; a token cap reached, or nobody left the budget covers, closes
-    it politely."""
+    the reply is Done (or closed by a spending limit) or Failed, False when the lease was lost."""
     shown_any = False
     limited: _Limited | None = None
     for attempt, (condition, is_fallback) in enumerate(known.sources):
@@ -274,7 +268,7 @@ async def _produce(turn: Turn, known: _Reply, lease: Lease) -> AsyncIterator:
                 yield Reset()
                 shown_any = False
             yield Wait()
-        closes = Turn.CLOSE_REASONS[limited.reason] if limited is not None else ""
+        closes = Turn.CLOSE_REASONS[limited.reason] if limited else ""  # the fallback's reply ends it
         step = (
             reply_call(turn, known, lease, condition, is_fallback, counted=not attempt, closes=closes)
             if condition.kind == Condition.Kind.LLM
@@ -302,16 +296,14 @@ async def _produce(turn: Turn, known: _Reply, lease: Lease) -> AsyncIterator:
                 yield Reset()
             yield _Outcome(False)
             return
-    if limited is not None:
-        closed = await db_step(reply_close, turn, lease, reason=limited.reason)
-        if closed is None:  # the lease was lost: the other request's reply is the one to show
-            yield _Outcome(False)
-            return
-        yield Done(closed)
+    if limited is None:
+        yield Failed()
         yield _Outcome(True)
         return
-    yield Failed()
-    yield _Outcome(True)
+    closed = await db_step(reply_close, turn, lease, reason=limited.reason)
+    if closed is not None:  # None: the lease was lost, the other request's reply is the one to show
+        yield Done(closed)
+    yield _Outcome(closed is not None)
 
 
 def person_wait_text(settings: ChatSettings) -> str:
@@ -348,21 +340,6 @@ async def _person_wait(turn: Turn, settings: ChatSettings, lease: Lease) -> Asyn
     yield _Outcome(None)
 
 
-def _config_fields(condition: Condition) -> dict:
-    config = LLMConditionConfig.objects.filter(condition=condition).first()
-    if config is None:
-        return {}
-    return {
-        "model": config.model,
-        "settings": {
-            "temperature": config.temperature,
-            "top_p": config.top_p,
-            "max_tokens": config.max_tokens,
-        },
-        "seed": config.seed,
-    }
-
-
 def _attempt_count(turn: Turn, condition: Condition) -> None:
     Turn.objects.filter(pk=turn.pk).update(attempts=F("attempts") + 1, condition=condition)
 
@@ -378,8 +355,8 @@ async def reply_call(
     condition: Condition,
     is_fallback: bool,
     *,
-    counted: bool = False,
-    closes: str = "",
+    counted=False,
+    closes="",
 ) -> AsyncIterator:
     """One provider call for the row: its Chunks (held back until the minimum wait has passed), then last an
     _Outcome: the completed Turn, whether any text was shown before it failed, or _Limited when a spending limit
@@ -425,9 +402,8 @@ async def reply_call(
         await db_step(_attempt_failed, turn.pk, f"{type(exc).__name__}: {exc}", getattr(record, "pk", None))
         yield _Outcome(shown)
         return
-    completed = await db_step(
-        reply_complete_llm, turn, lease, reply, first_token_at, condition, is_fallback, closes=closes
-    )
+    args = (turn, lease, reply, first_token_at, condition, is_fallback)
+    completed = await db_step(reply_complete_llm, *args, closes=closes)
     if completed is None:
         yield _Outcome(shown)
         return
@@ -438,13 +414,13 @@ async def reply_call(
 
 
 def reply_complete_llm(
-    turn, lease, reply, first_token_at, condition, is_fallback, *, closes: str = ""
+    turn, lease, reply, first_token_at, condition, is_fallback, *, closes=""
 ) -> Turn | None:
     """Stores a model's finished reply in the pending row, while `lease` is held (None: it was not); `closes`: the
     conversation ends with it, for that reason."""
     record = reply.record
     fields = {
-        **_config_fields(condition),
+        **reply_config_fields(condition),
         "status": Turn.Status.COMPLETE,
         "text": reply.text,
         "first_token_at": first_token_at,

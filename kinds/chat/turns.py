@@ -19,6 +19,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from generation.models import LLMConditionConfig
+
 from .models import ChatSettings, Conversation, Turn
 from .safety import message_check
 
@@ -103,6 +105,22 @@ def conversation_messages(conversation: Conversation, *, before: int) -> list[di
     return [
         {"role": "user" if t.role == Turn.Role.PARTICIPANT else "assistant", "content": t.text} for t in turns
     ]
+
+
+def reply_config_fields(condition) -> dict:
+    """What a model reply stores of its condition's settings: the model asked for, decoding settings, seed."""
+    config = LLMConditionConfig.objects.filter(condition=condition).first()
+    if config is None:
+        return {}
+    return {
+        "model": config.model,
+        "settings": {
+            "temperature": config.temperature,
+            "top_p": config.top_p,
+            "max_tokens": config.max_tokens,
+        },
+        "seed": config.seed,
+    }
 
 
 def reply_row_complete(

