@@ -23,8 +23,12 @@ Phases:
 2. Faults: as many again while the provider drops 5 % of its streams mid-way and one web worker is killed
    (SIGKILL) mid-stream: turns lost (a message with no reply stored) and doubled (two replies, or a message stored
    twice) over every conversation.
-3. A rush on the budget: a StudyBudget with room for `--budget-calls` calls, and 3× as many participants at once:
-   what was spent against the cap and one call's maximum.
+3. A rush on the budget: the study's chat settings given a budget (`budget_usd`) with room for `--budget-calls`
+   calls' maximum, and 3× as many participants at once, through the real path (enrolment holds the design's budget
+   in generation's StudyBudget; every call reserves its maximum before it is sent and settles after; a reply the
+   budget cannot cover is the fallback's, or the conversation is closed politely): what was spent against the cap
+   and one call's maximum, how many were answered and how many closed, and whether a newcomer then gets the
+   study's "full" page.
 Then the label × source balance over every conversation.
 """
 
@@ -89,10 +93,10 @@ class LoopbackProvider:
             writer.close()
 
     async def _answer(self, body: dict, writer: asyncio.StreamWriter) -> bool:
-        received = time.monotonic()
+        received, received_wall = time.monotonic(), time.time()
         mark = _MARK.search(json.dumps(body.get("messages", [])))
         call = {"mark": int(mark.group(1)) if mark else None, "received": received, "first": None,
-                "dropped": False}  # fmt: skip
+                "received_wall": received_wall, "first_wall": None, "dropped": False}  # fmt: skip
         self.calls.append(call)
         writer.write(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
@@ -109,7 +113,7 @@ class LoopbackProvider:
             delta = {"index": 0, "delta": {"content": f"w{n} "}, "finish_reason": None}
             await self._event(writer, {**base, "choices": [delta]})
             if call["first"] is None:
-                call["first"] = time.monotonic()
+                call["first"], call["first_wall"] = time.monotonic(), time.time()
             await asyncio.sleep(1 / self.per_second)
         await self._event(writer, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
         usage = {"prompt_tokens": 60, "completion_tokens": self.tokens, "total_tokens": 60 + self.tokens}
@@ -166,8 +170,12 @@ class Participant:
             base_url=base_url, headers=headers, timeout=120, follow_redirects=True, event_hooks=hooks
         )
         self.sent = self.first_chunk = self.done = None
+        self.sent_wall = self.first_chunk_wall = None
         self.resumes = 0
         self.failed_lines = 0
+        self.closed = (
+            False  # the page was sent elsewhere ({"go": true}): the platform closed the conversation
+        )
         self.refusals: Counter = Counter()
 
     async def _cookies_send(self, request) -> None:
@@ -215,9 +223,9 @@ class Participant:
     async def talk(self, page: str, deadline: float) -> None:
         token = _CSRF.search(page).group(1)
         data = {"csrfmiddlewaretoken": token, "step": "chat_talk", "action": "send",
-                "message": f"My exam went badly today and I feel awful [c{self.n}]"}  # fmt: skip
-        self.sent = time.monotonic()
-        while self.done is None and time.monotonic() < deadline:
+                "message": _message(self.n)}  # fmt: skip
+        self.sent, self.sent_wall = time.monotonic(), time.time()
+        while self.done is None and not self.closed and time.monotonic() < deadline:
             try:
                 async with self.client.stream(
                     "POST", f"/s/{self.slug}/step/", data=data, headers={"Accept": NDJSON}
@@ -231,20 +239,36 @@ class Participant:
                             continue
                         event = json.loads(line)
                         if "chunk" in event and self.first_chunk is None:
-                            self.first_chunk = time.monotonic()
+                            self.first_chunk, self.first_chunk_wall = time.monotonic(), time.time()
                         if "failed" in event:
                             self.failed_lines += 1
                         if "done" in event:
                             self.done = time.monotonic()
+                        if event.get("go"):
+                            self.closed = True
             except Exception as exc:  # a dropped connection (a killed worker): the page resumes
                 self.refusals[type(exc).__name__] += 1
-            if self.done is None:
+            if self.done is None and not self.closed:
                 self.resumes += 1
                 data = {"csrfmiddlewaretoken": token, "step": "chat_talk", "action": "resume"}
                 await asyncio.sleep(1.0)
 
     async def close(self) -> None:
         await self.client.aclose()
+
+
+def _message(n: int) -> str:
+    return f"My exam went badly today and I feel awful [c{n}]"
+
+
+async def _newcomer_page(base_url: str, slug: str) -> str:
+    """What a new participant's study link shows: "full" (the study's full page) or "admitted"."""
+    import httpx2
+
+    async with httpx2.AsyncClient(base_url=base_url, follow_redirects=True, timeout=30,
+                                  headers={"X-Forwarded-For": "10.250.0.1"}) as client:  # fmt: skip
+        page = (await client.get(entry_path(slug, "CHATBENCH-NEWCOMER"))).text
+    return "full" if "All places are taken" in page else "admitted"
 
 
 async def wave(base_url, slug, ns, *, arrival: float, deadline_s: float, during=None) -> list[Participant]:
@@ -318,6 +342,49 @@ def turns_check(study_id: int) -> dict:
     return {"lost": lost, "doubled": doubled}
 
 
+def ttft_phases(study_id: int, people: list[Participant], calls: list[dict]) -> dict:
+    """Where a participant's time to first token goes, per conversation, from the clocks of the participant (this
+    process), the server (the rows it stored) and the provider (this process): p50/p95 of each phase."""
+    from kinds.chat.models import Turn
+
+    replies = {}
+    for turn in Turn.objects.filter(
+        conversation__participant__study_id=study_id, role=Turn.Role.RESPONDER
+    ).select_related("live_call"):
+        replies[turn.conversation_id, turn.index] = turn
+    by_mark = {c["mark"]: c for c in calls if c["first_wall"] is not None}
+    phases: dict[str, list[float]] = {
+        "sent_to_stored": [],  # the POST's arrival, its queue for the process's turns, the view
+        "stored_to_call_started": [],  # the stream's steps before the call: lease, attempt, budget, limiter
+        "call_started_to_provider": [],  # the SDK's request reaching the provider
+        "provider_first_to_stored_first": [],  # the first token back through the SDK
+        "stored_first_to_participant": [],  # the chunk through the stream to the participant
+    }
+    for turn in Turn.objects.filter(conversation__participant__study_id=study_id, role=Turn.Role.PARTICIPANT):
+        mark = _MARK.search(turn.text)
+        n = int(mark.group(1)) if mark else None
+        person = next((p for p in people if p.n == n), None)
+        reply = replies.get((turn.conversation_id, turn.index + 1))
+        call = by_mark.get(n)
+        if person is None or person.first_chunk_wall is None or reply is None or call is None:
+            continue
+        if reply.live_call is None or reply.first_token_at is None:
+            continue
+        stored, started = turn.sent_at.timestamp(), reply.live_call.started_at.timestamp()
+        phases["sent_to_stored"].append(stored - person.sent_wall)
+        phases["stored_to_call_started"].append(started - stored)
+        phases["call_started_to_provider"].append(call["received_wall"] - started)
+        phases["provider_first_to_stored_first"].append(reply.first_token_at.timestamp() - call["first_wall"])
+        phases["stored_first_to_participant"].append(
+            person.first_chunk_wall - reply.first_token_at.timestamp()
+        )
+    return {name: percentiles(values) for name, values in phases.items()}
+
+
+def load_average() -> list[float]:
+    return [round(x, 1) for x in os.getloadavg()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conversations", type=int, default=200)
@@ -325,11 +392,15 @@ def main() -> None:
     parser.add_argument("--arrival-seconds", type=float, default=2.5)
     parser.add_argument("--tokens", type=int, default=60)
     parser.add_argument("--budget-calls", type=int, default=20)
+    parser.add_argument("--phase1-only", action="store_true", help="skip the faults and the budget rush")
     args = parser.parse_args()
     provider = LoopbackProvider(tokens=args.tokens)
     env = {"PROVIDER_URL_ALLOWLIST": "127.0.0.1/32", "DB_CONN_MAX_AGE": "0"}
     with Stack(
-        workers=args.workers, name="chat", redis_url="redis://127.0.0.1:6379/2", extra_env=env
+        workers=args.workers,
+        name="chat",
+        redis_url=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/2"),
+        extra_env=env,
     ) as stack:
         stack.django_setup()
         slug, study_id = seed(provider.port)
@@ -337,6 +408,7 @@ def main() -> None:
         workers = stack.worker_pids()
         idle = rss_kb(workers)
         peak = [idle]
+        loads = [load_average()]
         n = args.conversations
 
         async def phase1():
@@ -345,6 +417,8 @@ def main() -> None:
             async def sample():
                 while sampling:
                     peak.append(rss_kb(workers))
+                    if len(peak) % 10 == 0:
+                        loads.append(load_average())
                     await asyncio.sleep(0.1)
 
             sampler = asyncio.create_task(sample())
@@ -372,6 +446,24 @@ def main() -> None:
             sum(1 for p in people if p.sent <= t and (p.done or t + 1) > t) for t in (p.sent for p in people)
         )
         log(f"phase 1: {sum(p.done is not None for p in people)}/{n} replies; peak RSS {max(peak)} kB")
+        phase1 = {
+            "conversations": n,
+            "open_at_once": open_at_once,
+            "replies_complete": sum(p.done is not None for p in people),
+            "platform_added_ttft_ms": percentiles(added),
+            "participant_ttft_ms": percentiles(
+                [p.first_chunk - p.sent for p in people if p.first_chunk is not None]
+            ),
+            "ttft_phases_ms": ttft_phases(study_id, people, provider.calls),
+            "load_average_1min_during": {"min": min(x[0] for x in loads), "max": max(x[0] for x in loads)},
+            "web_rss_kb_idle": idle,
+            "web_rss_kb_peak": max(peak),
+            "rss_kb_per_open_conversation": round((max(peak) - idle) / max(open_at_once, 1), 1),
+        }
+        if args.phase1_only:
+            print(json.dumps({"bench": "chat", "provider_own_ttft_ms": percentiles(own), "phase1": phase1},
+                             indent=2))  # fmt: skip
+            return
 
         provider.drop_share = 0.05
 
@@ -391,21 +483,33 @@ def main() -> None:
         turns = turns_check(study_id)  # the rush below is refused on purpose: not a lost turn
         log(f"phase 2: {sum(p.done is not None for p in faulted)}/{n} replies, {dropped} streams dropped")
 
-        from decimal import Decimal
+        from decimal import ROUND_UP, Decimal
 
         from generation.budget import StudyBudget, call_maximum
         from generation.models import LLMConditionConfig
+        from kinds.chat.models import ChatSettings
 
-        config = (
-            LLMConditionConfig.objects.select_related("provider").filter(condition__study_id=study_id).first()
+        # One call's maximum: the largest any reservation of the rush holds (its own message, with the longest
+        # mark, to the dearest of the source and the fallback).
+        sample_messages = [{"role": "user", "content": _message(2 * n + 3 * args.budget_calls)}]
+        maximum = max(
+            (
+                call_maximum(
+                    provider=config.provider,
+                    system=config.system_prompt,
+                    messages=sample_messages,
+                    max_tokens=config.max_tokens,
+                )  # fmt: skip
+                for config in LLMConditionConfig.objects.select_related("provider").filter(
+                    condition__study_id=study_id
+                )
+            ),
+            key=lambda m: m.cost,
         )
-        sample_messages = [{"role": "user", "content": "x" * 400}]
-        maximum = call_maximum(
-            provider=config.provider, system=config.system_prompt, messages=sample_messages,
-            max_tokens=config.max_tokens,
-        )  # fmt: skip
-        cap = maximum.cost * args.budget_calls
-        StudyBudget.objects.create(study_id=study_id, cap=cap)
+        cap = (maximum.cost * args.budget_calls).quantize(
+            Decimal("0.01"), rounding=ROUND_UP
+        )  # budget_usd: cents
+        ChatSettings.objects.filter(study_id=study_id).update(budget_usd=cap)
         rush_n = 3 * args.budget_calls
         calls_before = len(provider.calls)
         rushed = asyncio.run(
@@ -413,6 +517,7 @@ def main() -> None:
         )
         budget = StudyBudget.objects.get(study_id=study_id)
         answered = len(provider.calls) - calls_before
+        newcomer = asyncio.run(_newcomer_page(stack.base_url, slug))
 
         from kinds.chat.models import Conversation, Turn
 
@@ -429,18 +534,7 @@ def main() -> None:
                 "tokens": provider.tokens,
                 "own_ttft_ms": percentiles(own),
             },  # fmt: skip
-            "phase1": {
-                "conversations": n,
-                "open_at_once": open_at_once,
-                "replies_complete": sum(p.done is not None for p in people),
-                "platform_added_ttft_ms": percentiles(added),
-                "participant_ttft_ms": percentiles(
-                    [p.first_chunk - p.sent for p in people if p.first_chunk is not None]
-                ),
-                "web_rss_kb_idle": idle,
-                "web_rss_kb_peak": max(peak),
-                "rss_kb_per_open_conversation": round((max(peak) - idle) / max(open_at_once, 1), 1),
-            },
+            "phase1": phase1,
             "phase2_faults": {
                 "conversations": n,
                 "streams_dropped_by_provider": dropped,
@@ -457,7 +551,9 @@ def main() -> None:
                 "reserved_usd_after": str(budget.reserved),
                 "provider_calls": answered,
                 "replies_complete": sum(p.done is not None for p in rushed),
+                "closed_politely": sum(p.closed for p in rushed),
                 "told_failed": sum(p.failed_lines > 0 for p in rushed),
+                "newcomer_after_rush": newcomer,
                 "over_cap_by_more_than_one_call": budget.spent > cap + maximum.cost,
                 "spent_over_cap_usd": str(max(budget.spent - cap, Decimal(0))),
             },

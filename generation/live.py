@@ -145,6 +145,17 @@ async def respond_now_async(
     return reply
 
 
+def _begun_async(config_of, *, messages, context, timeout, max_wait=LIVE_MAX_WAIT) -> LiveReplyAsyncStream:
+    """respond_now_async with the call begun here (in a worker thread): `config_of()` read, then the budget and
+    the limiter, in one step before anything is sent, so a reply's first token waits for one thread hop."""
+    config = config_of()
+    reply = LiveReplyAsyncStream()
+    call = _Call(reply, config=config, messages=messages, context=context, timeout=timeout, max_wait=max_wait)
+    call.begin()
+    reply._chunks = _astreamed(call, begun=True)
+    return reply
+
+
 def _outside_transaction() -> None:
     if connection.in_atomic_block:
         raise LiveCallInTransaction(
@@ -253,9 +264,10 @@ def _streamed(call: _Call) -> Iterator[str]:
         call.finish()
 
 
-async def _astreamed(call: _Call) -> AsyncIterator[str]:
+async def _astreamed(call: _Call, *, begun: bool = False) -> AsyncIterator[str]:
     """_streamed for `async for`: the provider read without a thread, the database and limiter steps in one."""
-    await _in_thread(call.begin)
+    if not begun:
+        await _in_thread(call.begin)
     try:
         async for chunk in call.adapter.astream(
             provider=call.config.provider, api_key=call.api_key, body=call.body, timeout=call.timeout
@@ -337,8 +349,13 @@ def condition_respond_now(
 async def condition_respond_now_async(
     *, condition: Condition, messages: list[dict], context: dict, timeout: float | None = None
 ) -> LiveReplyAsyncStream:
-    """condition_respond_now for an async view (studies/live.py's `live_respond_async`)."""
-    config = await _in_thread(
-        lambda: LLMConditionConfig.objects.select_related("provider", "condition").get(condition=condition)
+    """condition_respond_now for an async view (studies/live.py's `live_respond_async`): the condition's model
+    read and the call begun (the study's limits, the provider's) in one thread step; a refusal (LimiterWait,
+    BudgetSpent, TokenCapReached) is raised here, nothing sent or stored."""
+
+    def config_of():
+        return LLMConditionConfig.objects.select_related("provider", "condition").get(condition=condition)
+
+    return await _in_thread(
+        lambda: _begun_async(config_of, messages=messages, context=context, timeout=timeout)
     )
-    return await respond_now_async(config=config, messages=messages, context=context, timeout=timeout)

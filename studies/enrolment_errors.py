@@ -31,6 +31,14 @@ class StudyFull(StudyRefused):
     message = "Every condition of study {slug} has reached its quota."
 
 
+class StudyBudgetSpent(StudyFull):
+    """The study's kind says its spending budget cannot cover a new participant: to the participant, the study is
+    full."""
+
+    code = "study_budget_spent"
+    message = "Study {slug} has spent its budget: it takes no new participants."
+
+
 class AlreadyInFamily(StudyRefused):
     """The external id took part in another study of this study's family (its parent or another wave): a wave
     compares new conditions with the parent's raters, so it needs other people. Not a full study: places may

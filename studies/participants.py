@@ -45,6 +45,7 @@ from .enrolment_errors import (  # noqa: F401 (the enrolment's errors are raised
     EnrollmentError,
     InvalidExternalId,
     ParticipantCannotRestart,
+    StudyBudgetSpent,
     StudyFull,
     StudyNotOpen,
 )

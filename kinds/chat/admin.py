@@ -32,6 +32,8 @@ class ChatSettingsInline(admin.StackedInline):
         "fallback_condition",
         ("token_cap_per_participant", "budget_usd"),
         "person_reply_seconds",
+        "support_resources",
+        "moderation_provider",
     ]
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
@@ -59,6 +61,7 @@ class TurnInline(admin.TabularInline):
         "sent_at",
         "completed_at",
         "finish_reason",
+        "safety",
     ]
     readonly_fields = fields
 
@@ -68,8 +71,16 @@ class TurnInline(admin.TabularInline):
 
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
-    list_display = ["participant", "condition", "label", "state", "fallback_used", "created_at"]
-    list_filter = ["state", "label", "fallback_used"]
+    list_display = [
+        "participant", "condition", "label", "state", "fallback_used", "crisis_count", "closed_by", "created_at"
+    ]  # fmt: skip
+    list_filter = [
+        "state",
+        "label",
+        "fallback_used",
+        "closed_by",
+        ("crisis_shown_at", admin.EmptyFieldListFilter),
+    ]
     readonly_fields = [f.name for f in Conversation._meta.fields]
     inlines = [TurnInline]
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from django.db.models import Count, Q, Sum
 from django.template.loader import render_to_string
 
 from analysis.design import design_json_write, design_lines, design_of
@@ -25,6 +26,7 @@ from .assignment import study_labels
 from .exports import chat_frame, scale_labels
 from .figures import figure_alt, figure_svg, pets_by_cell
 from .judge_analysis import judge_calibrations
+from .models import Conversation
 from .pets_analysis import reliability
 from .stats import ChatStats, ChatStatsError, chat_stats
 
@@ -57,6 +59,21 @@ def chat_result(study: Study) -> ChatStats:
         raise AnalysisError(f"too little data: {exc}") from None
     result.reliability = reliability(frame)
     return result
+
+
+def safety_counts(study: Study) -> dict:
+    """What the safety path and the spending limits did to the study's conversations (previews left out): how
+    many showed the support resources, the messages that did, how many were ended from them, and how many the
+    platform closed early because the budget was spent or a participant's token cap reached."""
+    conversations = Conversation.objects.filter(participant__study=study, participant__is_preview=False)
+    counts = conversations.aggregate(
+        resources_shown=Count("pk", filter=Q(crisis_count__gt=0)),
+        crisis_messages=Sum("crisis_count", default=0),
+        ended_crisis=Count("pk", filter=Q(state=Conversation.State.ENDED_CRISIS)),
+        closed_budget=Count("pk", filter=Q(closed_by=Conversation.ClosedBy.BUDGET)),
+        closed_token_cap=Count("pk", filter=Q(closed_by=Conversation.ClosedBy.TOKEN_CAP)),
+    )
+    return counts
 
 
 def report_context(study: Study, result: ChatStats) -> dict:

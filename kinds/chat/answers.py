@@ -13,7 +13,7 @@ from studies.kinds import participant_steps
 from studies.participants import participant_lock, participant_state_copy
 
 from .kind import DEBRIEF, OPENING, RATE, TALK
-from .models import ChatRating, ChatSettings, Conversation
+from .models import ChatRating, ChatSettings, Conversation, Turn
 from .pets import KEYS, MAX, MIN, pets_scores
 from .turns import (
     ConversationClosed,
@@ -84,13 +84,26 @@ def opening_submit(*, participant, own_text: str | None = None, now: datetime | 
     return _take(participant, OPENING, store, now)
 
 
-def conversation_end(*, participant, now: datetime | None = None) -> bool:
+def conversation_end(*, participant, crisis: bool = False, now: datetime | None = None) -> bool:
     """The participant ends the conversation (after the study's minimum of messages, with the reply to their
-    last one shown) and moves on to the rating."""
+    last one shown) and moves on to the rating. `crisis`: ended from the support resources, at once whatever the
+    minimum (state `ended_crisis`); the reply not yet asked for is dropped, never sent; the rating and the
+    completion code follow as for any participant."""
     now = now or timezone.now()
 
     def store(conversation: Conversation) -> None:
         settings = chat_settings(participant.study)
+        if crisis:
+            if not conversation.crisis_open:
+                raise InvalidValue("The support resources are not shown: finish the conversation as usual.")
+            # The reply to the message that named a crisis was held back while the resources were shown: no model
+            # was asked (the row has no attempt) and none will be.
+            conversation.turns.filter(status=Turn.Status.PENDING).delete()
+            conversation.state = Conversation.State.ENDED_CRISIS
+            conversation.crisis_open = False
+            conversation.ended_at = now
+            conversation.save(update_fields=["state", "crisis_open", "ended_at"])
+            return
         if conversation.state == Conversation.State.AWAITING:
             raise ConversationClosed("the reply to your last message is still on its way")
         if (

@@ -30,8 +30,8 @@ from .pets import KEYS as PETS_KEYS
 
 CONVERSATION_HEADER = [
     "participant", "participant_status", "conversation", "source", "source_kind", "label", "opening_source",
-    "situation", "opening_text", "state", "fallback_used", "crisis_shown_at", "turns", "tokens_used", "cost",
-    "created_at", "ended_at",
+    "situation", "opening_text", "state", "fallback_used", "crisis_shown_at", "crisis_count", "closed_by", "turns",
+    "tokens_used", "cost", "created_at", "ended_at",
     *(f"pets_{key}" for key in PETS_KEYS),
     "pets_order", "pets_er", "pets_ut", "pets", "scale_value", "scale_label", "free_text", "response_time_ms",
     "rated_at",
@@ -78,7 +78,7 @@ def conversation_records(study: Study, rules: ExclusionRules | None = None) -> I
         yield [
             c.participant.external_id, c.participant.status, c.pk, c.condition.name, c.condition.kind, c.label,
             c.opening_source, c.situation_id or "", c.opening_text, c.state, c.fallback_used,
-            c.crisis_shown_at, turn_counts.get(c.pk, 0), c.tokens_used, c.cost, c.created_at, c.ended_at,
+            c.crisis_shown_at, c.crisis_count, c.closed_by, turn_counts.get(c.pk, 0), c.tokens_used, c.cost, c.created_at, c.ended_at,
             *items,
             " ".join(rating.pets_order) if rating else "",
             rating.pets_er if rating else "",

@@ -37,11 +37,12 @@ DEFAULT_TRANSCRIPT_RUBRIC = (
 
 
 def transcript_text(turns: list[Turn]) -> str:
-    """The conversation as the judge reads it: one line per completed turn, the person's and the partner's."""
+    """The conversation as the judge reads it: one line per completed turn, the person's and the partner's (the
+    platform's closing row, no one's words, left out)."""
     return "\n".join(
         f"{'Person' if t.role == Turn.Role.PARTICIPANT else 'Partner'}: {t.text.strip()}"
         for t in turns
-        if t.status == Turn.Status.COMPLETE
+        if t.status == Turn.Status.COMPLETE and not t.closes_conversation
     )
 
 

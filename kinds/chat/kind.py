@@ -16,6 +16,7 @@ from datetime import datetime
 
 from django.db.models import Count, Q
 
+from studies.enrolment_errors import StudyBudgetSpent
 from studies.kinds import StudyKind, register
 from studies.kinds.base import (
     CONDITIONS,
@@ -28,6 +29,7 @@ from studies.models import Condition, Participant, Study
 
 from .analysis_plan import CHAT_PLAN
 from .assignment import conversation_create
+from .budget import chat_enrolment_admits
 from .models import ChatSettings, Conversation, Label
 from .turns import chat_settings
 
@@ -81,6 +83,8 @@ class ChatKind(StudyKind):
         return [OPENING, TALK, RATE, *([DEBRIEF] if misleading_cells(study) else [])]
 
     def assignments_create(self, participant, *, rng: random.Random, now: datetime) -> list:
+        if not participant.is_preview and not chat_enrolment_admits(participant):
+            raise StudyBudgetSpent(participant.study)  # nothing written: the enrolment rolls back
         conversation_create(participant, rng=rng, now=now)
         return []
 

@@ -8,11 +8,22 @@ from django.core.validators import MinValueValidator
 from django.db import models
 
 from generation.live_models import LiveCall
+from generation.models import Provider
 from studies.models import Condition, Participant, Situation, Study
 
 
 def default_chat_scale() -> list[dict]:
     return [{"value": 2, "label": "Good"}, {"value": 1, "label": "Okay"}, {"value": 0, "label": "Bad"}]
+
+
+DEFAULT_SUPPORT_RESOURCES = """If you are in danger now, call your local emergency number (112 in Europe, 911 in North America, 999 in the UK).
+Find a free, confidential helpline in your country: https://findahelpline.com
+United States: call or text 988 (Suicide & Crisis Lifeline).
+United Kingdom and Ireland: Samaritans, call 116 123, free at any time."""
+
+
+def default_support_resources() -> str:
+    return DEFAULT_SUPPORT_RESOURCES
 
 
 def default_labels() -> list[str]:
@@ -89,6 +100,19 @@ class ChatSettings(models.Model):
     person_reply_seconds = models.PositiveIntegerField(
         default=180, validators=[MinValueValidator(10)], help_text="A person responder's time limit a reply."
     )
+    support_resources = models.TextField(
+        default=default_support_resources,
+        help_text="Shown when a participant's message names a crisis: one resource a line (addresses become links).",
+    )
+    moderation_provider = models.ForeignKey(
+        Provider,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Its moderation endpoint checks every message and reply beside the crisis-term list; blank: "
+        "the list alone.",
+    )
 
     def __str__(self) -> str:
         return f"chat settings of {self.study}"
@@ -124,8 +148,26 @@ class Conversation(models.Model):
     fallback_used = models.BooleanField(
         default=False, help_text="The fallback condition answered at least once."
     )
+
+    class ClosedBy(models.TextChoices):
+        BUDGET = "budget", "The study's budget was spent"
+        TOKEN_CAP = "token_cap", "The participant's token cap was reached"
+
     crisis_shown_at = models.DateTimeField(
-        null=True, blank=True, help_text="When the support resources were shown."
+        null=True, blank=True, help_text="When the support resources were first shown."
+    )
+    crisis_count = models.PositiveSmallIntegerField(
+        default=0, help_text="Participant messages that showed the support resources."
+    )
+    crisis_open = models.BooleanField(
+        default=False,
+        help_text="The support resources are shown and the participant has not yet chosen to go on or end.",
+    )
+    closed_by = models.CharField(
+        max_length=12,
+        choices=ClosedBy.choices,
+        blank=True,
+        help_text="Why the platform closed the conversation early (blank: it did not).",
     )
     tokens_used = models.PositiveIntegerField(default=0)
     cost = models.DecimalField(max_digits=14, decimal_places=8, default=0)
@@ -143,7 +185,12 @@ class Conversation(models.Model):
 
 class Turn(models.Model):
     """One message of a conversation, stored before it is shown: the participant's before any model call; a
-    reply's row (pending) before its stream starts, completed when it ends."""
+    reply's row (pending) before its stream starts, completed when it ends. A reply row the platform completes
+    without a model, because a spending limit closed the conversation, has no text, no condition and the limit's
+    name as its finish reason (`CLOSE_REASONS`)."""
+
+    #: finish_reason of a closing row -> Conversation.closed_by (the names generation/budget.py's errors give).
+    CLOSE_REASONS = {"budget_spent": "budget", "token_cap": "token_cap"}
 
     class Role(models.TextChoices):
         PARTICIPANT = "participant", "Participant"
@@ -207,6 +254,11 @@ class Turn(models.Model):
 
     def __str__(self) -> str:
         return f"{self.conversation_id}#{self.index} {self.role}"
+
+    @property
+    def closes_conversation(self) -> bool:
+        """The platform's closing row (no model asked): shown as a note, not as the partner's words."""
+        return self.condition_id is None and self.finish_reason in self.CLOSE_REASONS
 
 
 class ChatRating(models.Model):

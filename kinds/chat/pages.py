@@ -26,6 +26,8 @@ from studies.pages import StepPage
 from .answers import conversation_end, debrief_read, opening_submit, rating_submit
 from .models import ChatSettings, Conversation, Label, Turn
 from .pets import KEYS, MAX, MIN, PETS_ITEMS, pets_order
+from .replies import reply_events
+from .safety import crisis_resume, participant_message_settle
 from .stream import reply_lines
 from .turns import (
     ConversationClosed,
@@ -34,7 +36,6 @@ from .turns import (
     participant_turn_store,
     participant_turns,
     pending_reply,
-    reply_events,
     reply_shown,
 )
 
@@ -93,6 +94,9 @@ def opening_post(request, participant):
         pass
     except AnswerRejected as rejected:
         return opening_get(request, participant, error=str(rejected), own_text=text, status=rejected.status)
+    reply = pending_reply(_conversation(participant)) if own else None
+    if reply is not None:  # their own situation is their first message: checked now, after its commit
+        participant_message_settle(reply)
     return _to_step(participant)
 
 
@@ -106,6 +110,8 @@ def _transcript(conversation: Conversation) -> list[Turn]:
 def talk_get(request, participant, *, error: str = "", draft: str = "", status: int = 200):
     conversation = _conversation(participant)
     settings = chat_settings(participant.study)
+    if conversation.crisis_open:
+        return crisis_get(request, participant, conversation, status=status)
     turns = _transcript(conversation)
     for turn in turns:
         if turn.role == Turn.Role.RESPONDER and turn.shown_at is None:
@@ -138,15 +144,18 @@ def _partner(conversation: Conversation) -> str:
 def talk_post(request, participant):
     action = request.POST.get("action", "send")
     streams = STREAM_TYPE in request.headers.get("Accept", "")
-    if action == "finish":
+    if action in ("finish", "crisis_end"):
         try:
-            conversation_end(participant=participant)
+            conversation_end(participant=participant, crisis=action == "crisis_end")
         except STALE:
             pass
         except (AnswerRejected, ConversationClosed) as rejected:
             return talk_get(request, participant, error=str(rejected), status=400)
         return _to_step(participant)
     conversation = _conversation(participant)
+    if action == "crisis_continue":
+        crisis_resume(conversation)
+        return _to_step(participant)
     reply = None
     if action == "send":
         text = request.POST.get("message", "")
@@ -159,7 +168,7 @@ def talk_post(request, participant):
         except ConversationClosed:
             reply = None  # a double post or a second tab: the pending reply, if any, is the one to show
     reply = reply or pending_reply(conversation)
-    if reply is None:
+    if reply is None or participant_message_settle(reply):  # none to produce, or the resources come first
         return _stream_refused("", go=True) if streams else _to_step(participant)
     if streams:
         response = StreamingHttpResponse(reply_lines(request, reply), content_type=STREAM_TYPE)
@@ -175,6 +184,21 @@ def talk_post(request, participant):
 def _stream_refused(text: str, go: bool = False) -> HttpResponse:
     body = json.dumps({"refused": text} if not go else {"go": True}) + "\n"
     return HttpResponse(body, content_type=STREAM_TYPE, status=400 if text else 200)
+
+
+def crisis_get(request, participant, conversation: Conversation, *, status: int = 200) -> HttpResponse:
+    """The support resources, shown after a message that named a crisis and before any reply to it: the
+    study's resources, then the participant's choice (back to the conversation, or end it and go on)."""
+    settings = chat_settings(participant.study)
+    resources = [line.strip() for line in settings.support_resources.splitlines() if line.strip()]
+    return _page(
+        request,
+        participant,
+        "chat_crisis.html",
+        status=status,
+        conversation=conversation,
+        resources=resources,
+    )
 
 
 # --- rating ------------------------------------------------------------------------------------------------

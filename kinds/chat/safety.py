@@ -8,12 +8,21 @@ Two checks:
   check outside any transaction (inside one, moderation is recorded as not run rather than holding locks while
   it waits). A moderation failure is recorded and does not stop the message: the crisis list still ran.
 
-`safety_check(text, *, study, role)` returns the typed SafetyResult; `message_check` (the conversation's hook,
-kinds/chat/turns.py) returns it as the JSON stored in `Turn.safety`:
-{"ok": bool, "crisis": bool, "terms": [...], "moderation": {...} | null, "checks": [...]}.
+`safety_check(text, *, study, role)` returns the typed SafetyResult; `message_check` returns it as the JSON stored
+in `Turn.safety`: {"ok": bool, "crisis": bool, "terms": [...], "moderation": {...} | null, "checks": [...]}.
 `crisis` (a crisis term, or moderation flagging self-harm) is what shows the participant the support resources
 (templates/ratings/chat_crisis.html); `ok` is false when anything was flagged. `crisis_terms_in(text)` is the
 list alone, cheap enough to run on a streamed reply's text so far.
+
+A participant's message: stored, then checked, then decided (`participant_message_settle`). The message and its
+reply's pending row are committed first (kinds/chat/turns.py `participant_turn_store`: nothing lost if the process
+dies); the check runs after, outside any transaction, so moderation really runs; its verdict is stored once (an
+UPDATE on the still unchecked row) and a crisis opens the support resources on the conversation
+(`Conversation.crisis_open`, counted and first stamped). Every request that would ask a model for the reply
+settles the message first, so a message is never sent on unchecked, whichever request (or a later one, after a
+process died mid-check) produces the reply; and while the resources are open no model is asked: the participant
+chooses to go back to the conversation (`crisis_resume`) or to end it (kinds/chat/answers.py `conversation_end`
+with `crisis=True`, which still leads on to the rating and the completion code).
 """
 
 from __future__ import annotations
@@ -23,7 +32,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from django.db import connection
+from django.db import connection, transaction
+from django.db.models import F
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from .models import Conversation, Turn
 
 TERMS_FILE = Path(__file__).parent / "data" / "crisis_terms.txt"
 #: Moderation categories that mean the same as a crisis term (OpenAI's names).
@@ -116,3 +130,35 @@ def safety_check(text: str, *, study, role: str) -> SafetyResult:
 def message_check(text: str, *, study, role: str) -> dict:
     """The conversation's hook: safety_check as the JSON stored in Turn.safety."""
     return safety_check(text, study=study, role=role).as_json()
+
+
+def participant_message_settle(reply: Turn) -> bool:
+    """The participant's message that the pending `reply` answers, checked if it was not yet (outside any
+    transaction: moderation is a network call) and decided: a crisis opens the support resources. True while the
+    resources are open (no model may be asked for the reply). A message two requests check at once is stored and
+    counted once: the verdict is written only on the row still unchecked."""
+    message = (
+        Turn.objects.filter(
+            conversation_id=reply.conversation_id, index=reply.index - 1, role=Turn.Role.PARTICIPANT
+        )
+        .select_related("conversation__participant__study")
+        .first()
+    )
+    if message is not None and not message.safety:
+        verdict = message_check(message.text, study=message.conversation.participant.study, role=message.role)
+        # One transaction: a request checking the same message at once waits on the row and then finds it
+        # checked, and by then the resources are open (it may not ask a model in between).
+        with transaction.atomic():
+            stored = Turn.objects.filter(pk=message.pk, safety={}).update(safety=verdict)
+            if stored and verdict["crisis"]:
+                Conversation.objects.filter(pk=reply.conversation_id).update(
+                    crisis_open=True,
+                    crisis_count=F("crisis_count") + 1,
+                    crisis_shown_at=Coalesce(F("crisis_shown_at"), timezone.now()),
+                )
+    return Conversation.objects.filter(pk=reply.conversation_id, crisis_open=True).exists()
+
+
+def crisis_resume(conversation: Conversation) -> None:
+    """The participant, shown the support resources, goes back to the conversation (the reply is asked for now)."""
+    Conversation.objects.filter(pk=conversation.pk, crisis_open=True).update(crisis_open=False)

@@ -1,48 +1,28 @@
 """A conversation's turns, each stored before it is shown.
 
-* The participant's message: `participant_turn_store` writes it (with its safety result) and, in the same
-  transaction, the reply's row, pending: nothing is sent to a model before both are committed.
-* The reply: `reply_events(turn)` produces it, as events a page shows (`Chunk` text as it streams, `Wait` "a
-  moment", `Reset` the text shown so far is dropped for a new attempt, then `Done` or `Failed`). One request
-  produces a pending reply at a time: it takes the row's lease (`claimed_until`, an UPDATE that only one
-  request wins), renews it while the reply streams, and completes the row only while it still holds the lease
-  (an UPDATE on `status='pending' AND claimed_until=its lease`): a reply is stored once, never twice. A request
-  that finds the lease held waits for that reply (a second tab, a refresh while the first stream still runs);
-  one that finds it lapsed (a web process killed mid-stream) takes it over; a stream closed by a lost
-  connection gives the lease back at once. So a refresh or a lost connection resumes where the conversation
-  stands, and the pending row is answered by whichever request produces it.
-* A failed or timed-out call is tried once more, then by the study's fallback condition (`Turn.condition`
-  says who answered, `Conversation.fallback_used` is set); if that fails too, the row stays pending and the
-  participant may try again. A person source's reply is typed at the responder console (`reply_complete`);
-  past the study's time limit a reply, the fallback answers.
-* No reply appears sooner than the study's minimum wait after the participant sent their message: the chunks
-  are held back until then (Rubin et al. 2025: the wait matters).
+* The participant's message: `participant_turn_store` writes it and, in the same transaction, the reply's row,
+  pending: nothing is sent to a model before both are committed, and nothing before the message's safety check
+  (kinds/chat/safety.py `participant_message_settle`, run after the commit) has passed.
+* The reply: kinds/chat/replies.py produces it (`reply_events`, `reply_events_async`) and stores it here,
+  `reply_row_complete`: an UPDATE on `status='pending'` (and the producer's lease, when it has one) under the
+  conversation's lock, so a reply is stored once, never twice. A person source's reply is typed at the responder
+  console (`reply_complete`). A spending limit that refuses every call able to answer closes the conversation
+  politely (`reply_close`: the row completed with no model asked, kinds/chat/budget.py).
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from generation.models import LLMConditionConfig
-from studies.live import live_respond
-from studies.models import Condition
 
 from .models import ChatSettings, Conversation, Turn
 from .safety import message_check
-
-LEASE = timedelta(seconds=30)  # a reply's producer holds its row this long, renewed while chunks arrive
-RENEW_EVERY = 5.0  # seconds between renewals of the lease
-POLL = 0.25  # seconds between looks at a reply another request (or a person) is producing
-STATED_WAIT_AFTER = timedelta(seconds=5)  # a person slower than this: the participant is told the limit
-WAIT_TEXT = "One moment: the reply is taking a little longer than usual."
 
 
 class ConversationClosed(Exception):
@@ -51,31 +31,6 @@ class ConversationClosed(Exception):
 
 class MessageInvalid(ValueError):
     """The message is too short or too long."""
-
-
-@dataclass(frozen=True)
-class Chunk:
-    text: str
-
-
-@dataclass(frozen=True)
-class Wait:
-    text: str = WAIT_TEXT
-
-
-@dataclass(frozen=True)
-class Reset:
-    """The text shown so far is dropped: another attempt starts."""
-
-
-@dataclass(frozen=True)
-class Done:
-    turn: Turn
-
-
-@dataclass(frozen=True)
-class Failed:
-    text: str = "The reply could not be fetched. Please try again."
 
 
 def chat_settings(study) -> ChatSettings:
@@ -100,8 +55,8 @@ def message_problem(text: str, settings: ChatSettings) -> str | None:
 
 
 def participant_turn_store(conversation: Conversation, text: str, *, now: datetime | None = None) -> Turn:
-    """Stores the participant's message and the reply's pending row, in one transaction under the conversation's
-    lock; returns the reply's row. Raises ConversationClosed when it is not the participant's turn (a double
+    """Stores the participant's message (unchecked: its safety check follows, outside the transaction) and the
+    reply's pending row, in one transaction under the conversation's lock; returns the reply's row. Raises ConversationClosed when it is not the participant's turn (a double
     post, a second tab: nothing stored) and MessageInvalid for a message of the wrong length."""
     now = now or timezone.now()
     text = text.strip()
@@ -120,14 +75,10 @@ def participant_turn_store(conversation: Conversation, text: str, *, now: dateti
         index = locked.turns.count()
         if participant_turns(locked) >= settings.max_turns:
             raise ConversationClosed("the conversation's turns are used up")
-        safety = message_check(text, study=locked.participant.study, role=Turn.Role.PARTICIPANT)
+        # Unchecked ({}) until kinds/chat/safety.py's participant_message_settle, after the commit: the check may
+        # call the moderation endpoint, which waits on the network and must not hold this lock.
         Turn.objects.create(
-            conversation=locked,
-            index=index,
-            role=Turn.Role.PARTICIPANT,
-            text=text,
-            sent_at=now,
-            safety=safety,
+            conversation=locked, index=index, role=Turn.Role.PARTICIPANT, text=text, sent_at=now, safety={}
         )
         reply = Turn.objects.create(
             conversation=locked,
@@ -156,163 +107,8 @@ def conversation_messages(conversation: Conversation, *, before: int) -> list[di
     ]
 
 
-# --- the lease -------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Lease:
-    """A request's hold on a pending reply: the row's `claimed_until` as this request last wrote it."""
-
-    turn_id: int
-    until: datetime
-    renewed: float = 0.0  # time.monotonic() of the last renewal
-
-    def renew(self, *, force: bool = False) -> bool:
-        """Extends the lease (at most every RENEW_EVERY seconds unless `force`); False when it was lost to another
-        request, or the row is no longer pending."""
-        if not force and time.monotonic() - self.renewed < RENEW_EVERY:
-            return True
-        until = timezone.now() + LEASE
-        updated = Turn.objects.filter(
-            pk=self.turn_id, status=Turn.Status.PENDING, claimed_until=self.until
-        ).update(claimed_until=until)
-        if updated:
-            self.until, self.renewed = until, time.monotonic()
-        return bool(updated)
-
-    def release(self) -> None:
-        Turn.objects.filter(pk=self.turn_id, status=Turn.Status.PENDING, claimed_until=self.until).update(
-            claimed_until=None
-        )
-
-
-def _claim(turn: Turn, now: datetime) -> Lease | None:
-    """Takes the pending reply's lease when nobody holds it (or it lapsed); None when another request holds it."""
-    until = now + LEASE
-    updated = Turn.objects.filter(
-        Q(claimed_until__isnull=True) | Q(claimed_until__lt=now), pk=turn.pk, status=Turn.Status.PENDING
-    ).update(claimed_until=until)
-    return Lease(turn.pk, until, time.monotonic()) if updated else None
-
-
-# --- producing a reply -----------------------------------------------------------------------------------
-
-
-def _sources(conversation: Conversation, settings: ChatSettings) -> list[tuple[Condition, bool]]:
-    """Who is asked, in order, as (condition, is the fallback): an LLM source twice (the call, then its one
-    retry), then the fallback; a person source, then the fallback."""
-    source = conversation.condition
-    tries = [(source, False), (source, False)] if source.kind == Condition.Kind.LLM else [(source, False)]
-    fallback = settings.fallback_condition
-    if fallback is not None and fallback.pk != source.pk and fallback.kind == Condition.Kind.LLM:
-        tries.append((fallback, True))
-    return tries
-
-
-def _earliest(turn: Turn, settings: ChatSettings) -> datetime:
-    """The reply is not shown before this: the participant's message time plus the study's minimum wait."""
-    return turn.sent_at + timedelta(milliseconds=settings.min_reply_wait_ms)
-
-
-def _hold_until(moment: datetime) -> None:
-    delay = (moment - timezone.now()).total_seconds()
-    if delay > 0:
-        time.sleep(delay)
-
-
-def reply_events(
-    turn: Turn, *, settings: ChatSettings | None = None
-) -> Iterator[Chunk | Wait | Reset | Done | Failed]:
-    """The reply of a pending row as events (see the module doc). Closing the iterator early (a lost
-    connection) stops the call and gives the lease back; the row stays pending for the next request."""
-    conversation = Conversation.objects.select_related("condition", "participant__study").get(
-        pk=turn.conversation_id
-    )
-    settings = settings or chat_settings(conversation.participant.study)
-    waited = False
-    while True:
-        turn.refresh_from_db()
-        if turn.status == Turn.Status.COMPLETE:
-            _hold_until(_earliest(turn, settings))
-            yield Done(turn)
-            return
-        lease = _claim(turn, timezone.now())
-        if lease is None:  # another request is producing it: wait for that one (or for its lease to lapse)
-            if not waited:
-                waited = True
-                yield Wait("Your reply is on its way.")
-            time.sleep(POLL)
-            continue
-        try:
-            finished = yield from _produce(turn, conversation, settings, lease)
-        finally:
-            lease.release()
-        if finished:
-            return
-        # The lease was lost to another request (this one was too slow): its reply is the one to show.
-
-
-def _produce(turn, conversation, settings, lease) -> Iterator:
-    """Asks each source in turn; True once the reply is Done or Failed, False when the lease was lost."""
-    shown_any = False
-    for attempt, (condition, is_fallback) in enumerate(_sources(conversation, settings)):
-        if attempt:
-            if shown_any:
-                yield Reset()
-                shown_any = False
-            yield Wait()
-        if condition.kind != Condition.Kind.LLM:
-            done = yield from _person_wait(turn, settings, lease)
-            if done is not None:
-                yield Done(done)
-                return True
-        else:
-            outcome = yield from _call(turn, conversation, settings, lease, condition, is_fallback)
-            if isinstance(outcome, Turn):
-                yield Done(outcome)
-                return True
-            shown_any = shown_any or outcome
-        if not lease.renew(force=True):
-            if shown_any:
-                yield Reset()
-            return False
-    yield Failed()
-    return True
-
-
-def person_wait_text(settings: ChatSettings) -> str:
-    """The participant's stated wait while a person source writes: the time limit a reply, in words that do not
-    say who writes (the label shown is the other factor)."""
-    seconds = settings.person_reply_seconds
-    limit = (
-        f"{seconds // 60} minute{'s' if seconds >= 120 else ''}"
-        if seconds % 60 == 0
-        else f"{seconds} seconds"
-    )
-    return f"Your reply is taking a little longer. It can take up to {limit}; please keep this page open."
-
-
-def _person_wait(turn: Turn, settings: ChatSettings, lease: datetime):
-    """A person source: the responder console completes the row (`reply_complete`); past the study's time limit
-    a reply, None (the fallback answers)."""
-    deadline = turn.sent_at + timedelta(seconds=settings.person_reply_seconds)
-    yield Wait("Your reply is on its way.")  # the same words for every source: the label alone says who
-    stated = False
-    while timezone.now() < deadline:
-        turn.refresh_from_db()
-        if turn.status == Turn.Status.COMPLETE:
-            _hold_until(_earliest(turn, settings))
-            return turn
-        if not lease.renew():
-            return None
-        if not stated and timezone.now() - turn.sent_at >= STATED_WAIT_AFTER:
-            stated = True  # a reply this slow: the participant is told how long it may take at most
-            yield Wait(person_wait_text(settings))
-        time.sleep(POLL)
-    return None
-
-
-def _config_fields(condition: Condition) -> dict:
+def reply_config_fields(condition) -> dict:
+    """What a model reply stores of its condition's settings: the model asked for, decoding settings, seed."""
     config = LLMConditionConfig.objects.filter(condition=condition).first()
     if config is None:
         return {}
@@ -327,81 +123,12 @@ def _config_fields(condition: Condition) -> dict:
     }
 
 
-def _call(turn, conversation, settings, lease, condition, is_fallback):
-    """One provider call for the row: yields its chunks (held back until the minimum wait has passed); returns
-    the completed Turn, or whether any text was shown before it failed."""
-    Turn.objects.filter(pk=turn.pk).update(attempts=F("attempts") + 1, condition=condition)
-    messages = conversation_messages(conversation, before=turn.index)
-    context = {
-        "participant": conversation.participant_id,
-        "conversation": conversation.pk,
-        "turn": turn.index,
-    }
-    earliest = _earliest(turn, settings)
-    held: list[str] = []
-    shown = False
-    first_token_at = None
-    reply = None
-    try:
-        reply = live_respond(condition=condition, messages=messages, context=context)
-        for text in reply:
-            if first_token_at is None:
-                first_token_at = timezone.now()
-            held.append(text)
-            if timezone.now() >= earliest:
-                yield Chunk("".join(held))
-                held.clear()
-                shown = True
-            if not lease.renew():
-                reply.close()
-                return shown  # the lease lapsed and another request took the row over
-    except GeneratorExit:
-        if reply is not None:
-            reply.close()
-        raise
-    except Exception as exc:  # a provider's error, the limiter's wait, no responder: the next source tries
-        record = getattr(reply, "record", None)
-        Turn.objects.filter(pk=turn.pk).update(
-            error=f"{type(exc).__name__}: {exc}"[:2000], live_call=getattr(record, "pk", None)
-        )
-        return shown
-    completed = _complete_llm(turn, lease, reply, first_token_at, condition, is_fallback)
-    if completed is None:
-        return shown
-    _hold_until(earliest)
-    if held:
-        yield Chunk("".join(held))
-    return completed
-
-
-def _complete_llm(turn, lease, reply, first_token_at, condition, is_fallback) -> Turn | None:
-    record = reply.record
-    fields = {
-        **_config_fields(condition),
-        "status": Turn.Status.COMPLETE,
-        "text": reply.text,
-        "first_token_at": first_token_at,
-        "completed_at": timezone.now(),
-        "finish_reason": getattr(reply, "finish_reason", ""),
-        "input_tokens": getattr(reply, "usage_in", None),
-        "output_tokens": getattr(reply, "usage_out", None),
-        "cost": getattr(reply, "cost", Decimal(0)) or Decimal(0),
-        "live_call_id": getattr(record, "pk", None),
-        "claimed_until": None,
-    }
-    if record is not None:
-        fields["prompt"] = record.request
-        fields["model"] = record.model_returned or record.model_requested
-    conversation = turn.conversation
-    fields["safety"] = message_check(
-        fields["text"], study=conversation.participant.study, role=Turn.Role.RESPONDER
-    )
-    return _complete(turn, fields, lease=lease, fallback=is_fallback)
-
-
-def _complete(turn: Turn, fields: dict, *, lease: Lease | None, fallback: bool = False) -> Turn | None:
+def reply_row_complete(
+    turn: Turn, fields: dict, *, lease=None, fallback: bool = False, closed_by: str = ""
+) -> Turn | None:
     """Completes the pending row (only while `lease` is held, when given) and gives the participant the turn
-    back, or ends the conversation when their turns are used up. None: another request completed it first."""
+    back, or ends the conversation when their turns are used up or a spending limit closes it (`closed_by`).
+    None: another request completed it first."""
     with transaction.atomic():
         conversation = Conversation.objects.select_for_update().get(pk=turn.conversation_id)
         rows = Turn.objects.filter(pk=turn.pk, status=Turn.Status.PENDING)
@@ -415,9 +142,10 @@ def _complete(turn: Turn, fields: dict, *, lease: Lease | None, fallback: bool =
         conversation.cost = F("cost") + (fields.get("cost") or Decimal(0))
         conversation.fallback_used = conversation.fallback_used or fallback
         if conversation.state == Conversation.State.AWAITING:
-            over = participant_turns(conversation) >= settings.max_turns
+            over = closed_by or participant_turns(conversation) >= settings.max_turns
             conversation.state = Conversation.State.ENDED if over else Conversation.State.OPEN
-        conversation.save(update_fields=["tokens_used", "cost", "fallback_used", "state"])
+        conversation.closed_by = closed_by or conversation.closed_by
+        conversation.save(update_fields=["tokens_used", "cost", "fallback_used", "state", "closed_by"])
     turn.refresh_from_db()
     return turn
 
@@ -438,7 +166,22 @@ def reply_complete(turn: Turn, *, text: str, responder=None, now: datetime | Non
         "safety": safety,
         "claimed_until": None,
     }
-    return _complete(turn, fields, lease=None)
+    return reply_row_complete(turn, fields, lease=None)
+
+
+def reply_close(turn: Turn, lease, *, reason: str) -> Turn | None:
+    """The polite close: a spending limit refused every call that could answer, so the pending row is completed
+    with no model asked (no text, no condition, `reason` as its finish reason: the page shows a closing note) and
+    the conversation ends (`closed_by`); the participant goes on to the rating. None: the lease was lost."""
+    fields = {
+        "status": Turn.Status.COMPLETE,
+        "text": "",
+        "condition": None,
+        "finish_reason": reason,
+        "completed_at": timezone.now(),
+        "claimed_until": None,
+    }
+    return reply_row_complete(turn, fields, lease=lease, closed_by=Turn.CLOSE_REASONS[reason])
 
 
 def reply_shown(turn: Turn, now: datetime | None = None) -> None:

@@ -14,7 +14,7 @@ from analysis.permissions import analyst_required
 from analysis.services import AnalysisError, analysis_entry
 from studies.models import Study
 
-from .analysis import ChatAnalysisEntry, report_context
+from .analysis import ChatAnalysisEntry, report_context, safety_counts
 
 
 def _study(slug: str) -> Study:
@@ -25,11 +25,13 @@ def _study(slug: str) -> Study:
 
 
 def _context(study: Study) -> dict:
-    """The page's and the report's context; {"problem": why} when there is nothing to analyse yet."""
+    """The page's and the report's context; {"problem": why} when there is nothing to analyse yet. What the
+    safety path and the spending limits did (`safety`) is there either way."""
     try:
-        return report_context(study, analysis_entry(study=study).result(study))
+        context = report_context(study, analysis_entry(study=study).result(study))
     except AnalysisError as exc:
-        return {"study": study, "problem": str(exc)}
+        context = {"study": study, "problem": str(exc)}
+    return {**context, "safety": safety_counts(study)}
 
 
 @require_GET

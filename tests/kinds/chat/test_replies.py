@@ -18,7 +18,8 @@ from generation.live_models import LiveCall
 from generation.models import LLMConditionConfig, Provider
 from generation.providers.placeholder import PlaceholderAdapter
 from kinds.chat.models import ChatSettings, Conversation, Turn
-from kinds.chat.turns import Chunk, Done, Failed, Reset, participant_turn_store, reply_events
+from kinds.chat.replies import Chunk, Done, Failed, Reset, reply_events
+from kinds.chat.turns import participant_turn_store
 from studies.models import Condition
 from tests.factories import ConditionFactory, ParticipantFactory, StudyFactory
 from tests.generation.conftest import make_provider

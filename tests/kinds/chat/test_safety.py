@@ -108,4 +108,4 @@ def test_a_participants_crisis_message_is_stored_with_its_verdict(client, chat_d
         and stored.safety["terms"] == ["ending my life"]
     )
     reply = Turn.objects.get(conversation=conversation, role=Turn.Role.RESPONDER)
-    assert reply.safety["checks"] == ["crisis_terms"] and reply.safety["crisis"] is False
+    assert reply.status == Turn.Status.PENDING and reply.attempts == 0  # the support resources come first

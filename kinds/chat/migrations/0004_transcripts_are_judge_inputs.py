@@ -22,7 +22,7 @@ def backwards(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("chat", "0002_responder_claims_and_the_responders_group"),
+        ("chat", "0003_crisis_resources_moderation_and_early_close"),
         ("studies", "0024_response_source_judge_input"),
     ]
 
