@@ -386,12 +386,17 @@ def load_average() -> list[float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--conversations", type=int, default=200)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--arrival-seconds", type=float, default=2.5)
-    parser.add_argument("--tokens", type=int, default=60)
-    parser.add_argument("--budget-calls", type=int, default=20)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--conversations", type=int, default=200, help="participants a phase (200)")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn uvicorn workers (2)")
+    parser.add_argument(
+        "--arrival-seconds",
+        type=float,
+        default=2.5,
+        help="first messages spread over this many seconds (2.5)",
+    )
+    parser.add_argument("--tokens", type=int, default=60, help="tokens a loopback reply (60)")
+    parser.add_argument("--budget-calls", type=int, default=20, help="the budget rush's room, in calls (20)")
     parser.add_argument("--phase1-only", action="store_true", help="skip the faults and the budget rush")
     args = parser.parse_args()
     provider = LoopbackProvider(tokens=args.tokens)

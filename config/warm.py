@@ -4,6 +4,9 @@
   views (config/lazy_views.py) and the study kinds' dotted paths (launch panels, exclusion flags, power planners,
   analysis entries) name. Commands never import this (config/wsgi.py does), so they still load none of it; a
   server pays once at start, and under `gunicorn --preload` once for all its workers, which share the pages.
+- The providers' SDKs (openai, anthropic: seconds of CPU to import): a live conversation's first reply would
+  otherwise import them on an async worker's event loop, which serves nobody meanwhile (on a busy machine for
+  longer than gunicorn's timeout, which then kills the worker, whose replacement starts cold again).
 - Without a broker (`make run`: no beat either), what beat computes ahead every minute where there is one: the
   dashboards' analyses of the live and closed studies (analysis/snapshots.py) and the pairwise pages' files
   (kinds/pairwise/views.py), once, on the background thread; the server answers meanwhile.
@@ -20,6 +23,7 @@ from django.urls import get_resolver
 from django.utils.module_loading import import_string
 
 from config.lazy_views import lazy_modules
+from generation.providers.registry import adapter_sdk_modules
 from studies.kinds import registered_kinds
 
 logger = logging.getLogger(__name__)
@@ -43,6 +47,7 @@ def warm_modules() -> list[str]:
             path = getattr(kind, capability, None)
             if isinstance(path, str) and "." in path:
                 modules.add(path.rpartition(".")[0])
+    modules.update(adapter_sdk_modules())
     return sorted(modules)
 
 

@@ -31,6 +31,12 @@ def placeholder_kinds() -> list[str]:
     return [kind for kind, adapter in _ADAPTERS.items() if getattr(adapter, "placeholder", False)]
 
 
+def adapter_sdk_modules() -> list[str]:
+    """The vendor packages the registered adapters send through (imported on first use: a server imports them
+    before its workers fork, config/warm.py)."""
+    return sorted({adapter.sdk_name for adapter in _ADAPTERS.values() if getattr(adapter, "sdk_name", "")})
+
+
 def adapter_for(provider) -> ProviderAdapter:
     """The adapter of `provider.kind`; PermanentProviderError naming the kinds there are otherwise."""
     adapter = _ADAPTERS.get(provider.kind)

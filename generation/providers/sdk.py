@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
+import sys
 import threading
 import weakref
 from abc import abstractmethod
@@ -75,6 +76,14 @@ class SDKAdapter(ProviderAdapter):
         """The vendor's package, imported when a provider is first called: importing both SDKs takes 1–2 s, which
         every manage.py command and every worker would otherwise pay at start-up (bench/researcher.py)."""
         return importlib.import_module(self.sdk_name)
+
+    async def sdk_loaded(self) -> None:
+        """The vendor's package imported without holding up the event loop: a first import takes seconds of CPU
+        (tens of seconds on a busy machine), during which an async server's loop would serve nobody, and gunicorn
+        kills a worker whose loop is silent for its timeout. Servers import it before their workers fork
+        (config/warm.py); this is for one that did not."""
+        if self.sdk_name not in sys.modules:
+            await asyncio.to_thread(importlib.import_module, self.sdk_name)
 
     def __init__(self) -> None:
         self._clients: dict[tuple, Any] = {}
@@ -162,6 +171,7 @@ class SDKAdapter(ProviderAdapter):
         self, *, provider, api_key: str, body: dict, timeout: float
     ) -> AsyncIterator[StreamChunk]:
         """`stream` through the SDK's async client: no thread waits on the provider."""
+        await self.sdk_loaded()
         create = self.stream_create(self.async_client(provider, api_key))
         end = self.stream_start()
         with self.errors_classified(provider):

@@ -211,3 +211,6 @@ def test_a_server_loads_the_analysis_modules_the_views_and_kinds_name():
     modules = warm_modules()
     assert {"analysis.views", "kinds.pairwise.views", "kinds.rating.launch_power"} <= set(modules)
     assert "kinds.rating.live_exclusions" in modules and "kinds.rating.power" in modules
+    assert {"openai", "anthropic"} <= set(
+        modules
+    )  # a live conversation's first reply imports no SDK on the loop
