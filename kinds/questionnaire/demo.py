@@ -3,6 +3,7 @@ and after imagining one of the demo's five situations (studies/demo/situations.j
 
 from pathlib import Path
 
+from studies.authenticity_models import NEW_STUDY_TRAPS
 from studies.demo.seed import _demo_situations, demo_ensure
 from studies.demo.texts import TAKING_PART
 from studies.emotionbench.instruments import instruments_import

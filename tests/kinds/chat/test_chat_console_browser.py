@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from playwright.sync_api import expect
 
-from kinds.chat import turns
+from kinds.chat import replies as chat_replies
 from kinds.chat.demo import PERSON, PERSON_REPLY_SECONDS
 from kinds.chat.models import ChatSettings, Conversation, Turn
 from kinds.chat.pets import KEYS
@@ -39,7 +39,7 @@ def test_the_admin_answers_a_participant_at_the_console_and_the_fallback_answers
     assert ChatSettings.objects.get(study=study).person_reply_seconds == PERSON_REPLY_SECONDS == 60
     # The participant is told the time limit once a person is slower than STATED_WAIT_AFTER (5 s on the site):
     # 1 s here, so the test does not sit through the other four.
-    monkeypatch.setattr(turns, "STATED_WAIT_AFTER", timedelta(seconds=1))
+    monkeypatch.setattr(chat_replies, "STATED_WAIT_AFTER", timedelta(seconds=1))
     problems: list[str] = []
 
     def check(page, name: str) -> None:
