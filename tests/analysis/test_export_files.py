@@ -182,7 +182,7 @@ def test_concurrent_requests_for_the_same_export_share_one_file_written_once(req
 def test_under_asgi_an_export_is_sent_as_it_is_read_not_read_whole_first(analyst, monkeypatch):
     """Django reads a synchronous stream whole before sending it under ASGI; the exports are asynchronous there,
     each piece read in the request's own thread (where its COPY runs), and the same bytes as under WSGI."""
-    from analysis import export_sql
+    from kinds.rating import export_sql
 
     people = participants_from_counts("human", {1: 30, 2: 50, 3: 20})
     study = build_rating_study(slug="asgi", conditions=["human"], participants=people).study
