@@ -32,7 +32,7 @@ def test_the_demos_start_with_the_hidden_instruction_and_consistency_pairs():
         2,
         False,
     )  # the picture: the researcher's choice
-    from studies.demo.seed import QUESTIONNAIRE_SLUG
+    from kinds.questionnaire.demo import QUESTIONNAIRE_SLUG
 
     questionnaire = Study.objects.get(slug=QUESTIONNAIRE_SLUG)
     assert (questionnaire.trap_repeat_items, questionnaire.trap_picture) == (2, False)
