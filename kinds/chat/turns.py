@@ -61,8 +61,10 @@ def participant_turn_store(conversation: Conversation, text: str, *, now: dateti
     now = now or timezone.now()
     text = text.strip()
     with transaction.atomic():
+        # of=("self",): the conversation's row only. select_related alone would lock the participant's and the
+        # study's rows too, and every message of the study would wait in line for the study's row.
         locked = (
-            Conversation.objects.select_for_update()
+            Conversation.objects.select_for_update(of=("self",))
             .select_related("participant__study")
             .get(pk=conversation.pk)
         )

@@ -10,7 +10,7 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 from werkzeug import Response as WerkzeugResponse
 
@@ -186,6 +186,41 @@ def test_no_reply_is_shown_before_the_minimum_wait(httpserver, chat):
         if isinstance(event, Chunk | Done):
             assert timezone.now() >= earliest
     assert not any(isinstance(e, Reset) for e in _events(turn))
+
+
+def test_a_message_is_stored_while_another_transaction_holds_the_study_and_participant_rows(chat):
+    """A message locks its conversation's row only: another message of the study (or anything else holding the
+    study's or the participant's row) does not make it wait in line."""
+    from studies.models import Participant, Study
+
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        try:
+            with transaction.atomic():
+                Study.objects.select_for_update().get(pk=chat.participant.study_id)
+                Participant.objects.select_for_update().get(pk=chat.participant_id)
+                held.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(10)
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")  # a message that waits for those rows fails instead
+        try:
+            reply = _send(chat)
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("SET lock_timeout = 0")
+    finally:
+        release.set()
+        holder.join()
+    assert reply.status == "pending"
+    assert Turn.objects.filter(conversation=chat).count() == 2
 
 
 def test_a_message_while_a_reply_is_awaited_is_refused(httpserver, chat):
