@@ -163,7 +163,7 @@ def test_every_participant_page_of_both_kinds_fits_the_screen_and_passes_axe(dem
         assert item_pages == [f"Item {n} of 13" for n in range(1, 14)]
     assert measured == ["teq", "q_default", "q_evoked"]
     if "attention" in checks:
-        attention_check_shows_a_real_emotion(attention, demo.study)
+        attention_check_shows_a_real_emotion(attention, demo.kind_studies["rating"])
     if "axe" in checks:
         # Stop and return: the confirmation and the page after it.
         page.goto(demo.kind_links["rating"].replace("PROLIFIC_PID=demo-", "PROLIFIC_PID=returning-"))
