@@ -14,11 +14,11 @@ from playwright.sync_api import expect
 from generation.budget import StudyBudget
 from generation.live_models import LiveCall
 from generation.models import Provider
-from generation.providers.placeholder import PlaceholderAdapter
+from kinds.chat.demo import MODEL_SOURCE
 from kinds.chat.models import ChatSettings, Conversation
-from studies.demo.seed import demo_seed
 from studies.models import Participant
 from tests.a11y import axe_violations
+from tests.kinds.chat.walking import demo_live
 from tests.screenshots import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -26,9 +26,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
 def demo(settings, tmp_path, live_server, monkeypatch):
-    settings.VAR_DIR = tmp_path
-    monkeypatch.setattr(PlaceholderAdapter, "word_seconds", 0.01)
-    info = demo_seed(base_url=live_server.url)
+    """chat-demo with its new participants going to the test model (its person source closed to enrolment)."""
+    info = demo_live(settings, tmp_path, live_server, monkeypatch, MODEL_SOURCE)
     ChatSettings.objects.filter(study__slug="chat-demo").update(min_reply_wait_ms=0)
     return info
 
