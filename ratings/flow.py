@@ -108,8 +108,11 @@ def steps_on_the_way(request: HttpRequest, participant: Participant) -> None:
         consent_accept(participant=participant)
     if begun and ahead is not None and participant.step == Participant.Step.INSTRUCTIONS:
         now = timezone.now()
-        if participant_advance(participant=participant, from_step=Participant.Step.INSTRUCTIONS, now=now):
-            ahead[1].ahead_shown(participant=participant, now=shown_before(post, participant, now))
+        # One commit for both: a page of the items read between them (the refresh that follows a page left
+        # before its first answer, whose beacon this is) would mark the item shown at its own time.
+        with transaction.atomic():
+            if participant_advance(participant=participant, from_step=Participant.Step.INSTRUCTIONS, now=now):
+                ahead[1].ahead_shown(participant=participant, now=shown_before(post, participant, now))
 
 
 @contextmanager

@@ -143,9 +143,13 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
 @pytest.fixture(autouse=True)
 def _enrollment_limits_out_of_the_way(settings):
-    """Most tests enroll many participants at once; the enrollment limits are tested on their own
-    (tests/ops/test_participant_entry_guard.py), which sets them low again."""
+    """Most tests enroll many participants at once, all from 127.0.0.1, and the limiter's counts in the suite's
+    Redis outlive each test: at the default 30 entries a minute an address, a fast stretch of the suite got 429
+    on its next entry. The limits stay on (the same code path and Redis round trip as in production) but high;
+    they are tested on their own (tests/ops/test_participant_entry_guard.py, tests/ratelimits.py), which set
+    them low again."""
     settings.RATELIMIT_ENROLL_PER_STUDY = 100_000
+    settings.RATELIMIT_ENTRY_PER_IP = 100_000
 
 
 @pytest.fixture
