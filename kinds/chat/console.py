@@ -71,11 +71,14 @@ def deadline_of(turn: Turn, settings: ChatSettings) -> datetime:
 
 
 def _waiting(study: Study, now: datetime):
-    """The study's pending person-source replies inside the time limit, unclaimed (the queue, module doc)."""
+    """The study's pending person-source replies inside the time limit, unclaimed (the queue, module doc). A reply
+    to a message that named a crisis waits out of the queue while the participant reads the support resources:
+    it is asked for, and its time limit starts, when they go back to the conversation (safety.crisis_resume)."""
     settings = chat_settings(study)
     return Turn.objects.filter(
         conversation__participant__study=study,
         conversation__condition__kind=Condition.Kind.HUMAN,
+        conversation__crisis_open=False,
         role=Turn.Role.RESPONDER,
         status=Turn.Status.PENDING,
         claim__isnull=True,

@@ -160,5 +160,11 @@ def participant_message_settle(reply: Turn) -> bool:
 
 
 def crisis_resume(conversation: Conversation) -> None:
-    """The participant, shown the support resources, goes back to the conversation (the reply is asked for now)."""
-    Conversation.objects.filter(pk=conversation.pk, crisis_open=True).update(crisis_open=False)
+    """The participant, shown the support resources, goes back to the conversation: the reply is asked for now
+    (its `sent_at`, from which a person's time limit runs: the minutes spent on the resources are not counted
+    against the responder, nor do they send the reply to the fallback)."""
+    with transaction.atomic():
+        if Conversation.objects.filter(pk=conversation.pk, crisis_open=True).update(crisis_open=False):
+            Turn.objects.filter(
+                conversation_id=conversation.pk, role=Turn.Role.RESPONDER, status=Turn.Status.PENDING
+            ).update(sent_at=timezone.now())

@@ -146,3 +146,28 @@ def test_console_pages_work_as_plain_form_posts(client, django_user_model):
     response = client.post(url + "reply", {"turn": turn.pk, "text": "I hear you."}, follow=True)
     assert "Your reply was sent." in response.content.decode()
     assert Turn.objects.get(pk=turn.pk).text == "I hear you."
+
+
+@pytest.mark.django_db
+def test_a_reply_to_a_crisis_message_waits_out_of_the_queue_until_the_participant_goes_back(django_user_model):
+    """While the participant reads the support resources no responder may take the reply, and its time limit does
+    not run; going back asks for it then, with the whole limit, and the responder sees the message was flagged."""
+    from kinds.chat.safety import crisis_resume
+
+    study = person_study(1, seconds=60)
+    conversation = Conversation.objects.get(participant__study=study, condition__name="person")
+    message = conversation.turns.get(index=0)
+    message.safety = {"crisis": True, "terms": ["ending my life"], "checks": ["crisis_terms"]}
+    message.save(update_fields=["safety"])
+    long_ago = timezone.now() - timedelta(seconds=50)
+    conversation.turns.filter(index=1).update(sent_at=long_ago)
+    Conversation.objects.filter(pk=conversation.pk).update(crisis_open=True)
+    alice = responder(django_user_model, "alice")
+
+    assert queue_length(study) == 0 and claim_next(study, alice) is None
+    crisis_resume(conversation)
+    assert queue_length(study) == 1
+    taken = claim_next(study, alice)
+    (held,) = held_by(study, alice)
+    assert taken.sent_at > long_ago and held.seconds_left > 55
+    assert held.transcript[0].safety["crisis"]
