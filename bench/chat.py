@@ -400,7 +400,7 @@ def main() -> None:
     parser.add_argument("--phase1-only", action="store_true", help="skip the faults and the budget rush")
     args = parser.parse_args()
     provider = LoopbackProvider(tokens=args.tokens)
-    env = {"PROVIDER_URL_ALLOWLIST": "127.0.0.1/32", "DB_CONN_MAX_AGE": "0"}
+    env = {"PROVIDER_URL_ALLOWLIST": "127.0.0.1/32"}
     with Stack(
         workers=args.workers,
         name="chat",

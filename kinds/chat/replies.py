@@ -18,8 +18,8 @@ streams, `Wait` "a moment", `Reset` the text shown so far is dropped for a new a
   conversation; a token cap reached, or a fallback refused too, closes it politely (turns.py `reply_close`).
 
 One implementation produces a reply: `reply_events_async` (an ASGI server's stream, kinds/chat/stream.py, reads it
-on its event loop: the provider through `live_respond_async`, each database step in a worker thread on a
-connection closed after it, the pauses with asyncio.sleep). `reply_events` is the same generator for a sync
+on its event loop: the provider through `live_respond_async`, each database step in a thread of the loop's
+pool (`db_step`), the pauses with asyncio.sleep). `reply_events` is the same generator for a sync
 caller (runserver, the form post without JavaScript): it is driven on an event loop in a thread of its own.
 Before a reply's first token there are two such steps: the row read and its lease taken with the attempt counted
 (`reply_claim`), then the model's settings read with the study's and the provider's limits
@@ -38,12 +38,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from asgiref.sync import sync_to_async
-from django.db import connection
 from django.db.models import F, Q
 from django.utils import timezone
 
 from generation.budget import BudgetSpent, TokenCapReached
+from generation.live import db_step
 from studies.live import live_respond_async
 from studies.models import Condition
 
@@ -147,19 +146,6 @@ def reply_sources(conversation: Conversation, settings: ChatSettings) -> list[tu
 def reply_earliest(turn: Turn, settings: ChatSettings) -> datetime:
     """The reply is not shown before this: the participant's message time plus the study's minimum wait."""
     return turn.sent_at + timedelta(milliseconds=settings.min_reply_wait_ms)
-
-
-async def db_step(step, *args, **kwargs):
-    """`step(*args, **kwargs)`, database work, in a worker thread on a connection closed after it: an open stream
-    holds no connection while it waits on the provider or a person."""
-
-    def run():
-        try:
-            return step(*args, **kwargs)
-        finally:
-            connection.close()
-
-    return await sync_to_async(run, thread_sensitive=False)()
 
 
 async def _hold_until(moment: datetime) -> None:

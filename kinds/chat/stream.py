@@ -13,9 +13,6 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterator
 
-from asgiref.sync import sync_to_async
-from django.db import connection
-
 from .models import Turn
 from .replies import Chunk, Done, Failed, Reset, Wait, db_step, reply_events, reply_events_async
 from .turns import reply_shown
@@ -54,9 +51,6 @@ def _lines(reply: Turn) -> Iterator[str]:
 
 
 async def _lines_async(reply: Turn) -> AsyncIterator[str]:
-    # The request's view and middleware ran in the request's thread and left its database connection open until
-    # the response ends: closed now, so the open stream holds none (its own steps each open and close one).
-    await sync_to_async(_request_connection_close, thread_sensitive=True)()
     yield json.dumps({"start": reply.index}) + "\n"
     events = reply_events_async(reply)
     try:
@@ -68,14 +62,3 @@ async def _lines_async(reply: Turn) -> AsyncIterator[str]:
                 yield line
     finally:
         await events.aclose()
-
-
-def _request_connection_close() -> None:
-    """Close the connection the request's view left open. The server may hand this step to another thread than
-    the one that opened it (the connection is the request context's): closing is allowed across threads here,
-    the request's own work being done."""
-    connection.inc_thread_sharing()
-    try:
-        connection.close()
-    finally:
-        connection.dec_thread_sharing()
