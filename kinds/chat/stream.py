@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 
 from .models import Turn
 from .replies import Chunk, Done, Failed, Reset, Wait, db_step, reply_events, reply_events_async
+from .safety import reply_withheld
 from .turns import reply_shown
 
 
@@ -26,8 +27,10 @@ def event_line(event) -> str | None:
         return json.dumps({"wait": event.text}) + "\n"
     if isinstance(event, Reset):
         return json.dumps({"reset": True}) + "\n"
-    if isinstance(event, Done) and event.turn.closes_conversation:
-        return json.dumps({"go": True}) + "\n"  # the page is shown again, with its closing note
+    if isinstance(event, Done) and (event.turn.closes_conversation or reply_withheld(event.turn)):
+        # The page is shown again: with its closing note, or the withheld reply's replacement (and the support
+        # resources first when it named a crisis).
+        return json.dumps({"go": True}) + "\n"
     if isinstance(event, Done):
         return json.dumps({"done": event.turn.index, "text": event.turn.text}) + "\n"
     if isinstance(event, Failed):
