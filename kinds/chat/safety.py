@@ -106,13 +106,14 @@ def _word_char(char: str) -> bool:
 
 
 @lru_cache(maxsize=1)
-def _term_forms() -> tuple[tuple[str, bool, re.Pattern], ...]:
-    """Each term as (its words without separators, a stem ending in `*`, its pattern): what a reply's tail is
-    compared with while it streams."""
-    return tuple(
-        (_SEPARATORS.sub("", _normal(term.rstrip("*"))), term.endswith("*"), pattern)
-        for term, pattern in _terms()
-    )
+def _term_forms() -> dict[str, tuple[tuple[str, bool, re.Pattern], ...]]:
+    """Each term as (its words without separators, a stem ending in `*`, its pattern), by its first letter: what a
+    reply's tail is compared with while it streams."""
+    forms: dict[str, list] = {}
+    for term, pattern in _terms():
+        words = _SEPARATORS.sub("", _normal(term.rstrip("*")))
+        forms.setdefault(words[:1], []).append((words, term.endswith("*"), pattern))
+    return {first: tuple(group) for first, group in forms.items()}
 
 
 class ReplyScreen:
@@ -203,18 +204,23 @@ _SENTENCE_END = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s)|\n")
 
 def _tail_state(tail: str) -> str:
     """The text from a word start to the reply's end so far: "term" (it begins with a whole term), "open" (it
-    could still become one, or its term's end is not decided yet) or "done" (it never can)."""
+    could still become one, or its term's end is not decided yet) or "done" (it never can). Only the terms whose
+    words agree with it so far are tried (a term's pattern matches only text whose letters begin with its words)."""
     normal = _normal(tail)
-    decided_end = tail != tail.rstrip()  # a space after it: the term's last word has ended
     bare = _SEPARATORS.sub("", normal)
+    decided_end = tail != tail.rstrip()  # a space after it: the term's last word has ended
     state = "done"
-    for words, stem, pattern in _term_forms():
+    for words, stem, pattern in _term_forms().get(bare[:1], ()):
+        known = min(len(words), len(bare))
+        if words[:known] != bare[:known]:
+            continue
+        if len(bare) < len(words):
+            state = "open"  # its beginning so far
+            continue
         found = pattern.match(normal)
         if found:
             if stem or decided_end or found.end() < len(normal):
                 return "term"
-            state = "open"
-        elif words.startswith(bare):
             state = "open"
     return state
 
