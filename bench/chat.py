@@ -381,6 +381,58 @@ def ttft_phases(study_id: int, people: list[Participant], calls: list[dict]) -> 
     return {name: percentiles(values) for name, values in phases.items()}
 
 
+def screen_figures(tokens: int) -> dict:
+    """What checking a model's reply while it streams costs with no moderation provider (kinds/chat/safety.py
+    ReplyScreen on the crisis-term list): its CPU a token against the baseline of only collecting the tokens,
+    both measured here, and how many tokens it held back (a held first token is time to first token added), on
+    the loopback provider's replies and on every reply the test model writes, cut into words as it streams."""
+    import itertools
+    import timeit
+
+    from generation.providers.placeholder import CLOSINGS, MIDDLES, OPENINGS
+    from kinds.chat.safety import ReplyScreen
+
+    replies = {
+        "loopback": [[f"w{n} " for n in range(tokens)]],
+        "test_model": [
+            re.findall(r"\S+\s*", " ".join(parts)) for parts in itertools.product(OPENINGS, MIDDLES, CLOSINGS)
+        ],
+    }
+    figures = {}
+    for name, cut in replies.items():
+        count = sum(len(words) for words in cut)
+
+        def screened(cut=cut):
+            for words in cut:
+                screen = ReplyScreen()
+                for word in words:
+                    screen.add(word)
+
+        def collected(cut=cut):
+            for words in cut:
+                held: list[str] = []
+                for word in words:
+                    held.append(word)
+
+        screen_s = min(timeit.repeat(screened, number=5, repeat=5)) / 5
+        baseline_s = min(timeit.repeat(collected, number=5, repeat=5)) / 5
+        held = first_held = 0
+        for words in cut:
+            screen = ReplyScreen()
+            shown = [screen.add(word) for word in words]
+            held += sum(1 for word, out in zip(words, shown, strict=True) if out != word)
+            first_held += shown[0] == ""
+        figures[name] = {
+            "replies": len(cut),
+            "tokens": count,
+            "screen_us_per_token": round(screen_s / count * 1e6, 2),
+            "baseline_collect_us_per_token": round(baseline_s / count * 1e6, 2),
+            "tokens_held_back": held,
+            "first_tokens_held_back": first_held,
+        }
+    return figures
+
+
 def load_average() -> list[float]:
     return [round(x, 1) for x in os.getloadavg()]
 
@@ -400,7 +452,7 @@ def main() -> None:
     parser.add_argument("--phase1-only", action="store_true", help="skip the faults and the budget rush")
     args = parser.parse_args()
     provider = LoopbackProvider(tokens=args.tokens)
-    env = {"PROVIDER_URL_ALLOWLIST": "127.0.0.1/32", "DB_CONN_MAX_AGE": "0"}
+    env = {"PROVIDER_URL_ALLOWLIST": "127.0.0.1/32"}
     with Stack(
         workers=args.workers,
         name="chat",
@@ -466,8 +518,8 @@ def main() -> None:
             "rss_kb_per_open_conversation": round((max(peak) - idle) / max(open_at_once, 1), 1),
         }
         if args.phase1_only:
-            print(json.dumps({"bench": "chat", "provider_own_ttft_ms": percentiles(own), "phase1": phase1},
-                             indent=2))  # fmt: skip
+            print(json.dumps({"bench": "chat", "provider_own_ttft_ms": percentiles(own), "phase1": phase1,
+                              "reply_screen": screen_figures(args.tokens)}, indent=2))  # fmt: skip
             return
 
         provider.drop_share = 0.05
@@ -540,6 +592,7 @@ def main() -> None:
                 "own_ttft_ms": percentiles(own),
             },  # fmt: skip
             "phase1": phase1,
+            "reply_screen": screen_figures(args.tokens),
             "phase2_faults": {
                 "conversations": n,
                 "streams_dropped_by_provider": dropped,

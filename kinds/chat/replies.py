@@ -18,8 +18,8 @@ streams, `Wait` "a moment", `Reset` the text shown so far is dropped for a new a
   conversation; a token cap reached, or a fallback refused too, closes it politely (turns.py `reply_close`).
 
 One implementation produces a reply: `reply_events_async` (an ASGI server's stream, kinds/chat/stream.py, reads it
-on its event loop: the provider through `live_respond_async`, each database step in a worker thread on a
-connection closed after it, the pauses with asyncio.sleep). `reply_events` is the same generator for a sync
+on its event loop: the provider through `live_respond_async`, each database step in a thread of the loop's
+pool (`db_step`), the pauses with asyncio.sleep). `reply_events` is the same generator for a sync
 caller (runserver, the form post without JavaScript): it is driven on an event loop in a thread of its own.
 Before a reply's first token there are two such steps: the row read and its lease taken with the attempt counted
 (`reply_claim`), then the model's settings read with the study's and the provider's limits
@@ -39,16 +39,16 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from asgiref.sync import sync_to_async
-from django.db import connection
 from django.db.models import F, Q
 from django.utils import timezone
 
 from generation.budget import BudgetSpent, TokenCapReached
+from generation.live import db_step
 from studies.live import live_respond_async
 from studies.models import Condition
 
 from .models import ChatSettings, Conversation, Turn
-from .safety import message_check
+from .safety import ReplyScreen, message_check, reply_verdict_apply, reply_withheld
 from .turns import chat_settings, conversation_messages, reply_close, reply_config_fields, reply_row_complete
 
 LEASE = timedelta(seconds=30)  # a reply's producer holds its row this long, renewed while chunks arrive
@@ -147,19 +147,6 @@ def reply_sources(conversation: Conversation, settings: ChatSettings) -> list[tu
 def reply_earliest(turn: Turn, settings: ChatSettings) -> datetime:
     """The reply is not shown before this: the participant's message time plus the study's minimum wait."""
     return turn.sent_at + timedelta(milliseconds=settings.min_reply_wait_ms)
-
-
-async def db_step(step, *args, **kwargs):
-    """`step(*args, **kwargs)`, database work, in a worker thread on a connection closed after it: an open stream
-    holds no connection while it waits on the provider or a person."""
-
-    def run():
-        try:
-            return step(*args, **kwargs)
-        finally:
-            connection.close()
-
-    return await sync_to_async(run, thread_sensitive=False)()
 
 
 async def _hold_until(moment: datetime) -> None:
@@ -371,6 +358,8 @@ async def reply_call(
         "turn": turn.index,
     }
     earliest = reply_earliest(turn, settings)
+    study = conversation.participant.study
+    screen = ReplyScreen(sentences=settings.moderation_provider_id is not None)
     held: list[str] = []
     shown = False
     first_token_at = None
@@ -380,8 +369,14 @@ async def reply_call(
         async for text in reply:
             if first_token_at is None:
                 first_token_at = timezone.now()
-            held.append(text)
-            if timezone.now() >= earliest:
+            held.append(screen.add(text))
+            due = screen.sentence_due()
+            if due is not None:  # moderation: the reply up to its last sentence end, before that is shown
+                verdict = await sync_to_async(message_check, thread_sensitive=False)(
+                    screen.text[:due], study=study, role=Turn.Role.RESPONDER
+                )
+                held.append(screen.sentence_checked(due, verdict))
+            if timezone.now() >= earliest and any(held):
                 yield Chunk("".join(held))
                 held.clear()
                 shown = True
@@ -403,21 +398,28 @@ async def reply_call(
         yield _Outcome(shown)
         return
     args = (turn, lease, reply, first_token_at, condition, is_fallback)
-    completed = await db_step(reply_complete_llm, *args, closes=closes)
+    completed = await db_step(reply_complete_llm, *args, closes=closes, verdict=screen.verdict)
     if completed is None:
         yield _Outcome(shown)
         return
     await _hold_until(earliest)
-    if held:
-        yield Chunk("".join(held))
+    if reply_withheld(completed):
+        if shown:
+            yield Reset()  # the words shown so far are dropped: the reply is replaced
+    else:
+        held.append(screen.rest())
+        if any(held):
+            yield Chunk("".join(held))
     yield _Outcome(completed)
 
 
 def reply_complete_llm(
-    turn, lease, reply, first_token_at, condition, is_fallback, *, closes=""
+    turn, lease, reply, first_token_at, condition, is_fallback, *, closes="", verdict: dict | None = None
 ) -> Turn | None:
     """Stores a model's finished reply in the pending row, while `lease` is held (None: it was not); `closes`: the
-    conversation ends with it, for that reason."""
+    conversation ends with it, for that reason. Its safety check runs on the whole reply unless `verdict` is the
+    check that flagged it while it streamed; a flagged reply is stored withheld (kinds/chat/safety.py
+    `reply_verdict_apply`)."""
     record = reply.record
     fields = {
         **reply_config_fields(condition),
@@ -436,10 +438,13 @@ def reply_complete_llm(
         fields["prompt"] = record.request
         fields["model"] = record.model_returned or record.model_requested
     conversation = turn.conversation
-    fields["safety"] = message_check(
+    verdict = verdict or message_check(
         fields["text"], study=conversation.participant.study, role=Turn.Role.RESPONDER
     )
-    return reply_row_complete(turn, fields, lease=lease, fallback=is_fallback, closed_by=closes)
+    crisis = reply_verdict_apply(fields, verdict)
+    return reply_row_complete(
+        turn, fields, lease=lease, fallback=is_fallback, closed_by=closes, crisis=crisis
+    )
 
 
 # --- the sync reader ------------------------------------------------------------------------------------------

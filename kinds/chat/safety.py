@@ -96,6 +96,135 @@ def crisis_terms_in(text: str) -> list[str]:
     return [term for term, pattern in _terms() if pattern.search(normal)]
 
 
+WITHHELD_TEXT = "I'm sorry, that reply could not be shown."
+# A term's word, between its words (hyphenated terms' separators) and the end of a word: what `_open` compares.
+_SEPARATORS = re.compile(r"[\s\-]+")
+
+
+def _word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+@lru_cache(maxsize=1)
+def _term_forms() -> dict[str, tuple[tuple[str, bool, re.Pattern], ...]]:
+    """Each term as (its words without separators, a stem ending in `*`, its pattern), by its first letter: what a
+    reply's tail is compared with while it streams."""
+    forms: dict[str, list] = {}
+    for term, pattern in _terms():
+        words = _SEPARATORS.sub("", _normal(term.rstrip("*")))
+        forms.setdefault(words[:1], []).append((words, term.endswith("*"), pattern))
+    return {first: tuple(group) for first, group in forms.items()}
+
+
+class ReplyScreen:
+    """A model's reply checked against the crisis-term list while it streams, so that no flagged text is ever
+    sent: `add(text)` takes the next tokens and returns what may be shown now. It holds back only the tail that
+    could still complete a term: from the first word start whose text so far is a term's beginning (a term's
+    words, whatever spaces or hyphens come between them), or a whole term whose end is not decided yet ("kill"
+    before the next character says whether it is "killing"). Anything else is shown at once: a reply whose words
+    begin no term is not delayed by a token. A word start is where a term may start (not after a letter, a digit
+    or an apostrophe, as the list's patterns say); once the text from it can no longer become a term, it never
+    can, so the screen only looks from the first start still open. Once the text holds a term the reply is
+    `flagged` and nothing more is released (the turn is withheld when stored: `reply_verdict_apply`).
+
+    With a moderation provider (`sentences=True`) text is also held until the sentence it belongs to is checked:
+    `sentence_due()` says up to where the reply is to be sent to moderation (the reply so far up to its last
+    sentence end), `sentence_checked(end, verdict)` records the answer; a flagged sentence withholds the reply."""
+
+    def __init__(self, *, sentences: bool = False) -> None:
+        self.text = ""
+        self.released = 0  # characters of `text` released
+        self.open_from = 0  # characters before it hold no start of a term
+        self.sentences = sentences
+        self.checked = 0  # characters of `text` moderation passed (sentences=True)
+        self.verdict: dict | None = None  # the check that flagged the reply, once one did
+
+    @property
+    def flagged(self) -> bool:
+        return self.verdict is not None
+
+    def add(self, text: str) -> str:
+        """The next tokens; the text that may be shown now (empty while held, and once flagged)."""
+        self.text += text
+        if self.flagged:
+            return ""
+        hold = self._hold_from()
+        if self.flagged:
+            return ""
+        if self.sentences:
+            hold = min(hold, self.checked)
+        return self._release(hold)
+
+    def rest(self) -> str:
+        """The text not shown yet, once the whole reply has passed its checks."""
+        return self._release(len(self.text))
+
+    def _release(self, upto: int) -> str:
+        shown = self.text[self.released : max(upto, self.released)]
+        self.released = max(upto, self.released)
+        return shown
+
+    def _hold_from(self) -> int:
+        text = self.text
+        for start in range(self.open_from, len(text)):
+            if not _word_char(text[start]) or (
+                start and (_word_char(text[start - 1]) or text[start - 1] in "'\u2019")
+            ):
+                continue
+            state = _tail_state(text[start:])
+            if state == "term":
+                self.verdict = SafetyResult(
+                    crisis=True, flagged=False, terms=tuple(crisis_terms_in(text))
+                ).as_json()
+                return start
+            if state == "open":
+                self.open_from = start
+                return start
+        self.open_from = len(text)
+        return len(text)
+
+    def sentence_due(self) -> int | None:
+        """Where the reply is to be checked up to now (its last sentence end not yet checked), or None."""
+        if not self.sentences or self.flagged:
+            return None
+        ends = [m.end() for m in _SENTENCE_END.finditer(self.text, self.checked)]
+        return ends[-1] if ends else None
+
+    def sentence_checked(self, end: int, verdict: dict) -> str:
+        """Moderation's verdict on the reply up to `end`; the text that may be shown now."""
+        if not verdict["ok"]:
+            self.verdict = verdict
+            return ""
+        self.checked = max(self.checked, end)
+        return self.add("")
+
+
+_SENTENCE_END = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s)|\n")
+
+
+def _tail_state(tail: str) -> str:
+    """The text from a word start to the reply's end so far: "term" (it begins with a whole term), "open" (it
+    could still become one, or its term's end is not decided yet) or "done" (it never can). Only the terms whose
+    words agree with it so far are tried (a term's pattern matches only text whose letters begin with its words)."""
+    normal = _normal(tail)
+    bare = _SEPARATORS.sub("", normal)
+    decided_end = tail != tail.rstrip()  # a space after it: the term's last word has ended
+    state = "done"
+    for words, stem, pattern in _term_forms().get(bare[:1], ()):
+        known = min(len(words), len(bare))
+        if words[:known] != bare[:known]:
+            continue
+        if len(bare) < len(words):
+            state = "open"  # its beginning so far
+            continue
+        found = pattern.match(normal)
+        if found:
+            if stem or decided_end or found.end() < len(normal):
+                return "term"
+            state = "open"
+    return state
+
+
 def _moderation_provider(study):
     settings = getattr(study, "chat_settings", None)
     return getattr(settings, "moderation_provider", None) if settings is not None else None
@@ -151,12 +280,34 @@ def participant_message_settle(reply: Turn) -> bool:
         with transaction.atomic():
             stored = Turn.objects.filter(pk=message.pk, safety={}).update(safety=verdict)
             if stored and verdict["crisis"]:
-                Conversation.objects.filter(pk=reply.conversation_id).update(
-                    crisis_open=True,
-                    crisis_count=F("crisis_count") + 1,
-                    crisis_shown_at=Coalesce(F("crisis_shown_at"), timezone.now()),
-                )
+                Conversation.objects.filter(pk=reply.conversation_id).update(**crisis_open_fields())
     return Conversation.objects.filter(pk=reply.conversation_id, crisis_open=True).exists()
+
+
+def reply_verdict_apply(fields: dict, verdict: dict) -> bool:
+    """A model reply's verdict applied to the fields its row is completed with: a flagged reply is withheld (the
+    participant is shown WITHHELD_TEXT in its place, the model is sent that on the next turn too) and its own
+    text kept in the verdict (`withheld`) for the researchers. True when it named a crisis: the support
+    resources open on the conversation as for a participant's crisis message (`crisis_open_fields`)."""
+    if verdict["ok"]:
+        fields["safety"] = verdict
+        return False
+    fields["safety"] = {**verdict, "withheld": fields["text"]}
+    fields["text"] = WITHHELD_TEXT
+    return bool(verdict["crisis"])
+
+
+def reply_withheld(turn: Turn) -> bool:
+    return "withheld" in (turn.safety or {})
+
+
+def crisis_open_fields() -> dict:
+    """The conversation's fields when the support resources open: open, counted, the first time stamped."""
+    return {
+        "crisis_open": True,
+        "crisis_count": F("crisis_count") + 1,
+        "crisis_shown_at": Coalesce(F("crisis_shown_at"), timezone.now()),
+    }
 
 
 def crisis_resume(conversation: Conversation) -> None:

@@ -13,11 +13,9 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterator
 
-from asgiref.sync import sync_to_async
-from django.db import connection
-
 from .models import Turn
 from .replies import Chunk, Done, Failed, Reset, Wait, db_step, reply_events, reply_events_async
+from .safety import reply_withheld
 from .turns import reply_shown
 
 
@@ -29,8 +27,10 @@ def event_line(event) -> str | None:
         return json.dumps({"wait": event.text}) + "\n"
     if isinstance(event, Reset):
         return json.dumps({"reset": True}) + "\n"
-    if isinstance(event, Done) and event.turn.closes_conversation:
-        return json.dumps({"go": True}) + "\n"  # the page is shown again, with its closing note
+    if isinstance(event, Done) and (event.turn.closes_conversation or reply_withheld(event.turn)):
+        # The page is shown again: with its closing note, or the withheld reply's replacement (and the support
+        # resources first when it named a crisis).
+        return json.dumps({"go": True}) + "\n"
     if isinstance(event, Done):
         return json.dumps({"done": event.turn.index, "text": event.turn.text}) + "\n"
     if isinstance(event, Failed):
@@ -54,9 +54,6 @@ def _lines(reply: Turn) -> Iterator[str]:
 
 
 async def _lines_async(reply: Turn) -> AsyncIterator[str]:
-    # The request's view and middleware ran in the request's thread and left its database connection open until
-    # the response ends: closed now, so the open stream holds none (its own steps each open and close one).
-    await sync_to_async(_request_connection_close, thread_sensitive=True)()
     yield json.dumps({"start": reply.index}) + "\n"
     events = reply_events_async(reply)
     try:
@@ -68,14 +65,3 @@ async def _lines_async(reply: Turn) -> AsyncIterator[str]:
                 yield line
     finally:
         await events.aclose()
-
-
-def _request_connection_close() -> None:
-    """Close the connection the request's view left open. The server may hand this step to another thread than
-    the one that opened it (the connection is the request context's): closing is allowed across threads here,
-    the request's own work being done."""
-    connection.inc_thread_sharing()
-    try:
-        connection.close()
-    finally:
-        connection.dec_thread_sharing()

@@ -22,7 +22,7 @@ from django.utils import timezone
 from generation.models import LLMConditionConfig
 
 from .models import ChatSettings, Conversation, Turn
-from .safety import message_check
+from .safety import crisis_open_fields, message_check
 
 
 class ConversationClosed(Exception):
@@ -126,11 +126,12 @@ def reply_config_fields(condition) -> dict:
 
 
 def reply_row_complete(
-    turn: Turn, fields: dict, *, lease=None, fallback: bool = False, closed_by: str = ""
+    turn: Turn, fields: dict, *, lease=None, fallback: bool = False, closed_by: str = "", crisis: bool = False
 ) -> Turn | None:
     """Completes the pending row (only while `lease` is held, when given) and gives the participant the turn
     back, or ends the conversation when their turns are used up or a spending limit closes it (`closed_by`).
-    None: another request completed it first."""
+    `crisis`: the reply was withheld for naming a crisis, the support resources open with it. None: another
+    request completed it first."""
     with transaction.atomic():
         conversation = Conversation.objects.select_for_update().get(pk=turn.conversation_id)
         rows = Turn.objects.filter(pk=turn.pk, status=Turn.Status.PENDING)
@@ -148,6 +149,8 @@ def reply_row_complete(
             conversation.state = Conversation.State.ENDED if over else Conversation.State.OPEN
         conversation.closed_by = closed_by or conversation.closed_by
         conversation.save(update_fields=["tokens_used", "cost", "fallback_used", "state", "closed_by"])
+        if crisis:
+            Conversation.objects.filter(pk=conversation.pk).update(**crisis_open_fields())
     turn.refresh_from_db()
     return turn
 

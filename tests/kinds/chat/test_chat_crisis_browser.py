@@ -111,3 +111,45 @@ def test_a_spent_budget_closes_the_conversation_with_a_note_and_the_rating_follo
         "ended",
         "budget",
     ) and not LiveCall.objects.exists()
+
+
+@pytest.mark.parametrize("viewport", ["phone", "desktop"])
+@pytest.mark.parametrize("javascript", [True, False], ids=["js", "nojs"])
+def test_a_model_reply_naming_a_crisis_is_never_shown_and_the_resources_come_instead(
+    demo, page_at, viewport, javascript, monkeypatch
+):
+    from generation.providers import placeholder
+
+    flagged = "I hear how heavy this is. Some people in your place think of suicide; are you safe right now?"
+    monkeypatch.setattr(placeholder, "placeholder_reply", lambda body: flagged)
+    page = page_at(viewport)
+    page.set_default_timeout(30_000)
+    if not javascript:
+        page.context.route("**/static/**/*.js", lambda route: route.abort())
+    name = f"chat-withheld-{viewport}-{'js' if javascript else 'nojs'}"
+    # Every text the page ever shows, streamed words included (reported to the test before each navigation).
+    seen: list[str] = []
+    page.expose_function("reportShown", lambda text: seen.append(text))
+    page.add_init_script(
+        """new MutationObserver(() => window.reportShown(document.body ? document.body.innerText : ""))
+          .observe(document, {subtree: true, childList: true, characterData: true});"""
+    )
+    page.goto(demo.kind_links["chat"])
+    page.get_by_role("button", name="I agree, start the study").click()
+    page.get_by_role("button", name="Start the conversation about it").click()
+    page.get_by_label("Your message").fill("My exam went badly and I feel awful.")
+    page.get_by_role("button", name="Send").click()
+
+    expect(page.locator("h1")).to_have_text("Before you go on")
+    problems = axe_violations(page)
+    screenshot(page, f"{name}-1-resources")
+    page.get_by_role("button", name="Go back to the conversation").click()
+    expect(page.locator("h1")).to_have_text("Conversation")
+    expect(page.get_by_text("I'm sorry, that reply could not be shown.")).to_be_visible()
+    expect(page.get_by_label("Your message")).to_be_visible()
+    assert "suicide" not in page.content() and seen and not any("suicide" in t for t in seen)
+    problems += axe_violations(page)
+    screenshot(page, f"{name}-2-replaced")
+    assert problems == []
+    reply = Conversation.objects.get(participant__study__slug="chat-demo").turns.get(index=1)
+    assert reply.safety["withheld"] == flagged and reply.safety["terms"] == ["suicid*"]
