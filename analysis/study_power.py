@@ -16,8 +16,9 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from analysis import power
+from analysis import power, selectors
 from analysis.clustered import design_effect as design_effect_of
+from analysis.services import AnalysisError, baseline_choose
 from studies.kinds import kind_of, resolved
 from studies.models import Study
 
@@ -67,6 +68,17 @@ def study_power_plan(*, study: Study, **options) -> StudyPower:
     if path is None:
         raise StudyPowerError(f"study {study.slug!r} is a {study.kind} study: its kind plans no power")
     return resolved(path)(study=study, **options)
+
+
+def planned_conditions(study: Study) -> tuple[list[str], str]:
+    """The names of the study's conditions and its baseline's, for a kind's planner; StudyPowerError for a study
+    without conditions."""
+    infos = selectors.condition_list(study=study)
+    try:
+        baseline = baseline_choose(conditions=infos, requested=None)
+    except AnalysisError as exc:
+        raise StudyPowerError(str(exc)) from None
+    return [c.name for c in infos], baseline
 
 
 def design_effect_choose(

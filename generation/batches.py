@@ -43,6 +43,7 @@ from studies.models import Condition, Study
 logger = logging.getLogger(__name__)
 
 Status = GenerationItem.Status
+ITEM_PREFIX = "item-"  # an item's custom id in the batch: the prefix and its id
 HOLD = timedelta(hours=25)  # the provider's window (a day) plus an hour to finalise
 
 
@@ -53,6 +54,28 @@ class BatchCollected:
     unreadable_lines: int = 0
     cost: Decimal = Decimal(0)
     retried: list[int] = dataclasses.field(default_factory=list)
+
+    def lines_matched(self, lines, rows: dict, *, prefix: str):
+        """Each output line with the held row it answers (`rows` by id, each taken once). A line whose custom id
+        is not `prefix` and a number counts as unreadable; a line of no held row (not ours, or seen already) is
+        passed over."""
+        for line in lines:
+            try:
+                row_id = int(line.custom_id.removeprefix(prefix))
+            except ValueError:
+                self.unreadable_lines += 1
+                continue
+            row = rows.pop(row_id, None)
+            if row is not None:
+                yield line, row
+
+    def attempt_settled(self, row_id: int, outcome) -> None:
+        """A row whose answer was refused, empty or unreadable, settled as for a synchronous call: failed for good,
+        or given back to be tried again."""
+        if outcome.status == "failed":
+            self.failed += 1
+        else:
+            self.retried.append(row_id)
 
 
 def batch_record_submit(batch, *, provider, requests: list[tuple[str, dict]], metadata: dict):
@@ -73,16 +96,19 @@ def batch_record_submit(batch, *, provider, requests: list[tuple[str, dict]], me
     return submitted
 
 
-def line_completion(*, api: BatchAPI, provider, line, request: dict, latency_ms: int, price_factor: Decimal):
-    """The Completion of one answered batch line, at the batch price; the line's classified error, or a
-    malformed, empty or refused body's, is raised as for a synchronous call. Shared by every kind of batch."""
+def line_completion(
+    *, api: BatchAPI, provider, line, request: dict, batch, latency_ms: int, price_factor: Decimal
+):
+    """The Completion of one answered batch line of `batch`, at the batch price, its request recorded with the
+    provider's batch id (`_batch`); the line's classified error, or a malformed, empty or refused body's, is
+    raised as for a synchronous call. Shared by every kind of batch."""
     if line.error is not None:
         raise line.error
     data, reply = api.body_read(line.body, http_status=200)
     completion = completion_checked(
         provider=provider,
         reply=reply,
-        request=request,
+        request={**request, "_batch": batch.provider_batch_id},
         raw_response=data,
         latency_ms=latency_ms,
         http_status=200,
@@ -90,12 +116,19 @@ def line_completion(*, api: BatchAPI, provider, line, request: dict, latency_ms:
     return dataclasses.replace(completion, cost=completion.cost * price_factor)
 
 
-def ended_error(state, *, unreadable_lines: int) -> str:
-    """What went wrong with an ended batch, in words (empty when nothing did)."""
-    return "; ".join(
+def batch_ended_record(batch, state, collected: BatchCollected) -> None:
+    """What an ended batch records, a generation batch or a judge batch alike (the caller adds its own counts and
+    saves): completed or failed, the provider's status and files, the cost, and what went wrong in words (empty
+    when nothing did)."""
+    batch.status = batch.Status.COMPLETED if state.completed else batch.Status.FAILED
+    batch.provider_status = state.status
+    batch.output_file_id = state.output_file_id
+    batch.error_file_id = state.error_file_id
+    batch.cost = collected.cost
+    batch.error = "; ".join(
         [f"the batch ended {state.status}"] * (not state.completed)
         + state.errors
-        + [f"{unreadable_lines} unreadable output lines"] * bool(unreadable_lines)
+        + [f"{collected.unreadable_lines} unreadable output lines"] * bool(collected.unreadable_lines)
     )
 
 
@@ -167,7 +200,9 @@ def _batch_send(batch: GenerationBatch) -> None:
     config = batch.condition.llm_config
     provider = config.provider
     items = list(_held(batch).select_related("prompt__emotion"))
-    requests = [(f"item-{item.id}", config_request(config=config, prompt=item.prompt)) for item in items]
+    requests = [
+        (f"{ITEM_PREFIX}{item.id}", config_request(config=config, prompt=item.prompt)) for item in items
+    ]
     try:
         submitted = batch_record_submit(
             batch,
@@ -229,15 +264,10 @@ def batch_poll(*, batch: GenerationBatch) -> GenerationBatch:
         _held(locked).update(
             status=Status.PENDING, claim_token="", claimed_at=None, next_attempt_at=None, updated_at=now
         )
-        locked.status = GenerationBatch.Status.COMPLETED if state.completed else GenerationBatch.Status.FAILED
-        locked.provider_status = state.status
-        locked.output_file_id = state.output_file_id
-        locked.error_file_id = state.error_file_id
+        batch_ended_record(locked, state, collected)
         locked.items_stored = collected.stored
         locked.items_failed = collected.failed
         locked.items_returned = len(returned)
-        locked.cost = collected.cost
-        locked.error = ended_error(state, unreadable_lines=collected.unreadable_lines)
         locked.checked_at = locked.completed_at = now
         locked.save()
         if returned:
@@ -257,24 +287,14 @@ def _collect(batch: GenerationBatch, lines, *, price_factor: Decimal) -> BatchCo
     started = batch.submitted_at or timezone.now()
     turnaround_ms = int((timezone.now() - started).total_seconds() * 1000)
     result = BatchCollected()
-    for line in lines:
-        try:
-            item_id = int(line.custom_id.removeprefix("item-"))
-        except ValueError:
-            result.unreadable_lines += 1
-            continue
-        item = items.pop(item_id, None)
-        if item is None:
-            continue  # not ours, or seen already
+    for line, item in result.lines_matched(lines, items, prefix=ITEM_PREFIX):
         try:
             completion = line_completion(
                 api=api,
                 provider=provider,
                 line=line,
-                request={
-                    **config_request(config=config, prompt=item.prompt),
-                    "_batch": batch.provider_batch_id,
-                },
+                request=config_request(config=config, prompt=item.prompt),
+                batch=batch,
                 latency_ms=turnaround_ms,
                 price_factor=price_factor,
             )
@@ -286,10 +306,7 @@ def _collect(batch: GenerationBatch, lines, *, price_factor: Decimal) -> BatchCo
                 max_attempts=provider.max_attempts,
                 started=started,
             )
-            if outcome.status == "failed":
-                result.failed += 1
-            else:
-                result.retried.append(item.id)
+            result.attempt_settled(item.id, outcome)
             continue
         outcome = response_store(
             item=item,

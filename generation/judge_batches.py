@@ -24,11 +24,11 @@ from django.utils import timezone
 
 from generation.batches import (
     BatchCollected,
+    batch_ended_record,
     batch_record_submit,
     batch_rows_claim,
     batch_rows_held,
     batches_poll_each,
-    ended_error,
     line_completion,
 )
 from generation.judge_models import Judge, JudgeBatch, JudgeRating
@@ -154,15 +154,10 @@ def judge_batch_poll(*, batch: JudgeBatch) -> JudgeBatch:
             return locked  # another poller collected it meanwhile
         collected = _collect(locked, lines, price_factor=api.price_factor)
         returned = [*collected.retried, *_give_back(locked)]
-        locked.status = JudgeBatch.Status.COMPLETED if state.completed else JudgeBatch.Status.FAILED
-        locked.provider_status = state.status
-        locked.output_file_id = state.output_file_id
-        locked.error_file_id = state.error_file_id
+        batch_ended_record(locked, state, collected)
         locked.ratings_stored = collected.stored
         locked.ratings_failed = collected.failed
         locked.ratings_returned = len(returned)
-        locked.cost = collected.cost
-        locked.error = ended_error(state, unreadable_lines=collected.unreadable_lines)
         locked.completed_at = timezone.now()
         locked.save()
         if returned:
@@ -185,30 +180,20 @@ def _collect(batch: JudgeBatch, lines, *, price_factor: Decimal) -> BatchCollect
     }
     turnaround_ms = int((timezone.now() - (batch.submitted_at or timezone.now())).total_seconds() * 1000)
     result = BatchCollected()
-    for line in lines:
-        try:
-            rating_id = int(line.custom_id.removeprefix(CUSTOM_ID_PREFIX))
-        except ValueError:
-            result.unreadable_lines += 1
-            continue
-        rating = ratings.pop(rating_id, None)
-        if rating is None:
-            continue  # not ours, or seen already
+    for line, rating in result.lines_matched(lines, ratings, prefix=CUSTOM_ID_PREFIX):
         rating.judge = judge
         try:
             completion = line_completion(
                 api=api,
                 provider=provider,
                 line=line,
-                request={
-                    **judge_request(
-                        judge=judge,
-                        response=rating.response,
-                        versus=rating.versus,
-                        sample_index=rating.sample_index,
-                    ),
-                    "_batch": batch.provider_batch_id,
-                },
+                request=judge_request(
+                    judge=judge,
+                    response=rating.response,
+                    versus=rating.versus,
+                    sample_index=rating.sample_index,
+                ),
+                batch=batch,
                 latency_ms=turnaround_ms,
                 price_factor=price_factor,
             )
@@ -219,10 +204,7 @@ def _collect(batch: JudgeBatch, lines, *, price_factor: Decimal) -> BatchCollect
             outcome = held_settle(
                 held, error=exc, attempt=rating.attempts, max_attempts=provider.max_attempts
             )
-            if outcome.status == "failed":
-                result.failed += 1
-            else:
-                result.retried.append(rating.id)
+            result.attempt_settled(rating.id, outcome)
             continue
         outcome = judge_reply_store(
             rating=rating, token=batch.claim_token, completion=completion, batch_id=batch.provider_batch_id

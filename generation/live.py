@@ -315,10 +315,7 @@ def _store(
     return LiveCall.objects.create(
         condition_id=config.condition_id,
         context=context,
-        provider_name=provider.name,
-        provider_kind=provider.kind,
-        base_url=provider.base_url,
-        model_requested=config.model,
+        **LiveCall.asked(provider, config.model),
         model_returned=end.model_returned if end else "",
         system_fingerprint=end.system_fingerprint if end else "",
         provider_response_id=end.response_id if end else "",

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from django.db import models
 
+from generation.call_records import ProviderCallRecord
 from studies.models import Condition
 
 
-class LiveCall(models.Model):
+class LiveCall(ProviderCallRecord):
     class Outcome(models.TextChoices):
         OK = "ok", "Answered"
         ERROR = "error", "Failed (see the error)"
@@ -16,14 +17,6 @@ class LiveCall(models.Model):
 
     condition = models.ForeignKey(Condition, null=True, on_delete=models.SET_NULL, related_name="live_calls")
     context = models.JSONField(default=dict, blank=True, help_text="Who asked (participant, turn, …).")
-    provider_name = models.CharField(max_length=64)
-    provider_kind = models.CharField(max_length=16)
-    base_url = models.CharField(max_length=300, blank=True)
-    model_requested = models.CharField(max_length=200)
-    model_returned = models.CharField(max_length=200, blank=True)
-    system_fingerprint = models.CharField(max_length=200, blank=True)
-    provider_response_id = models.CharField(max_length=200, blank=True)
-    finish_reason = models.CharField(max_length=64, blank=True)
     request = models.JSONField(help_text="The exact request body (no headers, so no key).")
     raw_response = models.JSONField(
         null=True, blank=True, help_text="What the provider said about the reply."

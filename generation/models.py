@@ -22,6 +22,7 @@ from django.db import models
 from django.db.models import Q
 
 from generation.batch_records import BatchRecord
+from generation.call_records import ProviderCallRecord
 from generation.keys import key_env_problem, key_host_problem, provider_host
 from generation.outbound import url_problem
 from generation.placeholders import placeholders_validate
@@ -322,20 +323,12 @@ class GenerationAttempt(models.Model):
         return f"attempt {self.number}: {self.outcome} {self.error_kind}".strip()
 
 
-class ResponseProvenance(models.Model):
+class ResponseProvenance(ProviderCallRecord):
     """How a generated response was produced. A regenerated response keeps its older provenance rows
     (superseded_at set); exactly one row per response is current."""
 
     response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="provenance")
     item = models.ForeignKey(GenerationItem, null=True, on_delete=models.SET_NULL, related_name="provenance")
-    provider_name = models.CharField(max_length=64)
-    provider_kind = models.CharField(max_length=16)
-    base_url = models.CharField(max_length=300, blank=True)
-    model_requested = models.CharField(max_length=200)
-    model_returned = models.CharField(max_length=200, blank=True)
-    system_fingerprint = models.CharField(max_length=200, blank=True)
-    provider_response_id = models.CharField(max_length=200, blank=True)
-    finish_reason = models.CharField(max_length=64, blank=True)
     request = models.JSONField(help_text="The exact request body sent (no headers, so no key).")
     raw_response = models.JSONField(help_text="The provider's reply body as received.")
     input_tokens = models.PositiveIntegerField(null=True, blank=True)

@@ -29,6 +29,7 @@ from .admin_waves import StudyWavesAdminMixin
 from .authenticity_models import NEW_STUDY_TRAPS
 from .importers import CorpusImportError, corpus_import
 from .kinds import kind_of, registered_kinds, resolved
+from .kinds.base import TRAP_FIELDS
 from .models import (
     AttentionCheck,
     Condition,
@@ -160,7 +161,6 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, StudySetupAdminMix
                     "items_per_participant",
                     "quota_per_condition",
                     "attention_check_max_failures",
-                    "trap_hidden_instruction",
                     "time_limit_minutes",
                     "enrollments_per_address",
                     "seed",
@@ -206,11 +206,13 @@ class StudyAdmin(StudyDesignAdminMixin, StudyWavesAdminMixin, StudySetupAdminMix
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def get_fieldsets(self, request, obj=None):
-        """The spine's fieldsets with the study kind's own after "What participants read" (every registered
-        kind's on the add page, where the kind is still to be chosen)."""
+        """The spine's fieldsets with the study kind's own after "What participants read", then the traps the
+        kind offers (every registered kind's, each field once, on the add page, where the kind is still to be
+        chosen)."""
         kinds = [kind_of(obj)] if obj is not None else list(registered_kinds())
         own = [fieldset for kind in kinds for fieldset in kind.admin_fieldsets]
-        return [*self.fieldsets[:2], *own, *self.fieldsets[2:]]
+        traps = [name for name in TRAP_FIELDS if any(name in kind.traps for kind in kinds)]
+        return [*self.fieldsets[:2], *own, ("Authenticity traps", {"fields": traps}), *self.fieldsets[2:]]
 
     def get_inlines(self, request, obj):
         """The spine's inlines, then those the study's kind declares (`StudyKind.admin_inlines`)."""

@@ -2,7 +2,8 @@
 
 * `study_copy`: a new draft with the same design (texts participants read, questionnaire and kind settings,
   scale, checks, codes, conditions with their LLM configurations through the condition hooks of
-  studies/design.py, the prompts and the imported responses); generated responses are generated again.
+  studies/design.py, the prompts and the imported responses); generated responses are generated again. Neither
+  takes what was written for an LLM judge (`Response.Source.JUDGE_INPUT`, e.g. a chat's transcripts).
 * `study_extend`: a follow-up wave of a frozen study: the same prompts; the new LLM conditions (their
   configurations added in the admin, or copied from a parent condition); and a re-rating condition that shows
   the parent's baseline responses again to a share of the parent's baseline participants (rater drift) — or,
@@ -70,8 +71,10 @@ def _copy_kind_settings(source: Study, target: Study) -> None:
 
 
 def _copy_prompts(source: Study, target: Study) -> dict[int, Prompt]:
-    """The source's prompts on the target, same ids and texts; source prompt id -> new prompt."""
-    prompts = list(source.prompts.order_by("id"))
+    """The source's prompts on the target, same ids and texts; source prompt id -> new prompt. Not a prompt that
+    holds a text written for an LLM judge (a chat's transcript, `Response.Source.JUDGE_INPUT`): it is one of the
+    source's conversations, not material participants are shown."""
+    prompts = list(source.prompts.exclude(responses__source=Response.Source.JUDGE_INPUT).order_by("id"))
     created = Prompt.objects.bulk_create(
         [
             Prompt(
@@ -90,7 +93,11 @@ def _copy_prompts(source: Study, target: Study) -> dict[int, Prompt]:
 def _copy_responses(
     source: Condition, target: Condition, prompts: dict[int, Prompt], *, generated: bool
 ) -> int:
-    rows = source.responses.all() if generated else source.responses.exclude(source=Response.Source.GENERATED)
+    """The source condition's responses on the target: what participants are shown (the generated ones only when
+    `generated`), never a text written for an LLM judge (their prompts are not copied either)."""
+    rows = source.responses.exclude(source=Response.Source.JUDGE_INPUT)
+    if not generated:
+        rows = rows.exclude(source=Response.Source.GENERATED)
     created = Response.objects.bulk_create(
         [
             Response(

@@ -398,10 +398,7 @@ def response_store(
             ResponseProvenance.objects.create(
                 response=response,
                 item_id=item.id,
-                provider_name=provider.name,
-                provider_kind=provider.kind,
-                base_url=provider.base_url,
-                model_requested=config.model,
+                **ResponseProvenance.asked(provider, config.model),
                 system_fingerprint=completion.system_fingerprint,
                 provider_response_id=completion.response_id,
                 finish_reason=completion.finish_reason,

@@ -11,9 +11,9 @@ from django.db import transaction
 from generation.models import LLMConditionConfig, Provider
 from generation.providers.placeholder import MODEL, PlaceholderAdapter
 from studies.authenticity_models import NEW_STUDY_TRAPS
-from studies.demo.seed import _demo_situations
+from studies.demo.seed import demo_situations_add
 from studies.demo.texts import TAKING_PART
-from studies.models import Condition, Study, StudySituation
+from studies.models import Condition, Study
 from studies.services import study_launch
 
 from .models import ChatSettings
@@ -96,9 +96,7 @@ def chat_demo_create() -> Study:
             study=study, name=PERSON, kind=Condition.Kind.HUMAN, enrolling=True, position=1
         )
         fallback = _llm(study, "fallback", provider, enrolling=False, position=2)
-        StudySituation.objects.bulk_create(
-            [StudySituation(study=study, situation=s) for s in _demo_situations()]
-        )
+        demo_situations_add(study)
         ChatSettings.objects.create(
             study=study,
             opening=ChatSettings.Opening.EITHER,

@@ -43,6 +43,8 @@ TERMS_FILE = Path(__file__).parent / "data" / "crisis_terms.txt"
 #: Moderation categories that mean the same as a crisis term (OpenAI's names).
 CRISIS_CATEGORIES = frozenset({"self-harm", "self-harm/intent", "self-harm/instructions"})
 CHECK_TERMS, CHECK_MODERATION = "crisis_terms", "moderation"
+# From a message: its conversation, and the study's chat settings with the moderation provider they name.
+MESSAGE_WITH_SETTINGS = "conversation__participant__study__chat_settings__moderation_provider"
 
 
 @dataclass(frozen=True)
@@ -265,22 +267,34 @@ def participant_message_settle(reply: Turn) -> bool:
     """The participant's message that the pending `reply` answers, checked if it was not yet (outside any
     transaction: moderation is a network call) and decided: a crisis opens the support resources. True while the
     resources are open (no model may be asked for the reply). A message two requests check at once is stored and
-    counted once: the verdict is written only on the row still unchecked."""
+    counted once: the verdict is written only on the row still unchecked.
+
+    Before a reply's first token, so it reads what it needs in one query (the message, whether the resources are
+    open, and the study's settings that say whether moderation runs) and writes the verdict in one UPDATE (a
+    crisis also opens the resources, in the same transaction)."""
     message = (
         Turn.objects.filter(
             conversation_id=reply.conversation_id, index=reply.index - 1, role=Turn.Role.PARTICIPANT
         )
-        .select_related("conversation__participant__study")
+        .select_related(MESSAGE_WITH_SETTINGS)
         .first()
     )
-    if message is not None and not message.safety:
-        verdict = message_check(message.text, study=message.conversation.participant.study, role=message.role)
+    if message is None:
+        return Conversation.objects.filter(pk=reply.conversation_id, crisis_open=True).exists()
+    if message.safety:  # checked before: its verdict and the resources were committed together
+        return message.conversation.crisis_open
+    verdict = message_check(message.text, study=message.conversation.participant.study, role=message.role)
+    if not verdict["crisis"]:
+        if Turn.objects.filter(pk=message.pk, safety={}).update(safety=verdict):
+            return message.conversation.crisis_open
+    else:
         # One transaction: a request checking the same message at once waits on the row and then finds it
         # checked, and by then the resources are open (it may not ask a model in between).
         with transaction.atomic():
-            stored = Turn.objects.filter(pk=message.pk, safety={}).update(safety=verdict)
-            if stored and verdict["crisis"]:
+            if Turn.objects.filter(pk=message.pk, safety={}).update(safety=verdict):
                 Conversation.objects.filter(pk=reply.conversation_id).update(**crisis_open_fields())
+                return True
+    # Another request stored its verdict first: the resources as it left them.
     return Conversation.objects.filter(pk=reply.conversation_id, crisis_open=True).exists()
 
 

@@ -16,7 +16,7 @@ from analysis.services import DEFAULT_BOOTSTRAP_SAMPLES, AnalysisOptions
 from kinds.pairwise import bradley_terry_bootstrap, bradley_terry_fit
 from kinds.pairwise.analysis import baseline_of
 from kinds.pairwise.bradley_terry_fit import BradleyTerryError
-from kinds.pairwise.frame import pairwise_export, pairwise_frame
+from kinds.pairwise.frame import FRAME_TYPES, pairwise_export, pairwise_frame
 from kinds.pairwise.models import PairItem
 from kinds.pairwise.report import pairwise_analyze_frame
 from studies.models import Study
@@ -109,6 +109,7 @@ class PairwiseBundle:
             "seed": int(study.seed),
             "bootstrap_samples": DEFAULT_BOOTSTRAP_SAMPLES,
             "modules": {"fit": bradley_terry_fit.__name__, "bootstrap": bradley_terry_bootstrap.__name__},
+            "frame_types": {column: kind.__name__ for column, kind in FRAME_TYPES.items()},
         }
 
     def results(self, study: Study) -> dict:

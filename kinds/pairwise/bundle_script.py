@@ -30,16 +30,9 @@ fit_module = importlib.import_module(PARAMETERS["modules"]["fit"])
 bootstrap_module = importlib.import_module(PARAMETERS["modules"]["bootstrap"])
 BradleyTerryError = fit_module.BradleyTerryError
 
+# The platform's analysis frame's column types (kinds/pairwise/frame.py FRAME_TYPES), by their names.
 FRAME_TYPES = {
-    "participant": str,
-    "prompt_id": str,
-    "left_condition": str,
-    "right_condition": str,
-    "choice": str,
-    "both_inadequate": bool,
-    "left_length": int,
-    "right_length": int,
-    "position": int,
+    column: {"str": str, "bool": bool, "int": int}[kind] for column, kind in PARAMETERS["frame_types"].items()
 }
 
 

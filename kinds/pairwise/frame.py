@@ -29,6 +29,12 @@ FRAME_COLUMNS = [
     "participant", "prompt_id", "left_condition", "right_condition", "choice", "both_inadequate",
     "response_time_ms", "left_length", "right_length", "position",
 ]  # fmt: skip
+# The frame's types but the response time's (filled with 0 where missing first); the open-science bundle's script
+# reads them from its parameters.json (kinds/pairwise/bundle.py), so that its frame is this one.
+FRAME_TYPES = {
+    "participant": str, "prompt_id": str, "left_condition": str, "right_condition": str, "choice": str,
+    "both_inadequate": bool, "left_length": int, "right_length": int, "position": int,
+}  # fmt: skip
 EXPORT_COLUMNS = [
     *FRAME_COLUMNS, "emotion", "left_text", "right_text", "answered_at", "participant_status",
     "attention_failures", "flagged_for_exclusion", "excluded", *(f"excluded_{rule}" for rule in RULE_NAMES),
@@ -102,19 +108,7 @@ def pairwise_frame(*, study: Study, rules: ExclusionRules | None = None) -> pd.D
     frame = frame[~frame["excluded"].astype(bool)][FRAME_COLUMNS].reset_index(drop=True)
     frame["participant"] = [pseudonym(study_id=study.pk, platform_id=p) for p in frame["participant"]]
     frame["response_time_ms"] = frame["response_time_ms"].fillna(0).astype(int)
-    return frame.astype(
-        {
-            "participant": str,
-            "prompt_id": str,
-            "left_condition": str,
-            "right_condition": str,
-            "choice": str,
-            "both_inadequate": bool,
-            "left_length": int,
-            "right_length": int,
-            "position": int,
-        }
-    )
+    return frame.astype(FRAME_TYPES)
 
 
 # Why a rater's votes are left out, in words, per rule (the analysts' page and exclusions.csv).

@@ -50,6 +50,7 @@ from studies.balancing import live_assignments, tie_break_draws, tie_break_key
 from studies.kinds import StudyKind, register, resolved
 from studies.kinds.base import (
     CONDITIONS,
+    TRAP_FIELDS,
     AnalysisPlan,
     LaunchProblem,
     PlannedTest,
@@ -205,9 +206,8 @@ class PairwiseKind(StudyKind):
     launch_panel = "kinds.pairwise.launch_power.pairwise_launch_power_html"
     # (study) -> {(condition id, condition id): weight}, the adaptive phase's targets; read after the warm-up.
     pair_weights = "kinds.pairwise.analysis.adaptive_pair_weights"
-    admin_fieldsets = [
-        ("Pairwise study", {"fields": ["worked_examples", "trap_repeat_items", "trap_picture"]})
-    ]
+    traps = TRAP_FIELDS
+    admin_fieldsets = [("Pairwise study", {"fields": ["worked_examples"]})]
     wave_keeps_conditions = True
     admin_inlines = [
         "kinds.pairwise.admin.PairwiseSettingsInline",

@@ -6,9 +6,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from analysis import power, selectors
-from analysis.services import AnalysisError, baseline_choose
-from analysis.study_power import StudyPower, StudyPowerError, design_effect_choose
+from analysis import power
+from analysis.study_power import StudyPower, StudyPowerError, design_effect_choose, planned_conditions
 from studies.models import Study
 
 from .bradley_terry import BradleyTerryError, win_rate_votes_needed
@@ -47,12 +46,7 @@ def pairwise_power_plan(
     has: its conditions and items per participant. No PPI plan yet: a judge's correlation is refused."""
     if judge_correlation is not None or judge_ratio is not None:
         raise StudyPowerError("the pairwise plan has no prediction-powered (judge) variant")
-    infos = selectors.condition_list(study=study)
-    try:
-        baseline = baseline_choose(conditions=infos, requested=None)
-    except AnalysisError as exc:
-        raise StudyPowerError(str(exc)) from None
-    names = [c.name for c in infos]
+    names, baseline = planned_conditions(study)
     others = [n for n in names if n != baseline]
     if not others:
         raise StudyPowerError("needs at least one condition besides the baseline")

@@ -4,10 +4,10 @@ and after imagining one of the demo's five situations (studies/demo/situations.j
 from pathlib import Path
 
 from studies.authenticity_models import NEW_STUDY_TRAPS
-from studies.demo.seed import _demo_situations, demo_ensure
+from studies.demo.seed import demo_ensure, demo_situations_add
 from studies.demo.texts import TAKING_PART
 from studies.emotionbench.instruments import instruments_import
-from studies.models import Condition, Instrument, QuestionnaireSettings, Study, StudySituation
+from studies.models import Condition, Instrument, QuestionnaireSettings, Study
 
 QUESTIONNAIRE_SLUG = "feelings-demo"
 INSTRUMENT = Path(__file__).resolve().parent / "panas.json"
@@ -50,5 +50,5 @@ def _questionnaire_demo_create() -> Study:
     study = Study.objects.create(slug=QUESTIONNAIRE_SLUG, **SETTINGS)
     QuestionnaireSettings.objects.create(study=study, instrument=Instrument.objects.get(name="PANAS"))
     Condition.objects.create(study=study, name="human", kind=Condition.Kind.HUMAN, is_baseline=True)
-    StudySituation.objects.bulk_create([StudySituation(study=study, situation=s) for s in _demo_situations()])
+    demo_situations_add(study)
     return study

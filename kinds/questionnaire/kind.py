@@ -17,7 +17,7 @@ from django.db.models import Count, Exists, OuterRef, Q
 from studies.balance_counts import live_pages
 from studies.balancing import fewest_first, live_assignments
 from studies.kinds import StudyKind, register
-from studies.kinds.base import AnalysisPlan, PlannedTest, SetupTexts
+from studies.kinds.base import TRAP_FIELDS, AnalysisPlan, PlannedTest, SetupTexts
 from studies.models import (
     Assignment,
     Condition,
@@ -105,7 +105,7 @@ class QuestionnaireKind(StudyKind):
     ]
     generation_admin_view = "kinds.questionnaire.admin.generation_view"
     material_title = "Instrument and situations"
-    admin_fieldsets = [("Questionnaire study", {"fields": ["trap_repeat_items", "trap_picture"]})]
+    traps = TRAP_FIELDS
     bundle = "kinds.questionnaire.bundle.QUESTIONNAIRE_BUNDLE"
     analysis_plan = QUESTIONNAIRE_PLAN
     setup_texts = SetupTexts(

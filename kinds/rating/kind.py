@@ -25,6 +25,7 @@ from studies.balancing import live_assignments, tie_break_draws, tie_break_key
 from studies.kinds import register
 from studies.kinds.base import (
     CONDITIONS,
+    TRAP_FIELDS,
     AnalysisPlan,
     LaunchProblem,
     PlannedTest,
@@ -152,6 +153,7 @@ class RatingKind(StudyKind):
     analysis_plan = RATING_PLAN
     power_planner = "kinds.rating.power.rating_power_plan"
     exclusion_flags = "kinds.rating.live_exclusions.rating_exclusion_flags"
+    traps = TRAP_FIELDS
     admin_fieldsets = [
         (
             "Rating study",
@@ -159,8 +161,6 @@ class RatingKind(StudyKind):
                 "fields": [
                     "worked_examples",
                     "scale",
-                    "trap_repeat_items",
-                    "trap_picture",
                 ]
             },
         ),

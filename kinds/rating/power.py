@@ -28,10 +28,10 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from analysis import exclusions, power, selectors, stats
+from analysis import exclusions, power, stats
 from analysis.power import baseline_icc
-from analysis.services import AnalysisError, baseline_choose, study_alpha
-from analysis.study_power import StudyPower, StudyPowerError, design_effect_choose
+from analysis.services import study_alpha
+from analysis.study_power import StudyPower, StudyPowerError, design_effect_choose, planned_conditions
 from studies.models import Study
 
 from .frame import rating_rows_frame
@@ -82,12 +82,7 @@ def rating_power_plan(
     shares: explicit expected shares by condition name (ascending scale), taking precedence over everything;
     alternative_shares: the expected shares of every non-baseline condition without explicit ones;
     design_effect / icc: as the module doc says (None: chosen)."""
-    infos = selectors.condition_list(study=study)
-    try:
-        baseline = baseline_choose(conditions=infos, requested=None)
-    except AnalysisError as exc:  # no conditions
-        raise StudyPowerError(str(exc)) from None
-    names = [c.name for c in infos]
+    names, baseline = planned_conditions(study)
     explicit = dict(shares or {})
     unknown = sorted(set(explicit) - set(names))
     if unknown:

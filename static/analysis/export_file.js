@@ -1,50 +1,31 @@
-// An export file's page: while the file is being prepared on a worker, fetch the page every few seconds and, once
-// it is ready, put the new status (a polite live region) and the download link in place. No inline script and no
-// meta refresh: without JavaScript the page's Refresh link does the same.
+// An export file's page: while the file is being prepared on a worker, fetch the page every few seconds
+// (static/analysis/poll.js) and, once it is ready, put the new status (a polite live region) and the download
+// link in place. Without JavaScript the page's Refresh link does the same.
 (function () {
   "use strict";
-  var POLL_MS = 3000;
-  var GIVE_UP_MS = 60 * 60 * 1000;
 
-  function start() {
+  window.analysisPoll.whenLoaded(function () {
     var status = document.getElementById("export-status");
     var file = document.getElementById("export-file");
-    if (!status || !file || status.getAttribute("data-pending") !== "true" || !window.fetch || !window.DOMParser) {
-      return;
-    }
-    var started = Date.now();
+    if (!status || !file || status.getAttribute("data-pending") !== "true" || !window.DOMParser) return;
 
-    function poll() {
-      if (Date.now() - started > GIVE_UP_MS) return;
-      fetch(window.location.href, { credentials: "same-origin" })
-        .then(function (response) {
-          if (!response.ok) throw new Error("status " + response.status);
-          return response.text();
-        })
-        .then(function (html) {
-          var fresh = new DOMParser().parseFromString(html, "text/html");
-          var freshStatus = fresh.getElementById("export-status");
-          var freshFile = fresh.getElementById("export-file");
-          if (!freshStatus || !freshFile || freshStatus.getAttribute("data-pending") === "true") {
-            window.setTimeout(poll, POLL_MS);
-            return;
-          }
-          status.className = freshStatus.className;
-          status.setAttribute("data-pending", "false");
-          status.innerHTML = freshStatus.innerHTML;
-          file.innerHTML = freshFile.innerHTML;
-        })
-        .catch(function () {
-          window.setTimeout(poll, POLL_MS * 3);
-        });
-    }
+    var fresh = null;
 
-    window.setTimeout(poll, POLL_MS);
-  }
-
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", start);
-  } else {
-    start();
-  }
+    window.analysisPoll.until({
+      url: window.location.href,
+      json: false,
+      giveUpMs: 60 * 60 * 1000,
+      ready: function (html) {
+        var page = new DOMParser().parseFromString(html, "text/html");
+        fresh = { status: page.getElementById("export-status"), file: page.getElementById("export-file") };
+        return fresh.status && fresh.file && fresh.status.getAttribute("data-pending") !== "true";
+      },
+      done: function () {
+        status.className = fresh.status.className;
+        status.setAttribute("data-pending", "false");
+        status.innerHTML = fresh.status.innerHTML;
+        file.innerHTML = fresh.file.innerHTML;
+      },
+    });
+  });
 })();

@@ -15,7 +15,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from studies.kinds import registered_kinds, resolved
-from studies.models import Situation, Study
+from studies.models import Situation, Study, StudySituation
 from studies.services import study_launch
 
 # The demo's situations (the questionnaire and chat demos imagine them).
@@ -79,10 +79,11 @@ def demo_ensure(slug: str, create: Callable[[], Study]) -> Study:
     return study
 
 
-def _demo_situations() -> list[Situation]:
-    """The demo's own situations, kept apart from an imported EmotionBench pool: their factors are numbered
-    from DEMO_FACTOR_INDEX, where the pool's (at most a handful per emotion) never reach, so neither
-    overwrites the other."""
+def demo_situations_add(study: Study) -> list[Situation]:
+    """The demo's own situations, given to `study` (the questionnaire and chat demos imagine them; a kind's
+    `demo` calls it inside `demo_ensure`'s transaction). They are kept apart from an imported EmotionBench pool:
+    their factors are numbered from DEMO_FACTOR_INDEX, where the pool's (at most a handful per emotion) never
+    reach, so neither overwrites the other."""
     situations = []
     for emotion in json.loads(DEMO_SITUATIONS.read_text())["emotions"]:
         for factor_index, factor in enumerate(emotion["factors"], start=DEMO_FACTOR_INDEX):
@@ -94,6 +95,7 @@ def _demo_situations() -> list[Situation]:
                     defaults={"factor_name": f"Demo: {factor['name']}", "text": text},
                 )
                 situations.append(situation)
+    StudySituation.objects.bulk_create([StudySituation(study=study, situation=s) for s in situations])
     return situations
 
 

@@ -17,7 +17,8 @@ entry and consent pages, recruiting-platform handling and exactly-once answers. 
   `report_write(study, options, out_dir)` (see kinds/rating/entry.py), and `analysis_page`: the URL name of the
   analysts' page of a study of this kind (the dashboard's studies are analysed ahead, analysis/snapshots.py);
 * **admin pieces** — `settings_model` (the kind's own settings, one-to-one with Study), `admin_fieldsets` (the
-  Study fields only this kind reads) and `admin_inlines` (shown on the study's admin page) and `generation_admin_view` (the kind's page under Generation, when its models
+  Study fields only this kind reads), `traps` (the authenticity traps its studies offer: the admin shows them in
+  one fieldset) and `admin_inlines` (shown on the study's admin page) and `generation_admin_view` (the kind's page under Generation, when its models
   answer in their own way), as dotted paths resolved by the admin;
 * **what researchers read** — `analysis_plan` (the primary and secondary tests its analysis runs: the
   pre-registration prints them, the analysis reports the primary as primary), `prereg_procedure` (its lines of
@@ -69,6 +70,13 @@ QUOTAS = "quotas"  # quotas against power and coverage
 PREVIEW = "preview"
 LAUNCH = "launch"  # recruiting platform, outcome codes, launch
 SETUP_STEPS = (MATERIAL, CONDITIONS, TEXTS, CHECKS, QUOTAS, PREVIEW, LAUNCH)
+
+# The authenticity traps' settings (fields of Study, studies/authenticity_models.py), in the order the admin shows
+# them in one fieldset; each kind says which its studies offer (`StudyKind.traps`). The hidden instruction is on
+# the spine's consent page, so every kind offers it; the consistency pairs and the picture check are placed among
+# a kind's items (`authenticity.traps_place`), by the kinds that place them.
+TRAP_HIDDEN_INSTRUCTION = "trap_hidden_instruction"
+TRAP_FIELDS = (TRAP_HIDDEN_INSTRUCTION, "trap_repeat_items", "trap_picture")
 
 
 class LaunchProblem(NamedTuple):
@@ -214,6 +222,8 @@ class StudyKind(ABC):
     status_columns: ClassVar[list[tuple[str, str]]] = []
     analysis: ClassVar[str | None] = None
     admin_fieldsets: ClassVar[list[tuple[str, dict]]] = []  # the kind's own fields of Study, in the admin
+    # The authenticity traps its studies offer, among TRAP_FIELDS: by default the hidden instruction alone.
+    traps: ClassVar[tuple[str, ...]] = (TRAP_HIDDEN_INSTRUCTION,)
     admin_inlines: ClassVar[list[str]] = []
     generation_admin_view: ClassVar[str | None] = None  # (model_admin, request, study) -> HttpResponse
     launch_panel: ClassVar[str | None] = (
@@ -308,7 +318,7 @@ class StudyKind(ABC):
     def picture_options(self, study: Study) -> list[dict] | None:
         """The answers the picture check asks among (`{"value", "label"}` each, as the kind's page shows them;
         studies/authenticity_picture.py), or None: the kind offers no picture check (`trap_picture` is then
-        not among its fields)."""
+        not among its `traps`)."""
         return None
 
     # --- assignment policy ---------------------------------------------------------------------------

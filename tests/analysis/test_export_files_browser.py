@@ -23,22 +23,28 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 PASSWORD = "a-long-test-password"
 
 
-def _worker(file_id: int) -> None:
-    """The queue's part: the file written on a thread of its own, as a worker would (no broker here)."""
+def _worker(go: threading.Event):
+    """The queue's part: the file written on a thread of its own, as a worker would (no broker here), once `go` is
+    set, so that the page is seen waiting and the file reaches it through the page's poller."""
 
-    def write() -> None:
-        try:
-            export_files.export_file_write(file_id)
-        finally:
-            connections.close_all()
+    def dispatch(file_id: int) -> None:
+        def write() -> None:
+            try:
+                go.wait(60)
+                export_files.export_file_write(file_id)
+            finally:
+                connections.close_all()
 
-    threading.Thread(target=write, daemon=True).start()
+        threading.Thread(target=write, daemon=True).start()
+
+    return dispatch
 
 
 def test_a_large_studys_export_is_prepared_then_downloaded(
     settings, live_server, page_at, tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(export_files, "_dispatch", _worker)
+    go = threading.Event()
+    monkeypatch.setattr(export_files, "_dispatch", _worker(go))
     people = participants_from_counts("human", {1: 30, 2: 50, 3: 20})
     people += participants_from_counts("gpt4", {1: 20, 2: 40, 3: 40})
     study = build_rating_study(slug="large", conditions=["human", "gpt4"], participants=people).study
@@ -63,9 +69,15 @@ def test_a_large_studys_export_is_prepared_then_downloaded(
         page.wait_for_url(f"**{reverse('analysis:export_file', args=[study.slug, 'ratings'])}")
         assert axe_violations(page) == []
         screenshot(page, f"export-file-{viewport}-asked")
+        go.clear()
         page.get_by_role("button", name="Prepare").click()
+        page.get_by_text("Preparing a new file").wait_for()
+        assert axe_violations(page) == []
+        screenshot(page, f"export-file-{viewport}-preparing")
+        go.set()
         download_link = page.get_by_role("link", name="Download large-ratings-declared-exclusions.csv")
-        download_link.wait_for()  # the page asks every 3 s and shows the link once the file is ready
+        page.get_by_text("Ready: prepared at").wait_for()  # the page asks every 3 s and shows the file once ready
+        download_link.wait_for()
         assert "200 rows" in page.content()
         assert axe_violations(page) == []
         screenshot(page, f"export-file-{viewport}-ready")

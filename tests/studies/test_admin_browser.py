@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 from playwright.sync_api import expect
 
+from kinds.chat.demo import CHAT_SLUG
 from kinds.pairwise.demo import PAIRWISE_SLUG
 from kinds.questionnaire.demo import QUESTIONNAIRE_SLUG
 from kinds.rating.demo import DEMO_SLUG
@@ -141,3 +142,25 @@ def test_a_frozen_field_is_amended_in_its_own_inputs_on_a_phone_and_a_desktop(ad
     expect(page.get_by_label("Exclude participants answering too fast")).to_be_enabled()
     look("exclusion-rules")
     assert violations == []
+
+
+@pytest.mark.parametrize("viewport", ["phone", "desktop"])
+def test_the_traps_fieldset_shows_what_each_kind_offers(settings, tmp_path, live_server, page_at, viewport):
+    """One "Authenticity traps" fieldset: every trap once on the new study's form, the chat study's page with the
+    hidden instruction alone; axe-core on both."""
+    settings.VAR_DIR = tmp_path
+    demo_seed(base_url=live_server.url)
+    get_user_model().objects.create_superuser(username="researcher", email="", password=PASSWORD)
+    page = sign_in(page_at(viewport), live_server.url, "researcher", PASSWORD)
+    chat = Study.objects.get(slug=CHAT_SLUG)
+    for name, url, traps in (
+        ("new", reverse("admin:studies_study_add"), 3),
+        ("chat", reverse("admin:studies_study_change", args=[chat.pk]), 1),
+    ):
+        assert page.goto(live_server.url + url).status == 200
+        fieldset = page.locator("fieldset", has=page.get_by_role("heading", name="Authenticity traps"))
+        expect(fieldset.locator("input[name^=trap_]")).to_have_count(traps)
+        expect(page.locator("input[name^=trap_]")).to_have_count(traps)
+        assert axe_violations(page) == []
+        fieldset.scroll_into_view_if_needed()
+        screenshot(page, f"admin-traps-{name}-{viewport}", full_page=False)

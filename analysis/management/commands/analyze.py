@@ -4,15 +4,15 @@ import dataclasses
 from pathlib import Path
 
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from analysis import selectors
 from analysis.exclusions import ExclusionRules
 from analysis.services import DEFAULT_BOOTSTRAP_SAMPLES, AnalysisError, AnalysisOptions, analysis_entry
+from studies.management.study_command import StudyCommand
 from studies.models import Study
 
 
-class Command(BaseCommand):
+class Command(StudyCommand):
     help = (
         "Analyse a study and write every table as CSV, every figure as PNG and SVG, and report.html (figures "
         "embedded) and report.md into DIR. The exclusion rules are the study's declared ones unless the options "
@@ -21,7 +21,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("study_slug")
+        super().add_arguments(parser)
         parser.add_argument("--out", required=True, help="Directory to write into (created if missing).")
         parser.add_argument(
             "--baseline",
@@ -81,11 +81,7 @@ class Command(BaseCommand):
             help="Keep participants who did not complete (returned, timed out, never finished).",
         )
 
-    def handle(self, *args, study_slug, out, baseline, bootstrap, seed, **opts):
-        try:
-            study = selectors.study_get_by_slug(slug=study_slug)
-        except Study.DoesNotExist:
-            raise CommandError(f"no study with slug {study_slug!r}") from None
+    def handle_study(self, study, *, out, baseline, bootstrap, seed, **opts):
         if bootstrap < 1:
             raise CommandError("--bootstrap must be at least 1")
         rules = self._rules(study, opts)

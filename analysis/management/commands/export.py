@@ -5,22 +5,22 @@ import sys
 import tempfile
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from analysis import exports, selectors
+from analysis import exports
 from analysis.design import design_json_write, design_lines, design_of
 from analysis.exclusions import ExclusionRules
-from studies.models import Study
+from studies.management.study_command import StudyCommand
 
 
-class Command(BaseCommand):
+class Command(StudyCommand):
     help = (
         "Stream one export of a study as CSV: ratings (long format, with exclusion flags), participants, or "
         "responses. Memory stays bounded whatever the study's size. Formula-like cells are neutralised."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("study_slug")
+        super().add_arguments(parser)
         parser.add_argument(
             "--what",
             required=True,
@@ -33,11 +33,7 @@ class Command(BaseCommand):
             help="Compute the ratings' exclusion flags with no rule on (default: the study's declared rules).",
         )
 
-    def handle(self, *args, study_slug, what, out, no_exclusions, **options):
-        try:
-            study = selectors.study_get_by_slug(slug=study_slug)
-        except Study.DoesNotExist:
-            raise CommandError(f"no study with slug {study_slug!r}") from None
+    def handle_study(self, study, *, what, out, no_exclusions, **options):
         rules = ExclusionRules.none() if no_exclusions else None  # None: the study's declared rules
         if what not in exports.export_names(study):
             raise CommandError(f"no export {what!r}: choose one of {', '.join(exports.export_names(study))}")

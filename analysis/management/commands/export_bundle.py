@@ -3,15 +3,14 @@
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from analysis import selectors
 from analysis.bundle import DEFAULT_LICENCE, BundleError, BundleOptions, bundle_study, bundle_write
 from analysis.bundle_metadata import LICENCE_URLS
-from studies.models import Study
+from studies.management.study_command import StudyCommand
 
 
-class Command(BaseCommand):
+class Command(StudyCommand):
     help = (
         "Write a study's open-science bundle into a new directory: Psych-DS, Frictionless and Croissant metadata, "
         "the data under pseudonyms, materials, the pre-registration and design, an analysis script that re-runs "
@@ -19,7 +18,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("study_slug")
+        super().add_arguments(parser)
         parser.add_argument("--wave", type=int, help="The family's wave number N (1: the first wave).")
         parser.add_argument("--out", required=True, help="The directory to create (must not exist).")
         parser.add_argument(
@@ -36,11 +35,7 @@ class Command(BaseCommand):
         parser.add_argument("--author", action="append", default=[], help="An author (repeat for several).")
         parser.add_argument("--url", default="", help="Where the bundle will be published.")
 
-    def handle(self, *args, study_slug, wave, out, include_free_text, license, author, url, **options):
-        try:
-            study = selectors.study_get_by_slug(slug=study_slug)
-        except Study.DoesNotExist:
-            raise CommandError(f"no study with slug {study_slug!r}") from None
+    def handle_study(self, study, *, wave, out, include_free_text, license, author, url, **options):
         bundle_options = BundleOptions(
             include_free_text=include_free_text, licence=license, authors=tuple(author), url=url
         )

@@ -3,14 +3,14 @@
 import json
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from analysis import exports, selectors
+from analysis import exports
 from analysis.judge_report import JudgeReportError, judge_of, judge_report_of
-from studies.models import Study
+from studies.management.study_command import StudyCommand
 
 
-class Command(BaseCommand):
+class Command(StudyCommand):
     help = (
         "One LLM judge's report on a study: the verdict (may it screen models for this study?), its run, agreement "
         "with people beside people's agreement with each other, prediction-powered shares beside human-only ones, "
@@ -19,18 +19,14 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("study_slug")
+        super().add_arguments(parser)
         parser.add_argument("judge", help="The judge's name (unique within the study).")
         parser.add_argument("--json", action="store_true", help="Print the whole report as one JSON object.")
         parser.add_argument(
             "--out", help="Directory to write judge_report.json and the tables' CSV files into."
         )
 
-    def handle(self, *args, study_slug, judge, **opts):
-        try:
-            study = selectors.study_get_by_slug(slug=study_slug)
-        except Study.DoesNotExist:
-            raise CommandError(f"no study with slug {study_slug!r}") from None
+    def handle_study(self, study, *, judge, **opts):
         try:
             report = judge_report_of(study=study, judge=judge_of(study=study, name=judge))
         except JudgeReportError as exc:

@@ -2,11 +2,11 @@
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from analysis import power, selectors
+from analysis import power
 from analysis.study_power import StudyPowerError, study_power_plan
-from studies.models import Study
+from studies.management.study_command import StudyCommand
 
 
 def _shares(text: str) -> list[float]:
@@ -16,7 +16,7 @@ def _shares(text: str) -> list[float]:
         raise CommandError(f"shares must be comma-separated numbers, got {text!r}") from None
 
 
-class Command(BaseCommand):
+class Command(StudyCommand):
     help = (
         "Participants per condition for 80% and 90% power of the planned tests (2×3 chi-square and 2×2 "
         "Good-vs-rest with Yates' correction, each condition against the baseline, Holm over conditions planned "
@@ -27,7 +27,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("study_slug")
+        super().add_arguments(parser)
         parser.add_argument("--json", action="store_true", help="Print one JSON object.")
         parser.add_argument(
             "--alpha", type=float, default=None, help=f"Family α (default {power.DEFAULT_ALPHA})."
@@ -68,11 +68,7 @@ class Command(BaseCommand):
             "--judge-ratio", type=float, help="Judge ratings per human rating under PPI (default: unlimited)."
         )
 
-    def handle(self, *args, study_slug, **opts):
-        try:
-            study = selectors.study_get_by_slug(slug=study_slug)
-        except Study.DoesNotExist:
-            raise CommandError(f"no study with slug {study_slug!r}") from None
+    def handle_study(self, study, **opts):
         shares = {}
         for item in opts["shares"]:
             name, sep, values = item.partition("=")

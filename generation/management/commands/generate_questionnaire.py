@@ -1,4 +1,4 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from generation.questionnaire import (
     QuestionnaireGenerationError,
@@ -6,10 +6,11 @@ from generation.questionnaire import (
     questionnaire_generate,
     questionnaire_progress,
 )
-from studies.models import Study
+from studies.management.study_command import StudyCommand
 
 
-class Command(BaseCommand):
+class Command(StudyCommand):
+    study_related = ("questionnaire_settings__instrument",)
     help = (
         "EmotionBench LLM subjects: each LLM condition of a questionnaire study answers the instrument "
         "(llm_default_runs default runs, llm_evoked_runs per selected situation, from its settings). Idempotent: "
@@ -17,7 +18,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("study_slug")
+        super().add_arguments(parser)
         parser.add_argument("--condition", default=None, help="Only this LLM condition.")
         parser.add_argument(
             "--max-asks", type=int, default=3, help="Asks per run before giving up on a reply."
@@ -31,12 +32,7 @@ class Command(BaseCommand):
             "without a broker they run on background threads of this process.",
         )
 
-    def handle(self, *args, study_slug, condition, max_asks, threads, progress, on_workers, **options):
-        study = (
-            Study.objects.filter(slug=study_slug).select_related("questionnaire_settings__instrument").first()
-        )
-        if study is None:
-            raise CommandError(f"no study {study_slug!r}")
+    def handle_study(self, study, *, condition, max_asks, threads, progress, on_workers, **options):
         if not progress:
             if max_asks < 1:
                 raise CommandError("--max-asks must be at least 1")

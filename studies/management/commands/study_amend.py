@@ -6,26 +6,23 @@ is not JSON is taken as a string."""
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from studies.design import AmendmentError, study_amend
-from studies.models import Study
+from studies.management.study_command import StudyCommand
 
 
-class Command(BaseCommand):
+class Command(StudyCommand):
     help = "Amend one frozen field of a launched study (recorded, changes the design's hash)."
 
     def add_arguments(self, parser):
-        parser.add_argument("slug")
+        super().add_arguments(parser)
         parser.add_argument("--field", required=True)
         parser.add_argument("--value", required=True, help="JSON, or a plain string.")
         parser.add_argument("--reason", required=True, help="Why the frozen design changes.")
         parser.add_argument("--author", required=True)
 
-    def handle(self, *args, slug, field, value, reason, author, **options):
-        study = Study.objects.filter(slug=slug).first()
-        if study is None:
-            raise CommandError(f"no study '{slug}'")
+    def handle_study(self, study, *, field, value, reason, author, **options):
         try:
             parsed = json.loads(value)
         except json.JSONDecodeError:
@@ -35,6 +32,6 @@ class Command(BaseCommand):
         except AmendmentError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(
-            f"amended {field} of '{slug}': {json.dumps(amendment.old_value)} → {json.dumps(amendment.new_value)}; "
+            f"amended {field} of '{study.slug}': {json.dumps(amendment.old_value)} → {json.dumps(amendment.new_value)}; "
             f"design {amendment.sha256_before[:12]} → {amendment.sha256_after}"
         )

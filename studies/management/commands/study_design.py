@@ -5,27 +5,22 @@ design is the one launch would freeze (said so). --prereg: the pre-registration 
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
-
 from studies.design import canonical_json, design_build, design_current, text_sha256
-from studies.models import Study
+from studies.management.study_command import StudyCommand
 from studies.prereg import prereg_markdown
 
 
-class Command(BaseCommand):
+class Command(StudyCommand):
     help = (
         "Print or write a study's frozen design (canonical JSON) with its SHA-256, or its pre-registration."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("slug")
+        super().add_arguments(parser)
         parser.add_argument("--out", help="Write to this file instead of printing.")
         parser.add_argument("--prereg", action="store_true", help="The pre-registration document (Markdown).")
 
-    def handle(self, *args, slug, out=None, prereg=False, **options):
-        study = Study.objects.filter(slug=slug).first()
-        if study is None:
-            raise CommandError(f"no study '{slug}'")
+    def handle_study(self, study, *, out=None, prereg=False, **options):
         current = design_current(study)
         if prereg:
             text = prereg_markdown(study)

@@ -5,17 +5,18 @@ A follow-up wave of a launched (or imported) study: the same prompts, the new LL
 of the parent's baseline by a share of its number of raters (rater drift). Then: configure the new conditions'
 models (admin, or --like), generate_responses <new-slug>, launch, and analyze <new-slug>."""
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from studies.models import Study
+from studies.management.study_command import StudyCommand
 from studies.waves import DEFAULT_RERATE_SHARE, StudyCopyError, study_extend
 
 
-class Command(BaseCommand):
+class Command(StudyCommand):
+    slug_help = "The study to extend (the family's first)."
     help = "Create a follow-up wave of a study: new LLM conditions compared with its stored human baseline."
 
     def add_arguments(self, parser):
-        parser.add_argument("parent")
+        super().add_arguments(parser)
         parser.add_argument("new_slug")
         parser.add_argument("--condition", action="append", required=True, dest="conditions")
         parser.add_argument("--rerate-share", type=float, default=DEFAULT_RERATE_SHARE)
@@ -24,10 +25,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--title", default="")
 
-    def handle(self, *args, parent, new_slug, conditions, rerate_share, like, title, **options):
-        study = Study.objects.filter(slug=parent).first()
-        if study is None:
-            raise CommandError(f"no study '{parent}'")
+    def handle_study(self, study, *, new_slug, conditions, rerate_share, like, title, **options):
         try:
             wave = study_extend(
                 parent=study, new_slug=new_slug, conditions=conditions, rerate_share=rerate_share, like=like,
@@ -35,7 +33,7 @@ class Command(BaseCommand):
             )  # fmt: skip
         except StudyCopyError as exc:
             raise CommandError(str(exc)) from None
-        lines = [f"wave '{wave.slug}' of '{parent}' (draft):"]
+        lines = [f"wave '{wave.slug}' of '{study.slug}' (draft):"]
         for c in wave.conditions.order_by("position"):
             lines.append(f"  {c.name}: {c.kind}, quota {c.effective_quota}, {c.responses.count()} responses")
         lines.append(

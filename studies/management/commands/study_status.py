@@ -2,9 +2,7 @@
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
-
-from studies.models import Study
+from studies.management.study_command import StudyCommand
 from studies.selectors import STATUSES, status_cell, study_status
 
 
@@ -64,18 +62,15 @@ def render_table(status: dict) -> str:
     return "\n".join(lines)
 
 
-class Command(BaseCommand):
+class Command(StudyCommand):
     help = "Per condition: responses, participants by status, ratings and the spread of ratings per response."
 
     def add_arguments(self, parser):
-        parser.add_argument("study_slug")
+        super().add_arguments(parser)
         parser.add_argument(
             "--json", action="store_true", dest="as_json", help="Print JSON instead of a table."
         )
 
-    def handle(self, *args, study_slug, as_json=False, **options):
-        study = Study.objects.filter(slug=study_slug).first()
-        if study is None:
-            raise CommandError(f"no study with slug '{study_slug}'")
+    def handle_study(self, study, *, as_json=False, **options):
         status = study_status(study=study)
         self.stdout.write(json.dumps(status, indent=2) if as_json else render_table(status))

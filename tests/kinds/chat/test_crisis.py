@@ -148,3 +148,34 @@ def test_two_requests_checking_one_message_at_once_store_and_count_it_once(chat_
     assert not errors and all(results.values())
     conversation.refresh_from_db()
     assert conversation.crisis_count == 1 and conversation.crisis_open
+
+
+@pytest.mark.parametrize(
+    ("text", "queries"),
+    [
+        # The message, whether the resources are open and the study's settings in one SELECT; the verdict in one
+        # UPDATE.
+        ("My exam went badly and I feel awful.", 2),
+        # A crisis also opens the resources, in the verdict's transaction (BEGIN, the two UPDATEs, COMMIT), and
+        # nothing is read after it.
+        (CRISIS, 5),
+    ],
+)
+def test_settling_a_message_before_its_reply_reads_once_and_writes_once(
+    chat_demo, django_assert_num_queries, text, queries
+):
+    participant = Participant.objects.create(
+        study=chat_demo, external_id="CRISIS6", condition=chat_demo.conditions.filter(enrolling=True).first()
+    )
+    conversation = Conversation.objects.create(participant=participant, condition=participant.condition,
+                                               label="ai")  # fmt: skip
+    participant_turn_store(conversation, text)
+    reply = Turn.objects.get(conversation=conversation, role=Turn.Role.RESPONDER)  # nothing cached on it
+    with django_assert_num_queries(queries):
+        opened = participant_message_settle(reply)
+    assert opened == (text == CRISIS)
+    with django_assert_num_queries(1):  # checked already: its verdict and the resources in the one SELECT
+        assert participant_message_settle(reply) == opened
+    message = Turn.objects.get(conversation=conversation, role=Turn.Role.PARTICIPANT)
+    assert message.safety["crisis"] == opened
+    assert Conversation.objects.get(pk=conversation.pk).crisis_open == opened

@@ -1,22 +1,22 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from studies.kinds import NoQuestionnaire, questionnaire_with_instrument
-from studies.models import Study
+from studies.management.study_command import StudyCommand
 
 from ...analysis import emotionbench_analyse
 from ...report import emotionbench_report_text
 
 
-class Command(BaseCommand):
+class Command(StudyCommand):
     help = (
         "EmotionBench analysis of a questionnaire study: default PA/NA and their change per emotion, humans "
         "beside models, with the paper's tests; optionally every group as CSV."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("study_slug")
+        super().add_arguments(parser)
         parser.add_argument(
             "--alpha", type=float, default=None, help="Significance level (default: the study's)."
         )
@@ -24,10 +24,7 @@ class Command(BaseCommand):
             "--csv", type=Path, default=None, help="Write every group and test to this CSV file."
         )
 
-    def handle(self, *args, study_slug: str, alpha: float | None, csv: Path | None, **options):
-        study = Study.objects.filter(slug=study_slug).first()
-        if study is None:
-            raise CommandError(f"no study {study_slug!r}")
+    def handle_study(self, study, *, alpha: float | None, csv: Path | None, **options):
         try:
             questionnaire_with_instrument(study)
         except NoQuestionnaire as exc:
