@@ -30,7 +30,8 @@ run: $(STAMP)
 	$(PY) manage.py migrate --noinput
 	$(PY) scripts/run_local.py $(HOST) $(PORT)
 
-## test: the whole suite (PostgreSQL, Redis, a real Celery worker, headless Chromium).
+## test: the whole suite (PostgreSQL, Redis, a real Celery worker, headless Chromium), on three worker processes
+## (pytest-xdist: tests/conftest.py says how many; PYTEST_ARGS="-n0" runs it in one).
 test: $(STAMP)
 	@bash scripts/ensure-chromium
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) DJANGO_ENV=test \

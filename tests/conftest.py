@@ -11,7 +11,9 @@ import shutil
 import socket
 import subprocess
 import time
+import urllib.parse
 import urllib.request
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -33,6 +35,52 @@ def pytest_sessionstart(session):
     if _postgres_in_use():
         _flush_postgres_by_deleting_rows()
     _hash_passwords_cheaply()
+
+
+# --- Parallel runs (pytest-xdist) -------------------------------------------------------------------------
+# `make test` spreads the suite over worker processes (`-n auto` in pyproject.toml's addopts): much of it waits on
+# Chromium, a live server, a Celery worker or a subprocess, so even two cores run three workers to advantage
+# (docs/development.md has the measurements). Each worker has a PostgreSQL test database of its own (pytest-django
+# suffixes its name with the worker's id: test_empathy_gw0, ...), and a Redis database and a VAR_DIR of its own
+# (`pytest_xdist_setupnodes`), so nothing one worker's tests keep there (rate-limit counts, sessions, the broker's
+# queues, the beat leader's key, media files) is seen by another's.
+WORKERS = 3
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_auto_num_workers(config):
+    """The worker processes `-n auto` starts: PYTEST_XDIST_AUTO_NUM_WORKERS when it is set; otherwise WORKERS, or
+    for a run that names test files (or tests in them) one worker a file up to WORKERS, and none (the tests run
+    in this process) for a single file, where starting workers would cost more than it saves."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
+    named = {Path(config.invocation_params.dir, arg.split("::")[0]) for arg in config.args}
+    if all(path.is_file() for path in named):
+        return 0 if len(named) <= 1 else min(WORKERS, len(named))
+    return WORKERS
+
+
+def pytest_xdist_setupnodes(config, specs):
+    """Before the workers start: each gets REDIS_URL's database counted down by its number (gw0 the given one,
+    gw1 the one below, ...) and a VAR_DIR under var/test-workers/. The processes a test starts (Celery workers,
+    servers) inherit both."""
+    redis_url = os.environ.get("REDIS_URL", "")
+    for spec in specs:
+        number = int(spec.id.removeprefix("gw"))
+        if redis_url:
+            spec.env["REDIS_URL"] = _worker_redis_url(redis_url, number)
+        spec.env["VAR_DIR"] = str(Path(settings.VAR_DIR) / "test-workers" / spec.id)
+
+
+def _worker_redis_url(url: str, number: int) -> str:
+    parts = urllib.parse.urlsplit(url)
+    database = int(parts.path.strip("/") or 0) - number
+    if database < 0:
+        raise pytest.UsageError(
+            f"REDIS_URL={url}: worker gw{number} would need Redis database {database}. The workers take the"
+            " given database and those below it: give a higher one, or fewer workers (-n)."
+        )
+    return urllib.parse.urlunsplit(parts._replace(path=f"/{database}"))
 
 
 def _hash_passwords_cheaply():

@@ -4,6 +4,7 @@ double click, a lost connection and its retry, and the same study walked without
 from datetime import UTC, datetime
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
 from kinds.rating.models import Rating
@@ -171,8 +172,16 @@ def bad_value(pid: str) -> int:
 
 
 def pause_clock(page) -> None:
-    """Stops the page's clock (installed before its first page): its timers fire only when a test moves it."""
-    page.clock.pause_at(datetime.fromtimestamp(page.evaluate("Date.now()") / 1000 + 0.05, tz=UTC))
+    """Stops the page's clock (installed before its first page): its timers fire only when a test moves it.
+    The pause is set 50 ms ahead of the page's time; on a busy machine the page's clock can pass that before
+    Playwright sets it ("Cannot fast-forward to the past"), and the pause is set again from the new time."""
+    for attempt in range(5):
+        try:
+            page.clock.pause_at(datetime.fromtimestamp(page.evaluate("Date.now()") / 1000 + 0.05, tz=UTC))
+            return
+        except PlaywrightError as error:
+            if "fast-forward to the past" not in str(error) or attempt == 4:
+                raise
 
 
 def test_an_answer_given_offline_is_sent_by_itself_once_the_connection_is_back(live_server, page_at, study):
