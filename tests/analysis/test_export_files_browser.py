@@ -76,7 +76,9 @@ def test_a_large_studys_export_is_prepared_then_downloaded(
         screenshot(page, f"export-file-{viewport}-preparing")
         go.set()
         download_link = page.get_by_role("link", name="Download large-ratings-declared-exclusions.csv")
-        page.get_by_text("Ready: prepared at").wait_for()  # the page asks every 3 s and shows the file once ready
+        page.get_by_text(
+            "Ready: prepared at"
+        ).wait_for()  # the page asks every 3 s and shows the file once ready
         download_link.wait_for()
         assert "200 rows" in page.content()
         assert axe_violations(page) == []

@@ -149,7 +149,9 @@ def test_console_pages_work_as_plain_form_posts(client, django_user_model):
 
 
 @pytest.mark.django_db
-def test_a_reply_to_a_crisis_message_waits_out_of_the_queue_until_the_participant_goes_back(django_user_model):
+def test_a_reply_to_a_crisis_message_waits_out_of_the_queue_until_the_participant_goes_back(
+    django_user_model,
+):
     """While the participant reads the support resources no responder may take the reply, and its time limit does
     not run; going back asks for it then, with the whole limit, and the responder sees the message was flagged."""
     from kinds.chat.safety import crisis_resume

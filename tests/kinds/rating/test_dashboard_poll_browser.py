@@ -16,7 +16,9 @@ from tests.screenshots import screenshot
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_the_dashboard_says_when_the_workers_result_is_in(live_server, page_at, rated_study, analyst, monkeypatch):
+def test_the_dashboard_says_when_the_workers_result_is_in(
+    live_server, page_at, rated_study, analyst, monkeypatch
+):
     asked = []
     monkeypatch.setattr(snapshots, "_dispatch", lambda **kwargs: asked.append(kwargs))
     client = Client()
