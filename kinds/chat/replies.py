@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from asgiref.sync import sync_to_async
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -372,8 +371,8 @@ async def reply_call(
             held.append(screen.add(text))
             due = screen.sentence_due()
             if due is not None:  # moderation: the reply up to its last sentence end, before that is shown
-                verdict = await sync_to_async(message_check, thread_sensitive=False)(
-                    screen.text[:due], study=study, role=Turn.Role.RESPONDER
+                verdict = await db_step(
+                    message_check, screen.text[:due], study=study, role=Turn.Role.RESPONDER
                 )
                 held.append(screen.sentence_checked(due, verdict))
             if timezone.now() >= earliest and any(held):
