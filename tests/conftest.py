@@ -44,7 +44,11 @@ def pytest_sessionstart(session):
 # suffixes its name with the worker's id: test_empathy_gw0, ...), and a Redis database and a VAR_DIR of its own
 # (`pytest_xdist_setupnodes`), so nothing one worker's tests keep there (rate-limit counts, sessions, the broker's
 # queues, the beat leader's key, media files) is seen by another's.
-WORKERS = 3
+# Serial unless PYTEST_XDIST_AUTO_NUM_WORKERS asks for workers: the race tests open up to 52 PostgreSQL connections
+# at once, and beside two other workers' live servers and Celery workers they passed PostgreSQL's default
+# max_connections (100) in one of three parallel runs ("too many clients"). With max_connections raised (or the
+# race tests given the database to themselves), 3 workers take the suite from ~20 min to ~11 min on 2 cores.
+WORKERS = 0
 
 
 @pytest.hookimpl(tryfirst=True)
